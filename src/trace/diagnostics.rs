@@ -1,0 +1,103 @@
+//! Everything a loader skipped or repaired, with its reason and a count. The rest of the data loads.
+
+use serde::Serialize;
+
+/// What kind of trouble a loader met. `kind` strings are stable (they appear in `--json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DiagnosticKind {
+    CorruptJson,
+    MissingField,
+    UnknownPartType,
+    UnknownToolStatus,
+    OrphanPart,
+    OrphanMessage,
+    DanglingTool,
+    TruncatedExport,
+    UnreadableFile,
+    DuplicateId,
+    CyclicParent,
+    NonUtf8,
+    PartialWrite,
+    MergedFromStorage,
+    Other,
+}
+
+impl DiagnosticKind {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            DiagnosticKind::CorruptJson => "corrupt_json",
+            DiagnosticKind::MissingField => "missing_field",
+            DiagnosticKind::UnknownPartType => "unknown_part_type",
+            DiagnosticKind::UnknownToolStatus => "unknown_tool_status",
+            DiagnosticKind::OrphanPart => "orphan_part",
+            DiagnosticKind::OrphanMessage => "orphan_message",
+            DiagnosticKind::DanglingTool => "dangling_tool",
+            DiagnosticKind::TruncatedExport => "truncated_export",
+            DiagnosticKind::UnreadableFile => "unreadable_file",
+            DiagnosticKind::DuplicateId => "duplicate_id",
+            DiagnosticKind::CyclicParent => "cyclic_parent",
+            DiagnosticKind::NonUtf8 => "non_utf8",
+            DiagnosticKind::PartialWrite => "partial_write",
+            DiagnosticKind::MergedFromStorage => "merged_from_storage",
+            DiagnosticKind::Other => "other",
+        }
+    }
+}
+
+/// One kind of diagnostic with how often it happened and the first example.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    pub kind: DiagnosticKind,
+    pub count: usize,
+    pub example: String,
+}
+
+/// Diagnostics grouped by kind, in first-seen order (deterministic for a given input).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Diagnostics {
+    items: Vec<Diagnostic>,
+}
+
+impl Diagnostics {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Record one occurrence; the first example of a kind is kept.
+    pub fn push(&mut self, kind: DiagnosticKind, example: impl Into<String>) {
+        if let Some(d) = self.items.iter_mut().find(|d| d.kind == kind) {
+            d.count += 1;
+        } else {
+            self.items.push(Diagnostic {
+                kind,
+                count: 1,
+                example: example.into(),
+            });
+        }
+    }
+    pub fn extend(&mut self, other: &Diagnostics) {
+        for d in &other.items {
+            if let Some(mine) = self.items.iter_mut().find(|m| m.kind == d.kind) {
+                mine.count += d.count;
+            } else {
+                self.items.push(d.clone());
+            }
+        }
+    }
+    pub fn items(&self) -> &[Diagnostic] {
+        &self.items
+    }
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+    pub fn count(&self, kind: DiagnosticKind) -> usize {
+        self.items
+            .iter()
+            .find(|d| d.kind == kind)
+            .map_or(0, |d| d.count)
+    }
+    pub fn total(&self) -> usize {
+        self.items.iter().map(|d| d.count).sum()
+    }
+}

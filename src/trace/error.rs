@@ -1,0 +1,24 @@
+//! Errors that stop a load altogether (a file that cannot be read at all). Everything less is a
+//! [`super::diagnostics::Diagnostic`].
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is not an OpenCode export: {reason}")]
+    NotAnExport { path: PathBuf, reason: String },
+    #[error("cannot open database {path}: {reason}")]
+    Database { path: PathBuf, reason: String },
+    #[error("no OpenCode data found at {0}")]
+    NoData(PathBuf),
+    #[error("session {id} not found in {path}")]
+    SessionNotFound { id: String, path: PathBuf },
+    #[error("{path} holds no sessions")]
+    NoSessions { path: PathBuf },
+}

@@ -1,0 +1,11 @@
+//! The neutral trace model and the loaders that produce it.
+pub mod derive;
+pub mod diagnostics;
+pub mod error;
+pub mod model;
+pub mod opencode;
+pub mod parse;
+
+pub use diagnostics::{Diagnostic, DiagnosticKind, Diagnostics};
+pub use error::LoadError;
+pub use model::*;

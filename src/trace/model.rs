@@ -1,0 +1,432 @@
+//! The neutral trace model: one recorded session, its messages and parts in time order, and the
+//! requests (model calls) derived from them. Every loader (database, JSON storage, export) produces
+//! this model; everything downstream (episodes, replay, TUI) reads only this.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::diagnostics::Diagnostics;
+
+/// Session metadata. Every field but `id` is optional in the sources, so defaults are empty.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SessionInfo {
+    pub id: String,
+    pub title: String,
+    pub slug: Option<String>,
+    pub directory: String,
+    pub project_id: Option<String>,
+    pub parent_id: Option<String>,
+    /// The OpenCode version that created the session; picks token semantics (see [`TokenSemantics`]).
+    pub version: Option<String>,
+    pub agent: Option<String>,
+    pub model: Option<ModelRef>,
+    pub time_created: i64,
+    pub time_updated: i64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct ModelRef {
+    pub provider_id: String,
+    pub model_id: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+/// What a user message is, for segmentation (MODEL §1 "human turn").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UserKind {
+    /// Typed by a person.
+    Human,
+    /// Holds a `compaction` part (OpenCode sends it as "What did we do so far?").
+    Compaction,
+    /// OpenCode's synthetic "Continue if you have next steps…" after an auto compaction.
+    SyntheticContinue,
+    /// The last human prompt, replayed by OpenCode after an overflow compaction.
+    OverflowReplay,
+}
+
+/// Usage as recorded for one request. Zero where the recording has none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    pub input: u64,
+    pub output: u64,
+    pub reasoning: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+}
+
+impl Usage {
+    pub fn add(&mut self, o: &Usage) {
+        self.input += o.input;
+        self.output += o.output;
+        self.reasoning += o.reasoning;
+        self.cache_read += o.cache_read;
+        self.cache_write += o.cache_write;
+    }
+    pub fn is_zero(&self) -> bool {
+        *self == Usage::default()
+    }
+}
+
+/// An error recorded on an assistant message (`{name, data: {message, …}}`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MessageError {
+    pub name: String,
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Message {
+    pub id: String,
+    pub session_id: String,
+    pub role: Role,
+    pub time_created: i64,
+    pub time_completed: Option<i64>,
+    /// `agent`, else the deprecated `mode`.
+    pub agent: Option<String>,
+    pub model: Option<ModelRef>,
+    /// Assistant: the user message it answers.
+    pub parent_id: Option<String>,
+    pub finish: Option<String>,
+    pub error: Option<MessageError>,
+    /// Assistant with `summary: true`: a compaction summary.
+    pub summary: bool,
+    /// Recorded usage of the message (`message.tokens`; the last step's usage).
+    pub tokens: Option<Usage>,
+    pub cost: f64,
+    pub parts: Vec<Part>,
+    /// Set by [`crate::trace::derive`] for user messages.
+    pub user_kind: Option<UserKind>,
+    /// Fields this model does not name, kept as they were.
+    #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+    pub extra: serde_json::Map<String, Value>,
+}
+
+impl Message {
+    pub fn is_user(&self) -> bool {
+        self.role == Role::User
+    }
+    pub fn is_assistant(&self) -> bool {
+        self.role == Role::Assistant
+    }
+    /// Concatenated text of the message's text parts (ignored ones left out).
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for p in &self.parts {
+            if let PartKind::Text { text, ignored, .. } = &p.kind {
+                if *ignored {
+                    continue;
+                }
+                if !out.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(text);
+            }
+        }
+        out
+    }
+    pub fn tool_parts(&self) -> impl Iterator<Item = (&Part, &ToolPart)> {
+        self.parts.iter().filter_map(|p| match &p.kind {
+            PartKind::Tool(t) => Some((p, t)),
+            _ => None,
+        })
+    }
+    pub fn compaction_part(&self) -> Option<&CompactionPart> {
+        self.parts.iter().find_map(|p| match &p.kind {
+            PartKind::Compaction(c) => Some(c),
+            _ => None,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Part {
+    pub id: String,
+    pub message_id: String,
+    pub kind: PartKind,
+}
+
+impl Part {
+    /// The part type as OpenCode names it (`text`, `tool`, …; the raw name for unknown types).
+    pub fn type_name(&self) -> &str {
+        self.kind.type_name()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompactionPart {
+    pub auto: bool,
+    pub overflow: bool,
+    pub tail_start_id: Option<String>,
+}
+
+/// All 12 OpenCode part types plus `Unknown`, which keeps the raw JSON of a type we do not know.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum PartKind {
+    Text {
+        text: String,
+        synthetic: bool,
+        ignored: bool,
+        /// `metadata.compaction_continue` (OpenCode ≥1.4.7 marks its auto-continue prompt).
+        compaction_continue: bool,
+    },
+    Reasoning {
+        text: String,
+    },
+    File {
+        mime: String,
+        filename: Option<String>,
+        url: String,
+        /// Inlined text of the source, if any.
+        source_text: Option<String>,
+    },
+    Agent {
+        name: String,
+    },
+    Compaction(CompactionPart),
+    Subtask {
+        prompt: String,
+        description: String,
+        agent: String,
+    },
+    Retry {
+        attempt: u64,
+        error: Option<String>,
+    },
+    StepStart {
+        snapshot: Option<String>,
+    },
+    StepFinish {
+        reason: Option<String>,
+        cost: f64,
+        tokens: Option<Usage>,
+    },
+    Snapshot {
+        snapshot: String,
+    },
+    Patch {
+        hash: String,
+        files: Vec<String>,
+    },
+    Tool(ToolPart),
+    Unknown {
+        type_name: String,
+        raw: Value,
+    },
+}
+
+impl PartKind {
+    pub fn type_name(&self) -> &str {
+        match self {
+            PartKind::Text { .. } => "text",
+            PartKind::Reasoning { .. } => "reasoning",
+            PartKind::File { .. } => "file",
+            PartKind::Agent { .. } => "agent",
+            PartKind::Compaction(_) => "compaction",
+            PartKind::Subtask { .. } => "subtask",
+            PartKind::Retry { .. } => "retry",
+            PartKind::StepStart { .. } => "step-start",
+            PartKind::StepFinish { .. } => "step-finish",
+            PartKind::Snapshot { .. } => "snapshot",
+            PartKind::Patch { .. } => "patch",
+            PartKind::Tool(_) => "tool",
+            PartKind::Unknown { type_name, .. } => type_name,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolStatus {
+    Pending,
+    Running,
+    Completed,
+    Error,
+    Unknown,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolPart {
+    pub call_id: String,
+    pub tool: String,
+    pub status: ToolStatus,
+    pub input: Value,
+    pub output: Option<String>,
+    pub error: Option<String>,
+    pub title: Option<String>,
+    pub metadata: Value,
+    pub time_start: Option<i64>,
+    pub time_end: Option<i64>,
+    /// Set when OpenCode pruned the output (`state.time.compacted`): the model was then sent
+    /// "[Old tool result content cleared]" instead of the output.
+    pub time_compacted: Option<i64>,
+}
+
+impl ToolPart {
+    /// `metadata.exit` of a bash call, if recorded.
+    pub fn exit_code(&self) -> Option<i64> {
+        self.metadata.get("exit").and_then(Value::as_i64)
+    }
+    /// A failure: status error, or a non-zero exit code.
+    pub fn failed(&self) -> bool {
+        self.status == ToolStatus::Error || self.exit_code().is_some_and(|c| c != 0)
+    }
+    /// The child session a `task` call spawned (`state.metadata.sessionId`).
+    pub fn child_session_id(&self) -> Option<&str> {
+        if self.tool != "task" {
+            return None;
+        }
+        self.metadata.get("sessionId").and_then(Value::as_str)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RequestStatus {
+    Ok,
+    Error,
+    Aborted,
+    Empty,
+    Cut,
+}
+
+impl RequestStatus {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            RequestStatus::Ok => "ok",
+            RequestStatus::Error => "error",
+            RequestStatus::Aborted => "aborted",
+            RequestStatus::Empty => "empty",
+            RequestStatus::Cut => "cut",
+        }
+    }
+}
+
+/// One model call: every assistant message, numbered from 0 in time order (MODEL §1).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Request {
+    pub index: usize,
+    pub message_id: String,
+    /// Index of the assistant message in `Trace::messages`.
+    pub message_index: usize,
+    pub status: RequestStatus,
+    pub time_created: i64,
+    pub time_completed: Option<i64>,
+    pub agent: Option<String>,
+    pub model: Option<ModelRef>,
+    pub usage: Usage,
+    pub cost: f64,
+    pub finish: Option<String>,
+    /// The user message this request answers (`parentID`, else the last user message before it).
+    pub user_message_id: Option<String>,
+    /// A compaction summary call (not a step of the conversation).
+    pub synthetic_call: bool,
+}
+
+impl Request {
+    /// Recorded prompt size: input + cache read + cache write (MODEL §3.5).
+    pub fn recorded_prompt(&self) -> u64 {
+        self.usage.input + self.usage.cache_read + self.usage.cache_write
+    }
+}
+
+/// One recorded compaction: the compaction user message, the summary call, and what followed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompactionEvent {
+    pub user_message_id: String,
+    pub summary_message_id: Option<String>,
+    /// Request index of the summary call.
+    pub summary_request: Option<usize>,
+    pub auto: bool,
+    pub overflow: bool,
+    pub tail_start_id: Option<String>,
+    /// The synthetic continue message, or the replayed user message after an overflow.
+    pub continuation_message_id: Option<String>,
+    /// The summary text as recorded.
+    pub summary_text: String,
+}
+
+/// A sub-agent session spawned by a `task` call of this trace.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChildLink {
+    pub session_id: String,
+    pub message_id: String,
+    pub part_id: String,
+    pub call_id: String,
+    pub description: Option<String>,
+}
+
+/// A tool output OpenCode pruned (`state.time.compacted`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PrunedOutput {
+    pub message_id: String,
+    pub part_id: String,
+    pub time_compacted: i64,
+}
+
+/// Which token semantics the session's OpenCode version recorded (reference §2.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TokenSemantics {
+    /// Before 1.3.6 some providers included cache reads/writes in `input`.
+    pub input_may_include_cache: bool,
+    /// Before 1.3.16 `output` included reasoning.
+    pub output_includes_reasoning: bool,
+}
+
+/// Where a trace was loaded from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "path")]
+pub enum SourceKind {
+    Database(String),
+    Storage(String),
+    Export(String),
+    Merged(String),
+}
+
+/// One recorded session, ready for segmentation and replay.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Trace {
+    pub session: SessionInfo,
+    /// Messages ordered by `(time_created, id)`; parts by id.
+    pub messages: Vec<Message>,
+    pub requests: Vec<Request>,
+    pub compactions: Vec<CompactionEvent>,
+    pub children: Vec<ChildLink>,
+    pub pruned: Vec<PrunedOutput>,
+    pub token_semantics: TokenSemantics,
+    pub source: SourceKind,
+    pub diagnostics: Diagnostics,
+}
+
+impl Trace {
+    pub fn message(&self, id: &str) -> Option<&Message> {
+        self.messages.iter().find(|m| m.id == id)
+    }
+    pub fn message_index(&self, id: &str) -> Option<usize> {
+        self.messages.iter().position(|m| m.id == id)
+    }
+    /// Messages that are human turns (MODEL §1).
+    pub fn human_turns(&self) -> impl Iterator<Item = &Message> {
+        self.messages
+            .iter()
+            .filter(|m| m.user_kind == Some(UserKind::Human))
+    }
+    /// Recorded usage summed over requests.
+    pub fn total_usage(&self) -> Usage {
+        let mut u = Usage::default();
+        for r in &self.requests {
+            u.add(&r.usage);
+        }
+        u
+    }
+    pub fn total_cost(&self) -> f64 {
+        self.requests.iter().map(|r| r.cost).sum()
+    }
+}

@@ -1,0 +1,227 @@
+//! `opencode export` files: `{info, messages: [{info, parts}]}`, pretty-printed. Anything before
+//! the first `{` (a stray "Exporting session:" line) is ignored. A file cut in the middle loads
+//! every message that is complete and reports the cut.
+
+use std::path::Path;
+
+use serde::de::IgnoredAny;
+use serde_json::Value;
+
+use crate::trace::derive::build_trace;
+use crate::trace::diagnostics::{DiagnosticKind, Diagnostics};
+use crate::trace::error::LoadError;
+use crate::trace::model::{SourceKind, Trace};
+use crate::trace::parse::{parse_message, parse_part, parse_session};
+
+/// Read an export file into a trace.
+pub fn load_export(path: &Path) -> Result<Trace, LoadError> {
+    let bytes = std::fs::read(path).map_err(|source| LoadError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    parse_export(&bytes, path)
+}
+
+/// Parse export bytes (see [`load_export`]); `path` is only used in messages.
+pub fn parse_export(bytes: &[u8], path: &Path) -> Result<Trace, LoadError> {
+    let mut diags = Diagnostics::new();
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => std::borrow::Cow::Borrowed(t),
+        Err(e) => {
+            diags.push(
+                DiagnosticKind::NonUtf8,
+                format!("{}: invalid UTF-8 at byte {}; replaced", path.display(), e.valid_up_to()),
+            );
+            String::from_utf8_lossy(bytes)
+        }
+    };
+    let Some(start) = text.find('{') else {
+        return Err(LoadError::NotAnExport {
+            path: path.to_owned(),
+            reason: "no JSON object in the file".into(),
+        });
+    };
+    let body = &text[start..];
+    let (info, messages) = match serde_json::from_str::<Value>(body) {
+        Ok(v) => {
+            let info = v.get("info").cloned();
+            let msgs = v
+                .get("messages")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            (info, msgs)
+        }
+        Err(e) => {
+            let (info, msgs) = recover(body);
+            diags.push(
+                DiagnosticKind::TruncatedExport,
+                format!(
+                    "{}: {e}; loaded the {} complete messages before it",
+                    path.display(),
+                    msgs.len()
+                ),
+            );
+            (info, msgs)
+        }
+    };
+    let Some(session) = info.as_ref().and_then(parse_session) else {
+        return Err(LoadError::NotAnExport {
+            path: path.to_owned(),
+            reason: "no `info` with a session id".into(),
+        });
+    };
+    let mut out = Vec::with_capacity(messages.len());
+    for entry in &messages {
+        let Some(info) = entry.get("info") else {
+            diags.push(DiagnosticKind::MissingField, "export message without `info`");
+            continue;
+        };
+        let Some(mut msg) = parse_message(info, &mut diags) else {
+            continue;
+        };
+        if msg.session_id.is_empty() {
+            msg.session_id = session.id.clone();
+        }
+        for p in entry.get("parts").and_then(Value::as_array).into_iter().flatten() {
+            if let Some(part) = parse_part(p, &msg.id, &mut diags) {
+                msg.parts.push(part);
+            }
+        }
+        out.push(msg);
+    }
+    Ok(build_trace(
+        session,
+        out,
+        SourceKind::Export(path.display().to_string()),
+        diags,
+    ))
+}
+
+/// Salvage `info` and every complete message from a cut export: walk the top-level object key by
+/// key and the `messages` array element by element, stopping at the first incomplete value.
+fn recover(body: &str) -> (Option<Value>, Vec<Value>) {
+    let mut info = None;
+    let mut messages = Vec::new();
+    let mut pos = skip_ws(body, 0);
+    if !body[pos..].starts_with('{') {
+        return (None, messages);
+    }
+    pos += 1;
+    loop {
+        pos = skip_ws(body, pos);
+        let Some((key, next)) = read_value::<String>(body, pos) else {
+            break;
+        };
+        pos = skip_ws(body, next);
+        if !body[pos..].starts_with(':') {
+            break;
+        }
+        pos = skip_ws(body, pos + 1);
+        if key == "messages" {
+            if !body[pos..].starts_with('[') {
+                break;
+            }
+            pos += 1;
+            loop {
+                pos = skip_ws(body, pos);
+                match read_value::<Value>(body, pos) {
+                    Some((v, next)) => {
+                        messages.push(v);
+                        pos = skip_ws(body, next);
+                        if body[pos..].starts_with(',') {
+                            pos += 1;
+                        } else {
+                            break;
+                        }
+                    }
+                    None => return (info, messages),
+                }
+            }
+            pos = skip_ws(body, pos);
+            if body[pos..].starts_with(']') {
+                pos += 1;
+            }
+        } else if key == "info" {
+            match read_value::<Value>(body, pos) {
+                Some((v, next)) => {
+                    info = Some(v);
+                    pos = next;
+                }
+                None => break,
+            }
+        } else {
+            match read_value::<IgnoredAny>(body, pos) {
+                Some((_, next)) => pos = next,
+                None => break,
+            }
+        }
+        pos = skip_ws(body, pos);
+        if body[pos..].starts_with(',') {
+            pos += 1;
+        } else {
+            break;
+        }
+    }
+    (info, messages)
+}
+
+fn skip_ws(s: &str, mut pos: usize) -> usize {
+    let b = s.as_bytes();
+    while pos < b.len() && b[pos].is_ascii_whitespace() {
+        pos += 1;
+    }
+    pos
+}
+
+/// Read one JSON value starting at `pos`; returns it and the position after it.
+fn read_value<T: serde::de::DeserializeOwned>(s: &str, pos: usize) -> Option<(T, usize)> {
+    let mut it = serde_json::Deserializer::from_str(&s[pos..]).into_iter::<T>();
+    match it.next() {
+        Some(Ok(v)) => Some((v, pos + it.byte_offset())),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINI: &str = r#"Exporting session: ses_1
+{"info": {"id": "ses_1", "title": "t", "version": "1.18.33", "time": {"created": 1, "updated": 2}},
+ "messages": [
+  {"info": {"id": "msg_b", "role": "user", "time": {"created": 10}}, "parts": [{"id": "prt_1", "type": "text", "text": "hi"}]},
+  {"info": {"id": "msg_c", "role": "assistant", "parentID": "msg_b", "time": {"created": 11}, "finish": "stop",
+            "tokens": {"input": 5, "output": 2, "reasoning": 0, "cache": {"read": 3, "write": 0}}},
+   "parts": [{"id": "prt_2", "type": "step-start"}, {"id": "prt_3", "type": "text", "text": "yo"},
+             {"id": "prt_4", "type": "step-finish", "reason": "stop", "cost": 0.5, "tokens": {"input": 5, "output": 2, "reasoning": 0, "cache": {"read": 3, "write": 0}}},
+             {"id": "prt_5", "type": "hologram", "beam": 7}]}
+ ]}"#;
+
+    #[test]
+    fn loads_a_small_export_with_a_prefix_and_keeps_unknown_parts() {
+        let t = parse_export(MINI.as_bytes(), Path::new("mini.json")).unwrap();
+        assert_eq!(t.session.id, "ses_1");
+        assert_eq!(t.messages.len(), 2);
+        assert_eq!(t.requests.len(), 1);
+        assert_eq!(t.requests[0].usage.cache_read, 3);
+        assert_eq!(t.requests[0].recorded_prompt(), 8);
+        let unknown = &t.messages[1].parts[3];
+        match &unknown.kind {
+            crate::trace::model::PartKind::Unknown { type_name, raw } => {
+                assert_eq!(type_name, "hologram");
+                assert_eq!(raw["beam"], 7);
+            }
+            other => panic!("expected unknown, got {other:?}"),
+        }
+        assert_eq!(t.diagnostics.count(DiagnosticKind::UnknownPartType), 1);
+    }
+
+    #[test]
+    fn a_cut_export_keeps_complete_messages() {
+        let cut = &MINI[..MINI.find("\"prt_3\"").unwrap()];
+        let t = parse_export(cut.as_bytes(), Path::new("cut.json")).unwrap();
+        assert_eq!(t.messages.len(), 1);
+        assert_eq!(t.diagnostics.count(DiagnosticKind::TruncatedExport), 1);
+    }
+}

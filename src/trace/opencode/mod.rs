@@ -1,0 +1,2 @@
+//! OpenCode's storage formats.
+pub mod export;

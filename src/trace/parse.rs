@@ -1,0 +1,289 @@
+//! Lenient JSON → model conversion shared by every OpenCode format (database `data` columns with
+//! ids re-injected, JSON storage files, export files). Every field is optional except ids and
+//! `type`; unknown part types keep their raw JSON; anything skipped becomes a diagnostic.
+
+use serde_json::{Map, Value};
+
+use super::diagnostics::{DiagnosticKind, Diagnostics};
+use super::model::*;
+
+fn s(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+fn i(v: &Value, key: &str) -> Option<i64> {
+    v.get(key).and_then(|x| {
+        x.as_i64()
+            .or_else(|| x.as_f64().filter(|f| f.is_finite()).map(|f| f as i64))
+    })
+}
+fn u(v: &Value, key: &str) -> u64 {
+    v.get(key)
+        .and_then(|x| {
+            x.as_u64()
+                .or_else(|| x.as_f64().filter(|f| f.is_finite() && *f >= 0.0).map(|f| f as u64))
+        })
+        .unwrap_or(0)
+}
+fn f(v: &Value, key: &str) -> f64 {
+    v.get(key)
+        .and_then(Value::as_f64)
+        .filter(|x| x.is_finite())
+        .unwrap_or(0.0)
+}
+fn b(v: &Value, key: &str) -> bool {
+    v.get(key).and_then(Value::as_bool).unwrap_or(false)
+}
+fn short(v: &Value) -> String {
+    let t = v.to_string();
+    crate::text::clip_chars(&t, 160)
+}
+
+/// `{input, output, reasoning, cache: {read, write}}` → [`Usage`].
+pub fn parse_usage(v: &Value) -> Usage {
+    let cache = v.get("cache").cloned().unwrap_or(Value::Null);
+    Usage {
+        input: u(v, "input"),
+        output: u(v, "output"),
+        reasoning: u(v, "reasoning"),
+        cache_read: u(&cache, "read"),
+        cache_write: u(&cache, "write"),
+    }
+}
+
+fn parse_model_ref(v: Option<&Value>) -> Option<ModelRef> {
+    let v = v?;
+    let provider_id = s(v, "providerID")?;
+    let model_id = s(v, "modelID").or_else(|| s(v, "id"))?;
+    Some(ModelRef {
+        provider_id,
+        model_id,
+    })
+}
+
+/// Session info (`Session.Info`). `None` when there is no id.
+pub fn parse_session(v: &Value) -> Option<SessionInfo> {
+    let id = s(v, "id")?;
+    let time = v.get("time").cloned().unwrap_or(Value::Null);
+    Some(SessionInfo {
+        id,
+        title: s(v, "title").unwrap_or_default(),
+        slug: s(v, "slug"),
+        directory: s(v, "directory").unwrap_or_default(),
+        project_id: s(v, "projectID"),
+        parent_id: s(v, "parentID"),
+        version: s(v, "version"),
+        agent: s(v, "agent"),
+        model: parse_model_ref(v.get("model")),
+        time_created: i(&time, "created").unwrap_or(0),
+        time_updated: i(&time, "updated").or(i(&time, "created")).unwrap_or(0),
+    })
+}
+
+const MESSAGE_KEYS: &[&str] = &[
+    "id",
+    "sessionID",
+    "role",
+    "time",
+    "agent",
+    "mode",
+    "model",
+    "modelID",
+    "providerID",
+    "parentID",
+    "finish",
+    "error",
+    "summary",
+    "tokens",
+    "cost",
+];
+
+/// A message without its parts. `None` (and a diagnostic) when id or role is missing.
+pub fn parse_message(v: &Value, diags: &mut Diagnostics) -> Option<Message> {
+    let Some(id) = s(v, "id") else {
+        diags.push(DiagnosticKind::MissingField, format!("message without id: {}", short(v)));
+        return None;
+    };
+    let role = match v.get("role").and_then(Value::as_str) {
+        Some("user") => Role::User,
+        Some("assistant") => Role::Assistant,
+        other => {
+            diags.push(
+                DiagnosticKind::MissingField,
+                format!("message {id}: unknown role {other:?}"),
+            );
+            return None;
+        }
+    };
+    let time = v.get("time").cloned().unwrap_or(Value::Null);
+    let model = parse_model_ref(v.get("model")).or_else(|| {
+        Some(ModelRef {
+            provider_id: s(v, "providerID")?,
+            model_id: s(v, "modelID")?,
+        })
+    });
+    let error = v.get("error").filter(|e| !e.is_null()).map(|e| MessageError {
+        name: s(e, "name").unwrap_or_else(|| "UnknownError".into()),
+        message: e
+            .get("data")
+            .and_then(|d| s(d, "message"))
+            .or_else(|| s(e, "message")),
+    });
+    // `summary` is a bool on assistants; on users it is an object of diffs (not a compaction).
+    let summary = role == Role::Assistant && b(v, "summary");
+    let extra: Map<String, Value> = v
+        .as_object()
+        .map(|o| {
+            o.iter()
+                .filter(|(k, _)| !MESSAGE_KEYS.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    Some(Message {
+        session_id: s(v, "sessionID").unwrap_or_default(),
+        role,
+        time_created: i(&time, "created").unwrap_or(0),
+        time_completed: i(&time, "completed"),
+        agent: s(v, "agent").or_else(|| s(v, "mode")),
+        model,
+        parent_id: s(v, "parentID"),
+        finish: s(v, "finish"),
+        error,
+        summary,
+        tokens: v.get("tokens").filter(|t| t.is_object()).map(parse_usage),
+        cost: f(v, "cost"),
+        parts: Vec::new(),
+        user_kind: None,
+        extra,
+        id,
+    })
+}
+
+fn parse_tool(v: &Value, diags: &mut Diagnostics, part_id: &str) -> ToolPart {
+    let state = v.get("state").cloned().unwrap_or(Value::Null);
+    let status = match state.get("status").and_then(Value::as_str) {
+        Some("pending") => ToolStatus::Pending,
+        Some("running") => ToolStatus::Running,
+        Some("completed") => ToolStatus::Completed,
+        Some("error") => ToolStatus::Error,
+        other => {
+            diags.push(
+                DiagnosticKind::UnknownToolStatus,
+                format!("tool part {part_id}: status {other:?}"),
+            );
+            ToolStatus::Unknown
+        }
+    };
+    let time = state.get("time").cloned().unwrap_or(Value::Null);
+    let metadata = state
+        .get("metadata")
+        .filter(|m| !m.is_null())
+        .or_else(|| v.get("metadata"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    ToolPart {
+        call_id: s(v, "callID").unwrap_or_default(),
+        tool: s(v, "tool").unwrap_or_else(|| "unknown".into()),
+        status,
+        input: state.get("input").cloned().unwrap_or(Value::Null),
+        output: s(&state, "output"),
+        error: s(&state, "error"),
+        title: s(&state, "title"),
+        metadata,
+        time_start: i(&time, "start"),
+        time_end: i(&time, "end"),
+        time_compacted: i(&time, "compacted"),
+    }
+}
+
+/// A part. `message_id` is used when the JSON does not carry `messageID` (database rows).
+/// `None` (and a diagnostic) when id or type is missing.
+pub fn parse_part(v: &Value, message_id: &str, diags: &mut Diagnostics) -> Option<Part> {
+    let Some(id) = s(v, "id") else {
+        diags.push(DiagnosticKind::MissingField, format!("part without id: {}", short(v)));
+        return None;
+    };
+    let Some(ty) = v.get("type").and_then(Value::as_str) else {
+        diags.push(DiagnosticKind::MissingField, format!("part {id} without type"));
+        return None;
+    };
+    let kind = match ty {
+        "text" => PartKind::Text {
+            text: s(v, "text").unwrap_or_default(),
+            synthetic: b(v, "synthetic"),
+            ignored: b(v, "ignored"),
+            compaction_continue: v
+                .get("metadata")
+                .map(|m| b(m, "compaction_continue"))
+                .unwrap_or(false),
+        },
+        "reasoning" => PartKind::Reasoning {
+            text: s(v, "text").unwrap_or_default(),
+        },
+        "file" => PartKind::File {
+            mime: s(v, "mime").unwrap_or_default(),
+            filename: s(v, "filename"),
+            url: s(v, "url").unwrap_or_default(),
+            source_text: v
+                .get("source")
+                .and_then(|src| src.get("text"))
+                .and_then(|t| t.as_str().map(str::to_owned).or_else(|| s(t, "value"))),
+        },
+        "agent" => PartKind::Agent {
+            name: s(v, "name").unwrap_or_default(),
+        },
+        "compaction" => PartKind::Compaction(CompactionPart {
+            auto: b(v, "auto"),
+            overflow: b(v, "overflow"),
+            tail_start_id: s(v, "tail_start_id"),
+        }),
+        "subtask" => PartKind::Subtask {
+            prompt: s(v, "prompt").unwrap_or_default(),
+            description: s(v, "description").unwrap_or_default(),
+            agent: s(v, "agent").unwrap_or_default(),
+        },
+        "retry" => PartKind::Retry {
+            attempt: u(v, "attempt"),
+            error: v.get("error").map(|e| {
+                e.get("data")
+                    .and_then(|d| s(d, "message"))
+                    .unwrap_or_else(|| short(e))
+            }),
+        },
+        "step-start" => PartKind::StepStart {
+            snapshot: s(v, "snapshot"),
+        },
+        "step-finish" => PartKind::StepFinish {
+            reason: s(v, "reason"),
+            cost: f(v, "cost"),
+            tokens: v.get("tokens").filter(|t| t.is_object()).map(parse_usage),
+        },
+        "snapshot" => PartKind::Snapshot {
+            snapshot: s(v, "snapshot").unwrap_or_default(),
+        },
+        "patch" => PartKind::Patch {
+            hash: s(v, "hash").unwrap_or_default(),
+            files: v
+                .get("files")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect())
+                .unwrap_or_default(),
+        },
+        "tool" => PartKind::Tool(parse_tool(v, diags, &id)),
+        other => {
+            diags.push(
+                DiagnosticKind::UnknownPartType,
+                format!("part {id}: unknown type {other:?} (kept as raw JSON)"),
+            );
+            PartKind::Unknown {
+                type_name: other.to_owned(),
+                raw: v.clone(),
+            }
+        }
+    };
+    Some(Part {
+        message_id: s(v, "messageID").unwrap_or_else(|| message_id.to_owned()),
+        id,
+        kind,
+    })
+}
