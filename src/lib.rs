@@ -5,4 +5,6 @@
 //! compare / sweep → reporters (CLI) and the TUI. Everything but the front ends is pure.
 
 pub mod text;
+pub mod cli;
+pub mod episode;
 pub mod trace;
