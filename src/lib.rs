@@ -7,4 +7,14 @@
 pub mod text;
 pub mod cli;
 pub mod episode;
+pub mod fixture;
+pub mod loaded;
+pub mod tokens;
+pub mod policy;
+pub mod replay;
+pub mod research;
+pub mod sweep;
 pub mod trace;
+pub mod tui;
+pub mod watch;
+pub mod follow;

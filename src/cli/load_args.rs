@@ -13,4 +13,42 @@ pub struct LoadArgs {
     /// Session id (default: the most recently updated main session).
     #[arg(long)]
     pub session: Option<String>,
+    /// Episode segmentation: user-turn, request, annotations (starts from the annotations
+    /// sidecar) or magic-context (compartment ranges).
+    #[arg(long, value_name = "STRATEGY", default_value = "user-turn")]
+    pub episodes: crate::episode::segment::Segmentation,
+    /// Where tiers come from: source (each tier from the raw parts), cascade (each from the tier
+    /// above) or external (`*.tiers.json`, Magic Context).
+    #[arg(long, value_name = "SOURCE", default_value = "source")]
+    pub tiers: crate::episode::options::TierSource,
+    /// Tokenizer for every count: o200k or cl100k.
+    #[arg(long, value_name = "NAME", default_value = "o200k")]
+    pub tokenizer: crate::tokens::TokenizerKind,
+    /// Classification rules (TOML) replacing the embedded defaults.
+    #[arg(long, value_name = "FILE")]
+    pub rules: Option<PathBuf>,
+    /// Directory to look in first for `*.annotations.json`, `*.tiers.json`, `*.probes.json`.
+    #[arg(long, value_name = "DIR")]
+    pub sidecars: Option<PathBuf>,
+    /// Split a long turn into episodes of at most N requests.
+    #[arg(long, value_name = "N")]
+    pub max_requests: Option<usize>,
+    /// Magic Context database (default: $XDG_DATA_HOME/cortexkit/magic-context/context.db).
+    #[arg(long, value_name = "FILE")]
+    pub magic_context: Option<PathBuf>,
+}
+
+impl LoadArgs {
+    /// Open the source these flags name (see [`crate::trace::load::open`]).
+    pub fn open(&self) -> anyhow::Result<crate::trace::Source> {
+        Ok(crate::trace::open(self.path.as_deref())?)
+    }
+
+    /// Open the source and load the chosen session (`--session`, default: the most recently
+    /// updated main session).
+    pub fn load(&self) -> anyhow::Result<(crate::trace::Source, crate::trace::Trace)> {
+        let source = self.open()?;
+        let trace = source.load_session(self.session.as_deref())?;
+        Ok((source, trace))
+    }
 }

@@ -3,8 +3,19 @@
 
 use clap::{Parser, Subcommand};
 
+pub mod episodes;
+pub mod experiment;
+pub mod explore;
+pub mod fixture;
+pub mod follow;
+pub mod inspect;
 pub mod load_args;
 pub mod output;
+pub mod policies;
+pub mod render;
+pub mod replay;
+pub mod sessions;
+pub mod sweep;
 
 pub use load_args::LoadArgs;
 
@@ -18,14 +29,46 @@ pub use load_args::LoadArgs;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// With no subcommand: open the explorer (see `explore::ExploreArgs`).
+    #[command(flatten)]
+    pub explore: explore::ExploreArgs,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// List every session found: id, title, directory, parent, times, messages, requests, tokens, cost.
+    Sessions(sessions::SessionsArgs),
+    /// Summarise one session: counts, recorded usage, compactions, diagnostics.
+    Inspect(inspect::InspectArgs),
+    /// Episodes with kinds, retention class, floor, pins and tokens per tier (--explain, --show, --records).
+    Episodes(episodes::EpisodesArgs),
+    /// Write a deterministic synthetic session (export format) with a hidden-probes sidecar.
+    Fixture(fixture::FixtureArgs),
+    /// Compare policies on one trace at matched budgets: size, tiers, violations, thrash, cost, probe survival.
+    Experiment(experiment::ExperimentArgs),
+    /// Replay one policy over a grid of knob values; mark the Pareto front (cost, thrash, survival).
+    Sweep(sweep::SweepArgs),
+    /// Replay a session under a policy: per-request tokens, tiers, divergence, cache, cost, changes.
+    Replay(replay::ReplayArgs),
+    /// The rendered context at one request, chunk by chunk (--diff-prev marks the divergence).
+    Render(render::RenderArgs),
+    /// List the built-in policies and their knobs (--json for sliders and sweeps).
+    Policies(policies::PoliciesArgs),
+}
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        None => anyhow::bail!("the explorer is not built yet; see `tierscope --help`"),
-        Some(c) => match c {},
+        None => explore::run_explorer(&cli.explore),
+        Some(c) => match c {
+            Command::Sessions(a) => sessions::run(&a),
+            Command::Inspect(a) => inspect::run(&a),
+            Command::Episodes(a) => episodes::run(&a),
+            Command::Fixture(a) => fixture::run(&a),
+            Command::Experiment(a) => experiment::run_cli(&a),
+            Command::Sweep(a) => sweep::run(&a),
+            Command::Replay(a) => replay::run(&a),
+            Command::Render(a) => render::run(&a),
+            Command::Policies(a) => policies::run(&a),
+        },
     }
 }

@@ -1,4 +1,11 @@
 //! Episodes: segmentation, classification (class, floor, reasons, pins), tier generation.
+pub mod classify;
+pub mod external;
+pub mod magic_context;
 pub mod model;
+pub mod options;
+pub mod segment;
+pub mod sidecar;
+pub mod tiers;
 
 pub use model::*;

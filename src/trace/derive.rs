@@ -64,6 +64,15 @@ pub fn build_trace(
         }
     }
 
+    if requests.is_empty() {
+        diagnostics.push(
+            DiagnosticKind::NoRequests,
+            format!(
+                "session {}: no assistant message, so no model requests to replay",
+                session.id
+            ),
+        );
+    }
     let compactions = compaction_events(&messages, &requests);
     let mut children = Vec::new();
     let mut pruned = Vec::new();
@@ -111,7 +120,10 @@ fn request_usage(m: &Message) -> (Usage, f64) {
     let mut cost = 0.0;
     let mut steps = 0;
     for p in &m.parts {
-        if let PartKind::StepFinish { tokens, cost: c, .. } = &p.kind {
+        if let PartKind::StepFinish {
+            tokens, cost: c, ..
+        } = &p.kind
+        {
             steps += 1;
             cost += c;
             if let Some(t) = tokens {
@@ -206,16 +218,23 @@ fn classify_user_messages(messages: &mut [Message]) {
 }
 
 fn compaction_events(messages: &[Message], requests: &[Request]) -> Vec<CompactionEvent> {
-    let req_of = |id: &str| requests.iter().find(|r| r.message_id == id).map(|r| r.index);
+    let req_of = |id: &str| {
+        requests
+            .iter()
+            .find(|r| r.message_id == id)
+            .map(|r| r.index)
+    };
     let mut out = Vec::new();
     for (i, m) in messages.iter().enumerate() {
         let compaction = m.compaction_part();
-        let is_old_style_summary =
-            m.role == Role::Assistant && m.summary && {
-                // Summary without a compaction user message before it (< v1.0.69).
-                let parent = m.parent_id.as_deref().and_then(|p| messages.iter().find(|x| x.id == p));
-                !parent.is_some_and(|p| p.compaction_part().is_some())
-            };
+        let is_old_style_summary = m.role == Role::Assistant && m.summary && {
+            // Summary without a compaction user message before it (< v1.0.69).
+            let parent = m
+                .parent_id
+                .as_deref()
+                .and_then(|p| messages.iter().find(|x| x.id == p));
+            parent.is_none_or(|p| p.compaction_part().is_none())
+        };
         if compaction.is_none() && !is_old_style_summary {
             continue;
         }
@@ -273,7 +292,11 @@ fn parse_version(v: &str) -> Option<(u64, u64, u64)> {
         .split(|c: char| !c.is_ascii_digit())
         .filter(|s| !s.is_empty())
         .map(|s| s.parse::<u64>().ok());
-    Some((it.next()??, it.next().flatten().unwrap_or(0), it.next().flatten().unwrap_or(0)))
+    Some((
+        it.next()??,
+        it.next().flatten().unwrap_or(0),
+        it.next().flatten().unwrap_or(0),
+    ))
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ pub enum DiagnosticKind {
     NonUtf8,
     PartialWrite,
     MergedFromStorage,
+    NoRequests,
     Other,
 }
 
@@ -40,6 +41,7 @@ impl DiagnosticKind {
             DiagnosticKind::NonUtf8 => "non_utf8",
             DiagnosticKind::PartialWrite => "partial_write",
             DiagnosticKind::MergedFromStorage => "merged_from_storage",
+            DiagnosticKind::NoRequests => "no_requests",
             DiagnosticKind::Other => "other",
         }
     }
@@ -74,6 +76,16 @@ impl Diagnostics {
                 count: 1,
                 example: example.into(),
             });
+        }
+    }
+    /// Record `n` occurrences at once (nothing when `n` is 0).
+    pub fn push_n(&mut self, kind: DiagnosticKind, n: usize, example: impl Into<String>) {
+        if n == 0 {
+            return;
+        }
+        self.push(kind, example);
+        if let Some(d) = self.items.iter_mut().find(|d| d.kind == kind) {
+            d.count += n - 1;
         }
     }
     pub fn extend(&mut self, other: &Diagnostics) {

@@ -1,11 +1,14 @@
 //! The neutral trace model and the loaders that produce it.
 pub mod derive;
 pub mod diagnostics;
+pub mod discover;
 pub mod error;
+pub mod load;
 pub mod model;
 pub mod opencode;
 pub mod parse;
 
 pub use diagnostics::{Diagnostic, DiagnosticKind, Diagnostics};
 pub use error::LoadError;
+pub use load::{open, SessionSummary, Source};
 pub use model::*;

@@ -169,6 +169,9 @@ pub struct CompactionPart {
 /// All 12 OpenCode part types plus `Unknown`, which keeps the raw JSON of a type we do not know.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
+// Tool parts are the most common parts of a real trace; boxing them would cost an allocation each
+// and change the pattern every consumer matches on.
+#[allow(clippy::large_enum_variant)]
 pub enum PartKind {
     Text {
         text: String,
@@ -427,6 +430,7 @@ impl Trace {
         u
     }
     pub fn total_cost(&self) -> f64 {
-        self.requests.iter().map(|r| r.cost).sum()
+        // A fold from +0.0: `sum()` of no floats is -0.0, which prints as "-0".
+        self.requests.iter().fold(0.0, |acc, r| acc + r.cost)
     }
 }

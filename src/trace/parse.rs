@@ -19,8 +19,11 @@ fn i(v: &Value, key: &str) -> Option<i64> {
 fn u(v: &Value, key: &str) -> u64 {
     v.get(key)
         .and_then(|x| {
-            x.as_u64()
-                .or_else(|| x.as_f64().filter(|f| f.is_finite() && *f >= 0.0).map(|f| f as u64))
+            x.as_u64().or_else(|| {
+                x.as_f64()
+                    .filter(|f| f.is_finite() && *f >= 0.0)
+                    .map(|f| f as u64)
+            })
         })
         .unwrap_or(0)
 }
@@ -100,7 +103,10 @@ const MESSAGE_KEYS: &[&str] = &[
 /// A message without its parts. `None` (and a diagnostic) when id or role is missing.
 pub fn parse_message(v: &Value, diags: &mut Diagnostics) -> Option<Message> {
     let Some(id) = s(v, "id") else {
-        diags.push(DiagnosticKind::MissingField, format!("message without id: {}", short(v)));
+        diags.push(
+            DiagnosticKind::MissingField,
+            format!("message without id: {}", short(v)),
+        );
         return None;
     };
     let role = match v.get("role").and_then(Value::as_str) {
@@ -121,13 +127,16 @@ pub fn parse_message(v: &Value, diags: &mut Diagnostics) -> Option<Message> {
             model_id: s(v, "modelID")?,
         })
     });
-    let error = v.get("error").filter(|e| !e.is_null()).map(|e| MessageError {
-        name: s(e, "name").unwrap_or_else(|| "UnknownError".into()),
-        message: e
-            .get("data")
-            .and_then(|d| s(d, "message"))
-            .or_else(|| s(e, "message")),
-    });
+    let error = v
+        .get("error")
+        .filter(|e| !e.is_null())
+        .map(|e| MessageError {
+            name: s(e, "name").unwrap_or_else(|| "UnknownError".into()),
+            message: e
+                .get("data")
+                .and_then(|d| s(d, "message"))
+                .or_else(|| s(e, "message")),
+        });
     // `summary` is a bool on assistants; on users it is an object of diffs (not a compaction).
     let summary = role == Role::Assistant && b(v, "summary");
     let extra: Map<String, Value> = v
@@ -181,13 +190,27 @@ fn parse_tool(v: &Value, diags: &mut Diagnostics, part_id: &str) -> ToolPart {
         .or_else(|| v.get("metadata"))
         .cloned()
         .unwrap_or(Value::Null);
+    let tool = s(v, "tool").unwrap_or_else(|| "unknown".into());
+    let output = s(&state, "output");
+    let error = s(&state, "error");
+    match (status, &output, &error) {
+        (ToolStatus::Completed, None, _) => diags.push(
+            DiagnosticKind::MissingField,
+            format!("tool part {part_id} ({tool}): completed without output"),
+        ),
+        (ToolStatus::Error, _, None) => diags.push(
+            DiagnosticKind::MissingField,
+            format!("tool part {part_id} ({tool}): error without an error message"),
+        ),
+        _ => {}
+    }
     ToolPart {
         call_id: s(v, "callID").unwrap_or_default(),
-        tool: s(v, "tool").unwrap_or_else(|| "unknown".into()),
+        tool,
         status,
         input: state.get("input").cloned().unwrap_or(Value::Null),
-        output: s(&state, "output"),
-        error: s(&state, "error"),
+        output,
+        error,
         title: s(&state, "title"),
         metadata,
         time_start: i(&time, "start"),
@@ -200,11 +223,17 @@ fn parse_tool(v: &Value, diags: &mut Diagnostics, part_id: &str) -> ToolPart {
 /// `None` (and a diagnostic) when id or type is missing.
 pub fn parse_part(v: &Value, message_id: &str, diags: &mut Diagnostics) -> Option<Part> {
     let Some(id) = s(v, "id") else {
-        diags.push(DiagnosticKind::MissingField, format!("part without id: {}", short(v)));
+        diags.push(
+            DiagnosticKind::MissingField,
+            format!("part without id: {}", short(v)),
+        );
         return None;
     };
     let Some(ty) = v.get("type").and_then(Value::as_str) else {
-        diags.push(DiagnosticKind::MissingField, format!("part {id} without type"));
+        diags.push(
+            DiagnosticKind::MissingField,
+            format!("part {id} without type"),
+        );
         return None;
     };
     let kind = match ty {
@@ -266,7 +295,11 @@ pub fn parse_part(v: &Value, message_id: &str, diags: &mut Diagnostics) -> Optio
             files: v
                 .get("files")
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(str::to_owned))
+                        .collect()
+                })
                 .unwrap_or_default(),
         },
         "tool" => PartKind::Tool(parse_tool(v, diags, &id)),

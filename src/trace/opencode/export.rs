@@ -30,7 +30,11 @@ pub fn parse_export(bytes: &[u8], path: &Path) -> Result<Trace, LoadError> {
         Err(e) => {
             diags.push(
                 DiagnosticKind::NonUtf8,
-                format!("{}: invalid UTF-8 at byte {}; replaced", path.display(), e.valid_up_to()),
+                format!(
+                    "{}: invalid UTF-8 at byte {}; replaced",
+                    path.display(),
+                    e.valid_up_to()
+                ),
             );
             String::from_utf8_lossy(bytes)
         }
@@ -74,7 +78,10 @@ pub fn parse_export(bytes: &[u8], path: &Path) -> Result<Trace, LoadError> {
     let mut out = Vec::with_capacity(messages.len());
     for entry in &messages {
         let Some(info) = entry.get("info") else {
-            diags.push(DiagnosticKind::MissingField, "export message without `info`");
+            diags.push(
+                DiagnosticKind::MissingField,
+                "export message without `info`",
+            );
             continue;
         };
         let Some(mut msg) = parse_message(info, &mut diags) else {
@@ -83,7 +90,12 @@ pub fn parse_export(bytes: &[u8], path: &Path) -> Result<Trace, LoadError> {
         if msg.session_id.is_empty() {
             msg.session_id = session.id.clone();
         }
-        for p in entry.get("parts").and_then(Value::as_array).into_iter().flatten() {
+        for p in entry
+            .get("parts")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             if let Some(part) = parse_part(p, &msg.id, &mut diags) {
                 msg.parts.push(part);
             }

@@ -1,2 +1,5 @@
 //! OpenCode's storage formats.
+pub mod db;
 pub mod export;
+pub mod storage;
+pub mod v2;

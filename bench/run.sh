@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# tierscope benchmarks (issue 9; method and results in BENCHMARKS.md). Not part of the test suite.
+#
+#   bench/run.sh                    # everything: the largest recording + 1k, 10k, 100k requests
+#   SIZES="1000 10000" bench/run.sh # fewer synthetic sizes
+#   SKIP_OPENCODE=1 bench/run.sh    # without the real client (it needs /opt/oc or $OPENCODE)
+#
+# Needs: a release build (done here), hyperfine, sqlite3, python3 with tiktoken, GNU time
+# (/usr/bin/time), and the real client `opencode` 1.18.33 (npm opencode-ai@1.18.33). Nothing is
+# fetched from the network. Everything is written under $OUT (default bench/out, git-ignored);
+# the summary table is $OUT/results.md.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${OUT:-$ROOT/bench/out}
+SIZES=${SIZES:-"1000 10000 100000"}
+OPENCODE=${OPENCODE:-/opt/oc/node_modules/.bin/opencode}
+SHARED=${SHARED:-$ROOT/../shared/traces/opencode-1.18.33}
+POLICIES=${POLICIES:-"full truncate opencode age retention decay oracle oracle-legal"}
+TS=$ROOT/target/release/tierscope
+
+mkdir -p "$OUT"
+cd "$ROOT"
+log() { printf '\n== %s\n' "$*" >&2; }
+
+log "release build"
+cargo build --release --quiet
+
+# Runs per command: fewer for the big inputs (the real client needs minutes at 100k).
+runs_for() {
+  case $1 in
+    rec | 1000) echo 10 ;;
+    10000) echo 5 ;;
+    *) echo 2 ;;
+  esac
+}
+
+# --- inputs ----------------------------------------------------------------------------------
+# Each input is a database holding exactly one session (plus a name, a session id and the size of
+# the stored JSON = the `opencode export` file of that session).
+INPUTS=()
+log "inputs"
+# The largest recording: the biggest export among the recordings that ship a database.
+REC_DB="" REC_ID="" REC_JSON=""
+for dir in "$ROOT/sample-traces" "$SHARED/exports"; do
+  [ -d "$dir" ] || continue
+  for f in "$dir"/*.json; do
+    case $f in *manifest.json | *.probes.json | *.annotations.json | *.tiers.json) continue ;; esac
+    if [ -z "$REC_JSON" ] || [ "$(stat -c %s "$f")" -gt "$(stat -c %s "$REC_JSON")" ]; then
+      REC_JSON=$f
+    fi
+  done
+done
+REC_ID=$(python3 -c 'import json,sys; r=open(sys.argv[1],"rb").read(); print(json.loads(r[r.index(b"{"):])["info"]["id"])' "$REC_JSON")
+mkdir -p "$OUT/rec"
+python3 bench/export_to_db.py "$SHARED/data/opencode.db" "$REC_JSON" "$OUT/rec/rec.db" >&2
+cp "$REC_JSON" "$OUT/rec/rec.json"
+INPUTS+=("rec|$OUT/rec/rec.db|$REC_ID|$OUT/rec/rec.json")
+for n in $SIZES; do
+  d=$OUT/fx$n
+  mkdir -p "$d"
+  if [ ! -f "$d/fx.db" ]; then
+    # One episode per five requests: the 10k input is the "10k requests x 2k episodes" of the target.
+    "$TS" fixture --seed 1 --requests "$n" --episodes $((n / 5)) --name fx --out "$d" >&2
+    python3 bench/export_to_db.py "$SHARED/data/opencode.db" "$d/fx.json" "$d/fx.db" >&2
+  fi
+  id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["info"]["id"])' "$d/fx.json")
+  INPUTS+=("$n|$d/fx.db|$id|$d/fx.json")
+done
+
+# The real client reads the database named by OPENCODE_DB; HOME and XDG dirs point at a scratch
+# home so it touches nothing of this machine's own OpenCode state.
+OCHOME=$OUT/ochome
+mkdir -p "$OCHOME/data/opencode" "$OCHOME/config" "$OCHOME/cache" "$OCHOME/state"
+oc_env="HOME=$OCHOME XDG_DATA_HOME=$OCHOME/data XDG_CONFIG_HOME=$OCHOME/config XDG_CACHE_HOME=$OCHOME/cache XDG_STATE_HOME=$OCHOME/state OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_MODELS_FETCH=1"
+
+# --- load: tierscope vs the real client vs raw sqlite3 ---------------------------------------
+for input in "${INPUTS[@]}"; do
+  IFS='|' read -r name db id json <<<"$input"
+  runs=$(runs_for "$name")
+  cold=$OUT/cache-cold-$name warm=$OUT/cache-warm-$name
+  rm -rf "$warm" && mkdir -p "$warm"
+  log "load $name ($id, $(stat -c %s "$json") bytes of export JSON, $runs runs)"
+  q="SELECT data FROM message WHERE session_id='$id' ORDER BY time_created, id; SELECT data FROM part WHERE session_id='$id' ORDER BY message_id, id;"
+  cmds=(
+    -n sqlite3 "sqlite3 -readonly $db \"$q\" > /dev/null"
+    -n inspect "$TS inspect $db --session $id --json > /dev/null"
+    -n episodes-cold "TIERSCOPE_CACHE_DIR=$cold $TS episodes $db --session $id --json > /dev/null"
+    -n episodes-warm "TIERSCOPE_CACHE_DIR=$warm $TS episodes $db --session $id --json > /dev/null"
+  )
+  if [ -z "${SKIP_OPENCODE:-}" ] && [ -x "$OPENCODE" ]; then
+    cmds+=(-n opencode-export "env $oc_env OPENCODE_DB=$db $OPENCODE export $id > $OUT/oc-$name.json 2> /dev/null")
+  fi
+  # Cold: the cache dir is removed before every run; warm: filled by the warm-up run.
+  hyperfine --style basic --warmup 1 --runs "$runs" --prepare "rm -rf $cold" \
+    --export-json "$OUT/load-$name.json" "${cmds[@]}" >&2
+  if [ -f "$OUT/oc-$name.json" ] && ! cmp -s "$OUT/oc-$name.json" "$json"; then
+    echo "note: opencode export of $name differs from the stored export" >&2
+  fi
+
+  # Peak memory (GNU time, max RSS in KiB), once each.
+  rm -rf "$cold"
+  {
+    printf '{"json_bytes": %s' "$(stat -c %s "$json")"
+    printf ', "db_bytes": %s' "$(stat -c %s "$db")"
+    for what in inspect episodes-cold episodes-warm sqlite3 opencode-export; do
+      case $what in
+        inspect) c=("$TS" inspect "$db" --session "$id" --json) ;;
+        episodes-cold) c=(env "TIERSCOPE_CACHE_DIR=$cold" "$TS" episodes "$db" --session "$id" --json) ;;
+        episodes-warm) c=(env "TIERSCOPE_CACHE_DIR=$warm" "$TS" episodes "$db" --session "$id" --json) ;;
+        sqlite3) c=(sqlite3 -readonly "$db" "$q") ;;
+        opencode-export)
+          [ -z "${SKIP_OPENCODE:-}" ] && [ -x "$OPENCODE" ] || continue
+          # shellcheck disable=SC2206 # oc_env is a list of NAME=VALUE words without spaces
+          c=(env $oc_env "OPENCODE_DB=$db" "$OPENCODE" export "$id") ;;
+      esac
+      /usr/bin/time -o "$OUT/time.txt" -f '%M' "${c[@]}" > /dev/null 2>&1 || true
+      kib=$(tail -1 "$OUT/time.txt")
+      printf ', "rss_kib_%s": %s' "$what" "${kib:-null}"
+    done
+    printf '}\n'
+  } > "$OUT/mem-$name.json"
+done
+
+# --- tokenization: tierscope (tiktoken-rs) vs Python tiktoken, same texts, o200k_base -------------
+tok_src=$OUT/fx$(echo "$SIZES" | awk '{print $1}')/fx.json
+for n in $SIZES; do [ "$n" = 10000 ] && tok_src=$OUT/fx10000/fx.json; done
+log "tokenization on the texts of $tok_src"
+python3 bench/tok_py.py "$tok_src" "$OUT/texts.json" > "$OUT/tok-py.json"
+TIERSCOPE_BENCH_EXPORT=$OUT/rec/rec.json TIERSCOPE_BENCH_TEXTS=$OUT/texts.json \
+  cargo bench --quiet --bench load -- --noplot >&2
+
+# --- replay per built-in policy at each size -----------------------------------------------------
+if "$TS" replay --help > /dev/null 2>&1; then
+  for input in "${INPUTS[@]}"; do
+    IFS='|' read -r name db id json <<<"$input"
+    runs=$(runs_for "$name")
+    warm=$OUT/cache-warm-$name
+    cmds=()
+    for p in $POLICIES; do
+      cmds+=(-n "$p" "TIERSCOPE_CACHE_DIR=$warm $TS replay $db --session $id --policy $p --format json > /dev/null")
+    done
+    log "replay $name"
+    hyperfine --style basic --warmup 1 --runs "$runs" --export-json "$OUT/replay-$name.json" "${cmds[@]}" >&2
+  done
+  if [ -f benches/replay.rs ]; then
+    log "replay engine alone (criterion, benches/replay.rs)"
+    cargo bench --quiet --bench replay -- --noplot >&2
+  fi
+else
+  echo "tierscope has no replay command in this build: replay not measured" >&2
+fi
+
+python3 bench/summarise.py "$OUT" | tee "$OUT/results.md"

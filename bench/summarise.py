@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Turn the measurements bench/run.sh wrote into the Markdown tables of BENCHMARKS.md.
+
+usage: summarise.py OUT_DIR    (reads OUT_DIR/{load,mem,replay}-*.json, tok-py.json and
+                                target/criterion/*/*/new/estimates.json)
+"""
+import glob
+import json
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def load_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def order(name):
+    return (0, 0) if name == "rec" else (1, int(name))
+
+
+def names(out, prefix):
+    found = [os.path.basename(p)[len(prefix) + 1:-5] for p in glob.glob(f"{out}/{prefix}-*.json")]
+    return sorted(found, key=order)
+
+
+
+def fmt_t(r):
+    """mean ± stddev in ms (seconds when long)."""
+    if r is None:
+        return "—"
+    m, sd = r["mean"], r.get("stddev") or 0.0
+    if m >= 10:
+        return f"{m:.1f} s ± {sd:.1f}"
+    return f"{m * 1000:.1f} ± {sd * 1000:.1f} ms"
+
+
+def ratio(a, b):
+    if a is None or b is None or b["mean"] == 0:
+        return "—"
+    return f"{a['mean'] / b['mean']:.2f}×"
+
+
+def requests_of(out, name):
+    if name != "rec":
+        return int(name)
+    doc = load_json(f"{out}/rec/rec.json")
+    if doc is None:
+        return None
+    return sum(1 for m in doc["messages"] if m["info"].get("role") == "assistant")
+
+
+def criterion(group, bench):
+    e = load_json(f"{ROOT}/target/criterion/{group}/{bench}/new/estimates.json")
+    return None if e is None else e["mean"]["point_estimate"] / 1e9
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else f"{ROOT}/bench/out"
+    lines = []
+    p = lines.append
+
+    loads = {n: {r["command"]: r for r in load_json(f"{out}/load-{n}.json")["results"]} for n in names(out, "load")}
+    mems = {n: load_json(f"{out}/mem-{n}.json") or {} for n in names(out, "mem")}
+
+    p("### Load: tierscope vs the real client vs raw sqlite3\n")
+    p("Mean ± σ of hyperfine runs (same database, same session, page cache warm). `inspect` = load + derive, no tokens; "
+      "`episodes` = load + episodes + tier tokens (cold: empty token cache; warm: cache filled).\n")
+    p("| input | requests | export JSON | `opencode export` | `sqlite3` rows | `tierscope inspect` | `episodes` cold | `episodes` warm | export ÷ episodes cold | export ÷ episodes warm | inspect ÷ sqlite3 |")
+    p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for n, r in loads.items():
+        size = mems.get(n, {}).get("json_bytes")
+        p(f"| {n} | {requests_of(out, n)} | {size / 1e6:.2f} MB | {fmt_t(r.get('opencode-export'))} | {fmt_t(r.get('sqlite3'))} | "
+          f"{fmt_t(r.get('inspect'))} | {fmt_t(r.get('episodes-cold'))} | {fmt_t(r.get('episodes-warm'))} | "
+          f"{ratio(r.get('opencode-export'), r.get('episodes-cold'))} | {ratio(r.get('opencode-export'), r.get('episodes-warm'))} | "
+          f"{ratio(r.get('inspect'), r.get('sqlite3'))} |")
+
+    p("\n### Growth (synthetic sizes): time per request, and the factor from one size to the next (10× more requests)\n")
+    sizes = [n for n in loads if n != "rec"]
+    cmds = ["sqlite3", "inspect", "episodes-cold", "episodes-warm", "opencode-export"]
+    p("| command | " + " | ".join(f"{n} req: µs/req" for n in sizes) + " | " +
+      " | ".join(f"{a}→{b}" for a, b in zip(sizes, sizes[1:])) + " |")
+    p("|---|" + "---:|" * (len(sizes) + max(0, len(sizes) - 1)))
+    for c in cmds:
+        per = [loads[n][c]["mean"] / int(n) * 1e6 if c in loads[n] else None for n in sizes]
+        grow = []
+        for a, b in zip(sizes, sizes[1:]):
+            ra, rb = loads[a].get(c), loads[b].get(c)
+            grow.append(f"{rb['mean'] / ra['mean']:.1f}×" if ra and rb else "—")
+        p(f"| {c} | " + " | ".join(f"{x:.0f}" if x is not None else "—" for x in per) + " | " + " | ".join(grow) + " |")
+
+    p("\n### Peak memory (max RSS, GNU time) against the stored JSON\n")
+    p("| input | export JSON | opencode.db | `episodes` cold | ÷ JSON | `episodes` warm | `inspect` | `sqlite3` | `opencode export` |")
+    p("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for n, m in mems.items():
+        def mb(k):
+            v = m.get(k)
+            return f"{v / 1024:.0f} MB" if v else "—"
+        ec = m.get("rss_kib_episodes-cold")
+        rel = f"{ec * 1024 / m['json_bytes']:.2f}×" if ec else "—"
+        p(f"| {n} | {m['json_bytes'] / 1e6:.1f} MB | {m['db_bytes'] / 1e6:.1f} MB | {mb('rss_kib_episodes-cold')} | {rel} | "
+          f"{mb('rss_kib_episodes-warm')} | {mb('rss_kib_inspect')} | {mb('rss_kib_sqlite3')} | {mb('rss_kib_opencode-export')} |")
+
+    tok = load_json(f"{out}/tok-py.json")
+    if tok:
+        mb_ = tok["bytes"] / 1e6
+        single = criterion("tokenize", "tiktoken_rs_single")
+        many = criterion("tokenize", "tierscope_count_many_cold")
+        p("\n### Tokenization throughput, o200k_base, the same distinct texts\n")
+        p(f"{tok['texts']} distinct texts, {mb_:.2f} MB, {tok['tokens']} tokens.\n")
+        p("| tokenizer | time | MB/s | vs Python single-thread |")
+        p("|---|---:|---:|---:|")
+        py = tok["py_single_s"]
+        rows = [("Python tiktoken `encode_ordinary`, 1 thread (best of 5)", py),
+                ("Python tiktoken `encode_ordinary_batch`, 2 threads (best of 5)", tok["py_batch_s"]),
+                ("tiktoken-rs `encode_ordinary`, 1 thread (criterion mean)", single),
+                ("tierscope `Tokenizer::count_many`, cold cache, rayon (criterion mean)", many)]
+        for label, t in rows:
+            if t:
+                p(f"| {label} | {t * 1000:.1f} ms | {mb_ / t:.1f} | {py / t:.2f}× |")
+
+    parse = criterion("load", "parse_export")
+    episodes = criterion("load", "episodes_warm")
+    if parse or episodes:
+        p("\n### In-process (criterion, largest recording's export)\n")
+        p("| step | mean |")
+        p("|---|---:|")
+        if parse:
+            p(f"| `parse_export` (parse + derive) | {parse * 1000:.2f} ms |")
+        if episodes:
+            p(f"| `loaded::from_trace_with`, token counts cached (episodes + tiers) | {episodes * 1000:.2f} ms |")
+
+    reps = {n: {r["command"]: r for r in load_json(f"{out}/replay-{n}.json")["results"]} for n in names(out, "replay")}
+    if reps:
+        pols = list(next(iter(reps.values())).keys())
+        p("\n### `tierscope replay --policy P --format json` (whole command: load with warm token cache + replay)\n")
+        p("| policy | " + " | ".join(reps) + " |")
+        p("|---|" + "---:|" * len(reps))
+        for pol in pols:
+            p(f"| {pol} | " + " | ".join(fmt_t(reps[n].get(pol)) for n in reps) + " |")
+        p("\n`episodes` warm of the same input (the load part of each replay command): " +
+          ", ".join(f"{n}: {fmt_t(loads.get(n, {}).get('episodes-warm'))}" for n in reps))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

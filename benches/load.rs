@@ -1,0 +1,143 @@
+//! Micro-benchmarks behind BENCHMARKS.md (run by `bench/run.sh`; `cargo bench --bench load`).
+//!
+//! - `load/parse_export`: export bytes → trace (parse + derive), no tokenization.
+//! - `load/episodes_warm`: trace → episodes and tiers with every count already in the tokenizer's
+//!   memory cache (the cost of segmentation, classification and tier building alone).
+//! - `tokenize/*`: o200k_base over the same distinct texts Python's tiktoken gets in
+//!   `bench/tok_py.py` (`TIERSCOPE_BENCH_TEXTS`, a JSON array of strings): tiktoken-rs on one
+//!   thread, and tierscope's `Tokenizer::count_many` (parallel, cold cache).
+//!
+//! Inputs: `TIERSCOPE_BENCH_EXPORT` (default: the shared E2 recording) and
+//! `TIERSCOPE_BENCH_TEXTS` (default: the texts of that export, extracted by the same rule).
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use serde_json::Value;
+use tierscope::episode::options::EpisodeOptions;
+use tierscope::tokens::{Tokenizer, TokenizerKind};
+use tierscope::trace::opencode::export::parse_export;
+
+const DEFAULT_EXPORT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../shared/traces/opencode-1.18.33/exports/E2.json"
+);
+
+fn export_path() -> PathBuf {
+    std::env::var_os("TIERSCOPE_BENCH_EXPORT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_EXPORT))
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| format!("bench input {}: {e}", path.display()))
+}
+
+/// The distinct part texts and tool outputs / errors of an export (the rule of `bench/tok_py.py`).
+fn texts_of_export(bytes: &[u8]) -> Result<Vec<String>, String> {
+    let start = bytes.iter().position(|b| *b == b'{').unwrap_or(0);
+    let doc: Value =
+        serde_json::from_slice(&bytes[start..]).map_err(|e| format!("bench export: {e}"))?;
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    let messages = doc["messages"].as_array().cloned().unwrap_or_default();
+    for m in &messages {
+        for p in m["parts"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
+            let kind = p["type"].as_str().unwrap_or("");
+            let cands: Vec<&Value> = match kind {
+                "text" | "reasoning" => vec![&p["text"]],
+                "tool" => vec![&p["state"]["output"], &p["state"]["error"]],
+                _ => vec![],
+            };
+            for t in cands.into_iter().filter_map(Value::as_str) {
+                if !t.is_empty() && seen.insert(t.to_owned()) {
+                    out.push(t.to_owned());
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn texts() -> Result<Vec<String>, String> {
+    match std::env::var_os("TIERSCOPE_BENCH_TEXTS") {
+        Some(p) => serde_json::from_slice(&read(Path::new(&p))?)
+            .map_err(|e| format!("TIERSCOPE_BENCH_TEXTS is not a JSON array of strings: {e}")),
+        None => texts_of_export(&read(&export_path())?),
+    }
+}
+
+/// Bench inputs come from files: a bad one skips its group with the reason (no panic).
+fn or_skip<T>(group: &str, r: Result<T, String>) -> Option<T> {
+    r.map_err(|e| eprintln!("skipping {group}: {e}")).ok()
+}
+
+fn load(c: &mut Criterion) {
+    let path = export_path();
+    let Some(bytes) = or_skip("load", read(&path)) else {
+        return;
+    };
+    let Some(trace) = or_skip(
+        "load",
+        parse_export(&bytes, &path).map_err(|e| e.to_string()),
+    ) else {
+        return;
+    };
+    let mut g = c.benchmark_group("load");
+    g.sample_size(10);
+    g.throughput(Throughput::Bytes(bytes.len() as u64));
+    g.bench_function("parse_export", |b| {
+        b.iter(|| parse_export(black_box(&bytes), &path).is_ok())
+    });
+    let opts = EpisodeOptions::default();
+    let tokenizer = Tokenizer::in_memory(TokenizerKind::O200k);
+    drop(tierscope::loaded::from_trace_with(
+        trace.clone(),
+        &opts,
+        &tokenizer,
+    ));
+    g.bench_function("episodes_warm", |b| {
+        b.iter_batched(
+            || trace.clone(),
+            |t| tierscope::loaded::from_trace_with(t, &opts, &tokenizer),
+            BatchSize::LargeInput,
+        )
+    });
+    g.finish();
+}
+
+fn tokenize(c: &mut Criterion) {
+    let Some(texts) = or_skip("tokenize", texts()) else {
+        return;
+    };
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let bytes: usize = refs.iter().map(|t| t.len()).sum();
+    let bpe = tiktoken_rs::o200k_base_singleton();
+    let mut g = c.benchmark_group("tokenize");
+    g.sample_size(10);
+    g.throughput(Throughput::Bytes(bytes as u64));
+    g.bench_function("tiktoken_rs_single", |b| {
+        b.iter(|| {
+            refs.iter()
+                .map(|t| bpe.encode_ordinary(t).len())
+                .sum::<usize>()
+        })
+    });
+    g.bench_function("tierscope_count_many_cold", |b| {
+        b.iter_batched(
+            || Tokenizer::in_memory(TokenizerKind::O200k),
+            |tk| {
+                tk.count_many(black_box(&refs))
+                    .iter()
+                    .map(|n| *n as u64)
+                    .sum::<u64>()
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.finish();
+}
+
+criterion_group!(benches, load, tokenize);
+criterion_main!(benches);

@@ -1,0 +1,434 @@
+//! `tierscope episodes [PATH] [loading flags]`: the episodes of a session with their kinds,
+//! class, floor, pins and tokens per tier; `--explain`, `--show`, `--records`, `--json`.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::Args;
+use serde_json::{json, Value};
+
+use super::sessions::{format_time, write_stdout};
+use super::LoadArgs;
+use crate::episode::{Episode, Representation, Strategy, Tier};
+use crate::loaded::LoadedSession;
+use crate::text::{clip_chars, sanitize_for_terminal};
+
+#[derive(Debug, Clone, Args)]
+pub struct EpisodesArgs {
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Print why an episode has its class and floor, its pins, keys and tier notes.
+    #[arg(long, value_name = "EPISODE", conflicts_with = "show")]
+    pub explain: Option<String>,
+    /// Print one representation of an episode (see --tier).
+    #[arg(long, value_name = "EPISODE")]
+    pub show: Option<String>,
+    /// The tier --show prints.
+    #[arg(long, value_name = "TIER", default_value = "full", requires = "show")]
+    pub tier: Tier,
+    /// With --show --tier full: the variant with the recorded prunes applied.
+    #[arg(long, requires = "show")]
+    pub pruned: bool,
+    /// Write every representation record (with its lineage and text) as JSONL to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub records: Option<PathBuf>,
+}
+
+pub fn run(args: &EpisodesArgs) -> anyhow::Result<()> {
+    let loaded = crate::loaded::load(&args.load)?;
+    for w in &loaded.warnings {
+        eprintln!("warning: {}", sanitize_for_terminal(w));
+    }
+    if let Some(path) = &args.records {
+        write_records(&loaded, path)?;
+    }
+    if let Some(id) = &args.explain {
+        let e = find(&loaded, id)?;
+        return write_stdout(&explain(&loaded, e));
+    }
+    if let Some(id) = &args.show {
+        let e = find(&loaded, id)?;
+        let Some(rep) = e.representation(args.tier) else {
+            let why = e
+                .tier_notes
+                .iter()
+                .find(|n| n.starts_with(args.tier.as_str()))
+                .cloned()
+                .unwrap_or_else(|| "no representation".to_owned());
+            anyhow::bail!("{} has no {} tier: {why}", e.id, args.tier);
+        };
+        return write_stdout(&show(rep, args.pruned));
+    }
+    if args.json {
+        return write_stdout(&(serde_json::to_string_pretty(&to_json(&loaded))? + "\n"));
+    }
+    if args.records.is_some() {
+        let n: usize = all_sessions(&loaded)
+            .map(|l| l.episodes.iter().map(|e| e.tiers.len()).sum::<usize>())
+            .sum();
+        eprintln!("wrote {n} representation records");
+    }
+    write_stdout(&table(&loaded))
+}
+
+fn find<'a>(l: &'a LoadedSession, id: &str) -> anyhow::Result<&'a Episode> {
+    let want = if id.starts_with(['E', 'e']) {
+        id.to_owned()
+    } else {
+        format!("E{id}")
+    };
+    l.episode(&want).with_context(|| {
+        format!(
+            "no episode {id} (this session has E0..E{})",
+            l.episodes.len().saturating_sub(1)
+        )
+    })
+}
+
+fn all_sessions(l: &LoadedSession) -> impl Iterator<Item = &LoadedSession> {
+    std::iter::once(l).chain(l.children.iter())
+}
+
+/// The table, for people.
+pub fn table(l: &LoadedSession) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "session {}  {}  ({} episodes, {} requests; episodes {}, tiers {}, {}, rules {})",
+        sanitize_for_terminal(&l.trace.session.id),
+        sanitize_for_terminal(&clip_chars(&l.trace.session.title, 50)),
+        l.episodes.len(),
+        l.trace.requests.len(),
+        l.segmentation.as_str(),
+        l.tier_source.as_str(),
+        l.tokenizer,
+        l.rules_origin
+    );
+    let _ = writeln!(
+        out,
+        "{:<4} {:>7} {:<5} {:<40} {:<28} {:<12} {:<7} {:>6} {:>6} {:>6} {:>6} {:>4}",
+        "id",
+        "reqs",
+        "time",
+        "title",
+        "kinds",
+        "class",
+        "floor",
+        "full",
+        "dense",
+        "compct",
+        "anchor",
+        "pins"
+    );
+    for e in &l.episodes {
+        let reqs = match (e.first_request, e.last_request) {
+            (Some(a), Some(b)) if a == b => a.to_string(),
+            (Some(a), Some(b)) => format!("{a}-{b}"),
+            _ => "-".to_owned(),
+        };
+        let mut kinds = e
+            .kinds
+            .iter()
+            .map(|k| k.as_str())
+            .collect::<Vec<_>>()
+            .join(",");
+        if kinds.is_empty() {
+            kinds.push('-');
+        }
+        let tok = |t: Tier| {
+            e.representation(t)
+                .map_or("-".to_owned(), |r| r.tokens.to_string())
+        };
+        let time = format_time(e.time_start);
+        let _ = writeln!(
+            out,
+            "{:<4} {:>7} {:<5} {:<40} {:<28} {:<12} {:<7} {:>6} {:>6} {:>6} {:>6} {:>4}",
+            e.id,
+            reqs,
+            time.get(11..).unwrap_or(&time),
+            sanitize_for_terminal(&clip_chars(&e.title.replace('\n', " "), 40)),
+            clip_chars(&kinds, 28),
+            e.class.as_str(),
+            e.floor.as_str(),
+            tok(Tier::Full),
+            tok(Tier::Dense),
+            tok(Tier::Compact),
+            tok(Tier::Anchor),
+            e.pins.len()
+        );
+    }
+    for c in &l.children {
+        let _ = writeln!(
+            out,
+            "\nsub-agent session (parent episode {}):",
+            parent_episode(l, &c.trace.session.id)
+        );
+        out.push_str(&table(c));
+    }
+    out
+}
+
+fn parent_episode(l: &LoadedSession, child: &str) -> String {
+    l.episodes
+        .iter()
+        .find(|e| e.children.iter().any(|c| c == child))
+        .map_or_else(|| "?".to_owned(), |e| e.id.clone())
+}
+
+/// `--explain`: class and floor reasons, pins, keys, tier notes, tokens per tier.
+pub fn explain(l: &LoadedSession, e: &Episode) -> String {
+    let s = |x: &str| sanitize_for_terminal(x).into_owned();
+    let mut out = String::new();
+    let reqs = match (e.first_request, e.last_request) {
+        (Some(a), Some(b)) => format!("requests {a}..{b}"),
+        _ => "no requests".to_owned(),
+    };
+    let _ = writeln!(out, "{}  {}", e.id, s(&e.title));
+    let _ = writeln!(
+        out,
+        "  {reqs}, messages {}..{} ({} .. {}), {} → {}",
+        e.first_message,
+        e.last_message,
+        l.trace.messages[e.first_message].id,
+        l.trace.messages[e.last_message].id,
+        format_time(e.time_start),
+        format_time(e.time_end)
+    );
+    let kinds = e
+        .kinds
+        .iter()
+        .map(|k| k.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let _ = writeln!(out, "  kinds: {kinds}");
+    if let Some(c) = &e.continues {
+        let _ = writeln!(out, "  continues: {c}");
+    }
+    if !e.children.is_empty() {
+        let _ = writeln!(out, "  sub-agent sessions: {}", e.children.join(", "));
+    }
+    if let Some(i) = e.importance {
+        let _ = writeln!(out, "  importance: {i:.2}");
+    }
+    let _ = writeln!(out, "class {}", e.class.as_str());
+    for r in &e.class_reasons {
+        let _ = writeln!(out, "  - {}", s(r));
+    }
+    let _ = writeln!(out, "floor {}", e.floor.as_str());
+    for r in &e.floor_reasons {
+        let _ = writeln!(out, "  - {}", s(r));
+    }
+    let _ = writeln!(out, "pins ({})", e.pins.len());
+    for p in &e.pins {
+        let _ = writeln!(
+            out,
+            "  - \"{}\"  [{}; {}]",
+            s(&p.text),
+            p.message_id,
+            s(&p.reason)
+        );
+    }
+    if !e.keys.is_empty() {
+        let _ = writeln!(out, "relevance keys: {}", s(&e.keys.join(", ")));
+    }
+    let _ = writeln!(out, "tiers");
+    for t in Tier::TIERS {
+        match e.representation(t) {
+            Some(r) => {
+                let pruned: u32 = r
+                    .chunks
+                    .iter()
+                    .map(|c| c.pruned.as_ref().map_or(c.tokens, |p| p.tokens))
+                    .sum();
+                let pruned = if pruned != r.tokens {
+                    format!(", {pruned} with recorded prunes")
+                } else {
+                    String::new()
+                };
+                let _ = writeln!(
+                    out,
+                    "  {:<8} {:>6} tokens{pruned}  {} chunk(s)  {} ({})",
+                    t.as_str(),
+                    r.tokens,
+                    r.chunks.len(),
+                    r.generator,
+                    r.strategy.as_str()
+                );
+            }
+            None => {
+                let _ = writeln!(out, "  {:<8}      - not generated", t.as_str());
+            }
+        }
+    }
+    for n in &e.tier_notes {
+        let _ = writeln!(out, "  note: {}", s(n));
+    }
+    let legal: Vec<&str> = e.legal_tiers().iter().map(|t| t.as_str()).collect();
+    let _ = writeln!(out, "legal range: {}", legal.join(" > "));
+    out
+}
+
+/// `--show`: the text of one representation, sanitized, with a one-line header.
+pub fn show(rep: &Representation, pruned: bool) -> String {
+    let text = if pruned {
+        rep.chunks
+            .iter()
+            .map(|c| {
+                c.pruned
+                    .as_ref()
+                    .map_or(c.text.as_str(), |p| p.text.as_str())
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    } else {
+        rep.text()
+    };
+    format!(
+        "# {} {} — {} tokens, {}, {} chunk(s){}\n{}\n",
+        rep.episode_id,
+        rep.tier,
+        rep.tokens,
+        rep.generator,
+        rep.chunks.len(),
+        if pruned {
+            ", recorded prunes applied"
+        } else {
+            ""
+        },
+        sanitize_for_terminal(&text)
+    )
+}
+
+/// How a representation was made, in the chapter's words.
+fn method(rep: &Representation) -> (&'static str, Value) {
+    match (rep.strategy, rep.tier) {
+        (Strategy::External, _) => ("external", Value::Null),
+        (_, Tier::Full) => ("verbatim", json!("raw")),
+        (Strategy::Cascade, t) => (
+            "cascaded",
+            json!(format!("tier:{}", t.higher().map_or("raw", |h| h.as_str()))),
+        ),
+        (_, Tier::Dense) => ("source-grounded", json!("raw")),
+        (_, _) => ("canonical-record", json!("raw")),
+    }
+}
+
+/// One JSONL record per representation (the chapter's "representation object").
+pub fn record(l: &LoadedSession, rep: &Representation) -> Value {
+    let (method, derived_from) = method(rep);
+    json!({
+        "session_id": l.trace.session.id,
+        "episode_id": rep.episode_id,
+        "tier": rep.tier,
+        "strategy": rep.strategy,
+        "method": method,
+        "derived_from": derived_from,
+        "generator": rep.generator,
+        "tokenizer": l.tokenizer,
+        "tokens": rep.tokens,
+        "contract": rep.contract,
+        "source_message_ids": rep.source_message_ids,
+        "chunks": rep.chunks.iter().map(|c| json!({
+            "message_id": c.message_id,
+            "hash": format!("{:016x}", c.hash),
+            "tokens": c.tokens,
+            "artefact": c.artefact,
+            "pruned_tokens": c.pruned.as_ref().map(|p| p.tokens),
+        })).collect::<Vec<_>>(),
+        "text": rep.text(),
+    })
+}
+
+fn write_records(l: &LoadedSession, path: &std::path::Path) -> anyhow::Result<()> {
+    let f =
+        std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    let mut w = std::io::BufWriter::new(f);
+    for s in all_sessions(l) {
+        for e in &s.episodes {
+            for rep in e.tiers.values() {
+                serde_json::to_writer(&mut w, &record(s, rep))?;
+                w.write_all(b"\n")?;
+            }
+        }
+    }
+    w.flush()
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+/// The `--json` document.
+pub fn to_json(l: &LoadedSession) -> Value {
+    json!({
+        "session_id": l.trace.session.id,
+        "title": l.trace.session.title,
+        "segmentation": l.segmentation.as_str(),
+        "tiers_source": l.tier_source.as_str(),
+        "tokenizer": l.tokenizer,
+        "rules": l.rules_origin,
+        "sidecars": l.sidecar_paths.iter().map(|(k, p)| json!({"kind": k, "path": p.display().to_string()})).collect::<Vec<_>>(),
+        "requests": l.trace.requests.len(),
+        "milestones": l.milestones,
+        "probes": l.probes.len(),
+        "token_stats": l.token_stats,
+        "episodes": l.episodes.iter().map(|e| episode_json(l, e)).collect::<Vec<_>>(),
+        "children": l.children.iter().map(|c| {
+            let mut v = to_json(c);
+            if let Some(o) = v.as_object_mut() {
+                o.insert("parent_episode".into(), json!(parent_episode(l, &c.trace.session.id)));
+            }
+            v
+        }).collect::<Vec<_>>(),
+        "warnings": l.warnings,
+    })
+}
+
+fn episode_json(l: &LoadedSession, e: &Episode) -> Value {
+    let mut tiers = serde_json::Map::new();
+    for (t, r) in &e.tiers {
+        let pruned: u32 = r
+            .chunks
+            .iter()
+            .map(|c| c.pruned.as_ref().map_or(c.tokens, |p| p.tokens))
+            .sum();
+        tiers.insert(
+            t.as_str().to_owned(),
+            json!({
+                "tokens": r.tokens,
+                "strategy": r.strategy,
+                "generator": r.generator,
+                "chunks": r.chunks.len(),
+                "pruned_tokens": if *t == Tier::Full { json!(pruned) } else { Value::Null },
+            }),
+        );
+    }
+    let reasons: Vec<&String> = e.class_reasons.iter().chain(&e.floor_reasons).collect();
+    json!({
+        "id": e.id,
+        "first_request": e.first_request,
+        "last_request": e.last_request,
+        "first_message_id": l.trace.messages[e.first_message].id,
+        "last_message_id": l.trace.messages[e.last_message].id,
+        "time_start": e.time_start,
+        "time_end": e.time_end,
+        "title": e.title,
+        "kinds": e.kinds,
+        "class": e.class,
+        "floor": e.floor,
+        "reasons": reasons,
+        "class_reasons": e.class_reasons,
+        "floor_reasons": e.floor_reasons,
+        "pins": e.pins,
+        "keys": e.keys,
+        "tier_notes": e.tier_notes,
+        "continues": e.continues,
+        "children": e.children,
+        "importance": e.importance,
+        "legal_tiers": e.legal_tiers(),
+        "tiers": tiers,
+    })
+}

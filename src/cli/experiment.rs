@@ -1,0 +1,124 @@
+//! `tierscope experiment`: every built-in policy (or `--policy …`) on one trace at one budget or
+//! at budgets tuned so that mean tokens match: the chapter's second experiment as one table.
+
+use anyhow::Context;
+use clap::Args;
+
+use super::output::{print_json, Format};
+use super::LoadArgs;
+use crate::policy;
+use crate::research::experiment::{run, BudgetMode, Experiment};
+use crate::research::report::{csv, pct, table, thousands};
+
+#[derive(Debug, Clone, Args)]
+pub struct ExperimentArgs {
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Policies to compare (built-in names or TOML files; repeatable). Default: every built-in.
+    #[arg(long = "policy", short = 'p', value_name = "POLICY")]
+    pub policies: Vec<String>,
+    /// One token budget for every policy (default: the usable input limit of the recorded model).
+    #[arg(long, conflicts_with = "match_mean_tokens")]
+    pub budget: Option<u64>,
+    /// Tune each policy's budget so its mean tokens match TOKENS (default: the mean tokens of
+    /// `retention` at the default budget).
+    #[arg(long, value_name = "TOKENS", num_args = 0..=1, default_missing_value = "auto")]
+    pub match_mean_tokens: Option<String>,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+pub fn run_cli(a: &ExperimentArgs) -> anyhow::Result<()> {
+    let policies = if a.policies.is_empty() {
+        policy::builtins()?
+    } else {
+        a.policies
+            .iter()
+            .map(|p| policy::load(p, &[]))
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    let mode = match a.match_mean_tokens.as_deref() {
+        None => BudgetMode::Fixed(a.budget),
+        Some("auto") => BudgetMode::MatchMeanTokens(None),
+        Some(t) => BudgetMode::MatchMeanTokens(Some(
+            t.parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && *v > 0.0)
+                .with_context(|| format!("--match-mean-tokens: expected a positive number, got {t:?}"))?,
+        )),
+    };
+    let session = crate::loaded::load(&a.load).context("loading the session")?;
+    for w in &session.warnings {
+        eprintln!("warning: {w}");
+    }
+    if session.probes.is_empty() {
+        eprintln!("note: no probes sidecar found; probe survival and the oracles' yardsticks are empty");
+    }
+    let e = run(&session, &policies, mode);
+    match a.format {
+        Format::Json | Format::Jsonl => print_json(&e),
+        Format::Csv => {
+            print!("{}", csv(&HEADERS, &cells(&e, false)));
+            Ok(())
+        }
+        Format::Table => {
+            println!(
+                "{} — {} requests, {} episodes, {} probes; {}",
+                e.session,
+                e.requests,
+                e.episodes,
+                e.probes,
+                match e.target_mean_tokens {
+                    Some(t) => format!("budgets tuned to mean {} tokens", thousands(t.round() as i64)),
+                    None => "one budget for every policy".to_string(),
+                }
+            );
+            print!("{}", table(&HEADERS, &cells(&e, true)));
+            Ok(())
+        }
+    }
+}
+
+const HEADERS: [&str; 22] = [
+    "policy", "budget", "mean", "p50", "p95", "max", "overflow", "full", "dense", "compact",
+    "anchor", "dropped", "floor_viol", "pin_viol", "holds", "thrash", "switch/100",
+    "div_tokens", "div_$", "cost_$", "survival", "matched",
+];
+
+fn cells(e: &Experiment, pretty: bool) -> Vec<Vec<String>> {
+    let n = |v: u64| if pretty { thousands(v as i64) } else { v.to_string() };
+    let share = |v: f64| if pretty { pct(Some(v)) } else { format!("{v:.4}") };
+    e.rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.policy.clone(),
+                n(r.budget),
+                n(r.mean_tokens.round() as u64),
+                n(r.p50_tokens),
+                n(r.p95_tokens),
+                n(r.max_tokens),
+                n(r.max_overflow),
+                share(r.tiers.full),
+                share(r.tiers.dense),
+                share(r.tiers.compact),
+                share(r.tiers.anchor),
+                share(r.tiers.dropped),
+                r.floor_violations.to_string(),
+                r.pin_violations.to_string(),
+                r.holds.to_string(),
+                r.thrash.to_string(),
+                format!("{:.1}", r.switches_per_100),
+                if pretty { thousands(r.divergence_tokens) } else { r.divergence_tokens.to_string() },
+                format!("{:.4}", r.divergence_dollars),
+                format!("{:.4}", r.cost),
+                match r.probe_survival {
+                    Some(s) if pretty => pct(Some(s)),
+                    Some(s) => format!("{s:.4}"),
+                    None => "-".into(),
+                },
+                r.matched.map_or("-".into(), |m| if m { "yes".into() } else { "no".into() }),
+            ]
+        })
+        .collect()
+}

@@ -1,0 +1,80 @@
+//! `tierscope fixture`: write a deterministic synthetic session (an `opencode export` file) and
+//! its hidden probes (`<name>.probes.json`) for experiments and benchmarks.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::Args;
+
+use crate::cli::output::{print_json, Format};
+use crate::fixture::{write_fixture, FixtureConfig};
+
+#[derive(Debug, Args)]
+pub struct FixtureArgs {
+    /// Seed: the same seed and knobs give byte-identical files.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Requests (assistant messages) in the session, 1..=1,000,000.
+    #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub requests: u64,
+    /// Directory to write `<name>.json` and `<name>.probes.json` into (created if missing).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Episodes (human turns); default one per seven requests.
+    #[arg(long)]
+    pub episodes: Option<usize>,
+    /// Mean characters of a tool output (each varies 0.25×–1.75×).
+    #[arg(long, default_value_t = 1200)]
+    pub output_size: usize,
+    /// Share of planted facts that get a hidden probe, 0..=1 (every dimension gets one).
+    #[arg(long, default_value_t = 0.6)]
+    pub probe_density: f64,
+    /// File stem; default `fixture-<seed>-<requests>`.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// `table` prints a summary; `json` the full report.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+pub fn run(a: &FixtureArgs) -> anyhow::Result<()> {
+    let cfg = FixtureConfig {
+        seed: a.seed,
+        requests: a.requests as usize,
+        episodes: a.episodes,
+        output_size: a.output_size,
+        probe_density: a.probe_density,
+        name: a.name.clone(),
+    };
+    let started = Instant::now();
+    let report = write_fixture(&cfg, &a.out)
+        .with_context(|| format!("writing fixture into {}", a.out.display()))?;
+    let secs = started.elapsed().as_secs_f64();
+    match a.format {
+        Format::Json | Format::Jsonl => print_json(&report),
+        Format::Table | Format::Csv => {
+            let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+            println!("export   {}", path(&report.export_path));
+            println!("probes   {}", path(&report.probes_path));
+            println!("session  {}", report.session_id);
+            println!(
+                "{} requests, {} messages, {} episodes ({} revisits), {} probes, {:.1} MB",
+                report.requests,
+                report.messages,
+                report.episodes,
+                report.revisits,
+                report.probes,
+                report.bytes as f64 / 1e6
+            );
+            let dims: Vec<String> = report
+                .probes_by_dimension
+                .iter()
+                .map(|(d, n)| format!("{d} {n}"))
+                .collect();
+            println!("probes by dimension: {}", dims.join(", "));
+            eprintln!("generated in {secs:.2}s");
+            Ok(())
+        }
+    }
+}

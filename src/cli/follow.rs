@@ -1,0 +1,271 @@
+//! The command-line side of `--follow`: turning followed snapshots into [`LoadedSession`]s with
+//! one tokenizer kept across reloads (unchanged text is never counted twice), and streaming
+//! replay frames as JSON lines where the last line for a request wins.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use crate::cli::LoadArgs;
+use crate::episode::options::{EpisodeOptions, TierSource};
+use crate::episode::segment::Segmentation;
+use crate::episode::sidecar::{SidecarLocator, Sidecars};
+use crate::follow::{FollowConfig, FollowEvent, FollowStatus, Follower, Snapshot};
+use crate::loaded::{self, LoadedSession};
+use crate::tokens::Tokenizer;
+use crate::trace::Trace;
+
+/// Builds a [`LoadedSession`] from each followed [`Snapshot`] the way [`loaded::load`] does from
+/// a fresh load (same options, sidecars, children), keeping its tokenizer cache between reloads.
+pub struct SessionBuilder {
+    base: EpisodeOptions,
+    locator: SidecarLocator,
+    tokenizer: Tokenizer,
+    saved: bool,
+}
+
+impl SessionBuilder {
+    /// Options from the loading flags. Magic Context segmentation and tiers are not followed
+    /// (their rows live in another database, which is not watched).
+    pub fn new(args: &LoadArgs) -> anyhow::Result<Self> {
+        if args.episodes == Segmentation::MagicContext
+            || (args.tiers == TierSource::External && args.magic_context.is_some())
+        {
+            anyhow::bail!("--follow does not follow Magic Context compartments; drop --episodes magic-context / --magic-context");
+        }
+        let base = loaded::options_from_args(args)?;
+        let export_file = args
+            .path
+            .as_ref()
+            .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "json"))
+            .cloned();
+        Ok(Self {
+            base,
+            locator: SidecarLocator {
+                dir: args.sidecars.clone(),
+                export_file,
+                data_dir: SidecarLocator::default_data_dir(),
+            },
+            tokenizer: Tokenizer::with_disk_cache(args.tokenizer, None),
+            saved: false,
+        })
+    }
+
+    fn options(&self, trace: &Trace) -> Result<EpisodeOptions, String> {
+        let mut o = self.base.clone();
+        o.sidecars = Sidecars::find(&self.locator, &trace.session.id).map_err(|e| e.to_string())?;
+        Ok(o)
+    }
+
+    pub fn build(&mut self, snap: Snapshot) -> Result<LoadedSession, String> {
+        let mut children = Vec::with_capacity(snap.children.len());
+        for c in snap.children {
+            let opts = self.options(&c)?;
+            children.push(loaded::from_trace_with(c, &opts, &self.tokenizer));
+        }
+        let opts = self.options(&snap.trace)?;
+        let mut l = loaded::from_trace_with(snap.trace, &opts, &self.tokenizer);
+        l.children = children;
+        l.warnings.extend(
+            snap.child_errors
+                .into_iter()
+                .map(|e| format!("sub-agent session not loaded: {e}")),
+        );
+        // The disk cache is written once, after the first (largest) batch of new counts.
+        if !self.saved {
+            self.saved = true;
+            if let Err(e) = self.tokenizer.save() {
+                l.warnings.push(e.to_string());
+            }
+        }
+        l.token_stats = self.tokenizer.stats();
+        Ok(l)
+    }
+}
+
+/// The path to follow: the flag's, else what a plain load would open.
+pub fn follow_path(args: &LoadArgs) -> anyhow::Result<PathBuf> {
+    use crate::trace::discover::{self, Env, Input};
+    if let Some(p) = &args.path {
+        return Ok(p.clone());
+    }
+    match discover::discover(&Env::from_process())? {
+        Some(Input::Database(p)) | Some(Input::Export(p)) => Ok(p),
+        Some(Input::Storage(t)) => Ok(t.root().to_owned()),
+        Some(Input::DataDir { root, .. }) => Ok(root),
+        None => anyhow::bail!("no OpenCode data found to follow; pass a path"),
+    }
+}
+
+/// JSON lines of frames, one per request; a frame is written again only when it changed, so
+/// the last line for a request is its current frame. Each line is flushed.
+pub struct FrameStream<W: Write> {
+    out: W,
+    last: BTreeMap<usize, String>,
+}
+
+impl<W: Write> FrameStream<W> {
+    pub fn new(out: W) -> Self {
+        Self {
+            out,
+            last: BTreeMap::new(),
+        }
+    }
+
+    /// Write the frames (request index, one-line JSON) that differ from what was written for
+    /// their request; returns how many lines were written.
+    pub fn emit(
+        &mut self,
+        frames: impl IntoIterator<Item = (usize, String)>,
+    ) -> std::io::Result<usize> {
+        let mut n = 0;
+        for (request, line) in frames {
+            if self.last.get(&request) == Some(&line) {
+                continue;
+            }
+            writeln!(self.out, "{line}")?;
+            self.out.flush()?;
+            self.last.insert(request, line);
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// The current line of every request written so far.
+    pub fn current(&self) -> &BTreeMap<usize, String> {
+        &self.last
+    }
+}
+
+/// How a follow run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FollowEnd {
+    /// Nothing new arrived for the `--follow-timeout`.
+    Inactive,
+    SourceGone(String),
+}
+
+/// Follow `args`' session and stream the frames `frames` computes from each state to `out`
+/// until the source is gone, nothing changed for `timeout`, or the process is interrupted (every
+/// line is flushed as written, so Ctrl-C loses nothing). Status goes to stderr.
+pub fn stream_frames<W, F>(
+    args: &LoadArgs,
+    timeout: Option<Duration>,
+    mut frames: F,
+    out: W,
+) -> anyhow::Result<FollowEnd>
+where
+    W: Write,
+    F: FnMut(&LoadedSession) -> anyhow::Result<Vec<(usize, String)>>,
+{
+    let path = follow_path(args)?;
+    let mut builder = SessionBuilder::new(args)?;
+    let cfg = FollowConfig::new(&path, args.session.clone());
+    let (follower, rx) =
+        Follower::spawn_channel(cfg, move |snap| builder.build(snap)).context("--follow")?;
+    let mut stream = FrameStream::new(out);
+    let end = loop {
+        let event = match timeout {
+            Some(t) => match rx.recv_timeout(t) {
+                Ok(e) => e,
+                Err(RecvTimeoutError::Timeout) => break FollowEnd::Inactive,
+                Err(RecvTimeoutError::Disconnected) => anyhow::bail!("the follower stopped"),
+            },
+            None => match rx.recv() {
+                Ok(e) => e,
+                Err(_) => anyhow::bail!("the follower stopped"),
+            },
+        };
+        match event {
+            FollowEvent::Reloaded { data, .. } => {
+                let f = frames(&data)?;
+                stream.emit(f).context("writing frames")?;
+            }
+            FollowEvent::Status(FollowStatus::SourceGone(reason)) => {
+                break FollowEnd::SourceGone(reason)
+            }
+            FollowEvent::Status(FollowStatus::Retrying(reason)) => {
+                eprintln!("tierscope: {reason}");
+            }
+            FollowEvent::Status(_) => {}
+            FollowEvent::Error(e) => eprintln!("tierscope: {e}"),
+        }
+    };
+    follower.stop();
+    if let FollowEnd::SourceGone(reason) = &end {
+        eprintln!("tierscope: source gone: {reason}");
+    }
+    Ok(end)
+}
+
+/// `tierscope replay --follow --format jsonl`: frames of the requests already there first, then
+/// each new or changed frame as it arrives; when following ends (source gone, `--follow-timeout`)
+/// the summary line of the last state, as `replay --format jsonl` ends.
+pub fn replay_follow(
+    a: &crate::cli::replay::ReplayArgs,
+    policy: &crate::policy::Policy,
+) -> anyhow::Result<()> {
+    if a.format != crate::cli::output::Format::Jsonl {
+        anyhow::bail!("--follow streams JSON lines: use it with --format jsonl");
+    }
+    if a.records.is_some() {
+        anyhow::bail!("--records is not written while following");
+    }
+    let timeout = match a.follow_timeout {
+        Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
+        Some(s) => anyhow::bail!("--follow-timeout must be a positive number of seconds, not {s}"),
+        None => None,
+    };
+    let budget = a.policy.budget;
+    let mut summary = None;
+    let stdout = std::io::stdout();
+    stream_frames(
+        &a.load,
+        timeout,
+        |s| {
+            let r = crate::replay::replay_session(s, policy, budget);
+            let lines = r
+                .frames
+                .iter()
+                .map(|f| Ok((f.request, serde_json::to_string(f)?)))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            summary = Some(serde_json::to_string(
+                &serde_json::json!({ "summary": r.summary }),
+            )?);
+            Ok(lines)
+        },
+        stdout.lock(),
+    )?;
+    if let Some(line) = summary {
+        let mut out = stdout.lock();
+        writeln!(out, "{line}")?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_frame_is_written_again_only_when_it_changed() {
+        let mut buf = Vec::new();
+        {
+            let mut s = FrameStream::new(&mut buf);
+            assert_eq!(s.emit([(0, "a".into()), (1, "b".into())]).unwrap(), 2);
+            // Request 1 was still streaming; request 0 did not change; request 2 is new.
+            assert_eq!(
+                s.emit([(0, "a".into()), (1, "b2".into()), (2, "c".into())])
+                    .unwrap(),
+                2
+            );
+            assert_eq!(s.current().get(&1).map(String::as_str), Some("b2"));
+        }
+        assert_eq!(String::from_utf8(buf).unwrap(), "a\nb\nb2\nc\n");
+    }
+}

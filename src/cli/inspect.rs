@@ -1,0 +1,245 @@
+//! `tierscope inspect [PATH] [--session ID] [--json]`: one session's summary.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use clap::Args;
+use serde::Serialize;
+
+use super::sessions::write_stdout;
+use super::LoadArgs;
+use crate::text::sanitize_for_terminal;
+use crate::trace::{Diagnostic, RequestStatus, ToolStatus, Trace, UserKind};
+
+#[derive(Debug, Clone, Args)]
+pub struct InspectArgs {
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The `--json` document. Its keys are a stable interface.
+#[derive(Debug, Clone, Serialize)]
+pub struct InspectReport {
+    pub session: SessionOut,
+    pub counts: Counts,
+    pub usage: UsageOut,
+    /// Request index of each recorded compaction's summary call.
+    pub compaction_requests: Vec<usize>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionOut {
+    pub id: String,
+    pub title: String,
+    pub parent_id: Option<String>,
+    pub version: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Counts {
+    pub messages: usize,
+    /// Every message with role user (compaction and synthetic ones included).
+    pub user_messages: usize,
+    pub human_turns: usize,
+    pub assistant_messages: usize,
+    pub parts: usize,
+    pub parts_by_type: BTreeMap<String, usize>,
+    pub requests: usize,
+    pub requests_by_status: BTreeMap<String, usize>,
+    pub tool_calls: usize,
+    /// Tool parts with status error.
+    pub tool_errors: usize,
+    pub compactions: usize,
+    pub pruned_outputs: usize,
+    pub child_sessions: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct UsageOut {
+    pub input: u64,
+    pub output: u64,
+    pub reasoning: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    pub cost: f64,
+}
+
+/// Build the report for `trace`; `child_sessions` comes from the source (it may know children
+/// the trace does not link).
+pub fn report(trace: &Trace, child_sessions: usize) -> InspectReport {
+    let mut parts_by_type = BTreeMap::new();
+    let mut tool_calls = 0;
+    let mut tool_errors = 0;
+    for m in &trace.messages {
+        for p in &m.parts {
+            *parts_by_type.entry(p.type_name().to_owned()).or_insert(0) += 1;
+        }
+        for (_, t) in m.tool_parts() {
+            tool_calls += 1;
+            if t.status == ToolStatus::Error {
+                tool_errors += 1;
+            }
+        }
+    }
+    let mut requests_by_status: BTreeMap<String, usize> = [
+        RequestStatus::Ok,
+        RequestStatus::Error,
+        RequestStatus::Aborted,
+        RequestStatus::Empty,
+        RequestStatus::Cut,
+    ]
+    .iter()
+    .map(|s| (s.as_str().to_owned(), 0))
+    .collect();
+    for r in &trace.requests {
+        *requests_by_status
+            .entry(r.status.as_str().to_owned())
+            .or_insert(0) += 1;
+    }
+    let usage = trace.total_usage();
+    InspectReport {
+        session: SessionOut {
+            id: trace.session.id.clone(),
+            title: trace.session.title.clone(),
+            parent_id: trace.session.parent_id.clone(),
+            version: trace.session.version.clone(),
+        },
+        counts: Counts {
+            messages: trace.messages.len(),
+            user_messages: trace.messages.iter().filter(|m| m.is_user()).count(),
+            human_turns: trace
+                .messages
+                .iter()
+                .filter(|m| m.user_kind == Some(UserKind::Human))
+                .count(),
+            assistant_messages: trace.messages.iter().filter(|m| m.is_assistant()).count(),
+            parts: trace.messages.iter().map(|m| m.parts.len()).sum(),
+            parts_by_type,
+            requests: trace.requests.len(),
+            requests_by_status,
+            tool_calls,
+            tool_errors,
+            compactions: trace.compactions.len(),
+            pruned_outputs: trace.pruned.len(),
+            child_sessions,
+        },
+        usage: UsageOut {
+            input: usage.input,
+            output: usage.output,
+            reasoning: usage.reasoning,
+            cache_read: usage.cache_read,
+            cache_write: usage.cache_write,
+            cost: trace.total_cost(),
+        },
+        compaction_requests: trace
+            .compactions
+            .iter()
+            .filter_map(|c| c.summary_request)
+            .collect(),
+        diagnostics: trace.diagnostics.items().to_vec(),
+    }
+}
+
+pub fn run(args: &InspectArgs) -> anyhow::Result<()> {
+    let (source, trace) = args.load.load()?;
+    let children = source.child_ids(&trace).len();
+    let r = report(&trace, children);
+    if args.json {
+        return write_stdout(&(serde_json::to_string_pretty(&r)? + "\n"));
+    }
+    write_stdout(&table(&r, &source.describe()))
+}
+
+fn join_counts(m: &BTreeMap<String, usize>) -> String {
+    let v: Vec<String> = m
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    if v.is_empty() {
+        "-".into()
+    } else {
+        v.join(", ")
+    }
+}
+
+/// The readable form of a report. Trace text is sanitized for the terminal.
+pub fn table(r: &InspectReport, source: &str) -> String {
+    let c = &r.counts;
+    let u = &r.usage;
+    let mut out = String::new();
+    let mut row = |k: &str, v: String| {
+        let _ = writeln!(out, "{k:<16} {}", sanitize_for_terminal(&v));
+    };
+    row("source", source.to_owned());
+    row("session", r.session.id.clone());
+    row("title", r.session.title.clone());
+    row(
+        "parent",
+        r.session.parent_id.clone().unwrap_or_else(|| "-".into()),
+    );
+    row(
+        "version",
+        r.session.version.clone().unwrap_or_else(|| "-".into()),
+    );
+    row(
+        "messages",
+        format!(
+            "{} (user {}: human turns {}; assistant {})",
+            c.messages, c.user_messages, c.human_turns, c.assistant_messages
+        ),
+    );
+    row(
+        "parts",
+        format!("{} ({})", c.parts, join_counts(&c.parts_by_type)),
+    );
+    row(
+        "requests",
+        format!("{} ({})", c.requests, join_counts(&c.requests_by_status)),
+    );
+    row(
+        "tool calls",
+        format!("{} ({} with status error)", c.tool_calls, c.tool_errors),
+    );
+    let creq: Vec<String> = r
+        .compaction_requests
+        .iter()
+        .map(|i| format!("#{i}"))
+        .collect();
+    row(
+        "compactions",
+        format!(
+            "{}{}",
+            c.compactions,
+            if creq.is_empty() {
+                String::new()
+            } else {
+                format!(" (summary requests {})", creq.join(", "))
+            }
+        ),
+    );
+    row("pruned outputs", c.pruned_outputs.to_string());
+    row("child sessions", c.child_sessions.to_string());
+    row(
+        "usage",
+        format!(
+            "input {}, output {}, reasoning {}, cache read {}, cache write {}, cost ${:.4}",
+            u.input, u.output, u.reasoning, u.cache_read, u.cache_write, u.cost
+        ),
+    );
+    if r.diagnostics.is_empty() {
+        row("diagnostics", "none".into());
+    } else {
+        for (i, d) in r.diagnostics.iter().enumerate() {
+            row(
+                if i == 0 { "diagnostics" } else { "" },
+                format!("{} ×{}: {}", d.kind.as_str(), d.count, d.example),
+            );
+        }
+    }
+    out
+}

@@ -1,0 +1,62 @@
+//! What a load asks of the episode stage: segmentation, tier source, tokenizer, rules, sidecars.
+
+use std::path::PathBuf;
+
+use super::classify::Rules;
+use super::segment::Segmentation;
+use crate::tokens::TokenizerKind;
+
+/// Where tiers come from (`--tiers`, MODEL §5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TierSource {
+    /// Each tier built independently from the raw parts (default).
+    #[default]
+    Source,
+    /// Each tier built from the one above.
+    Cascade,
+    /// Written by someone else: `*.tiers.json` or Magic Context's compartments. Episodes without
+    /// an external representation keep the `source` tiers.
+    External,
+}
+
+impl TierSource {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TierSource::Source => "source",
+            TierSource::Cascade => "cascade",
+            TierSource::External => "external",
+        }
+    }
+}
+
+impl std::str::FromStr for TierSource {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "source" => Ok(TierSource::Source),
+            "cascade" => Ok(TierSource::Cascade),
+            "external" => Ok(TierSource::External),
+            other => Err(format!(
+                "unknown tier source {other:?} (expected source, cascade or external)"
+            )),
+        }
+    }
+}
+
+/// Everything [`crate::loaded::from_trace`] needs besides the trace.
+#[derive(Debug, Clone, Default)]
+pub struct EpisodeOptions {
+    pub segmentation: Segmentation,
+    pub tiers: TierSource,
+    pub tokenizer: TokenizerKind,
+    /// `None` = the embedded default rules.
+    pub rules: Option<Rules>,
+    /// Split a turn after this many requests (user-turn segmentation).
+    pub max_requests: Option<usize>,
+    /// Sidecars already found and parsed (annotations, tiers, probes).
+    pub sidecars: super::sidecar::Sidecars,
+    /// Magic Context compartments for this session, already read.
+    pub compartments: Vec<super::magic_context::Compartment>,
+    /// Where the Magic Context rows came from (for lineage and messages).
+    pub magic_context_db: Option<PathBuf>,
+}

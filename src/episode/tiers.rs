@@ -1,0 +1,732 @@
+//! Tier generators (MODEL §5), run once at load. They produce texts ([`Draft`]s); the caller
+//! counts all texts in one parallel batch and [`finalize`]s them into representations.
+//!
+//! **Full** is one chunk per message, the message as the model was sent it, in this stable
+//! serialization (documented in `docs/episodes.md`):
+//!
+//! ```text
+//! user:                                assistant:
+//! <text parts, verbatim>               [reasoning] <reasoning text>
+//! [file <name> <mime>]                 <text parts, verbatim>
+//!                                      [tool <name>] <input as compact JSON>
+//!                                      [result <name> <status>[, exit N]]
+//!                                      <output, or the error>
+//!                                      [error <name>: <message>]   (a failed request)
+//! ```
+//!
+//! The pruned variant replaces a pruned tool output by `[Old tool result content cleared]`.
+//! **Dense** keeps texts verbatim, drops reasoning, clips long input strings and tool outputs to
+//! head and tail, keeps errors whole. **Compact** is one chunk: a canonical record (objective,
+//! outcome, constraints verbatim, decisions, rejected options with the error that killed them,
+//! errors' first lines exact, files, commands, identifiers). **Anchor** is one line (episode id,
+//! title, outcome, key identifiers). Pinned spans are in every tier: where a generator's text
+//! lacks one, it is appended as `[pinned] <span>`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::classify::{Classified, Rules};
+use super::model::{Chunk, PrunedChunk, Representation, Strategy, Tier};
+use super::segment::Segment;
+use crate::text::clip_chars;
+use crate::trace::{Message, PartKind, ToolPart, ToolStatus, Trace};
+
+pub const SOURCE_GENERATOR: &str = "tierscope-source/1";
+pub const CASCADE_GENERATOR: &str = "tierscope-cascade/1";
+/// What OpenCode sends in place of a pruned tool output.
+pub const PRUNED_OUTPUT: &str = "[Old tool result content cleared]";
+
+/// The contract each tier promises.
+pub fn contract(tier: Tier) -> &'static str {
+    match tier {
+        Tier::Full => "every message as sent; pinned spans verbatim",
+        Tier::Dense => "texts verbatim, tool calls with inputs, outputs clipped head/tail, errors whole; pinned spans verbatim",
+        Tier::Compact => "objective, outcome, decisions, rejected options with the error that killed them, errors' first lines exact, files, commands, identifiers; pinned spans verbatim",
+        Tier::Anchor => "one line: episode id, title, outcome, key identifiers; pinned spans verbatim",
+        Tier::Dropped => "nothing",
+    }
+}
+
+/// A chunk before counting.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DraftChunk {
+    pub message_id: String,
+    pub message_index: usize,
+    pub text: String,
+    pub artefact: bool,
+    /// `(time_compacted, text)` of the pruned variant.
+    pub pruned: Option<(i64, String)>,
+}
+
+/// A representation before counting.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Draft {
+    pub tier: Tier,
+    pub strategy: Strategy,
+    pub generator: String,
+    pub contract: String,
+    pub source_message_ids: Vec<String>,
+    pub chunks: Vec<DraftChunk>,
+}
+
+impl Draft {
+    /// Every text to count (chunks, then pruned variants).
+    pub fn texts(&self) -> impl Iterator<Item = &str> {
+        self.chunks.iter().map(|c| c.text.as_str()).chain(
+            self.chunks
+                .iter()
+                .filter_map(|c| c.pruned.as_ref().map(|(_, t)| t.as_str())),
+        )
+    }
+}
+
+/// Message ids that are compaction artefacts of the recording.
+pub fn artefact_ids(trace: &Trace) -> BTreeSet<String> {
+    let mut s = BTreeSet::new();
+    for c in &trace.compactions {
+        s.insert(c.user_message_id.clone());
+        s.extend(c.summary_message_id.clone());
+        s.extend(c.continuation_message_id.clone());
+    }
+    s
+}
+
+/// Generate the four tiers of one episode by `strategy` (`Source` or `Cascade`).
+pub fn generate(
+    trace: &Trace,
+    episode_id: &str,
+    seg: &Segment,
+    cl: &Classified,
+    strategy: Strategy,
+    rules: &Rules,
+    artefacts: &BTreeSet<String>,
+) -> Vec<Draft> {
+    let msgs = &trace.messages[seg.first_message..=seg.last_message];
+    let ids: Vec<String> = msgs.iter().map(|m| m.id.clone()).collect();
+    let all_artefacts = ids.iter().all(|i| artefacts.contains(i));
+    let generator = match strategy {
+        Strategy::Cascade => CASCADE_GENERATOR,
+        _ => SOURCE_GENERATOR,
+    };
+    let draft = |tier: Tier, chunks: Vec<DraftChunk>| Draft {
+        tier,
+        strategy,
+        generator: generator.to_owned(),
+        contract: contract(tier).to_owned(),
+        source_message_ids: ids.clone(),
+        chunks,
+    };
+    let per_message = |render: &dyn Fn(&Message) -> String, with_pruned: bool| {
+        msgs.iter()
+            .enumerate()
+            .map(|(k, m)| DraftChunk {
+                message_id: m.id.clone(),
+                message_index: seg.first_message + k,
+                text: render(m),
+                artefact: artefacts.contains(&m.id),
+                pruned: if with_pruned { pruned_variant(m) } else { None },
+            })
+            .collect::<Vec<_>>()
+    };
+    let one = |text: String| {
+        vec![DraftChunk {
+            message_id: ids[0].clone(),
+            message_index: seg.first_message,
+            text,
+            artefact: all_artefacts,
+            pruned: None,
+        }]
+    };
+
+    let full = draft(Tier::Full, per_message(&|m| render_full(m, false), true));
+    let mut out = match strategy {
+        Strategy::Cascade => {
+            let dense_chunks: Vec<DraftChunk> = full
+                .chunks
+                .iter()
+                .map(|c| DraftChunk {
+                    text: cascade_dense(&c.text),
+                    pruned: None,
+                    ..c.clone()
+                })
+                .collect();
+            let dense_text = join(&dense_chunks);
+            let compact_text = cascade_compact(episode_id, &cl.title, &dense_text, rules);
+            let anchor_text = cascade_anchor(&compact_text);
+            let dense = draft(Tier::Dense, dense_chunks);
+            vec![
+                full,
+                dense,
+                draft(Tier::Compact, one(compact_text)),
+                draft(Tier::Anchor, one(anchor_text)),
+            ]
+        }
+        _ => vec![
+            full,
+            draft(Tier::Dense, per_message(&render_dense, false)),
+            draft(Tier::Compact, one(source_compact(episode_id, cl))),
+            draft(Tier::Anchor, one(source_anchor(episode_id, cl))),
+        ],
+    };
+    for d in &mut out {
+        ensure_pins(d, cl);
+    }
+    out
+}
+
+/// Append `[pinned] <span>` for any pin a draft's text lacks (to its first chunk).
+fn ensure_pins(d: &mut Draft, cl: &Classified) {
+    let text = join(&d.chunks);
+    let missing: Vec<&str> = cl
+        .pins
+        .iter()
+        .map(|p| p.text.as_str())
+        .filter(|p| !text.contains(p))
+        .collect();
+    if let Some(first) = d.chunks.first_mut() {
+        for p in missing {
+            first.text.push_str("\n[pinned] ");
+            first.text.push_str(p);
+            if let Some((_, t)) = &mut first.pruned {
+                t.push_str("\n[pinned] ");
+                t.push_str(p);
+            }
+        }
+    }
+}
+
+fn join(chunks: &[DraftChunk]) -> String {
+    chunks
+        .iter()
+        .map(|c| c.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Full
+// ---------------------------------------------------------------------------------------------
+
+/// One message as the model was sent it (see the module docs for the format).
+pub fn render_full(m: &Message, pruned: bool) -> String {
+    let mut out = String::from(if m.is_user() { "user:" } else { "assistant:" });
+    for p in &m.parts {
+        match &p.kind {
+            PartKind::Text { text, ignored, .. } => {
+                if !*ignored {
+                    line(&mut out, text);
+                }
+            }
+            PartKind::Reasoning { text } => line(&mut out, &format!("[reasoning] {text}")),
+            PartKind::File {
+                mime,
+                filename,
+                url,
+                source_text,
+            } => {
+                let name = filename.as_deref().unwrap_or(url);
+                line(&mut out, &format!("[file {name} {mime}]"));
+                if let Some(s) = source_text {
+                    line(&mut out, s);
+                }
+            }
+            PartKind::Agent { name } => line(&mut out, &format!("[agent {name}]")),
+            PartKind::Subtask {
+                prompt,
+                description,
+                agent,
+            } => line(
+                &mut out,
+                &format!("[subtask {agent}: {description}]\n{prompt}"),
+            ),
+            PartKind::Compaction(_) => line(&mut out, "[compaction requested]"),
+            PartKind::Tool(t) => {
+                line(
+                    &mut out,
+                    &format!("[tool {}] {}", t.tool, compact_json(&t.input)),
+                );
+                line(&mut out, &result_header(t));
+                let body = if pruned && t.time_compacted.is_some() {
+                    PRUNED_OUTPUT.to_owned()
+                } else {
+                    tool_body(t)
+                };
+                if !body.is_empty() {
+                    line(&mut out, &body);
+                }
+            }
+            // Bookkeeping parts the model is not sent.
+            PartKind::StepStart { .. }
+            | PartKind::StepFinish { .. }
+            | PartKind::Snapshot { .. }
+            | PartKind::Patch { .. }
+            | PartKind::Retry { .. }
+            | PartKind::Unknown { .. } => {}
+        }
+    }
+    if let Some(e) = &m.error {
+        line(
+            &mut out,
+            &format!("[error {}: {}]", e.name, e.message.as_deref().unwrap_or("")),
+        );
+    }
+    out
+}
+
+fn pruned_variant(m: &Message) -> Option<(i64, String)> {
+    let t = m.tool_parts().filter_map(|(_, t)| t.time_compacted).min()?;
+    Some((t, render_full(m, true)))
+}
+
+fn line(out: &mut String, s: &str) {
+    out.push('\n');
+    out.push_str(s);
+}
+
+fn compact_json(v: &Value) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+fn result_header(t: &ToolPart) -> String {
+    let status = match t.status {
+        ToolStatus::Pending => "pending",
+        ToolStatus::Running => "running",
+        ToolStatus::Completed => "completed",
+        ToolStatus::Error => "error",
+        ToolStatus::Unknown => "unknown",
+    };
+    match t.exit_code() {
+        Some(c) => format!("[result {} {status}, exit {c}]", t.tool),
+        None => format!("[result {} {status}]", t.tool),
+    }
+}
+
+fn tool_body(t: &ToolPart) -> String {
+    match (&t.error, &t.output) {
+        (Some(e), _) if t.status == ToolStatus::Error => e.clone(),
+        (_, Some(o)) => o.clone(),
+        (Some(e), None) => e.clone(),
+        (None, None) => String::new(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dense
+// ---------------------------------------------------------------------------------------------
+
+const DENSE_HEAD_LINES: usize = 6;
+const DENSE_TAIL_LINES: usize = 3;
+const DENSE_LINE_CHARS: usize = 200;
+const DENSE_INPUT_CHARS: usize = 160;
+
+fn render_dense(m: &Message) -> String {
+    let mut out = String::from(if m.is_user() { "user:" } else { "assistant:" });
+    for p in &m.parts {
+        match &p.kind {
+            PartKind::Text { text, ignored, .. } if !*ignored => line(&mut out, text),
+            PartKind::File {
+                mime,
+                filename,
+                url,
+                ..
+            } => line(
+                &mut out,
+                &format!("[file {} {mime}]", filename.as_deref().unwrap_or(url)),
+            ),
+            PartKind::Subtask {
+                description, agent, ..
+            } => line(&mut out, &format!("[subtask {agent}: {description}]")),
+            PartKind::Compaction(_) => line(&mut out, "[compaction requested]"),
+            PartKind::Tool(t) => {
+                line(
+                    &mut out,
+                    &format!("[tool {}] {}", t.tool, compact_json(&clip_json(&t.input))),
+                );
+                line(&mut out, &result_header(t));
+                let body = tool_body(t);
+                let body = if t.failed() {
+                    body
+                } else {
+                    clip_lines(&body, DENSE_HEAD_LINES, DENSE_TAIL_LINES)
+                };
+                if !body.is_empty() {
+                    line(&mut out, &body);
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(e) = &m.error {
+        line(
+            &mut out,
+            &format!("[error {}: {}]", e.name, e.message.as_deref().unwrap_or("")),
+        );
+    }
+    out
+}
+
+/// Long string values of a tool input clipped to head and tail.
+fn clip_json(v: &Value) -> Value {
+    match v {
+        Value::String(s) if s.chars().count() > DENSE_INPUT_CHARS => Value::String(clip_middle(
+            s,
+            DENSE_INPUT_CHARS * 2 / 3,
+            DENSE_INPUT_CHARS / 3,
+        )),
+        Value::Array(a) => Value::Array(a.iter().map(clip_json).collect()),
+        Value::Object(o) => {
+            Value::Object(o.iter().map(|(k, v)| (k.clone(), clip_json(v))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+fn clip_middle(s: &str, head: usize, tail: usize) -> String {
+    let n = s.chars().count();
+    if n <= head + tail {
+        return s.to_owned();
+    }
+    let h: String = s.chars().take(head).collect();
+    let t: String = s.chars().skip(n - tail).collect();
+    format!("{h}…[{} chars clipped]…{t}", n - head - tail)
+}
+
+/// Head and tail lines, each line clipped.
+fn clip_lines(s: &str, head: usize, tail: usize) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    let fix = |l: &&str| clip_chars(l, DENSE_LINE_CHARS);
+    if lines.len() <= head + tail + 1 {
+        return lines.iter().map(fix).collect::<Vec<_>>().join("\n");
+    }
+    let mut v: Vec<String> = lines[..head].iter().map(fix).collect();
+    v.push(format!("…[{} lines clipped]…", lines.len() - head - tail));
+    v.extend(lines[lines.len() - tail..].iter().map(fix));
+    v.join("\n")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compact and anchor (source)
+// ---------------------------------------------------------------------------------------------
+
+fn source_compact(id: &str, cl: &Classified) -> String {
+    let f = &cl.facts;
+    let mut out = format!("[{id} compact] {}", cl.title);
+    if !f.objective.is_empty() {
+        line(&mut out, &format!("objective: {}", f.objective));
+    }
+    line(&mut out, &format!("outcome: {}", f.outcome));
+    if !cl.pins.is_empty() {
+        line(&mut out, "constraints (verbatim):");
+        for p in &cl.pins {
+            line(&mut out, &format!("- {}", p.text));
+        }
+    }
+    if !f.decisions.is_empty() {
+        line(&mut out, "decisions:");
+        for d in &f.decisions {
+            line(&mut out, &format!("- {d}"));
+        }
+    }
+    if !f.rejections.is_empty() {
+        line(&mut out, "rejected:");
+        for r in &f.rejections {
+            line(
+                &mut out,
+                &format!(
+                    "- the approach behind `{}`, killed by {}; then {}",
+                    r.failure.command,
+                    r.failure.describe(),
+                    r.evidence
+                ),
+            );
+        }
+    }
+    if !f.failures.is_empty() {
+        line(&mut out, "errors:");
+        for e in &f.failures {
+            line(&mut out, &format!("- {}", e.describe()));
+        }
+    }
+    if !f.todos.is_empty() {
+        line(&mut out, "status:");
+        for t in &f.todos {
+            line(&mut out, &format!("- {t}"));
+        }
+    }
+    list_line(&mut out, "files", &f.files, 12);
+    let cmds: Vec<String> = f.commands.iter().map(|c| format!("`{c}`")).collect();
+    list_line(&mut out, "commands", &cmds, 10);
+    list_line(&mut out, "identifiers", &f.identifiers, 16);
+    out
+}
+
+fn list_line(out: &mut String, label: &str, items: &[String], max: usize) {
+    if items.is_empty() {
+        return;
+    }
+    let mut s = items
+        .iter()
+        .take(max)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if items.len() > max {
+        s.push_str(&format!(" (+{} more)", items.len() - max));
+    }
+    line(out, &format!("{label}: {s}"));
+}
+
+fn source_anchor(id: &str, cl: &Classified) -> String {
+    let mut s = format!(
+        "[{id}] {} — {}",
+        cl.title,
+        clip_chars(&cl.facts.outcome, 80)
+    );
+    if let Some(r) = cl.facts.rejections.first() {
+        s.push_str(&format!(
+            "; rejected after: {}",
+            clip_chars(&r.failure.line, 80)
+        ));
+    }
+    let ids: Vec<&str> = cl
+        .facts
+        .identifiers
+        .iter()
+        .take(4)
+        .map(String::as_str)
+        .collect();
+    if !ids.is_empty() {
+        s.push_str(&format!(" [{}]", ids.join(", ")));
+    }
+    s
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cascade: each tier from the text of the one above
+// ---------------------------------------------------------------------------------------------
+
+fn is_header(l: &str) -> bool {
+    [
+        "[reasoning]",
+        "[tool ",
+        "[result ",
+        "[file ",
+        "[error ",
+        "[subtask ",
+        "[agent ",
+    ]
+    .iter()
+    .any(|h| l.starts_with(h))
+}
+
+/// Dense from a full chunk: drop reasoning blocks, clip long inputs and successful results.
+fn cascade_dense(full: &str) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut block: Vec<&str> = Vec::new();
+    let mut mode = 0u8; // 0 text, 1 reasoning (dropped), 2 result ok (clipped), 3 result failed (kept)
+    let flush = |mode: u8, block: &mut Vec<&str>, out: &mut Vec<String>| {
+        match mode {
+            1 => {}
+            2 => {
+                let s = clip_lines(&block.join("\n"), DENSE_HEAD_LINES, DENSE_TAIL_LINES);
+                if !s.is_empty() {
+                    out.push(s);
+                }
+            }
+            _ => out.extend(block.iter().map(|l| (*l).to_owned())),
+        }
+        block.clear();
+    };
+    for l in full.lines() {
+        if is_header(l) || l == "user:" || l == "assistant:" {
+            flush(mode, &mut block, &mut out);
+            mode = if l.starts_with("[reasoning]") {
+                1
+            } else if l.starts_with("[result ") {
+                let failed =
+                    l.contains(" error") || (l.contains(", exit ") && !l.ends_with(", exit 0]"));
+                if failed {
+                    3
+                } else {
+                    2
+                }
+            } else {
+                0
+            };
+            if mode != 1 {
+                out.push(if l.starts_with("[tool ") {
+                    clip_middle(l, 160, 60)
+                } else {
+                    l.to_owned()
+                });
+            }
+        } else {
+            block.push(l);
+        }
+    }
+    flush(mode, &mut block, &mut out);
+    out.join("\n")
+}
+
+/// Compact from dense text: commands, error lines after failed results, sentences that decide or
+/// reject, identifiers.
+fn cascade_compact(id: &str, title: &str, dense: &str, rules: &Rules) -> String {
+    let mut out = format!("[{id} compact] {title}");
+    let mut commands = Vec::new();
+    let mut errors = Vec::new();
+    let mut said = Vec::new();
+    let lines: Vec<&str> = dense.lines().collect();
+    for (i, l) in lines.iter().enumerate() {
+        if let Some(rest) = l.strip_prefix("[tool bash] ") {
+            if let Ok(v) = serde_json::from_str::<Value>(rest) {
+                if let Some(c) = v.get("command").and_then(Value::as_str) {
+                    commands.push(format!(
+                        "`{}`",
+                        clip_chars(c.lines().next().unwrap_or(""), 120)
+                    ));
+                }
+            }
+        } else if l.starts_with("[result ")
+            && (l.contains(" error") || (l.contains(", exit ") && !l.ends_with(", exit 0]")))
+        {
+            let body: Vec<&str> = lines[i + 1..]
+                .iter()
+                .take_while(|x| !is_header(x))
+                .copied()
+                .collect();
+            let first = body
+                .iter()
+                .find(|b| rules.is_error_line(b))
+                .or(body.iter().find(|b| !b.trim().is_empty()));
+            if let Some(f) = first {
+                errors.push(format!("- {}: {}", &l[1..l.len() - 1], f.trim_end()));
+            }
+        } else if !is_header(l) {
+            for s in super::classify::sentences(l) {
+                if rules.is_decision_or_rejection(s) {
+                    said.push(format!("- {s}"));
+                }
+            }
+        }
+    }
+    if !said.is_empty() {
+        line(&mut out, "said:");
+        for s in said {
+            line(&mut out, &s);
+        }
+    }
+    if !errors.is_empty() {
+        line(&mut out, "errors:");
+        for e in errors {
+            line(&mut out, &e);
+        }
+    }
+    list_line(&mut out, "commands", &commands, 10);
+    let ids = super::classify::identifiers(dense);
+    list_line(&mut out, "identifiers", &ids, 16);
+    out
+}
+
+/// Anchor from compact: the title line, the first error, a few identifiers.
+fn cascade_anchor(compact: &str) -> String {
+    let mut lines = compact.lines();
+    let head = lines.next().unwrap_or("").replacen(" compact]", "]", 1);
+    let mut s = head;
+    let rest: Vec<&str> = lines.collect();
+    if let Some(i) = rest.iter().position(|l| *l == "errors:") {
+        if let Some(e) = rest.get(i + 1) {
+            s.push_str(&format!(
+                " — {}",
+                clip_chars(e.trim_start_matches("- "), 100)
+            ));
+        }
+    }
+    if let Some(ids) = rest.iter().find_map(|l| l.strip_prefix("identifiers: ")) {
+        let few: Vec<&str> = ids.split(", ").take(4).collect();
+        s.push_str(&format!(" [{}]", few.join(", ")));
+    }
+    s
+}
+
+// ---------------------------------------------------------------------------------------------
+// Counting and the legal chain
+// ---------------------------------------------------------------------------------------------
+
+/// Turn drafts into representations with the counts `counts` (in the order of
+/// [`Draft::texts`], drafts in order). Tiers not smaller than the tier above are left out and
+/// explained in the returned notes.
+pub fn finalize(
+    episode_id: &str,
+    drafts: Vec<Draft>,
+    counts: &mut impl Iterator<Item = u32>,
+) -> (BTreeMap<Tier, Representation>, Vec<String>) {
+    let mut reps = Vec::new();
+    for d in drafts {
+        let main: Vec<u32> = d
+            .chunks
+            .iter()
+            .map(|_| counts.next().unwrap_or(0))
+            .collect();
+        let pruned_n = d.chunks.iter().filter(|c| c.pruned.is_some()).count();
+        let mut pruned_counts: Vec<u32> =
+            (0..pruned_n).map(|_| counts.next().unwrap_or(0)).collect();
+        pruned_counts.reverse();
+        let chunks: Vec<Chunk> = d
+            .chunks
+            .into_iter()
+            .zip(main)
+            .map(|(c, tokens)| Chunk {
+                hash: hash(&c.text),
+                message_id: c.message_id,
+                message_index: c.message_index,
+                tokens,
+                artefact: c.artefact,
+                pruned: c.pruned.map(|(time_compacted, text)| PrunedChunk {
+                    time_compacted,
+                    hash: hash(&text),
+                    tokens: pruned_counts.pop().unwrap_or(0),
+                    text,
+                }),
+                text: c.text,
+            })
+            .collect();
+        let tokens = chunks.iter().map(|c| c.tokens).sum();
+        reps.push(Representation {
+            episode_id: episode_id.to_owned(),
+            tier: d.tier,
+            strategy: d.strategy,
+            generator: d.generator,
+            source_message_ids: d.source_message_ids,
+            contract: d.contract,
+            chunks,
+            tokens,
+        });
+    }
+    legal_chain(reps)
+}
+
+/// Keep tiers whose tokens are strictly below the last kept tier above them.
+pub fn legal_chain(mut reps: Vec<Representation>) -> (BTreeMap<Tier, Representation>, Vec<String>) {
+    reps.sort_by_key(|r| r.tier);
+    let mut kept: BTreeMap<Tier, Representation> = BTreeMap::new();
+    let mut notes = Vec::new();
+    let mut above: Option<(Tier, u32)> = None;
+    for r in reps {
+        match above {
+            Some((t, n)) if r.tokens >= n => notes.push(format!(
+                "{} not generated: {} tokens, not smaller than {} ({} tokens)",
+                r.tier, r.tokens, t, n
+            )),
+            _ => {
+                above = Some((r.tier, r.tokens));
+                kept.insert(r.tier, r);
+            }
+        }
+    }
+    (kept, notes)
+}
+
+pub fn hash(text: &str) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(text.as_bytes())
+}

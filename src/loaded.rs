@@ -1,0 +1,564 @@
+//! The one call every command uses to load a session with its episodes, tiers and probes:
+//! [`load`] (from the command-line loading flags) or [`from_trace`] (tests, generated traces).
+//!
+//! Everything is computed here, once: segmentation, classification, every tier's text and token
+//! count (in one parallel, cached batch). Nothing downstream tokenizes.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use crate::cli::LoadArgs;
+use crate::episode::classify::{self, Rules, RulesError};
+use crate::episode::external;
+use crate::episode::magic_context::{self, MagicContextError};
+use crate::episode::options::{EpisodeOptions, TierSource};
+use crate::episode::segment::{self, Segmentation};
+use crate::episode::sidecar::{Probe, SidecarError, SidecarLocator, Sidecars};
+use crate::episode::tiers::{self, Draft};
+use crate::episode::{Episode, EpisodeKind, Pin, RetentionClass, Strategy};
+use crate::tokens::{TokenStats, Tokenizer};
+use crate::trace::{LoadError, Trace, UserKind};
+
+/// Everything that can stop a load.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadSessionError {
+    #[error(transparent)]
+    Trace(#[from] LoadError),
+    #[error(transparent)]
+    Rules(#[from] RulesError),
+    #[error(transparent)]
+    Sidecar(#[from] SidecarError),
+    #[error(transparent)]
+    MagicContext(#[from] MagicContextError),
+    #[error("--episodes magic-context: no Magic Context database (pass --magic-context FILE; looked for {0})")]
+    NoMagicContext(String),
+}
+
+/// A session ready for every command: its trace, episodes with tiers, probes and milestones.
+#[derive(Debug, Clone)]
+pub struct LoadedSession {
+    pub trace: Trace,
+    pub episodes: Vec<Episode>,
+    pub probes: Vec<Probe>,
+    /// Request indices where a todo changed status (the request whose message holds the
+    /// `todowrite`) or a compaction happened (the summary request).
+    pub milestones: BTreeSet<usize>,
+    /// Tokenizer label, e.g. `o200k_base@tiktoken-rs-0.12`.
+    pub tokenizer: String,
+    /// Sub-agent sessions, each loaded the same way (their own episodes and numbering).
+    pub children: Vec<LoadedSession>,
+    /// Segmentation and tier strategy used.
+    pub segmentation: Segmentation,
+    pub tier_source: TierSource,
+    /// Where the rules came from ("embedded" or a path).
+    pub rules_origin: String,
+    /// Sidecars found: (kind, path).
+    pub sidecar_paths: Vec<(String, PathBuf)>,
+    /// Token counting of this load (the children's included).
+    pub token_stats: TokenStats,
+    /// Non-fatal problems (an unloadable child, an unmatched external tier, a missing pin).
+    pub warnings: Vec<String>,
+}
+
+impl LoadedSession {
+    /// The episode holding request `r`.
+    pub fn episode_of_request(&self, r: usize) -> Option<&Episode> {
+        let mi = self.trace.requests.get(r)?.message_index;
+        self.episode_of_message(mi)
+    }
+    /// The episode holding message index `mi`.
+    pub fn episode_of_message(&self, mi: usize) -> Option<&Episode> {
+        let k = self.episodes.partition_point(|e| e.last_message < mi);
+        self.episodes
+            .get(k)
+            .filter(|e| e.first_message <= mi && mi <= e.last_message)
+    }
+    pub fn episode(&self, id: &str) -> Option<&Episode> {
+        self.episodes.iter().find(|e| e.id.eq_ignore_ascii_case(id))
+    }
+}
+
+/// Episode options from the loading flags (rules read, sidecars not yet looked up).
+pub fn options_from_args(args: &LoadArgs) -> Result<EpisodeOptions, LoadSessionError> {
+    let rules = match &args.rules {
+        Some(p) => Some(Rules::from_file(p)?),
+        None => None,
+    };
+    Ok(EpisodeOptions {
+        segmentation: args.episodes,
+        tiers: args.tiers,
+        tokenizer: args.tokenizer,
+        rules,
+        max_requests: args.max_requests,
+        ..EpisodeOptions::default()
+    })
+}
+
+/// Load the session the flags name: open the source, load the trace and its children, find the
+/// sidecars and Magic Context rows, then [`from_trace_with`]. The token cache on disk is used and
+/// updated (a failure to write it is a warning).
+pub fn load(args: &LoadArgs) -> Result<LoadedSession, LoadSessionError> {
+    let source = crate::trace::load::open(args.path.as_deref())?;
+    let trace = source.load_session(args.session.as_deref())?;
+    let base = options_from_args(args)?;
+    let tokenizer = Tokenizer::with_disk_cache(args.tokenizer, None);
+    let export_file = export_path(args.path.as_deref()).map(Path::to_path_buf);
+    let locator = SidecarLocator {
+        dir: args.sidecars.clone(),
+        export_file,
+        data_dir: SidecarLocator::default_data_dir(),
+    };
+    let mut warnings = Vec::new();
+    let mut children = Vec::new();
+    for child in source.load_children(&trace) {
+        match child {
+            Ok(t) => {
+                let opts = options_for(&base, &locator, &t, args)?;
+                children.push(from_trace_with(t, &opts, &tokenizer));
+            }
+            Err(e) => warnings.push(format!("sub-agent session not loaded: {e}")),
+        }
+    }
+    let opts = options_for(&base, &locator, &trace, args)?;
+    let mut loaded = from_trace_with(trace, &opts, &tokenizer);
+    loaded.children = children;
+    loaded.warnings.extend(warnings);
+    if let Err(e) = tokenizer.save() {
+        loaded.warnings.push(e.to_string());
+    }
+    loaded.token_stats = tokenizer.stats();
+    Ok(loaded)
+}
+
+/// Sidecars and Magic Context rows of one session.
+fn options_for(
+    base: &EpisodeOptions,
+    locator: &SidecarLocator,
+    trace: &Trace,
+    args: &LoadArgs,
+) -> Result<EpisodeOptions, LoadSessionError> {
+    let mut o = base.clone();
+    o.sidecars = Sidecars::find(locator, &trace.session.id)?;
+    let wants_mc = o.segmentation == Segmentation::MagicContext
+        || (o.tiers == TierSource::External && args.magic_context.is_some());
+    if wants_mc {
+        let db = args
+            .magic_context
+            .clone()
+            .or_else(magic_context::default_db_path);
+        match db {
+            Some(db) if db.is_file() => {
+                o.compartments = magic_context::read_compartments(&db, &trace.session.id)?;
+                o.magic_context_db = Some(db);
+            }
+            other => {
+                if o.segmentation == Segmentation::MagicContext {
+                    return Err(LoadSessionError::NoMagicContext(other.map_or_else(
+                        || "(no data dir)".to_owned(),
+                        |p| p.display().to_string(),
+                    )));
+                }
+            }
+        }
+    }
+    Ok(o)
+}
+
+/// Build a loaded session from a trace with an in-memory tokenizer (tests, generated traces).
+pub fn from_trace(trace: Trace, opts: &EpisodeOptions) -> LoadedSession {
+    let tokenizer = Tokenizer::in_memory(opts.tokenizer);
+    let mut l = from_trace_with(trace, opts, &tokenizer);
+    l.token_stats = tokenizer.stats();
+    l
+}
+
+/// Build a loaded session from a trace with a given tokenizer (its cache is shared).
+pub fn from_trace_with(
+    trace: Trace,
+    opts: &EpisodeOptions,
+    tokenizer: &Tokenizer,
+) -> LoadedSession {
+    let mut warnings = Vec::new();
+    let rules = match &opts.rules {
+        Some(r) => r.clone(),
+        None => match Rules::embedded() {
+            Ok(r) => r,
+            Err(e) => {
+                // Only a broken build can get here (the embedded file is tested).
+                warnings.push(format!("embedded rules invalid: {e}"));
+                return empty(trace, opts, tokenizer, warnings);
+            }
+        },
+    };
+    let annotations = opts.sidecars.annotations.as_ref().map(|(_, a)| a);
+
+    // Explicit starts for annotations / magic-context segmentation.
+    let mut explicit = BTreeSet::new();
+    let mut covered_until = None;
+    let mut compartment_at: BTreeMap<usize, usize> = BTreeMap::new(); // first message → row
+    match opts.segmentation {
+        Segmentation::Annotations => {
+            for id in annotations
+                .map(|a| a.episode_starts.as_slice())
+                .unwrap_or(&[])
+            {
+                match trace.message_index(id) {
+                    Some(i) => {
+                        explicit.insert(i);
+                    }
+                    None => {
+                        warnings.push(format!("annotations: episode start {id} not in the trace"))
+                    }
+                }
+            }
+            if annotations.is_none() {
+                warnings.push(
+                    "--episodes annotations: no annotations sidecar found; one episode".to_owned(),
+                );
+            }
+        }
+        Segmentation::MagicContext => {
+            for (k, c) in opts.compartments.iter().enumerate() {
+                match magic_context::resolve_range(c, &trace) {
+                    Some((a, b)) => {
+                        explicit.insert(a);
+                        compartment_at.insert(a, k);
+                        covered_until = Some(covered_until.map_or(b, |x: usize| x.max(b)));
+                    }
+                    None => warnings.push(format!(
+                        "magic-context: compartment {} ({}..{}) does not fit the trace",
+                        c.sequence, c.start_message, c.end_message
+                    )),
+                }
+            }
+        }
+        _ => {}
+    }
+    let segments = segment::segment(
+        &trace,
+        opts.segmentation,
+        opts.max_requests,
+        &explicit,
+        covered_until,
+    );
+    let req_of = classify::request_of_message(&trace);
+    let artefacts = tiers::artefact_ids(&trace);
+    let strategy = match opts.tiers {
+        TierSource::Cascade => Strategy::Cascade,
+        _ => Strategy::Source,
+    };
+
+    // Classify and draft every episode, then count all texts in one batch.
+    let mut pending: Vec<(Episode, Vec<Draft>, Vec<String>)> = Vec::new();
+    for (k, seg) in segments.iter().enumerate() {
+        let id = format!("E{k}");
+        let mut cl = classify::classify(&trace, seg, &rules, &req_of);
+        let mut notes = Vec::new();
+        let mut class_reasons = std::mem::take(&mut cl.class_reasons);
+        let mut floor_reasons = std::mem::take(&mut cl.floor_reasons);
+        let (mut class, mut floor) = (cl.class, cl.floor);
+        if let Some(a) = annotations {
+            apply_annotations(
+                &trace,
+                seg,
+                a,
+                &mut cl.pins,
+                &mut class,
+                &mut floor,
+                &mut class_reasons,
+                &mut floor_reasons,
+                &mut warnings,
+            );
+            if !cl.pins.is_empty() && !cl.kinds.contains(&EpisodeKind::Constraint) {
+                cl.kinds.push(EpisodeKind::Constraint);
+                cl.kinds.sort();
+            }
+        }
+        let ids: Vec<String> = trace.messages[seg.first_message..=seg.last_message]
+            .iter()
+            .map(|m| m.id.clone())
+            .collect();
+        let mut drafts = tiers::generate(&trace, &id, seg, &cl, strategy, &rules, &artefacts);
+        let mut importance = None;
+        if opts.tiers == TierSource::External || opts.segmentation == Segmentation::MagicContext {
+            let mut ext: Vec<Draft> = Vec::new();
+            if let Some((_, tf)) = &opts.sidecars.tiers {
+                let first = &trace.messages[seg.first_message].id;
+                let last = &trace.messages[seg.last_message].id;
+                if let Some(e) = tf
+                    .episodes
+                    .iter()
+                    .find(|e| &e.first_message_id == first && &e.last_message_id == last)
+                {
+                    let (d, n) = external::from_tiers_file(e, &ids, seg.first_message);
+                    ext = d;
+                    notes.extend(n);
+                    importance = e.importance;
+                }
+            }
+            if ext.is_empty() {
+                if let Some(&row) = compartment_at.get(&seg.first_message) {
+                    let c = &opts.compartments[row];
+                    ext = external::from_compartment(c, &ids, seg.first_message);
+                    importance = Some(c.importance as f64 / 100.0);
+                    if !c.title.is_empty() {
+                        cl.title = c.title.clone();
+                    }
+                    if let Some(t) = &c.episode_type {
+                        notes.push(format!("magic-context episode_type: {t}"));
+                    }
+                }
+            }
+            if !ext.is_empty() {
+                for d in &ext {
+                    if !d.chunks.iter().any(|c| !c.text.is_empty()) {
+                        continue;
+                    }
+                    for p in &cl.pins {
+                        if !d.chunks.iter().any(|c| c.text.contains(&p.text)) {
+                            notes.push(format!(
+                                "external {} lacks pinned span \"{}\"",
+                                d.tier,
+                                crate::text::clip_chars(&p.text, 60)
+                            ));
+                        }
+                    }
+                }
+                drafts = ext;
+            } else if opts.tiers == TierSource::External {
+                notes.push("no external tiers for this episode; source tiers used".to_owned());
+            }
+        }
+        let (first_request, last_request) =
+            request_range(&trace, seg.first_message, seg.last_message);
+        let ep = Episode {
+            id: id.clone(),
+            index: k,
+            first_message: seg.first_message,
+            last_message: seg.last_message,
+            first_request,
+            last_request,
+            time_start: trace.messages[seg.first_message].time_created,
+            time_end: trace.messages[seg.last_message]
+                .time_completed
+                .unwrap_or(trace.messages[seg.last_message].time_created),
+            title: cl.title,
+            kinds: cl.kinds,
+            class,
+            floor,
+            class_reasons,
+            floor_reasons,
+            pins: cl.pins,
+            keys: cl.keys,
+            continues: None,
+            children: cl.children,
+            tiers: BTreeMap::new(),
+            tier_notes: Vec::new(),
+            importance,
+        };
+        pending.push((ep, drafts, notes));
+    }
+
+    let texts: Vec<&str> = pending
+        .iter()
+        .flat_map(|(_, ds, _)| ds.iter().flat_map(|d| d.texts()))
+        .collect();
+    let counts = tokenizer.count_many(&texts);
+    let mut counts = counts.into_iter();
+    let mut episodes = Vec::with_capacity(pending.len());
+    for (mut ep, drafts, notes) in pending {
+        let (reps, mut tier_notes) = tiers::finalize(&ep.id, drafts, &mut counts);
+        tier_notes.extend(notes);
+        ep.tiers = reps;
+        ep.tier_notes = tier_notes;
+        episodes.push(ep);
+    }
+    link_continuations(&trace, &mut episodes);
+
+    let probes = opts
+        .sidecars
+        .probes
+        .as_ref()
+        .map(|(_, p)| p.clone())
+        .unwrap_or_default();
+    let milestones = milestones(&trace);
+    let mut sidecar_paths = Vec::new();
+    if let Some((p, _)) = &opts.sidecars.annotations {
+        sidecar_paths.push(("annotations".to_owned(), p.clone()));
+    }
+    if let Some((p, _)) = &opts.sidecars.tiers {
+        sidecar_paths.push(("tiers".to_owned(), p.clone()));
+    }
+    if let Some((p, _)) = &opts.sidecars.probes {
+        sidecar_paths.push(("probes".to_owned(), p.clone()));
+    }
+    if let Some(p) = &opts.magic_context_db {
+        sidecar_paths.push(("magic-context".to_owned(), p.clone()));
+    }
+    LoadedSession {
+        trace,
+        episodes,
+        probes,
+        milestones,
+        tokenizer: tokenizer.label(),
+        children: Vec::new(),
+        segmentation: opts.segmentation,
+        tier_source: opts.tiers,
+        rules_origin: rules.origin.clone(),
+        sidecar_paths,
+        token_stats: tokenizer.stats(),
+        warnings,
+    }
+}
+
+fn empty(
+    trace: Trace,
+    opts: &EpisodeOptions,
+    tokenizer: &Tokenizer,
+    warnings: Vec<String>,
+) -> LoadedSession {
+    LoadedSession {
+        trace,
+        episodes: Vec::new(),
+        probes: Vec::new(),
+        milestones: BTreeSet::new(),
+        tokenizer: tokenizer.label(),
+        children: Vec::new(),
+        segmentation: opts.segmentation,
+        tier_source: opts.tiers,
+        rules_origin: String::new(),
+        sidecar_paths: Vec::new(),
+        token_stats: tokenizer.stats(),
+        warnings,
+    }
+}
+
+fn request_range(trace: &Trace, a: usize, b: usize) -> (Option<usize>, Option<usize>) {
+    let mut it = trace
+        .requests
+        .iter()
+        .filter(|r| r.message_index >= a && r.message_index <= b)
+        .map(|r| r.index);
+    let first = it.next();
+    let last = it.next_back().or(first);
+    (first, last)
+}
+
+/// A continuation continues the last non-compaction episode before it.
+fn link_continuations(trace: &Trace, episodes: &mut [Episode]) {
+    for k in 0..episodes.len() {
+        let first = &trace.messages[episodes[k].first_message];
+        let is_cont = matches!(
+            first.user_kind,
+            Some(UserKind::SyntheticContinue) | Some(UserKind::OverflowReplay)
+        );
+        if !is_cont {
+            continue;
+        }
+        let prev = episodes[..k]
+            .iter()
+            .rev()
+            .find(|e| !e.has_kind(EpisodeKind::Compaction))
+            .map(|e| e.id.clone());
+        episodes[k].continues = prev;
+    }
+}
+
+/// Request indices of todo status changes and compaction summaries.
+pub fn milestones(trace: &Trace) -> BTreeSet<usize> {
+    let req_of = classify::request_of_message(trace);
+    let mut s: BTreeSet<usize> = segment::todo_changes(trace)
+        .iter()
+        .filter_map(|c| req_of.get(c.message_index).copied().flatten())
+        .collect();
+    s.extend(trace.compactions.iter().filter_map(|c| c.summary_request));
+    s
+}
+
+#[allow(clippy::too_many_arguments)]
+fn apply_annotations(
+    trace: &Trace,
+    seg: &segment::Segment,
+    a: &crate::episode::sidecar::Annotations,
+    pins: &mut Vec<Pin>,
+    class: &mut RetentionClass,
+    floor: &mut crate::episode::Tier,
+    class_reasons: &mut Vec<String>,
+    floor_reasons: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) {
+    let inside = |id: &str| {
+        trace
+            .message_index(id)
+            .is_some_and(|i| i >= seg.first_message && i <= seg.last_message)
+    };
+    for o in a.overrides.iter().filter(|o| inside(&o.message_id)) {
+        let why = o
+            .reason
+            .clone()
+            .unwrap_or_else(|| "no reason given".to_owned());
+        if let Some(c) = o.class {
+            *class = c;
+            class_reasons.push(format!(
+                "class {}: annotation on {} — {why}",
+                c.as_str(),
+                o.message_id
+            ));
+        }
+        if let Some(f) = o.floor {
+            *floor = f;
+            floor_reasons.push(format!("floor {f}: annotation on {} — {why}", o.message_id));
+        }
+    }
+    // Keep the floor within what the class permits.
+    if *class == RetentionClass::Pin && *floor != crate::episode::Tier::Full {
+        *floor = crate::episode::Tier::Full;
+        floor_reasons.push("floor full: class pin (annotation)".to_owned());
+    }
+    if *class != RetentionClass::Discardable && *floor == crate::episode::Tier::Dropped {
+        *floor = crate::episode::Tier::Anchor;
+        floor_reasons.push(format!(
+            "floor anchor: class {} may not be dropped",
+            class.as_str()
+        ));
+    }
+    for p in a.pins.iter().filter(|p| inside(&p.message_id)) {
+        let Some(m) = trace.message(&p.message_id) else {
+            continue;
+        };
+        let text = m.text();
+        let span = match (&p.text, p.start, p.end) {
+            (Some(t), _, _) if text.contains(t.as_str()) => Some(t.clone()),
+            (Some(t), _, _) => {
+                warnings.push(format!(
+                    "annotations: pin {:?} not found in {}",
+                    t, p.message_id
+                ));
+                None
+            }
+            (None, Some(s), e) => {
+                let chars: Vec<char> = text.chars().collect();
+                let e = e.unwrap_or(chars.len()).min(chars.len());
+                (s < e).then(|| chars[s..e].iter().collect())
+            }
+            (None, None, _) => Some(text.clone()),
+        };
+        if let Some(span) = span.filter(|s| !s.trim().is_empty()) {
+            if !pins.iter().any(|x| x.text == span) {
+                pins.push(Pin {
+                    message_id: p.message_id.clone(),
+                    text: span,
+                    reason: p
+                        .reason
+                        .clone()
+                        .map_or_else(|| "annotation".to_owned(), |r| format!("annotation: {r}")),
+                });
+            }
+        }
+    }
+}
+
+/// The path of an export file given on the command line, if that is what it is.
+fn export_path(path: Option<&Path>) -> Option<&Path> {
+    path.filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "json"))
+}

@@ -1,0 +1,492 @@
+//! Everything the replay needs that does not depend on the schedule, computed once per replay:
+//! which chunks each tier renders (artefacts left out or not), token sums, prune events, the
+//! episodes each request touches (relevance keys), boundaries, conversations and system chunks.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde_json::Value;
+use xxhash_rust::xxh3::xxh3_64;
+
+use super::types::SystemSegment;
+use super::Input;
+use crate::episode::{Episode, RetentionClass, Tier};
+use crate::trace::{Trace, UserKind};
+
+/// Which recorded chunks a rendering includes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Filter {
+    /// The counterfactual: every compaction artefact left out.
+    NoArtefacts,
+    /// What OpenCode sent: compaction messages and summaries are shown as the summary piece,
+    /// so they are left out of the episodes; continue messages stay where they are.
+    Recorded,
+}
+
+/// The chunks of one episode's tier that a rendering includes.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TierData {
+    /// Indices into the representation's chunks.
+    pub idx: Vec<u32>,
+    /// Prefix sums of their tokens (`len = idx.len() + 1`).
+    pub prefix: Vec<u64>,
+    /// Message index of each included chunk (full tier: to cut the active episode).
+    pub msg: Vec<usize>,
+}
+
+impl TierData {
+    pub fn tokens(&self) -> u64 {
+        self.prefix.last().copied().unwrap_or(0)
+    }
+    pub fn len(&self) -> usize {
+        self.idx.len()
+    }
+}
+
+/// One recorded prune of a full-tier chunk.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PruneEvent {
+    pub time: i64,
+    pub episode: u32,
+    /// Position among the included full-tier chunks.
+    pub pos: u32,
+    /// Tokens saved.
+    pub delta: u64,
+}
+
+/// Per-episode data.
+#[derive(Debug, Clone)]
+pub(crate) struct EpData {
+    /// By depth 0..4 (full..anchor); `None` where the tier was not generated.
+    pub tiers: [Option<TierData>; 4],
+    /// Tiers the episode may be shown at when floors are respected, most faithful first.
+    pub legal: Vec<Tier>,
+    /// Every tier it can be shown at (generated tiers, then dropped).
+    pub avail: Vec<Tier>,
+    /// Pins missing from each level's text (dropped: all of them).
+    pub missing_pins: [u64; 5],
+    /// Importance 1..=100 for the decay curve (from the source, else from class and floor).
+    pub importance: f64,
+}
+
+/// Per-request data.
+#[derive(Debug, Clone)]
+pub(crate) struct ReqData {
+    pub msg: usize,
+    pub active: usize,
+    /// 0 = the conversation, 1 = compaction summary calls.
+    pub conv: usize,
+    pub time: i64,
+    pub user_turn: bool,
+    pub milestone: bool,
+    pub sys_key: u64,
+    pub sys_tokens: u64,
+    /// Episodes whose keys this request touches (sorted).
+    pub touched: Vec<u32>,
+}
+
+/// The precomputed view of one input under one filter.
+pub(crate) struct Prep<'a> {
+    pub trace: &'a Trace,
+    pub episodes: &'a [Episode],
+    pub eps: Vec<EpData>,
+    pub reqs: Vec<ReqData>,
+    pub prunes: Vec<PruneEvent>,
+    pub segments: Vec<SystemSegment>,
+    /// Message indices of compaction messages and summaries (left out under `Recorded`).
+    pub compaction_msgs: BTreeSet<usize>,
+}
+
+/// Importance for the decay curve when the source has none: pins matter most, episodes whose
+/// floor keeps a decision next, discardable ones least.
+fn importance_of(e: &Episode) -> f64 {
+    if let Some(i) = e.importance {
+        return (i * 100.0).clamp(1.0, 100.0);
+    }
+    match e.class {
+        RetentionClass::Pin => 100.0,
+        RetentionClass::Discardable => 25.0,
+        RetentionClass::Compressible if e.floor <= Tier::Compact => 75.0,
+        RetentionClass::Compressible => 50.0,
+    }
+}
+
+fn tier_data(e: &Episode, tier: Tier, include: &dyn Fn(&crate::episode::Chunk) -> bool) -> Option<TierData> {
+    let rep = e.representation(tier)?;
+    let mut d = TierData {
+        idx: Vec::new(),
+        prefix: vec![0],
+        msg: Vec::new(),
+    };
+    let mut sum = 0u64;
+    for (i, c) in rep.chunks.iter().enumerate() {
+        if !include(c) {
+            continue;
+        }
+        sum += u64::from(c.tokens);
+        d.idx.push(i as u32);
+        d.prefix.push(sum);
+        d.msg.push(c.message_index);
+    }
+    Some(d)
+}
+
+/// Key of a system chunk: (agent, provider/model).
+pub(crate) fn sys_key(agent: &str, model: &str) -> u64 {
+    xxh3_64(format!("system\0{agent}\0{model}").as_bytes())
+}
+
+fn collect_strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|x| collect_strings(x, out)),
+        Value::Object(o) => o.values().for_each(|x| collect_strings(x, out)),
+        _ => {}
+    }
+}
+
+impl<'a> Prep<'a> {
+    pub fn new(
+        input: &Input<'a>,
+        filter: Filter,
+        apply_prunes: bool,
+        system_tokens: Option<u64>,
+    ) -> Prep<'a> {
+        let trace = input.trace;
+        let episodes = input.episodes;
+        let compaction_msgs: BTreeSet<usize> = trace
+            .compactions
+            .iter()
+            .flat_map(|c| {
+                [Some(c.user_message_id.as_str()), c.summary_message_id.as_deref()]
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|id| trace.message_index(id))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let include = |c: &crate::episode::Chunk| match filter {
+            Filter::NoArtefacts => !c.artefact,
+            Filter::Recorded => !compaction_msgs.contains(&c.message_index),
+        };
+        let mut eps = Vec::with_capacity(episodes.len());
+        let mut prunes = Vec::new();
+        for (ei, e) in episodes.iter().enumerate() {
+            let tiers = [Tier::Full, Tier::Dense, Tier::Compact, Tier::Anchor]
+                .map(|t| tier_data(e, t, &include));
+            let mut avail: Vec<Tier> = Tier::TIERS
+                .into_iter()
+                .filter(|t| tiers[t.depth()].is_some())
+                .collect();
+            avail.push(Tier::Dropped);
+            let mut legal = e.legal_tiers();
+            if legal.is_empty() {
+                legal.push(*avail.first().unwrap_or(&Tier::Full));
+            }
+            let mut missing_pins = [0u64; 5];
+            for t in Tier::ALL {
+                let text = e.representation(t).map(|r| r.text()).unwrap_or_default();
+                missing_pins[t.depth()] =
+                    e.pins.iter().filter(|p| !text.contains(p.text.as_str())).count() as u64;
+            }
+            if apply_prunes {
+                if let (Some(rep), Some(td)) = (e.representation(Tier::Full), &tiers[0]) {
+                    for (pos, &ci) in td.idx.iter().enumerate() {
+                        if let Some(p) = &rep.chunks[ci as usize].pruned {
+                            let full = u64::from(rep.chunks[ci as usize].tokens);
+                            prunes.push(PruneEvent {
+                                time: p.time_compacted,
+                                episode: ei as u32,
+                                pos: pos as u32,
+                                delta: full.saturating_sub(u64::from(p.tokens)),
+                            });
+                        }
+                    }
+                }
+            }
+            eps.push(EpData {
+                tiers,
+                legal,
+                avail,
+                missing_pins,
+                importance: importance_of(e),
+            });
+        }
+        prunes.sort_by_key(|p| (p.time, p.episode, p.pos));
+
+        let reqs = requests(input, trace, episodes);
+        let mut prep = Prep {
+            trace,
+            episodes,
+
+            eps,
+            reqs,
+            prunes,
+            segments: Vec::new(),
+            compaction_msgs,
+        };
+        prep.segments = prep.system_segments(system_tokens);
+        let by_key: HashMap<u64, u64> = prep
+            .segments
+            .iter()
+            .map(|s| (sys_key(&s.agent, &s.model), s.tokens))
+            .collect();
+        for r in &mut prep.reqs {
+            r.sys_tokens = by_key.get(&r.sys_key).copied().unwrap_or(0);
+        }
+        prep
+    }
+
+    /// The tier data of an episode at a tier (falling back to denser tiers).
+    pub fn td(&self, e: usize, t: Tier) -> Option<&TierData> {
+        let mut d = t.depth().min(3);
+        loop {
+            if let Some(x) = &self.eps[e].tiers[d] {
+                return Some(x);
+            }
+            if d == 0 {
+                return None;
+            }
+            d -= 1;
+        }
+    }
+
+    /// The tier actually shown when `t` is asked for: the nearest generated tier at or above it.
+    pub fn effective(&self, e: usize, t: Tier) -> Tier {
+        if t == Tier::Dropped {
+            return t;
+        }
+        let mut d = t.depth();
+        loop {
+            if self.eps[e].tiers[d].is_some() || d == 0 {
+                return Tier::from_depth(d).unwrap_or(Tier::Full);
+            }
+            d -= 1;
+        }
+    }
+
+    /// One system chunk per (agent, model): the first request of the pair with recorded usage,
+    /// its recorded prompt minus what OpenCode sent of the conversation (the recorded view).
+    fn system_segments(&self, knob: Option<u64>) -> Vec<SystemSegment> {
+        let mut out: Vec<SystemSegment> = Vec::new();
+        for r in &self.trace.requests {
+            let agent = r.agent.clone().unwrap_or_default();
+            let model = r
+                .model
+                .as_ref()
+                .map(|m| format!("{}/{}", m.provider_id, m.model_id))
+                .unwrap_or_default();
+            let pos = out.iter().position(|s| s.agent == agent && s.model == model);
+            let prompt = recorded_prompt(self.trace, r.index);
+            match (pos, knob) {
+                (None, Some(tokens)) => out.push(SystemSegment {
+                    agent,
+                    model,
+                    tokens,
+                    source: "knob".into(),
+                    from_request: None,
+                }),
+                (None, None) if prompt == 0 => out.push(SystemSegment {
+                    agent,
+                    model,
+                    tokens: 0,
+                    source: "none".into(),
+                    from_request: None,
+                }),
+                (None, None) => {
+                    let conv = self.recorded_view_tokens(r.index);
+                    out.push(SystemSegment {
+                        agent,
+                        model,
+                        tokens: prompt.saturating_sub(conv),
+                        source: "estimated".into(),
+                        from_request: Some(r.index),
+                    })
+                }
+                (Some(i), None) if out[i].source == "none" && prompt > 0 => {
+                    let conv = self.recorded_view_tokens(r.index);
+                    out[i].tokens = prompt.saturating_sub(conv);
+                    out[i].source = "estimated".into();
+                    out[i].from_request = Some(r.index);
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// Tokens of the conversation OpenCode sent at request `t`: the last compaction in effect
+    /// (its message and summary, then the kept tail), recorded prunes applied.
+    pub fn recorded_view_tokens(&self, t: usize) -> u64 {
+        let trace = self.trace;
+        let Some(req) = trace.requests.get(t) else {
+            return 0;
+        };
+        let mut start = 0usize;
+        let mut summary = 0u64;
+        if let Some(ci) = trace
+            .compactions
+            .iter()
+            .rposition(|c| c.summary_request.is_some_and(|s| s < t))
+        {
+            let (st, msgs) = self.recorded_summary(ci);
+            start = st;
+            summary = msgs.iter().map(|&m| self.message_tokens(m)).sum();
+        }
+        let mut body = 0u64;
+        for e in self.episodes {
+            let Some(rep) = e.representation(Tier::Full) else {
+                continue;
+            };
+            for c in &rep.chunks {
+                if c.message_index < start
+                    || c.message_index >= req.message_index
+                    || self.compaction_msgs.contains(&c.message_index)
+                {
+                    continue;
+                }
+                body += match &c.pruned {
+                    Some(p) if p.time_compacted <= req.time_created => u64::from(p.tokens),
+                    _ => u64::from(c.tokens),
+                };
+            }
+        }
+        summary + body
+    }
+
+    /// Where the kept tail of recorded compaction `ci` starts (message index), and the messages
+    /// shown as its summary piece: its compaction message and summary, then those of earlier
+    /// compactions that lie inside the kept tail. OpenCode sends the earlier ones in place, in the
+    /// middle of the tail; the piece puts them up front, which keeps every token count and only
+    /// moves where a later change would diverge.
+    pub fn recorded_summary(&self, ci: usize) -> (usize, Vec<usize>) {
+        let trace = self.trace;
+        let msgs_of = |c: &crate::trace::CompactionEvent| -> Vec<usize> {
+            let mut ms: Vec<usize> = trace.message_index(&c.user_message_id).into_iter().collect();
+            ms.extend(c.summary_message_id.as_deref().and_then(|id| trace.message_index(id)));
+            ms
+        };
+        let Some(c) = trace.compactions.get(ci) else {
+            return (0, Vec::new());
+        };
+        let cm = trace.message_index(&c.user_message_id).unwrap_or(0);
+        let start = c
+            .tail_start_id
+            .as_deref()
+            .and_then(|id| trace.message_index(id))
+            .unwrap_or(cm + 1);
+        let mut msgs = msgs_of(c);
+        for older in &trace.compactions[..ci] {
+            msgs.extend(msgs_of(older).into_iter().filter(|&m| m >= start && m < cm));
+        }
+        (start, msgs)
+    }
+
+    /// Full-tier tokens of one message (all its chunks).
+    pub fn message_tokens(&self, mi: usize) -> u64 {
+        self.message_chunks(mi).map(|c| u64::from(c.tokens)).sum()
+    }
+
+    /// The full-tier chunks of one message.
+    pub fn message_chunks(&self, mi: usize) -> impl Iterator<Item = &'a crate::episode::Chunk> + '_ {
+        let e = self.episodes.partition_point(|e| e.last_message < mi);
+        self.episodes
+            .get(e)
+            .and_then(|e| e.representation(Tier::Full))
+            .into_iter()
+            .flat_map(move |r| r.chunks.iter().filter(move |c| c.message_index == mi))
+    }
+}
+
+/// Recorded prompt of a request (MODEL §3.5): input + cache read + cache write, or input alone
+/// where the OpenCode version counted cache inside input and the numbers say so.
+pub(crate) fn recorded_prompt(trace: &Trace, t: usize) -> u64 {
+    let Some(r) = trace.requests.get(t) else {
+        return 0;
+    };
+    let u = &r.usage;
+    if trace.token_semantics.input_may_include_cache && u.input >= u.cache_read + u.cache_write {
+        u.input
+    } else {
+        u.input + u.cache_read + u.cache_write
+    }
+}
+
+fn requests(input: &Input<'_>, trace: &Trace, episodes: &[Episode]) -> Vec<ReqData> {
+    // Relevance keys: exact lookups (never iterated, so no order leaks into the output).
+    let mut key_eps: HashMap<&str, Vec<u32>> = HashMap::new();
+    for (ei, e) in episodes.iter().enumerate() {
+        for k in &e.keys {
+            let v = key_eps.entry(k.as_str()).or_default();
+            if v.last() != Some(&(ei as u32)) {
+                v.push(ei as u32);
+            }
+        }
+    }
+    let human: BTreeSet<&str> = trace
+        .messages
+        .iter()
+        .filter(|m| m.user_kind == Some(UserKind::Human))
+        .map(|m| m.id.as_str())
+        .collect();
+    let mut seen_user: BTreeSet<&str> = BTreeSet::new();
+    let mut out = Vec::with_capacity(trace.requests.len());
+    for r in &trace.requests {
+        let active = episodes
+            .partition_point(|e| e.last_message < r.message_index)
+            .min(episodes.len().saturating_sub(1));
+        let user_turn = match r.user_message_id.as_deref() {
+            Some(u) if human.contains(u) => seen_user.insert(u),
+            _ => false,
+        };
+        // The todo change or compaction happened in the previous step: this request is the
+        // first one after it.
+        let milestone = r.index > 0 && input.milestones.contains(&(r.index - 1));
+        let agent = r.agent.as_deref().unwrap_or("");
+        let model = r
+            .model
+            .as_ref()
+            .map(|m| format!("{}/{}", m.provider_id, m.model_id))
+            .unwrap_or_default();
+        let mut strings = Vec::new();
+        if let Some(m) = trace.messages.get(r.message_index) {
+            for (_, t) in m.tool_parts() {
+                collect_strings(&t.input, &mut strings);
+            }
+        }
+        if user_turn {
+            if let Some(m) = r.user_message_id.as_deref().and_then(|u| trace.message(u)) {
+                strings.push(m.text());
+            }
+        }
+        let mut touched: Vec<u32> = Vec::new();
+        for s in &strings {
+            let trimmed = s.trim();
+            if let Some(v) = key_eps.get(trimmed) {
+                touched.extend(v);
+            }
+            for w in trimmed.split(|c: char| c.is_whitespace() || "\"'`(),;<>[]{}".contains(c)) {
+                let w = w.trim_end_matches(['.', ':']);
+                if w.is_empty() {
+                    continue;
+                }
+                if let Some(v) = key_eps.get(w) {
+                    touched.extend(v);
+                }
+            }
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        out.push(ReqData {
+            msg: r.message_index,
+            active,
+            conv: usize::from(r.synthetic_call),
+            time: r.time_created,
+            user_turn,
+            milestone,
+            sys_key: sys_key(agent, &model),
+            sys_tokens: 0,
+            touched,
+        });
+    }
+    out
+}

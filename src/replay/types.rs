@@ -1,0 +1,355 @@
+//! What a replay produces (MODEL §3.5–3.6). Serialized as the `replay --format json` output:
+//! `{trace, policy, frames, summary}`; the tier matrix and render states are for the TUI and
+//! `render`, not serialized.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::cache_cost::PricingInfo;
+use crate::episode::Tier;
+use crate::policy::{KnobValue, PolicyKind};
+
+/// Why a tier changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Reason {
+    Pressure,
+    Age,
+    Relevance,
+    Compaction,
+    Truncation,
+    Decay,
+    Oracle,
+}
+
+impl Reason {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Reason::Pressure => "pressure",
+            Reason::Age => "age",
+            Reason::Relevance => "relevance",
+            Reason::Compaction => "compaction",
+            Reason::Truncation => "truncation",
+            Reason::Decay => "decay",
+            Reason::Oracle => "oracle",
+        }
+    }
+}
+
+/// One applied tier change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    /// Episode id (`E3`).
+    pub episode: String,
+    pub from: Tier,
+    pub to: Tier,
+    pub reason: Reason,
+    /// `immediate`, `boundary:<kind>` or `emergency`.
+    pub applied: String,
+}
+
+/// Count and tokens of the episodes shown at one tier.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct TierStat {
+    pub count: u64,
+    pub tokens: u64,
+}
+
+/// Episodes per tier at one request (the active episode counts as `full`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct TierStats {
+    pub full: TierStat,
+    pub dense: TierStat,
+    pub compact: TierStat,
+    pub anchor: TierStat,
+    pub dropped: TierStat,
+}
+
+impl TierStats {
+    pub fn get_mut(&mut self, t: Tier) -> &mut TierStat {
+        match t {
+            Tier::Full => &mut self.full,
+            Tier::Dense => &mut self.dense,
+            Tier::Compact => &mut self.compact,
+            Tier::Anchor => &mut self.anchor,
+            Tier::Dropped => &mut self.dropped,
+        }
+    }
+    pub fn get(&self, t: Tier) -> TierStat {
+        match t {
+            Tier::Full => self.full,
+            Tier::Dense => self.dense,
+            Tier::Compact => self.compact,
+            Tier::Anchor => self.anchor,
+            Tier::Dropped => self.dropped,
+        }
+    }
+}
+
+/// A floor or pin violation at one request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    pub episode: String,
+    /// `floor` or `pin`.
+    pub kind: String,
+    /// The tier shown.
+    pub tier: Tier,
+    /// The floor, for a floor violation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub floor: Option<Tier>,
+    /// How many pinned spans are missing, for a pin violation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing_pins: Option<u64>,
+}
+
+/// One probe's result at one request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProbeResult {
+    pub id: String,
+    pub ok: bool,
+}
+
+/// Recorded usage of the request (MODEL §3.5).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Recorded {
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    /// input + cache read + cache write (input alone where the OpenCode version counted cache
+    /// inside input).
+    pub prompt: u64,
+}
+
+/// Everything measured at one request.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Frame {
+    pub request: usize,
+    /// Request start, ms since the epoch (as recorded).
+    pub time: i64,
+    pub status: String,
+    pub synthetic_call: bool,
+    /// Boundary kinds that hold at this request (`request` always).
+    pub boundaries: Vec<String>,
+    pub tokens: u64,
+    pub budget: u64,
+    pub pressure: f64,
+    pub overflow: u64,
+    pub tiers: TierStats,
+    pub divergence: u64,
+    pub radius: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    pub uncached: u64,
+    pub cost: f64,
+    pub changes: Vec<Change>,
+    /// Episodes whose desired tier differs from the applied one after scheduling.
+    pub deferred: u64,
+    /// Changes applied at once because the budget would otherwise overflow.
+    pub emergencies: u64,
+    pub holds: u64,
+    pub held: Vec<String>,
+    pub floor_violations: u64,
+    pub pin_violations: u64,
+    pub violations: Vec<Violation>,
+    pub thrash: u64,
+    pub prunes: u64,
+    /// The policy compacted here (a simulated summary call).
+    pub compaction: bool,
+    pub probes_due: u64,
+    pub probes_ok: u64,
+    pub probes: Vec<ProbeResult>,
+    pub recorded: Recorded,
+}
+
+/// A system chunk estimate (MODEL §3 "The system chunk").
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SystemSegment {
+    pub agent: String,
+    pub model: String,
+    pub tokens: u64,
+    /// `estimated` (recorded prompt − rendered conversation), `knob` (`system_tokens`) or
+    /// `none` (no request of the pair has recorded usage).
+    pub source: String,
+    /// The request the estimate came from.
+    pub from_request: Option<usize>,
+}
+
+/// The trace part of the output.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TraceInfo {
+    pub session: String,
+    pub title: String,
+    pub requests: usize,
+    pub episodes: usize,
+    pub system_segments: Vec<SystemSegment>,
+    pub pricing: PricingInfo,
+}
+
+/// The policy part of the output: resolved knobs and where the budget came from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PolicyInfo {
+    pub name: String,
+    pub kind: PolicyKind,
+    pub version: u32,
+    pub respect_floors: bool,
+    pub knobs: BTreeMap<String, KnobValue>,
+    pub budget: u64,
+    /// `--budget`, `session-limits:<id>`, `model-limits:<provider/model>` or `fallback`.
+    pub budget_source: String,
+}
+
+/// Σ radius over `full`'s Σ radius on the same trace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct DivergenceCost {
+    pub tokens: i64,
+    pub dollars: f64,
+}
+
+/// Replayed tokens against the recorded prompt, over requests with recorded usage.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct RecordedError {
+    pub requests: u64,
+    /// Mean of |replayed − recorded| ÷ recorded, in percent.
+    pub mean_abs_pct: f64,
+    pub max_abs_pct: f64,
+    /// Σ replayed − Σ recorded, in tokens.
+    pub total_delta: i64,
+}
+
+/// The session summary (MODEL §3.6).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    pub requests: u64,
+    pub mean_tokens: f64,
+    pub max_overflow: u64,
+    pub cost: f64,
+    pub cache_hit_ratio: f64,
+    pub divergence_cost: DivergenceCost,
+    pub changes: u64,
+    pub switches_per_100: f64,
+    pub thrash: u64,
+    pub holds: u64,
+    pub deferred: u64,
+    pub emergencies: u64,
+    pub floor_violations: u64,
+    pub pin_violations: u64,
+    pub prunes: u64,
+    /// Summary calls: recorded ones plus the policy's own compactions.
+    pub synthetic_calls: u64,
+    /// Share of (probe, request ≥ due) pairs whose needle is present; `None` without probes.
+    pub probe_survival: Option<f64>,
+    /// Σ over requests and closed episodes of tokens shown above the oracle's tier.
+    pub excess_fidelity_tokens: Option<u64>,
+    /// (episode, request) pairs shown below the oracle's tier.
+    pub under_fidelity_misses: Option<u64>,
+    /// Replayed tokens against the recorded prompt (non-synthetic requests with usage).
+    pub recorded_error: RecordedError,
+}
+
+/// One cell of the applied-tier matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Cell {
+    /// A closed episode at this tier.
+    Tier(Tier),
+    /// The episode holding the request.
+    Active,
+    /// Not yet written.
+    Future,
+}
+
+/// Applied tiers per request and episode, one byte a cell (cheap for a heatmap).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TierMatrix {
+    pub requests: usize,
+    pub episodes: usize,
+    cells: Vec<u8>,
+}
+
+const ACTIVE: u8 = 5;
+const FUTURE: u8 = 6;
+
+impl TierMatrix {
+    pub(crate) fn new(episodes: usize) -> TierMatrix {
+        TierMatrix {
+            requests: 0,
+            episodes,
+            cells: Vec::new(),
+        }
+    }
+    /// Append one request's row: closed episodes' tiers, then the active one, then future.
+    pub(crate) fn push_row(&mut self, closed: &[Tier], active: Option<usize>) {
+        for t in closed {
+            self.cells.push(t.depth() as u8);
+        }
+        for e in closed.len()..self.episodes {
+            self.cells
+                .push(if Some(e) == active { ACTIVE } else { FUTURE });
+        }
+        self.requests += 1;
+    }
+    /// The cell at (request, episode); `Future` outside the matrix.
+    pub fn get(&self, request: usize, episode: usize) -> Cell {
+        if request >= self.requests || episode >= self.episodes {
+            return Cell::Future;
+        }
+        match self.cells[request * self.episodes + episode] {
+            ACTIVE => Cell::Active,
+            FUTURE => Cell::Future,
+            d => Tier::from_depth(usize::from(d)).map_or(Cell::Future, Cell::Tier),
+        }
+    }
+    /// One request's row as raw bytes: 0..=4 = full..dropped, 5 = active, 6 = future.
+    pub fn row(&self, request: usize) -> &[u8] {
+        if request >= self.requests {
+            return &[];
+        }
+        &self.cells[request * self.episodes..(request + 1) * self.episodes]
+    }
+}
+
+/// The pieces of one request's rendered context, so `render` can rebuild its text.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RenderState {
+    /// The summary piece shown after the system chunk, if any.
+    pub summary: Option<SummaryPiece>,
+    /// Per episode: the first rendered chunk of its tier (non-zero only for an episode cut by a
+    /// recorded compaction's kept tail). Sparse: (episode, first chunk).
+    pub cuts: Vec<(usize, usize)>,
+}
+
+/// A compaction summary standing in for the episodes before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SummaryPiece {
+    /// The recorded compaction `index` of `Trace::compactions` (its compaction message and
+    /// summary, as OpenCode sent them).
+    Recorded { compaction: usize },
+    /// The policy's own summary: recorded summary text of compaction `text_from` if any, else
+    /// compact tiers of the covered episodes up to `tokens`.
+    Simulated {
+        number: usize,
+        covers: Vec<usize>,
+        text_from: Option<usize>,
+        tokens: u64,
+    },
+}
+
+/// A replay: frames, summary, and the tier matrix for views.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Replay {
+    pub trace: TraceInfo,
+    pub policy: PolicyInfo,
+    pub frames: Vec<Frame>,
+    pub summary: Summary,
+    /// Applied tiers per request × episode.
+    #[serde(skip)]
+    pub applied: TierMatrix,
+    /// Desired tiers per request × episode (differs from `applied` where a change is deferred).
+    #[serde(skip)]
+    pub desired: TierMatrix,
+    /// Per request: what besides tiers `render` needs.
+    #[serde(skip)]
+    pub render_states: Vec<RenderState>,
+}

@@ -1,0 +1,416 @@
+//! Token counting: tiktoken-rs behind one small interface, counted once per distinct text.
+//!
+//! Counts are cached by content hash (xxh3-128 of the text) in memory and on disk, so a second
+//! load of the same recording tokenizes nothing and the replay never tokenizes at all (it only
+//! adds up the counts stored on chunks).
+//!
+//! The disk cache lives at `$TIERSCOPE_CACHE_DIR/tokens-<tokenizer>-<version>.bin`, else
+//! `$XDG_CACHE_HOME/tierscope/…` (the platform's cache dir). The tokenizer and its version are in
+//! the file name and in the header, so a different tokenizer never reads another's counts. The file
+//! is capped at [`DISK_CACHE_CAP_BYTES`] (16 MiB, about 830,000 texts): when full, the entries used
+//! by the current process are kept first. It is written atomically (temp file + rename); a file
+//! that is truncated, corrupt or from another format version is ignored and rewritten.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use rayon::prelude::*;
+use tiktoken_rs::CoreBPE;
+
+/// Size cap of the on-disk cache file.
+pub const DISK_CACHE_CAP_BYTES: usize = 16 * 1024 * 1024;
+/// Environment variable that relocates the cache directory.
+pub const CACHE_DIR_ENV: &str = "TIERSCOPE_CACHE_DIR";
+
+const MAGIC: &[u8; 8] = b"TSTOKv1\n";
+const ENTRY_BYTES: usize = 16 + 4;
+/// The tokenizer implementation's version; part of every cache key.
+const TOKENIZER_VERSION: &str = "tiktoken-rs-0.12";
+
+/// Which BPE to count with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum TokenizerKind {
+    /// `o200k_base` (GPT-4o and later); the default.
+    #[default]
+    O200k,
+    /// `cl100k_base` (GPT-4, GPT-3.5).
+    Cl100k,
+}
+
+impl TokenizerKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            TokenizerKind::O200k => "o200k_base",
+            TokenizerKind::Cl100k => "cl100k_base",
+        }
+    }
+}
+
+impl std::str::FromStr for TokenizerKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "o200k" | "o200k_base" => Ok(TokenizerKind::O200k),
+            "cl100k" | "cl100k_base" => Ok(TokenizerKind::Cl100k),
+            other => Err(format!(
+                "unknown tokenizer {other:?} (expected o200k or cl100k)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for TokenizerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TokenCacheError {
+    #[error("cannot write token cache {path}: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Counting statistics of one [`Tokenizer`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TokenStats {
+    /// Texts actually run through the BPE.
+    pub tokenized: u64,
+    /// Counts answered from the cache (memory or disk).
+    pub cached: u64,
+    /// Entries read from the disk cache at start.
+    pub disk_entries: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    tokens: u32,
+    /// Used by this process (kept first when the disk cache is full).
+    used: bool,
+}
+
+/// A token counter with a content-hash cache. Cheap to share by reference across threads.
+pub struct Tokenizer {
+    kind: TokenizerKind,
+    bpe: &'static CoreBPE,
+    cache: Mutex<HashMap<u128, Entry>>,
+    disk_path: Option<PathBuf>,
+    tokenized: AtomicU64,
+    cached: AtomicU64,
+    disk_entries: u64,
+}
+
+impl std::fmt::Debug for Tokenizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tokenizer")
+            .field("kind", &self.kind)
+            .field("disk_path", &self.disk_path)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl Tokenizer {
+    /// A tokenizer with no disk cache (tests, generated traces).
+    pub fn in_memory(kind: TokenizerKind) -> Tokenizer {
+        Tokenizer::build(kind, None)
+    }
+
+    /// A tokenizer backed by the disk cache in `dir` (see the module docs); `None` = the default
+    /// dir ([`default_cache_dir`]), or memory only when there is none.
+    pub fn with_disk_cache(kind: TokenizerKind, dir: Option<&Path>) -> Tokenizer {
+        let dir = dir.map(Path::to_path_buf).or_else(default_cache_dir);
+        let path = dir.map(|d| d.join(cache_file_name(kind)));
+        Tokenizer::build(kind, path)
+    }
+
+    fn build(kind: TokenizerKind, disk_path: Option<PathBuf>) -> Tokenizer {
+        let bpe = match kind {
+            TokenizerKind::O200k => tiktoken_rs::o200k_base_singleton(),
+            TokenizerKind::Cl100k => tiktoken_rs::cl100k_base_singleton(),
+        };
+        let mut map = HashMap::new();
+        if let Some(p) = &disk_path {
+            // A missing or corrupt file is simply an empty cache.
+            if let Ok(bytes) = std::fs::read(p) {
+                if let Some(entries) = decode(&bytes, kind) {
+                    for (k, tokens) in entries {
+                        map.insert(
+                            k,
+                            Entry {
+                                tokens,
+                                used: false,
+                            },
+                        );
+                    }
+                }
+            }
+        }
+        let disk_entries = map.len() as u64;
+        Tokenizer {
+            kind,
+            bpe,
+            cache: Mutex::new(map),
+            disk_path,
+            tokenized: AtomicU64::new(0),
+            cached: AtomicU64::new(0),
+            disk_entries,
+        }
+    }
+
+    pub fn kind(&self) -> TokenizerKind {
+        self.kind
+    }
+    /// The BPE's name, e.g. `o200k_base`.
+    pub fn name(&self) -> &'static str {
+        self.kind.name()
+    }
+    /// The implementation's version (part of the cache key).
+    pub fn version(&self) -> &'static str {
+        TOKENIZER_VERSION
+    }
+    /// `name@version`, as shown in outputs.
+    pub fn label(&self) -> String {
+        format!("{}@{}", self.name(), self.version())
+    }
+
+    /// How many texts were actually tokenized (cache misses) by this tokenizer.
+    pub fn tokenized_count(&self) -> u64 {
+        self.tokenized.load(Ordering::Relaxed)
+    }
+
+    pub fn stats(&self) -> TokenStats {
+        TokenStats {
+            tokenized: self.tokenized_count(),
+            cached: self.cached.load(Ordering::Relaxed),
+            disk_entries: self.disk_entries,
+        }
+    }
+
+    /// Token count of one text.
+    pub fn count(&self, text: &str) -> u32 {
+        self.count_many(&[text])[0]
+    }
+
+    /// Token counts of many texts; the cache misses are tokenized in parallel.
+    pub fn count_many(&self, texts: &[&str]) -> Vec<u32> {
+        let keys: Vec<u128> = texts.par_iter().map(|t| key(t)).collect();
+        let mut out = vec![0u32; texts.len()];
+        let mut missing: Vec<usize> = Vec::new();
+        {
+            let mut cache = self.lock();
+            let mut seen_missing: HashMap<u128, ()> = HashMap::new();
+            for (i, k) in keys.iter().enumerate() {
+                if let Some(e) = cache.get_mut(k) {
+                    e.used = true;
+                    out[i] = e.tokens;
+                    self.cached.fetch_add(1, Ordering::Relaxed);
+                } else if seen_missing.insert(*k, ()).is_none() {
+                    missing.push(i);
+                }
+            }
+        }
+        if missing.is_empty() {
+            return out;
+        }
+        let counted: Vec<(u128, u32)> = missing
+            .par_iter()
+            .map(|&i| {
+                let n = self.bpe.encode_ordinary(texts[i]).len();
+                (keys[i], u32::try_from(n).unwrap_or(u32::MAX))
+            })
+            .collect();
+        self.tokenized
+            .fetch_add(counted.len() as u64, Ordering::Relaxed);
+        let mut cache = self.lock();
+        for (k, n) in counted {
+            cache.insert(
+                k,
+                Entry {
+                    tokens: n,
+                    used: true,
+                },
+            );
+        }
+        for (i, k) in keys.iter().enumerate() {
+            if let Some(e) = cache.get(k) {
+                out[i] = e.tokens;
+            }
+        }
+        out
+    }
+
+    /// Write the cache to disk (atomically, capped). A no-op without a disk path.
+    pub fn save(&self) -> Result<(), TokenCacheError> {
+        let Some(path) = &self.disk_path else {
+            return Ok(());
+        };
+        let bytes = {
+            let cache = self.lock();
+            let mut entries: Vec<(u128, Entry)> = cache.iter().map(|(k, e)| (*k, *e)).collect();
+            // Used entries first, then by key so the file is deterministic.
+            entries.sort_by_key(|(k, e)| (!e.used, *k));
+            let max = (DISK_CACHE_CAP_BYTES - header_len(self.kind) - 8) / ENTRY_BYTES;
+            entries.truncate(max);
+            entries.sort_by_key(|(k, _)| *k);
+            encode(
+                self.kind,
+                entries.iter().map(|(k, e)| (*k, e.tokens)),
+                entries.len(),
+            )
+        };
+        write_atomically(path, &bytes).map_err(|source| TokenCacheError::Write {
+            path: path.clone(),
+            source,
+        })
+    }
+
+    /// Where the disk cache lives, if any.
+    pub fn disk_path(&self) -> Option<&Path> {
+        self.disk_path.as_deref()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u128, Entry>> {
+        // A poisoned lock only means another thread panicked mid-insert; the map is still valid.
+        self.cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// `$TIERSCOPE_CACHE_DIR`, else the platform cache dir + `tierscope`.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os(CACHE_DIR_ENV).filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(d));
+    }
+    use etcetera::BaseStrategy;
+    etcetera::choose_base_strategy()
+        .ok()
+        .map(|s| s.cache_dir().join("tierscope"))
+}
+
+/// `tokens-<tokenizer>-<version>.bin`.
+pub fn cache_file_name(kind: TokenizerKind) -> String {
+    format!("tokens-{}-{}.bin", kind.name(), TOKENIZER_VERSION)
+}
+
+/// The content hash used as cache key.
+fn key(text: &str) -> u128 {
+    xxhash_rust::xxh3::xxh3_128(text.as_bytes())
+}
+
+fn header_id(kind: TokenizerKind) -> String {
+    format!("{}@{}", kind.name(), TOKENIZER_VERSION)
+}
+
+fn header_len(kind: TokenizerKind) -> usize {
+    MAGIC.len() + 2 + header_id(kind).len() + 8
+}
+
+/// Layout: magic, u16 id length, id (`tokenizer@version`), u64 count, count × (u128 key, u32
+/// tokens), u64 xxh3 checksum of everything before it. All little-endian.
+fn encode(kind: TokenizerKind, entries: impl Iterator<Item = (u128, u32)>, n: usize) -> Vec<u8> {
+    let id = header_id(kind);
+    let mut b = Vec::with_capacity(header_len(kind) + n * ENTRY_BYTES + 8);
+    b.extend_from_slice(MAGIC);
+    b.extend_from_slice(&(id.len() as u16).to_le_bytes());
+    b.extend_from_slice(id.as_bytes());
+    b.extend_from_slice(&(n as u64).to_le_bytes());
+    for (k, t) in entries {
+        b.extend_from_slice(&k.to_le_bytes());
+        b.extend_from_slice(&t.to_le_bytes());
+    }
+    let sum = xxhash_rust::xxh3::xxh3_64(&b);
+    b.extend_from_slice(&sum.to_le_bytes());
+    b
+}
+
+/// `None` for anything that is not a complete, matching cache file.
+fn decode(bytes: &[u8], kind: TokenizerKind) -> Option<Vec<(u128, u32)>> {
+    let (body, sum) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
+    if xxhash_rust::xxh3::xxh3_64(body) != u64::from_le_bytes(sum.try_into().ok()?) {
+        return None;
+    }
+    let rest = body.strip_prefix(MAGIC.as_slice())?;
+    let (len, rest) = rest.split_at_checked(2)?;
+    let len = u16::from_le_bytes(len.try_into().ok()?) as usize;
+    let (id, rest) = rest.split_at_checked(len)?;
+    if id != header_id(kind).as_bytes() {
+        return None;
+    }
+    let (n, rest) = rest.split_at_checked(8)?;
+    let n = usize::try_from(u64::from_le_bytes(n.try_into().ok()?)).ok()?;
+    if rest.len() != n.checked_mul(ENTRY_BYTES)? {
+        return None;
+    }
+    let entries = rest
+        .chunks_exact(ENTRY_BYTES)
+        .filter_map(|c| {
+            let k = u128::from_le_bytes(c[..16].try_into().ok()?);
+            let t = u32::from_le_bytes(c[16..].try_into().ok()?);
+            Some((k, t))
+        })
+        .collect();
+    Some(entries)
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_cached_and_persisted() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Tokenizer::with_disk_cache(TokenizerKind::O200k, Some(dir.path()));
+        let a = t.count_many(&["hello world", "hello world", "snapprune.sh: 35"]);
+        assert_eq!(a[0], 2);
+        assert_eq!(a[0], a[1]);
+        assert_eq!(t.tokenized_count(), 2);
+        t.save().unwrap();
+        let t2 = Tokenizer::with_disk_cache(TokenizerKind::O200k, Some(dir.path()));
+        assert_eq!(
+            t2.count_many(&["hello world", "snapprune.sh: 35"]),
+            vec![a[0], a[2]]
+        );
+        assert_eq!(t2.tokenized_count(), 0);
+        // Another tokenizer does not read these counts.
+        let t3 = Tokenizer::with_disk_cache(TokenizerKind::Cl100k, Some(dir.path()));
+        t3.count("hello world");
+        assert_eq!(t3.tokenized_count(), 1);
+    }
+
+    #[test]
+    fn corrupt_cache_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(cache_file_name(TokenizerKind::O200k));
+        std::fs::write(&path, b"TSTOKv1\n\x05garbage").unwrap();
+        let t = Tokenizer::with_disk_cache(TokenizerKind::O200k, Some(dir.path()));
+        assert_eq!(t.count("hello world"), 2);
+        assert_eq!(t.tokenized_count(), 1);
+        t.save().unwrap();
+        let t2 = Tokenizer::with_disk_cache(TokenizerKind::O200k, Some(dir.path()));
+        assert_eq!(t2.stats().disk_entries, 1);
+        // A flipped byte fails the checksum.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last = bytes.len() - 10;
+        bytes[last] ^= 0xff;
+        assert!(decode(&bytes, TokenizerKind::O200k).is_none());
+    }
+}

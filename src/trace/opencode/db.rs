@@ -1,0 +1,619 @@
+//! OpenCode's SQLite database (`opencode.db`, `opencode-<channel>.db`; OpenCode ≥ 1.2.0).
+//!
+//! Opened **read-only** through a `file:…?mode=ro` URI so the rows still in the `-wal` file are
+//! seen and nothing is ever written (a read-write open would checkpoint the WAL and delete it).
+//! When SQLite cannot open the WAL database read-only in place (a directory without write bits,
+//! where it cannot create the `-shm`), the db, `-wal` and `-shm` are copied into a temporary
+//! directory and the copy is opened instead. Tables and columns are probed, never assumed; only
+//! `session`, `message`, `part` (and the 2.x `session_v2`, `session_message`) are read, never the
+//! credential tables.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags, Row};
+use serde_json::{Map, Value};
+
+use crate::trace::diagnostics::{DiagnosticKind, Diagnostics};
+use crate::trace::error::LoadError;
+use crate::trace::model::{Message, Part, SessionInfo};
+use crate::trace::parse::{parse_message, parse_part, parse_session};
+
+use super::v2;
+
+const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+/// True when the file starts with the SQLite header (used to detect a db by content).
+pub fn looks_like_sqlite(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 16];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok()
+        && &head == SQLITE_MAGIC
+}
+
+/// An open OpenCode database.
+pub struct Database {
+    conn: Connection,
+    path: PathBuf,
+    /// Keeps the temporary copy alive when the database had to be copied to be opened.
+    _copy: Option<tempfile::TempDir>,
+    tables: Tables,
+}
+
+/// The columns each table we read actually has (`PRAGMA table_info`).
+#[derive(Debug, Default)]
+struct Tables {
+    session: Option<HashSet<String>>,
+    message: Option<HashSet<String>>,
+    part: Option<HashSet<String>>,
+    session_v2: Option<HashSet<String>>,
+    session_message: Option<HashSet<String>>,
+}
+
+fn db_err(path: &Path, e: impl std::fmt::Display) -> LoadError {
+    LoadError::Database {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    }
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database")
+            .field("path", &self.path)
+            .field("copied", &self._copy.is_some())
+            .finish()
+    }
+}
+
+impl Database {
+    /// Open `path` read-only (see the module docs). A file that is not a SQLite database, or
+    /// whose schema cannot be read, is one clear [`LoadError::Database`].
+    pub fn open(path: &Path) -> Result<Self, LoadError> {
+        Self::open_inner(path, false)
+    }
+
+    /// Open through a temporary copy even when an in-place read-only open would work (tests
+    /// use this to exercise the fallback).
+    #[doc(hidden)]
+    pub fn open_copied(path: &Path) -> Result<Self, LoadError> {
+        Self::open_inner(path, true)
+    }
+
+    fn open_inner(path: &Path, force_copy: bool) -> Result<Self, LoadError> {
+        let meta = std::fs::metadata(path).map_err(|source| LoadError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        if meta.len() < 100 || !looks_like_sqlite(path) {
+            return Err(db_err(
+                path,
+                format!(
+                    "not a SQLite database ({} bytes, no SQLite header); truncated or another file",
+                    meta.len()
+                ),
+            ));
+        }
+        // Where the directory or the `-shm` has no write bits, SQLite could not keep its shared
+        // index there (and a root process would write it anyway): read a copy instead.
+        let in_place = if force_copy || read_only_location(path) {
+            None
+        } else {
+            match open_ro(path).and_then(|c| probe(&c).map(|t| (c, t))) {
+                Ok(ok) => Some(ok),
+                Err(e) if is_corruption(&e) => return Err(db_err(path, e)),
+                Err(_) => None,
+            }
+        };
+        if let Some((conn, tables)) = in_place {
+            return Ok(Self {
+                conn,
+                path: path.to_owned(),
+                _copy: None,
+                tables,
+            });
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("tierscope-db-")
+            .tempdir()
+            .map_err(|e| db_err(path, format!("cannot create a temporary copy: {e}")))?;
+        let copy = dir.path().join("opencode.db");
+        std::fs::copy(path, &copy).map_err(|source| LoadError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        for suffix in ["-wal", "-shm"] {
+            let side = side_file(path, suffix);
+            if side.exists() {
+                std::fs::copy(&side, side_file(&copy, suffix))
+                    .map_err(|source| LoadError::Io { path: side, source })?;
+            }
+        }
+        let conn = open_ro(&copy).map_err(|e| db_err(path, e))?;
+        let tables = probe(&conn).map_err(|e| db_err(path, e))?;
+        Ok(Self {
+            conn,
+            path: path.to_owned(),
+            _copy: Some(dir),
+            tables,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// True when the database was opened through a temporary copy.
+    pub fn is_copy(&self) -> bool {
+        self._copy.is_some()
+    }
+
+    /// True when the database has OpenCode's session tables.
+    pub fn has_sessions(&self) -> bool {
+        self.tables.session.is_some() || self.tables.session_v2.is_some()
+    }
+
+    /// Every session (v1 `session`, then `session_v2` rows whose id v1 does not have).
+    pub fn sessions(&self, diags: &mut Diagnostics) -> Result<Vec<SessionInfo>, LoadError> {
+        let mut out = Vec::new();
+        let mut seen = HashSet::new();
+        for (table, cols) in [
+            ("session", &self.tables.session),
+            ("session_v2", &self.tables.session_v2),
+        ] {
+            let Some(cols) = cols else { continue };
+            for info in self.read_sessions(table, cols, diags)? {
+                if seen.insert(info.id.clone()) {
+                    out.push(info);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn read_sessions(
+        &self,
+        table: &str,
+        cols: &HashSet<String>,
+        diags: &mut Diagnostics,
+    ) -> Result<Vec<SessionInfo>, LoadError> {
+        // (column, key in Session.Info); `model` is JSON text.
+        const MAP: &[(&str, &str)] = &[
+            ("id", "id"),
+            ("title", "title"),
+            ("slug", "slug"),
+            ("directory", "directory"),
+            ("project_id", "projectID"),
+            ("parent_id", "parentID"),
+            ("version", "version"),
+            ("agent", "agent"),
+            ("model", "model"),
+            ("time_created", "created"),
+            ("time_updated", "updated"),
+        ];
+        let present: Vec<(&str, &str)> = MAP
+            .iter()
+            .copied()
+            .filter(|(c, _)| cols.contains(*c))
+            .collect();
+        if !present.iter().any(|(c, _)| *c == "id") {
+            return Ok(Vec::new());
+        }
+        let list = present
+            .iter()
+            .map(|(c, _)| format!("\"{c}\""))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!("SELECT {list} FROM \"{table}\"");
+        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
+        let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            let mut obj = Map::new();
+            let mut time = Map::new();
+            for (i, (col, key)) in present.iter().enumerate() {
+                let v = column_value(row, i, diags);
+                match *col {
+                    "time_created" | "time_updated" => {
+                        time.insert((*key).into(), v);
+                    }
+                    "model" => {
+                        let parsed = v
+                            .as_str()
+                            .and_then(|s| serde_json::from_str::<Value>(s).ok())
+                            .unwrap_or(Value::Null);
+                        obj.insert((*key).into(), parsed);
+                    }
+                    _ => {
+                        obj.insert((*key).into(), v);
+                    }
+                }
+            }
+            obj.insert("time".into(), Value::Object(time));
+            let v = Value::Object(obj);
+            match parse_session(&v) {
+                Some(info) => out.push(info),
+                None => diags.push(
+                    DiagnosticKind::MissingField,
+                    format!("{table} row without id in {}", self.path.display()),
+                ),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Messages of one session with their parts (unordered; [`crate::trace::derive`] orders).
+    /// A row whose `data` is not JSON is skipped with a `corrupt_json` diagnostic; a part whose
+    /// message is missing becomes an `orphan_part` diagnostic.
+    pub fn messages(
+        &self,
+        session_id: &str,
+        diags: &mut Diagnostics,
+    ) -> Result<Vec<Message>, LoadError> {
+        let mut messages = self.v1_messages(session_id, diags)?;
+        if let Some(cols) = &self.tables.session_message {
+            if cols.contains("data") && cols.contains("session_id") && cols.contains("id") {
+                let rows = self.v2_rows(session_id, cols, diags)?;
+                let have: HashSet<String> = messages.iter().map(|m| m.id.clone()).collect();
+                for m in v2::messages_from_rows(session_id, rows, diags) {
+                    if !have.contains(&m.id) {
+                        messages.push(m);
+                    }
+                }
+            }
+        }
+        Ok(messages)
+    }
+
+    fn v1_messages(
+        &self,
+        session_id: &str,
+        diags: &mut Diagnostics,
+    ) -> Result<Vec<Message>, LoadError> {
+        let (Some(mcols), Some(pcols)) = (&self.tables.message, &self.tables.part) else {
+            return Ok(Vec::new());
+        };
+        for (t, cols, need) in [
+            ("message", mcols, &["id", "session_id", "data"][..]),
+            ("part", pcols, &["id", "message_id", "data"][..]),
+        ] {
+            if let Some(missing) = need.iter().find(|c| !cols.contains(**c)) {
+                diags.push(
+                    DiagnosticKind::MissingField,
+                    format!("table {t} has no column {missing}; not read"),
+                );
+                return Ok(Vec::new());
+            }
+        }
+        let has_time = mcols.contains("time_created");
+        let sql = format!(
+            "SELECT id, data, {} FROM message WHERE session_id = ?1 ORDER BY {}",
+            if has_time { "time_created" } else { "NULL" },
+            if has_time { "time_created, id" } else { "id" }
+        );
+        let mut messages: Vec<Message> = Vec::new();
+        {
+            let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
+            let mut rows = stmt.query([session_id]).map_err(|e| self.err(e))?;
+            while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+                let id = text_column(row, 0).unwrap_or_default();
+                let Some(mut obj) = data_object(row, 1, &format!("message {id}"), diags) else {
+                    continue;
+                };
+                obj.insert("id".into(), Value::String(id.clone()));
+                obj.insert("sessionID".into(), Value::String(session_id.to_owned()));
+                // The column mirrors `time.created`; fill it in when the JSON lacks it.
+                if let Ok(Some(t)) = row.get::<_, Option<i64>>(2) {
+                    let time = obj
+                        .entry("time")
+                        .or_insert_with(|| Value::Object(Map::new()));
+                    if let Some(time) = time.as_object_mut() {
+                        time.entry("created").or_insert(Value::from(t));
+                    }
+                }
+                if let Some(m) = parse_message(&Value::Object(obj), diags) {
+                    messages.push(m);
+                }
+            }
+        }
+        let index: std::collections::HashMap<String, usize> = messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.id.clone(), i))
+            .collect();
+        // Parts by session when the column exists (indexed), else through the message table.
+        let sql = if pcols.contains("session_id") {
+            "SELECT id, message_id, data FROM part WHERE session_id = ?1 ORDER BY message_id, id"
+        } else {
+            "SELECT id, message_id, data FROM part WHERE message_id IN \
+             (SELECT id FROM message WHERE session_id = ?1) ORDER BY message_id, id"
+        };
+        let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
+        let mut rows = stmt.query([session_id]).map_err(|e| self.err(e))?;
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            let id = text_column(row, 0).unwrap_or_default();
+            let message_id = text_column(row, 1).unwrap_or_default();
+            let Some(&mi) = index.get(&message_id) else {
+                diags.push(
+                    DiagnosticKind::OrphanPart,
+                    format!("part {id}: its message {message_id} is missing; skipped"),
+                );
+                continue;
+            };
+            let Some(mut obj) = data_object(row, 2, &format!("part {id}"), diags) else {
+                continue;
+            };
+            obj.insert("id".into(), Value::String(id));
+            obj.insert("sessionID".into(), Value::String(session_id.to_owned()));
+            obj.insert("messageID".into(), Value::String(message_id.clone()));
+            if let Some(p) = parse_part(&Value::Object(obj), &message_id, diags) {
+                messages[mi].parts.push(p);
+            }
+        }
+        Ok(messages)
+    }
+
+    fn v2_rows(
+        &self,
+        session_id: &str,
+        cols: &HashSet<String>,
+        diags: &mut Diagnostics,
+    ) -> Result<Vec<v2::Row>, LoadError> {
+        let pick = |c: &str| {
+            if cols.contains(c) {
+                c.to_owned()
+            } else {
+                "NULL".into()
+            }
+        };
+        let sql =
+            format!(
+            "SELECT id, {}, {}, {}, data FROM session_message WHERE session_id = ?1 ORDER BY {}",
+            pick("type"),
+            pick("seq"),
+            pick("time_created"),
+            if cols.contains("seq") { "seq, id" } else { "id" }
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
+        let mut rows = stmt.query([session_id]).map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            let id = text_column(row, 0).unwrap_or_default();
+            let Some(data) = data_object(row, 4, &format!("session_message {id}"), diags) else {
+                continue;
+            };
+            out.push(v2::Row {
+                id,
+                kind: text_column(row, 1).unwrap_or_default(),
+                time_created: row.get::<_, Option<i64>>(3).ok().flatten(),
+                data,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Messages whose session row is missing (a session deleted while its messages stayed):
+    /// no session lists them, so they are reported as `orphan_message` here.
+    pub fn orphan_messages(&self, diags: &mut Diagnostics) -> Result<(), LoadError> {
+        let (Some(m), Some(s)) = (&self.tables.message, &self.tables.session) else {
+            return Ok(());
+        };
+        if !m.contains("session_id") || !s.contains("id") {
+            return Ok(());
+        }
+        let v2 = if self.tables.session_v2.is_some() {
+            " AND session_id NOT IN (SELECT id FROM session_v2)"
+        } else {
+            ""
+        };
+        let sql = format!(
+            "SELECT session_id, count(*) FROM message WHERE session_id NOT IN \
+             (SELECT id FROM session){v2} GROUP BY session_id"
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
+        let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            let sid = text_column(row, 0).unwrap_or_default();
+            let n: i64 = row.get(1).unwrap_or(0);
+            diags.push_n(
+                DiagnosticKind::OrphanMessage,
+                n.max(0) as usize,
+                format!(
+                    "{n} messages of session {sid}, which has no session row in {}; not listed",
+                    self.path.display()
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// `SELECT count(*) FROM message WHERE session_id = ?` and the same for parts: what a direct
+    /// SQL count says (tests compare it with the loaded trace).
+    pub fn raw_counts(&self, session_id: &str) -> Result<(usize, usize), LoadError> {
+        let count = |sql: &str| -> Result<usize, LoadError> {
+            self.conn
+                .query_row(sql, [session_id], |r| r.get::<_, i64>(0))
+                .map(|n| n.max(0) as usize)
+                .map_err(|e| self.err(e))
+        };
+        Ok((
+            count("SELECT count(*) FROM message WHERE session_id = ?1")?,
+            count("SELECT count(*) FROM part WHERE session_id = ?1")?,
+        ))
+    }
+
+    fn err(&self, e: rusqlite::Error) -> LoadError {
+        db_err(&self.path, e)
+    }
+}
+
+fn side_file(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+fn read_only_location(path: &Path) -> bool {
+    let ro = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.permissions().readonly());
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    ro(dir) || ro(&side_file(path, "-shm")) || ro(&side_file(path, "-wal"))
+}
+
+fn is_corruption(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+    )
+}
+
+/// `file:` URI for a path: everything outside the unreserved set percent-encoded, so `?`, `#`
+/// and `%` in directory names cannot change the meaning of the URI.
+fn file_uri(path: &Path) -> String {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let mut out = String::from("file:");
+    for &byte in abs.as_os_str().as_encoded_bytes() {
+        if byte.is_ascii_alphanumeric() || b"/-._~".contains(&byte) {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out.push_str("?mode=ro");
+    out
+}
+
+fn open_ro(path: &Path) -> rusqlite::Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(file_uri(path), flags)?;
+    // A running OpenCode may hold a write lock for a moment.
+    conn.busy_timeout(std::time::Duration::from_millis(2000))?;
+    Ok(conn)
+}
+
+/// Which of our tables exist and their columns. Reading the schema is also the first real read
+/// of the file, so a broken database fails here.
+fn probe(conn: &Connection) -> rusqlite::Result<Tables> {
+    let mut names = HashSet::new();
+    {
+        let mut stmt = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            names.insert(r.get::<_, String>(0)?);
+        }
+    }
+    let cols = |t: &str| -> rusqlite::Result<Option<HashSet<String>>> {
+        if !names.contains(t) {
+            return Ok(None);
+        }
+        let mut stmt = conn.prepare(&format!("PRAGMA table_info(\"{t}\")"))?;
+        let set = stmt
+            .query_map([], |r| r.get::<_, String>(1))?
+            .collect::<rusqlite::Result<HashSet<_>>>()?;
+        Ok(Some(set))
+    };
+    let tables = Tables {
+        session: cols("session")?,
+        message: cols("message")?,
+        part: cols("part")?,
+        session_v2: cols("session_v2")?,
+        session_message: cols("session_message")?,
+    };
+    // Touch the message table's first page so a database cut after its schema fails now.
+    if tables.message.is_some() {
+        conn.query_row("SELECT count(*) FROM message", [], |_| Ok(()))?;
+    }
+    Ok(tables)
+}
+
+fn text_column(row: &Row<'_>, i: usize) -> Option<String> {
+    match row.get_ref(i).ok()? {
+        ValueRef::Text(t) | ValueRef::Blob(t) => Some(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Integer(n) => Some(n.to_string()),
+        ValueRef::Real(x) => Some(x.to_string()),
+        ValueRef::Null => None,
+    }
+}
+
+fn column_value(row: &Row<'_>, i: usize, diags: &mut Diagnostics) -> Value {
+    match row.get_ref(i) {
+        Ok(ValueRef::Text(t)) | Ok(ValueRef::Blob(t)) => Value::String(utf8(t, "column", diags)),
+        Ok(ValueRef::Integer(n)) => Value::from(n),
+        Ok(ValueRef::Real(x)) => serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number),
+        Ok(ValueRef::Null) | Err(_) => Value::Null,
+    }
+}
+
+fn utf8(bytes: &[u8], what: &str, diags: &mut Diagnostics) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s.to_owned(),
+        Err(e) => {
+            diags.push(
+                DiagnosticKind::NonUtf8,
+                format!(
+                    "{what}: invalid UTF-8 at byte {}; replaced",
+                    e.valid_up_to()
+                ),
+            );
+            String::from_utf8_lossy(bytes).into_owned()
+        }
+    }
+}
+
+/// The `data` column as a JSON object; `None` with a `corrupt_json` diagnostic otherwise.
+fn data_object(
+    row: &Row<'_>,
+    i: usize,
+    what: &str,
+    diags: &mut Diagnostics,
+) -> Option<Map<String, Value>> {
+    let text = match row.get_ref(i) {
+        Ok(ValueRef::Text(t)) | Ok(ValueRef::Blob(t)) => utf8(t, what, diags),
+        _ => {
+            diags.push(
+                DiagnosticKind::CorruptJson,
+                format!("{what}: no data; skipped"),
+            );
+            return None;
+        }
+    };
+    match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Object(o)) => Some(o),
+        Ok(other) => {
+            diags.push(
+                DiagnosticKind::CorruptJson,
+                format!(
+                    "{what}: data is not an object ({}); skipped",
+                    crate::text::clip_chars(&other.to_string(), 60)
+                ),
+            );
+            None
+        }
+        Err(e) => {
+            diags.push(
+                DiagnosticKind::CorruptJson,
+                format!("{what}: data is not JSON ({e}); skipped"),
+            );
+            None
+        }
+    }
+}
+
+/// Parts of a message rebuilt from rows (used by the v2 reader to share part parsing).
+pub(crate) fn part_from_object(
+    mut obj: Map<String, Value>,
+    id: &str,
+    message_id: &str,
+    diags: &mut Diagnostics,
+) -> Option<Part> {
+    obj.insert("id".into(), Value::String(id.to_owned()));
+    obj.insert("messageID".into(), Value::String(message_id.to_owned()));
+    parse_part(&Value::Object(obj), message_id, diags)
+}

@@ -1,0 +1,413 @@
+//! Engine output → the models the views read. Runs on the worker thread, once per load or
+//! replay, so `draw` never walks the engine's structures or sanitizes text.
+
+use std::collections::HashMap;
+
+use crate::episode::model::Tier;
+use crate::loaded::LoadedSession;
+use crate::trace::load::SessionSummary;
+use crate::trace::model::UserKind;
+use crate::tui::model::{EpisodeRow, RequestRow, SessionEntry, SessionModel, TierText};
+use crate::tui::{safe_line, safe_text};
+
+/// Prepares a loaded session for display.
+pub fn session_model(l: &LoadedSession) -> SessionModel {
+    let trace = &l.trace;
+    let info = &trace.session;
+    let mut requests = Vec::with_capacity(trace.requests.len());
+    let mut user_turns = Vec::new();
+    let mut prev_user: Option<&str> = None;
+    // Episode of each request by a walk in step (both are in time order).
+    let mut ep = 0usize;
+    for r in &trace.requests {
+        while ep < l.episodes.len() && l.episodes[ep].last_message < r.message_index {
+            ep += 1;
+        }
+        let episode = l
+            .episodes
+            .get(ep)
+            .filter(|e| e.first_message <= r.message_index)
+            .map(|_| ep);
+        let user = r.user_message_id.as_deref();
+        if user.is_some() && user != prev_user {
+            let human = user
+                .and_then(|id| trace.message(id))
+                .is_some_and(|m| m.user_kind == Some(UserKind::Human));
+            if human {
+                user_turns.push(r.index);
+            }
+        }
+        prev_user = user;
+        requests.push(RequestRow {
+            time: r.time_created,
+            status: r.status.as_str(),
+            synthetic: r.synthetic_call,
+            recorded_prompt: r.recorded_prompt(),
+            recorded_cost: r.cost,
+            episode,
+        });
+    }
+    let mut compactions: Vec<usize> = trace
+        .compactions
+        .iter()
+        .filter_map(|c| c.summary_request)
+        .collect();
+    compactions.sort_unstable();
+    compactions.dedup();
+    let episodes = l.episodes.iter().map(episode_row).collect();
+    let model = info
+        .model
+        .as_ref()
+        .map(|m| format!("{}/{}", m.provider_id, m.model_id))
+        .unwrap_or_default();
+    let title = if info.title.trim().is_empty() {
+        info.id.clone()
+    } else {
+        info.title.clone()
+    };
+    SessionModel {
+        id: info.id.clone(),
+        title: safe_line(&title),
+        directory: safe_line(&info.directory),
+        model: safe_line(&model),
+        parent_id: info.parent_id.clone(),
+        requests,
+        episodes,
+        user_turns,
+        compactions,
+        notes: l.warnings.iter().map(|w| safe_line(w)).collect(),
+    }
+}
+
+fn episode_row(e: &crate::episode::model::Episode) -> EpisodeRow {
+    let mut haystack = e.title.to_lowercase();
+    let tiers: Vec<TierText> = Tier::TIERS
+        .iter()
+        .filter_map(|t| {
+            let rep = e.representation(*t)?;
+            let text = safe_text(&rep.text());
+            haystack.push('\n');
+            haystack.push_str(&text.to_lowercase());
+            Some(TierText {
+                tier: *t,
+                tokens: u64::from(rep.tokens),
+                lines: text.lines().map(str::to_owned).collect(),
+            })
+        })
+        .collect();
+    EpisodeRow {
+        id: e.id.clone(),
+        title: safe_line(&e.title),
+        kinds: e
+            .kinds
+            .iter()
+            .map(|k| k.as_str())
+            .collect::<Vec<_>>()
+            .join(","),
+        class: e.class.as_str(),
+        floor: e.floor,
+        class_reasons: e.class_reasons.iter().map(|r| safe_line(r)).collect(),
+        floor_reasons: e.floor_reasons.iter().map(|r| safe_line(r)).collect(),
+        pins: e
+            .pins
+            .iter()
+            .map(|p| (safe_line(&p.reason), safe_line(&p.text)))
+            .collect(),
+        tiers,
+        tier_notes: e.tier_notes.iter().map(|n| safe_line(n)).collect(),
+        children: e.children.clone(),
+        first_request: e.first_request,
+        last_request: e.last_request,
+        haystack,
+    }
+}
+
+/// The picker's rows: sessions newest first, each followed by its sub-agent sessions (indented).
+pub fn session_entries(list: &[SessionSummary]) -> Vec<SessionEntry> {
+    let by_id: HashMap<&str, &SessionSummary> = list.iter().map(|s| (s.id.as_str(), s)).collect();
+    let mut parent_of: HashMap<&str, &str> = HashMap::new();
+    for s in list {
+        if let Some(p) = s.parent_id.as_deref().filter(|p| by_id.contains_key(p)) {
+            parent_of.insert(s.id.as_str(), p);
+        }
+        for c in &s.children {
+            if by_id.contains_key(c.as_str()) && c != &s.id {
+                parent_of.entry(c.as_str()).or_insert(s.id.as_str());
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(list.len());
+    let mut seen = std::collections::HashSet::new();
+    fn push<'a>(
+        s: &'a SessionSummary,
+        depth: usize,
+        list: &'a [SessionSummary],
+        parent_of: &HashMap<&'a str, &'a str>,
+        seen: &mut std::collections::HashSet<&'a str>,
+        out: &mut Vec<SessionEntry>,
+    ) {
+        if !seen.insert(s.id.as_str()) || depth > 8 {
+            return;
+        }
+        let u = &s.tokens;
+        out.push(SessionEntry {
+            id: s.id.clone(),
+            title: safe_line(if s.title.trim().is_empty() {
+                &s.id
+            } else {
+                &s.title
+            }),
+            directory: safe_line(&s.directory),
+            updated: s.updated,
+            requests: s.requests,
+            tokens: u.input + u.output + u.cache_read + u.cache_write,
+            parent_id: s.parent_id.clone(),
+            depth,
+        });
+        for c in list
+            .iter()
+            .filter(|c| parent_of.get(c.id.as_str()) == Some(&s.id.as_str()))
+        {
+            push(c, depth + 1, list, parent_of, seen, out);
+        }
+    }
+    for s in list.iter().filter(|s| !parent_of.contains_key(s.id.as_str())) {
+        push(s, 0, list, &parent_of, &mut seen, &mut out);
+    }
+    // Anything left (a cycle in bad data) still shows, flat.
+    for s in list {
+        push(s, 0, list, &parent_of, &mut seen, &mut out);
+    }
+    out
+}
+
+/// Prepares one replay for display: the heatmap grid with its marks, per-request figures,
+/// per-episode change histories and the jump lists.
+pub fn replay_model(
+    l: &LoadedSession,
+    r: &crate::replay::Replay,
+    thrash_window: usize,
+    knobs: &crate::policy::Policy,
+) -> crate::tui::model::ReplayModel {
+    use crate::replay::Cell as RCell;
+    use crate::tui::model::{cell, ChangeRow, FrameRow, Grid, ReplayModel};
+
+    let n_req = r.frames.len();
+    let n_ep = l.episodes.len();
+    let index: HashMap<&str, usize> = l
+        .episodes
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.id.as_str(), i))
+        .collect();
+    let mut grid = Grid::new(n_ep, n_req);
+    let mut desired = std::collections::BTreeMap::new();
+    for req in 0..n_req.min(r.applied.requests) {
+        for ep in 0..n_ep.min(r.applied.episodes) {
+            let v = match r.applied.get(req, ep) {
+                RCell::Tier(t) => cell::TIER0 + t.depth() as u8,
+                RCell::Active => cell::ACTIVE,
+                RCell::Future => cell::NONE,
+            };
+            grid.set(ep, req, v);
+            if let (RCell::Tier(a), RCell::Tier(d)) = (r.applied.get(req, ep), r.desired.get(req, ep)) {
+                if a != d {
+                    grid.or(ep, req, cell::DEFERRED);
+                    desired.insert((ep, req), d);
+                }
+            }
+        }
+    }
+    let price = &r.trace.pricing.price;
+    let mut frames = Vec::with_capacity(n_req);
+    let mut history: Vec<Vec<ChangeRow>> = vec![Vec::new(); n_ep];
+    let mut holds_of: Vec<Vec<usize>> = vec![Vec::new(); n_ep];
+    let (mut change_requests, mut hold_requests, mut thrash_requests) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut cum, mut rec_cum) = (0.0f64, 0.0f64);
+    let mut data_max = 0u64;
+    let mut prev_tokens: Option<u64> = None;
+    for (i, f) in r.frames.iter().enumerate() {
+        cum += f.cost;
+        let rc = &f.recorded;
+        rec_cum += (rc.input as f64 * price.input
+            + rc.cache_read as f64 * price.input * price.read_multiplier
+            + rc.cache_write as f64 * price.input * price.write_multiplier
+            + rc.output as f64 * price.output)
+            / 1e6;
+        data_max = data_max.max(f.tokens).max(rc.prompt);
+        let cache_break = !f.synthetic_call
+            && prev_tokens.is_some_and(|p| f.divergence < p);
+        if !f.synthetic_call {
+            prev_tokens = Some(f.tokens);
+        }
+        for c in &f.changes {
+            let Some(&ep) = index.get(c.episode.as_str()) else {
+                continue;
+            };
+            let mut bits = cell::CHANGE;
+            if c.to < c.from {
+                bits |= cell::PROMOTE;
+            }
+            // Thrash: this change reverses one of the same episode within the window.
+            let reverses = history[ep].last().is_some_and(|p| {
+                i.saturating_sub(p.request) <= thrash_window && p.from == c.to
+            });
+            if reverses {
+                bits |= cell::THRASH;
+            }
+            grid.or(ep, i, bits);
+            history[ep].push(ChangeRow {
+                request: i,
+                episode: ep,
+                from: c.from,
+                to: c.to,
+                reason: c.reason.as_str().to_owned(),
+                applied: c.applied.clone(),
+            });
+        }
+        for h in &f.held {
+            if let Some(&ep) = index.get(h.as_str()) {
+                grid.or(ep, i, cell::HOLD);
+                holds_of[ep].push(i);
+            }
+        }
+        if !f.changes.is_empty() {
+            change_requests.push(i);
+        }
+        if f.holds > 0 {
+            hold_requests.push(i);
+        }
+        if f.thrash > 0 {
+            thrash_requests.push(i);
+        }
+        frames.push(FrameRow {
+            tokens: f.tokens,
+            budget: f.budget,
+            pressure: f.pressure,
+            divergence: f.divergence,
+            radius: f.radius,
+            cache_read: f.cache_read,
+            cache_write: f.cache_write,
+            cost: f.cost,
+            cum_cost: cum,
+            recorded_cum_cost: rec_cum,
+            changes: f.changes.len(),
+            deferred: f.deferred as usize,
+            holds: f.holds as usize,
+            thrash: f.thrash as usize,
+            floor_violations: f.floor_violations as usize,
+            pin_violations: f.pin_violations as usize,
+            probes_ok: f.probes_ok as usize,
+            probes_due: f.probes_due as usize,
+            status: f.status.clone(),
+            cache_break,
+        });
+    }
+    let knob = |k: &str| match knobs.knobs.get(k) {
+        Some(crate::policy::KnobValue::Num(v)) => Some(*v),
+        _ => None,
+    };
+    let pressure_driven = knobs.kind == crate::policy::PolicyKind::Progressive
+        && knobs.choice("driver") != "age";
+    // Scale the chart to the data; take the budget lines in only when the data gets near them
+    // (a budget 20× the context would flatten every bar).
+    let budget = r.policy.budget;
+    let y_max = if budget > 0 && budget <= data_max.saturating_mul(2) {
+        budget.max(data_max) + budget.max(data_max) / 20
+    } else {
+        data_max + data_max / 7
+    };
+    let s = &r.summary;
+    let mut summary = vec![
+        ("cost".to_owned(), format!("${:.4}", s.cost)),
+        ("cache hit".to_owned(), format!("{:.1}%", s.cache_hit_ratio * 100.0)),
+        ("changes".to_owned(), s.changes.to_string()),
+        ("holds".to_owned(), s.holds.to_string()),
+        ("thrash".to_owned(), s.thrash.to_string()),
+        ("max overflow".to_owned(), s.max_overflow.to_string()),
+    ];
+    if let Some(p) = s.probe_survival {
+        summary.push(("probe survival".to_owned(), format!("{:.1}%", p * 100.0)));
+    }
+    let mut notes = Vec::new();
+    if let Some(n) = &r.trace.pricing.note {
+        notes.push(safe_line(n));
+    }
+    ReplayModel {
+        policy: r.policy.name.clone(),
+        budget: r.policy.budget,
+        budget_source: safe_line(&r.policy.budget_source),
+        frames,
+        grid,
+        desired,
+        history,
+        holds_of,
+        change_requests,
+        hold_requests,
+        thrash_requests,
+        y_max,
+        cost_max: cum.max(rec_cum),
+        demote_at: if pressure_driven { knob("demote_at") } else { None },
+        promote_at: if pressure_driven { knob("promote_at") } else { None },
+        target: if pressure_driven { knob("target") } else { None },
+        summary,
+        notes,
+    }
+}
+
+/// Replays the session and prepares the result.
+pub fn run_replay(
+    l: &LoadedSession,
+    policy: &crate::policy::Policy,
+    budget: Option<u64>,
+) -> (std::sync::Arc<crate::replay::Replay>, crate::tui::model::ReplayModel) {
+    let input = crate::replay::Input::from(l);
+    let r = crate::replay::replay(&input, policy, budget);
+    let window = match policy.knobs.get("thrash_window") {
+        Some(crate::policy::KnobValue::Num(w)) if *w >= 0.0 => *w as usize,
+        _ => 20,
+    };
+    let model = replay_model(l, &r, window, policy);
+    (std::sync::Arc::new(r), model)
+}
+
+/// Longest chunk preview kept (the pane shows one line per chunk).
+const PREVIEW_CHARS: usize = 400;
+
+/// The rendered context at request `at`, chunk by chunk.
+pub fn context_model(
+    l: &LoadedSession,
+    policy: &crate::policy::Policy,
+    budget: Option<u64>,
+    at: usize,
+) -> Result<crate::tui::model::ContextModel, String> {
+    use crate::tui::model::{ChunkRow, ContextModel};
+    let input = crate::replay::Input::from(l);
+    let ctx = crate::replay::render_at(&input, policy, budget, at).map_err(|e| e.to_string())?;
+    let chunks: Vec<ChunkRow> = ctx
+        .chunks
+        .iter()
+        .map(|c| {
+            let head: String = c.text.chars().take(PREVIEW_CHARS).collect();
+            ChunkRow {
+                label: c.episode.clone().unwrap_or_else(|| c.kind.clone()),
+                tier: match (&c.tier, c.kind.as_str()) {
+                    (_, "active") => "active".to_owned(),
+                    (Some(t), _) => t.as_str().to_owned(),
+                    (None, k) => k.to_owned(),
+                },
+                tokens: c.tokens,
+                changed: c.changed_since_prev,
+                preview: safe_line(head.trim_start()),
+            }
+        })
+        .collect();
+    let divergence_chunk = ctx.divergence_index.filter(|&d| d < chunks.len());
+    Ok(ContextModel {
+        request: ctx.request,
+        divergence_chunk,
+        divergence_tokens: ctx.divergence,
+        total_tokens: ctx.tokens,
+        chunks,
+    })
+}

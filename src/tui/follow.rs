@@ -1,0 +1,301 @@
+//! Live follow in the explorer (`--follow`, key `W`): the session is reloaded as OpenCode writes
+//! it, with the view state (selection, scrolls, knobs, policy) kept.
+//!
+//! Three pieces, each hooked into the app with a line or two:
+//! * [`FollowState`] in the [`State`], and [`on_msg`] / [`on_key`] / [`on_session_shown`] called
+//!   from `update` (pure, like the rest of it);
+//! * [`FollowDriver`], owned by the worker: starts and steers a [`Follower`], builds each new
+//!   [`LoadedSession`] off the UI thread and leaves it in a slot the worker adopts before its
+//!   next job, and sends the UI a [`FollowMsg`] with the new session view;
+//! * [`status_spans`] for the status bar: following / paused / retrying / source gone, the time
+//!   of the last change, and "N new requests" when the cursor was not at the newest request.
+
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::text::Span;
+
+use crate::cli::follow::{follow_path, SessionBuilder};
+use crate::cli::LoadArgs;
+use crate::follow::{FollowConfig, FollowEvent, FollowStatus, Follower, ReloadStats};
+use crate::loaded::LoadedSession;
+use crate::tui::app::{Effect, Level, Screen, SessionView, State};
+use crate::tui::widgets::Viewport;
+
+/// The key that turns following on and off (`F` is "previous hold").
+pub const TOGGLE_KEY: char = 'W';
+
+/// What the explorer knows about following.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FollowState {
+    /// The user wants the session followed (`--follow`, toggled with [`TOGGLE_KEY`]).
+    pub enabled: bool,
+    /// The follower's last status; `None` before it reported.
+    pub status: Option<FollowStatus>,
+    /// When the last new state arrived (wall clock; for the status bar only).
+    pub last_change: Option<SystemTime>,
+    /// Requests that arrived while the cursor was not at the newest one.
+    pub new_requests: usize,
+    /// The session being followed.
+    pub session: Option<String>,
+}
+
+/// What the follower tells the UI.
+#[derive(Debug)]
+pub enum FollowMsg {
+    Status(FollowStatus),
+    Reloaded {
+        view: Arc<SessionView>,
+        stats: ReloadStats,
+    },
+    Error(String),
+}
+
+/// The follow the UI wants: a desired state, so that a newer command replaces a queued one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FollowCmd {
+    /// Session to follow; `None` stops following.
+    pub session: Option<String>,
+    /// Loading paused (changes are noticed, loaded on resume).
+    pub paused: bool,
+}
+
+fn flash(state: &mut State, text: impl Into<String>, level: Level) {
+    state.flash = Some((text.into(), level));
+}
+
+/// Called by `update` when a session is shown (loaded, drilled into, gone back to): follow it
+/// if following is on.
+pub fn on_session_shown(state: &mut State, fx: &mut Vec<Effect>) {
+    let id = state.session.as_ref().map(|s| s.model.id.clone());
+    if state.follow.enabled && state.follow.session != id {
+        state.follow.session = id.clone();
+        state.follow.new_requests = 0;
+        state.follow.status = None;
+        fx.push(Effect::Follow(FollowCmd {
+            session: id,
+            paused: false,
+        }));
+    }
+}
+
+/// Handles the toggle key; returns true when the key was consumed.
+pub fn on_key(state: &mut State, k: &KeyEvent, fx: &mut Vec<Effect>) -> bool {
+    let plain = k.modifiers.difference(KeyModifiers::SHIFT).is_empty();
+    if !(plain && k.code == KeyCode::Char(TOGGLE_KEY) && state.screen == Screen::Main) {
+        return false;
+    }
+    if state.input.is_some() || state.mode() != crate::tui::keymap::Mode::Main {
+        return false;
+    }
+    match (&state.follow.session, state.follow.status.as_ref()) {
+        // Never started: start now.
+        (None, _) => {
+            state.follow.enabled = true;
+            on_session_shown(state, fx);
+            flash(state, "following the session", Level::Info);
+        }
+        (Some(id), Some(FollowStatus::Paused)) => {
+            fx.push(Effect::Follow(FollowCmd {
+                session: Some(id.clone()),
+                paused: false,
+            }));
+            flash(state, "following resumed", Level::Info);
+        }
+        (Some(id), _) => {
+            fx.push(Effect::Follow(FollowCmd {
+                session: Some(id.clone()),
+                paused: true,
+            }));
+            flash(state, "following paused", Level::Info);
+        }
+    }
+    true
+}
+
+/// Handles a message of the follower.
+pub fn on_msg(state: &mut State, m: FollowMsg, fx: &mut Vec<Effect>) {
+    match m {
+        FollowMsg::Status(s) => {
+            if let FollowStatus::SourceGone(reason) = &s {
+                flash(state, format!("source gone: {reason}"), Level::Warn);
+            }
+            state.follow.status = Some(s);
+        }
+        FollowMsg::Error(e) => flash(state, format!("follow: {e}"), Level::Error),
+        FollowMsg::Reloaded { view, stats } => on_reloaded(state, view, &stats, fx),
+    }
+}
+
+fn on_reloaded(
+    state: &mut State,
+    view: Arc<SessionView>,
+    stats: &ReloadStats,
+    fx: &mut Vec<Effect>,
+) {
+    // A state of another session (the user moved on meanwhile) is not shown.
+    if state.follow.session.as_deref() != Some(view.model.id.as_str()) {
+        return;
+    }
+    state.follow.last_change = Some(stats.at);
+    let Some(old) = state.session.as_ref() else {
+        return;
+    };
+    if old.model.id != view.model.id || state.screen != Screen::Main {
+        return;
+    }
+    let old_n = old.model.requests.len();
+    let at_newest = old_n == 0 || state.cursor + 1 >= old_n;
+    let n = view.model.requests.len();
+    let episodes = view.model.episodes.len();
+    state.session = Some(view);
+    // The replay and context of the old state no longer match; new ones are requested below.
+    state.replay = None;
+    state.context = None;
+    if at_newest && n > 0 {
+        state.cursor = n - 1;
+        state.follow.new_requests = 0;
+        let vp = state.viewport();
+        state.heat_first = Viewport::follow(vp.first, vp.per_col, vp.cols, vp.total, state.cursor);
+    } else {
+        // Counted against what the screen showed (the first state after a start may repeat it).
+        state.follow.new_requests += n.saturating_sub(old_n);
+        state.cursor = state.cursor.min(n.saturating_sub(1));
+    }
+    state.selected = state.selected.min(episodes.saturating_sub(1));
+    state.replay_gen += 1;
+    state.replay_pending = true;
+    fx.push(Effect::Replay {
+        gen: state.replay_gen,
+        policy: Box::new(state.policy.clone()),
+        budget: state.budget,
+    });
+}
+
+/// Status-bar spans: `● following 12:03:41 · 3 new requests · W pause`.
+pub fn status_spans(state: &State) -> Vec<Span<'static>> {
+    let t = &state.theme;
+    if !state.follow.enabled {
+        return Vec::new();
+    }
+    let (label, style) = match &state.follow.status {
+        None => ("starting".to_owned(), t.status),
+        Some(FollowStatus::Following) => ("● following".to_owned(), t.status_key),
+        Some(FollowStatus::Paused) => ("‖ paused".to_owned(), t.warn),
+        Some(FollowStatus::Retrying(_)) => (
+            "● following (retrying a half-written row)".to_owned(),
+            t.status_key,
+        ),
+        Some(FollowStatus::SourceGone(_)) => ("✕ source gone".to_owned(), t.error),
+    };
+    let mut text = format!(" {label}");
+    if let Some(at) = state.follow.last_change {
+        let local: chrono::DateTime<chrono::Local> = at.into();
+        text.push_str(&format!(" {}", local.format("%H:%M:%S")));
+    }
+    let mut spans = vec![Span::styled(text, style)];
+    if state.follow.new_requests > 0 {
+        let n = state.follow.new_requests;
+        spans.push(Span::styled(
+            format!(" · {n} new request{} (G)", if n == 1 { "" } else { "s" }),
+            t.warn,
+        ));
+    }
+    let key = match state.follow.status {
+        Some(FollowStatus::Paused) => "resume",
+        _ => "pause",
+    };
+    spans.push(Span::styled(format!(" {TOGGLE_KEY}"), t.status_key));
+    spans.push(Span::styled(format!(" {key} │"), t.status));
+    spans
+}
+
+/// Called when the cursor moves: reaching the newest request clears "N new requests".
+pub fn on_cursor_moved(state: &mut State) {
+    if state.cursor + 1 >= state.requests() {
+        state.follow.new_requests = 0;
+    }
+}
+
+/// A followed session the worker has not adopted yet.
+pub type AdoptSlot = Arc<Mutex<Option<Arc<LoadedSession>>>>;
+
+/// Runs the [`Follower`] for the worker: see the module docs.
+pub struct FollowDriver {
+    args: LoadArgs,
+    send: Arc<dyn Fn(FollowMsg) + Send + Sync>,
+    slot: AdoptSlot,
+    running: Option<(String, Follower)>,
+}
+
+impl FollowDriver {
+    /// `send` delivers a message to the UI loop (the runner wraps it in its `Msg`).
+    pub fn new(args: LoadArgs, send: Arc<dyn Fn(FollowMsg) + Send + Sync>) -> Self {
+        Self {
+            args,
+            send,
+            slot: Arc::new(Mutex::new(None)),
+            running: None,
+        }
+    }
+
+    /// The newest followed session not adopted yet (the worker calls this before each job).
+    pub fn take_session(&self) -> Option<Arc<LoadedSession>> {
+        self.slot.lock().ok().and_then(|mut s| s.take())
+    }
+
+    /// Bring the follower to the state `cmd` asks for.
+    pub fn apply(&mut self, cmd: FollowCmd) {
+        let Some(id) = cmd.session else {
+            self.running = None; // dropping the follower stops it
+            return;
+        };
+        if self.running.as_ref().map(|(s, _)| s) != Some(&id) {
+            self.running = None;
+            match self.spawn(&id) {
+                Ok(f) => self.running = Some((id, f)),
+                Err(e) => {
+                    (self.send)(FollowMsg::Error(format!("{e:#}")));
+                    return;
+                }
+            }
+        }
+        if let Some((_, f)) = &self.running {
+            if cmd.paused {
+                f.pause();
+            } else {
+                f.resume();
+            }
+        }
+    }
+
+    fn spawn(&self, session: &str) -> anyhow::Result<Follower> {
+        let path = follow_path(&self.args)?;
+        let mut builder = SessionBuilder::new(&self.args)?;
+        let cfg = FollowConfig::new(path, Some(session.to_owned()));
+        let slot = self.slot.clone();
+        let send = self.send.clone();
+        let f = Follower::spawn(
+            cfg,
+            move |snap| builder.build(snap).map(Arc::new),
+            move |e: FollowEvent<Arc<LoadedSession>>| match e {
+                FollowEvent::Reloaded { data, stats } => {
+                    let l: Arc<LoadedSession> = *data;
+                    let view = Arc::new(SessionView {
+                        model: crate::tui::adapt::session_model(&l),
+                    });
+                    // The slot first, the message second: a replay the message triggers finds
+                    // this session (or a newer one) waiting.
+                    if let Ok(mut s) = slot.lock() {
+                        *s = Some(l);
+                    }
+                    send(FollowMsg::Reloaded { view, stats });
+                }
+                FollowEvent::Status(s) => send(FollowMsg::Status(s)),
+                FollowEvent::Error(e) => send(FollowMsg::Error(e)),
+            },
+        )?;
+        Ok(f)
+    }
+}

@@ -1,0 +1,319 @@
+//! Every key the explorer knows, with its description: one table feeds key handling, the help
+//! overlay (which lists every binding) and the status bar hints, so they cannot drift apart.
+
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// Where keys are read. Overlays take all keys while open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Main,
+    Knobs,
+    Picker,
+    PolicyPick,
+    Help,
+    /// A one-line text field (search, a typed knob value, a file name).
+    Input,
+}
+
+impl Mode {
+    pub fn title(&self) -> &'static str {
+        match self {
+            Mode::Main => "Main screen",
+            Mode::Knobs => "Knobs panel",
+            Mode::Picker => "Session picker",
+            Mode::PolicyPick => "Policy list",
+            Mode::Help => "Help",
+            Mode::Input => "Text field",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Quit,
+    ForceQuit,
+    Back,
+    Help,
+    StepNext,
+    StepPrev,
+    StepNextFast,
+    StepPrevFast,
+    First,
+    Last,
+    NextUserTurn,
+    PrevUserTurn,
+    NextChange,
+    PrevChange,
+    NextHold,
+    PrevHold,
+    NextThrash,
+    PrevThrash,
+    NextCompaction,
+    PrevCompaction,
+    PlayPause,
+    Faster,
+    Slower,
+    SelectDown,
+    SelectUp,
+    ScrollDown,
+    ScrollUp,
+    FocusNext,
+    FocusPrev,
+    ZoomIn,
+    ZoomOut,
+    PanLeft,
+    PanRight,
+    ToggleChart,
+    NextTierText,
+    PrevTierText,
+    OpenKnobs,
+    SwitchPolicy,
+    SavePolicy,
+    DrillIn,
+    Search,
+    SearchNext,
+    SearchPrev,
+    Copy,
+    // knobs panel
+    KnobUp,
+    KnobDown,
+    KnobInc,
+    KnobDec,
+    KnobIncBig,
+    KnobDecBig,
+    KnobType,
+    KnobReset,
+    CloseOverlay,
+    // lists (picker, policy list)
+    ListUp,
+    ListDown,
+    ListPageUp,
+    ListPageDown,
+    Accept,
+}
+
+/// One key, as bound and as shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key {
+    Char(char),
+    Ctrl(char),
+    Code(KeyCode),
+    Shift(KeyCode),
+}
+
+impl Key {
+    pub fn label(&self) -> String {
+        fn code(c: &KeyCode) -> String {
+            match c {
+                KeyCode::Left => "←".into(),
+                KeyCode::Right => "→".into(),
+                KeyCode::Up => "↑".into(),
+                KeyCode::Down => "↓".into(),
+                KeyCode::Enter => "Enter".into(),
+                KeyCode::Esc => "Esc".into(),
+                KeyCode::Tab => "Tab".into(),
+                KeyCode::BackTab => "S-Tab".into(),
+                KeyCode::Backspace => "Bksp".into(),
+                KeyCode::Home => "Home".into(),
+                KeyCode::End => "End".into(),
+                KeyCode::PageUp => "PgUp".into(),
+                KeyCode::PageDown => "PgDn".into(),
+                KeyCode::F(n) => format!("F{n}"),
+                KeyCode::Char(' ') => "Space".into(),
+                KeyCode::Char(c) => c.to_string(),
+                other => format!("{other:?}"),
+            }
+        }
+        match self {
+            Key::Char(' ') => "Space".into(),
+            Key::Char(c) => c.to_string(),
+            Key::Ctrl(c) => format!("C-{c}"),
+            Key::Code(c) => code(c),
+            Key::Shift(c) => format!("S-{}", code(c)),
+        }
+    }
+
+    fn matches(&self, ev: &KeyEvent) -> bool {
+        let ctrl = ev.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = ev.modifiers.contains(KeyModifiers::ALT);
+        let shift = ev.modifiers.contains(KeyModifiers::SHIFT);
+        match self {
+            // Characters arrive already shifted ('G', '?'), so SHIFT is ignored for them.
+            Key::Char(c) => !ctrl && !alt && ev.code == KeyCode::Char(*c),
+            Key::Ctrl(c) => ctrl && ev.code == KeyCode::Char(*c),
+            Key::Code(c) => !ctrl && !alt && !shift && ev.code == *c,
+            Key::Shift(c) => shift && !ctrl && ev.code == *c,
+        }
+    }
+}
+
+pub struct Binding {
+    pub mode: Mode,
+    pub keys: &'static [Key],
+    pub action: Action,
+    pub desc: &'static str,
+    /// Shown in the status bar of its mode.
+    pub hint: Option<&'static str>,
+}
+
+use Action as A;
+use Key::{Char as C, Code, Ctrl, Shift};
+use KeyCode as K;
+
+const fn b(
+    mode: Mode,
+    keys: &'static [Key],
+    action: Action,
+    desc: &'static str,
+    hint: Option<&'static str>,
+) -> Binding {
+    Binding {
+        mode,
+        keys,
+        action,
+        desc,
+        hint,
+    }
+}
+
+/// The whole keymap. Order is the order of the help overlay and the status bar hints.
+pub static BINDINGS: &[Binding] = &[
+    // main screen
+    b(Mode::Main, &[Code(K::Right), C('l')], A::StepNext, "next request", Some("step")),
+    b(Mode::Main, &[Code(K::Left), C('h')], A::StepPrev, "previous request", None),
+    b(Mode::Main, &[Shift(K::Right), C('L')], A::StepNextFast, "10 requests forward", None),
+    b(Mode::Main, &[Shift(K::Left), C('H')], A::StepPrevFast, "10 requests back", None),
+    b(Mode::Main, &[Code(K::Home), C('g')], A::First, "first request", None),
+    b(Mode::Main, &[Code(K::End), C('G')], A::Last, "last request", None),
+    b(Mode::Main, &[C('u')], A::NextUserTurn, "next user turn", None),
+    b(Mode::Main, &[C('U')], A::PrevUserTurn, "previous user turn", None),
+    b(Mode::Main, &[C('c')], A::NextChange, "next tier change", Some("change")),
+    b(Mode::Main, &[C('C')], A::PrevChange, "previous tier change", None),
+    b(Mode::Main, &[C('f')], A::NextHold, "next hold at a floor", None),
+    b(Mode::Main, &[C('F')], A::PrevHold, "previous hold at a floor", None),
+    b(Mode::Main, &[C('t')], A::NextThrash, "next thrash", None),
+    b(Mode::Main, &[C('T')], A::PrevThrash, "previous thrash", None),
+    b(Mode::Main, &[C('x')], A::NextCompaction, "next compaction", None),
+    b(Mode::Main, &[C('X')], A::PrevCompaction, "previous compaction", None),
+    b(Mode::Main, &[C(' ')], A::PlayPause, "play / pause", Some("play")),
+    b(Mode::Main, &[C('+'), C('=')], A::Faster, "play faster", None),
+    b(Mode::Main, &[C('-')], A::Slower, "play slower", None),
+    b(Mode::Main, &[Code(K::Down), C('j')], A::SelectDown, "next episode", None),
+    b(Mode::Main, &[Code(K::Up), C('k')], A::SelectUp, "previous episode", None),
+    b(Mode::Main, &[Code(K::PageDown), Ctrl('d')], A::ScrollDown, "scroll the focused pane down", None),
+    b(Mode::Main, &[Code(K::PageUp), Ctrl('u')], A::ScrollUp, "scroll the focused pane up", None),
+    b(Mode::Main, &[Code(K::Tab)], A::FocusNext, "focus the next pane", None),
+    b(Mode::Main, &[Code(K::BackTab), Shift(K::BackTab)], A::FocusPrev, "focus the previous pane", None),
+    b(Mode::Main, &[C('z')], A::ZoomIn, "heatmap: zoom in (fewer requests per column)", None),
+    b(Mode::Main, &[C('Z')], A::ZoomOut, "heatmap: zoom out (more requests per column)", None),
+    b(Mode::Main, &[C('<'), C(',')], A::PanLeft, "heatmap: scroll left", None),
+    b(Mode::Main, &[C('>'), C('.')], A::PanRight, "heatmap: scroll right", None),
+    b(Mode::Main, &[C('v')], A::ToggleChart, "chart: pressure / cumulative cost", None),
+    b(Mode::Main, &[C(']')], A::NextTierText, "detail: show the next tier's text", None),
+    b(Mode::Main, &[C('[')], A::PrevTierText, "detail: show the previous tier's text", None),
+    b(Mode::Main, &[C('K')], A::OpenKnobs, "knobs panel (edit the policy's knobs)", Some("knobs")),
+    b(Mode::Main, &[C('p')], A::SwitchPolicy, "switch policy", Some("policy")),
+    b(Mode::Main, &[C('w')], A::SavePolicy, "save the current knobs as a policy TOML", None),
+    b(Mode::Main, &[Code(K::Enter)], A::DrillIn, "open the selected episode's sub-agent session", None),
+    b(Mode::Main, &[Code(K::Backspace)], A::Back, "back to the parent session", None),
+    b(Mode::Main, &[C('/')], A::Search, "search episodes by text", Some("search")),
+    b(Mode::Main, &[C('n')], A::SearchNext, "next search match", None),
+    b(Mode::Main, &[C('N')], A::SearchPrev, "previous search match", None),
+    b(Mode::Main, &[C('y')], A::Copy, "copy the shown tier text (OSC 52)", None),
+    b(Mode::Main, &[C('?'), Code(K::F(1))], A::Help, "this help", Some("help")),
+    b(Mode::Main, &[C('q'), Code(K::Esc)], A::Quit, "quit (Esc: back from a sub-agent first)", Some("quit")),
+    b(Mode::Main, &[Ctrl('c')], A::ForceQuit, "quit at once", None),
+    // knobs panel
+    b(Mode::Knobs, &[Code(K::Up), C('k')], A::KnobUp, "previous knob", None),
+    b(Mode::Knobs, &[Code(K::Down), C('j')], A::KnobDown, "next knob", None),
+    b(Mode::Knobs, &[Code(K::Right), C('l')], A::KnobInc, "increase by one step", Some("adjust")),
+    b(Mode::Knobs, &[Code(K::Left), C('h')], A::KnobDec, "decrease by one step", None),
+    b(Mode::Knobs, &[Shift(K::Right), C('L')], A::KnobIncBig, "increase by ten steps", None),
+    b(Mode::Knobs, &[Shift(K::Left), C('H')], A::KnobDecBig, "decrease by ten steps", None),
+    b(Mode::Knobs, &[Code(K::Enter), C('e')], A::KnobType, "type an exact value", Some("type")),
+    b(Mode::Knobs, &[C('r')], A::KnobReset, "reset the knob to its default", Some("reset")),
+    b(Mode::Knobs, &[C('w')], A::SavePolicy, "save the knobs as a policy TOML", Some("save")),
+    b(Mode::Knobs, &[C('p')], A::SwitchPolicy, "switch policy", None),
+    b(Mode::Knobs, &[Code(K::Esc), C('K'), C('q')], A::CloseOverlay, "close the panel", Some("close")),
+    b(Mode::Knobs, &[Ctrl('c')], A::ForceQuit, "quit at once", None),
+    // policy list
+    b(Mode::PolicyPick, &[Code(K::Up), C('k')], A::ListUp, "previous policy", None),
+    b(Mode::PolicyPick, &[Code(K::Down), C('j')], A::ListDown, "next policy", None),
+    b(Mode::PolicyPick, &[Code(K::Enter)], A::Accept, "use this policy", Some("use")),
+    b(Mode::PolicyPick, &[Code(K::Esc), C('q')], A::CloseOverlay, "close", Some("close")),
+    b(Mode::PolicyPick, &[Ctrl('c')], A::ForceQuit, "quit at once", None),
+    // session picker (other characters type into the filter)
+    b(Mode::Picker, &[Code(K::Up), Ctrl('p')], A::ListUp, "previous session", None),
+    b(Mode::Picker, &[Code(K::Down), Ctrl('n')], A::ListDown, "next session", None),
+    b(Mode::Picker, &[Code(K::PageUp)], A::ListPageUp, "page up", None),
+    b(Mode::Picker, &[Code(K::PageDown)], A::ListPageDown, "page down", None),
+    b(Mode::Picker, &[Code(K::Enter)], A::Accept, "open the session", Some("open")),
+    b(Mode::Picker, &[Code(K::Esc)], A::Back, "clear the filter, else quit", Some("clear/quit")),
+    b(Mode::Picker, &[Code(K::F(1))], A::Help, "this help", Some("help")),
+    b(Mode::Picker, &[Ctrl('c')], A::ForceQuit, "quit at once", None),
+    // help overlay
+    b(Mode::Help, &[Code(K::Down), C('j')], A::ScrollDown, "scroll down", None),
+    b(Mode::Help, &[Code(K::Up), C('k')], A::ScrollUp, "scroll up", None),
+    b(Mode::Help, &[Code(K::Esc), C('?'), C('q'), Code(K::F(1))], A::CloseOverlay, "close", Some("close")),
+    b(Mode::Help, &[Ctrl('c')], A::ForceQuit, "quit at once", None),
+    // text fields
+    b(Mode::Input, &[Code(K::Enter)], A::Accept, "accept", Some("accept")),
+    b(Mode::Input, &[Code(K::Esc)], A::CloseOverlay, "cancel", Some("cancel")),
+    b(Mode::Input, &[Ctrl('c')], A::ForceQuit, "quit at once", None),
+];
+
+/// The action bound to `ev` in `mode`, if any.
+pub fn lookup(mode: Mode, ev: &KeyEvent) -> Option<Action> {
+    BINDINGS
+        .iter()
+        .filter(|b| b.mode == mode)
+        .find(|b| b.keys.iter().any(|k| k.matches(ev)))
+        .map(|b| b.action)
+}
+
+/// "k1/k2" for a binding.
+pub fn keys_label(b: &Binding) -> String {
+    b.keys.iter().map(Key::label).collect::<Vec<_>>().join("/")
+}
+
+/// The status-bar hints of a mode: (first key, hint).
+pub fn hints(mode: Mode) -> impl Iterator<Item = (String, &'static str)> {
+    BINDINGS
+        .iter()
+        .filter(move |b| b.mode == mode)
+        .filter_map(|b| Some((b.keys.first()?.label(), b.hint?)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_key_is_bound_twice_in_one_mode() {
+        for (i, a) in BINDINGS.iter().enumerate() {
+            for bnd in &BINDINGS[i + 1..] {
+                if a.mode != bnd.mode {
+                    continue;
+                }
+                for k in a.keys {
+                    assert!(
+                        !bnd.keys.contains(k),
+                        "{:?} bound twice in {:?}",
+                        k,
+                        a.mode
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn shifted_chars_and_arrows_resolve() {
+        let ev = |c, m| KeyEvent::new(c, m);
+        assert_eq!(lookup(Mode::Main, &ev(KeyCode::Char('G'), KeyModifiers::SHIFT)), Some(A::Last));
+        assert_eq!(lookup(Mode::Main, &ev(KeyCode::Right, KeyModifiers::NONE)), Some(A::StepNext));
+        assert_eq!(lookup(Mode::Main, &ev(KeyCode::Right, KeyModifiers::SHIFT)), Some(A::StepNextFast));
+        assert_eq!(lookup(Mode::Main, &ev(KeyCode::Char('c'), KeyModifiers::CONTROL)), Some(A::ForceQuit));
+        assert_eq!(lookup(Mode::Main, &ev(KeyCode::Char('?'), KeyModifiers::SHIFT)), Some(A::Help));
+    }
+}

@@ -1,0 +1,41 @@
+//! The explorer: an Elm-style terminal UI over the engine.
+//!
+//! `Msg` (key, mouse, resize, tick, job done, session loaded) → [`app::update`]`(&mut State, Msg)
+//! -> Vec<Effect>` → [`ui::view`]`(&State, &mut Frame)`. Views only read the state; loading and
+//! replays run on a worker thread ([`jobs`]), latest-wins per key, and come back as a `Msg`.
+//! [`run`] owns the terminal: it redraws only when something changed and blocks on events (with
+//! a timeout only while playing or loading), so an idle explorer uses no CPU.
+
+pub mod theme;
+pub mod keymap;
+pub mod model;
+
+/// Trace text made safe and single-width-friendly for a buffer: control characters and escape
+/// sequences visible and inert ([`crate::text::sanitize_for_terminal`]), tabs expanded (a raw
+/// tab would move the terminal's cursor), bidi overrides shown as `<U+XXXX>`.
+pub fn safe_text(s: &str) -> String {
+    let clean = crate::text::sanitize_for_terminal(s);
+    let mut out = String::with_capacity(clean.len());
+    for c in clean.chars() {
+        match c {
+            '\t' => out.push_str("    "),
+            '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {
+                out.push_str(&format!("<U+{:04X}>", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// [`safe_text`] for one display line: newlines become `⏎`.
+pub fn safe_line(s: &str) -> String {
+    safe_text(s).replace('\n', " ⏎ ")
+}
+pub mod widgets;
+pub mod app;
+pub mod ui;
+pub mod adapt;
+pub mod jobs;
+pub mod run;
+pub mod follow;

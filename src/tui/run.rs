@@ -1,0 +1,280 @@
+//! The runner: owns the terminal, an input thread and the worker thread; feeds `Msg`s to
+//! [`update`], executes its effects, and redraws only when something changed. It blocks on the
+//! channel (no timeout) unless playing or waiting for a job, so an idle explorer uses no CPU.
+
+use std::io::{self, Stdout, Write};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ratatui::backend::CrosstermBackend;
+use ratatui::crossterm::event::{
+    self, DisableMouseCapture, EnableMouseCapture, Event, MouseEventKind,
+};
+use ratatui::crossterm::terminal::{
+    self, disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+};
+use ratatui::crossterm::{cursor, execute};
+use ratatui::Terminal;
+
+use crate::cli::LoadArgs;
+use crate::tui::app::{update, Effect, Msg, State};
+use crate::tui::jobs::{JobQueue, Worker};
+use crate::tui::ui;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("terminal: {0}")]
+    Terminal(#[from] io::Error),
+    #[error("the explorer needs an interactive terminal (stdout is not a tty); try a subcommand such as `tierscope replay`")]
+    NotATty,
+}
+
+/// Terminal modes we turn on, so that restore (normal exit, error or panic) turns off exactly
+/// those.
+#[derive(Debug, Clone, Copy)]
+struct Modes {
+    mouse: bool,
+}
+
+fn restore(modes: Modes) {
+    // Best effort, in reverse order of setup; each step is independent.
+    let mut out = io::stdout();
+    if modes.mouse {
+        let _ = execute!(out, DisableMouseCapture);
+    }
+    let _ = execute!(out, LeaveAlternateScreen, cursor::Show);
+    let _ = disable_raw_mode();
+    let _ = out.flush();
+}
+
+/// Restores the terminal before the previous panic hook prints, so the message is readable and
+/// the shell is usable (bottom / yazi style: chain, don't replace).
+fn install_panic_hook(modes: Modes) {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        // A panic in a job is caught on the worker thread and shown in the UI as an error;
+        // restoring the terminal here would wreck a UI that keeps running.
+        if std::thread::current().name() == Some(WORKER_THREAD) {
+            if let Ok(mut slot) = WORKER_PANIC.lock() {
+                *slot = Some(info.to_string());
+            }
+            return;
+        }
+        restore(modes);
+        previous(info);
+    }));
+}
+
+const WORKER_THREAD: &str = "tierscope-worker";
+
+/// The message of the last panic on the worker thread.
+static WORKER_PANIC: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// The message a job that panicked answers with, so the UI shows an error instead of waiting.
+fn panicked(job: &Effect) -> Option<Msg> {
+    let what = WORKER_PANIC
+        .lock()
+        .ok()
+        .and_then(|mut s| s.take())
+        .unwrap_or_else(|| "unknown panic".to_owned());
+    let e = format!("internal error (please report): {}", crate::tui::safe_line(&what));
+    Some(match job {
+        Effect::Replay { gen, .. } => Msg::Replayed {
+            gen: *gen,
+            result: Err(e),
+        },
+        Effect::Context { gen, at } => Msg::Context {
+            gen: *gen,
+            at: *at,
+            result: Err(e),
+        },
+        Effect::LoadSession { .. } => Msg::Loaded(Err(e)),
+        Effect::SavePolicy { .. } => Msg::Saved(Err(e)),
+        Effect::ListSessions => Msg::Failed(e),
+        Effect::Copy(_) | Effect::Follow(_) => return None,
+    })
+}
+
+struct Guard(Modes);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        restore(self.0);
+    }
+}
+
+pub struct RunOptions {
+    pub load: LoadArgs,
+    pub mouse: bool,
+    /// Effects to start with (list sessions for the picker, or load one session).
+    pub initial: Vec<Effect>,
+}
+
+/// Runs the explorer until the user quits.
+pub fn run(mut state: State, opts: RunOptions) -> Result<(), RunError> {
+    use std::io::IsTerminal;
+    if !io::stdout().is_terminal() {
+        return Err(RunError::NotATty);
+    }
+    let modes = Modes { mouse: opts.mouse };
+    install_panic_hook(modes);
+    enable_raw_mode()?;
+    let guard = Guard(modes);
+    let mut out = io::stdout();
+    execute!(out, EnterAlternateScreen, cursor::Hide)?;
+    if opts.mouse {
+        execute!(out, EnableMouseCapture)?;
+    }
+    if state.theme.is_mono() {
+        // crossterm 0.29 honours NO_COLOR by emitting a bare reset that also wipes BOLD and
+        // REVERSED; the mono theme has no colours, so forcing colour output on is safe and keeps
+        // the selection visible (tui-anchors §1.4).
+        ratatui::crossterm::style::force_color_output(true);
+    }
+    let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
+    terminal.clear()?;
+    let result = event_loop(&mut terminal, &mut state, opts);
+    drop(terminal);
+    drop(guard);
+    result
+}
+
+fn event_loop(
+    terminal: &mut Terminal<CrosstermBackend<Stdout>>,
+    state: &mut State,
+    opts: RunOptions,
+) -> Result<(), RunError> {
+    let (tx, rx) = mpsc::channel::<Msg>();
+    // Input thread: blocks in `event::read`, forwards what the UI cares about.
+    {
+        let tx = tx.clone();
+        std::thread::Builder::new()
+            .name("tierscope-input".into())
+            .spawn(move || loop {
+                let msg = match event::read() {
+                    Ok(Event::Key(k)) => Msg::Key(k),
+                    // Motion reports would wake the loop on every mouse move; nothing uses them.
+                    Ok(Event::Mouse(m))
+                        if matches!(m.kind, MouseEventKind::Moved | MouseEventKind::Drag(_)) =>
+                    {
+                        continue
+                    }
+                    Ok(Event::Mouse(m)) => Msg::Mouse(m),
+                    Ok(Event::Resize(w, h)) => Msg::Resize(w, h),
+                    Ok(_) => continue,
+                    Err(_) => break,
+                };
+                if tx.send(msg).is_err() {
+                    break;
+                }
+            })?;
+    }
+    // Worker thread: one job at a time, latest wins per key.
+    let queue = Arc::new(JobQueue::default());
+    {
+        let queue = queue.clone();
+        let tx = tx.clone();
+        let mut worker = Worker::new(opts.load.clone());
+        let follow_tx = tx.clone();
+        worker.enable_follow(Arc::new(move |m| {
+            let _ = follow_tx.send(Msg::Follow(m));
+        }));
+        std::thread::Builder::new()
+            .name(WORKER_THREAD.into())
+            .spawn(move || {
+                while let Some(job) = queue.pop() {
+                    let progress = |m: Msg| {
+                        let _ = tx.send(m);
+                    };
+                    let copy = job.clone();
+                    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        worker.run(job, &progress)
+                    }));
+                    let msg = match out {
+                        Ok(m) => m,
+                        Err(_) => panicked(&copy),
+                    };
+                    if let Some(m) = msg {
+                        if tx.send(m).is_err() {
+                            break;
+                        }
+                    }
+                }
+            })?;
+    }
+    let size = terminal.size()?;
+    state.width = size.width;
+    state.height = size.height;
+    for e in opts.initial {
+        dispatch(e, &queue)?;
+    }
+    let mut next_tick: Option<Instant> = None;
+    // Every pass draws once: after the first frame, a pass only starts when a message arrived
+    // (the loop blocks otherwise), so this is "redraw only when something changed".
+    let result = loop {
+        terminal.draw(|f| ui::view(state, f))?;
+        if state.quit {
+            break Ok(());
+        }
+        let msg = match state.tick_interval_ms() {
+            None => {
+                next_tick = None;
+                match rx.recv() {
+                    Ok(m) => m,
+                    Err(_) => break Ok(()),
+                }
+            }
+            Some(ms) => {
+                let interval = Duration::from_millis(ms);
+                let due = *next_tick.get_or_insert_with(|| Instant::now() + interval);
+                let wait = due.saturating_duration_since(Instant::now());
+                match rx.recv_timeout(wait) {
+                    Ok(m) => m,
+                    Err(RecvTimeoutError::Timeout) => {
+                        next_tick = Some(Instant::now() + interval);
+                        Msg::Tick
+                    }
+                    Err(RecvTimeoutError::Disconnected) => break Ok(()),
+                }
+            }
+        };
+        handle(state, msg, &queue)?;
+        // Drain whatever else is waiting, then draw once (yazi: render after the batch).
+        while let Ok(m) = rx.try_recv() {
+            handle(state, m, &queue)?;
+        }
+    };
+    queue.close();
+    result
+}
+
+fn handle(state: &mut State, msg: Msg, queue: &JobQueue) -> Result<(), RunError> {
+    for e in update(state, msg) {
+        dispatch(e, queue)?;
+    }
+    Ok(())
+}
+
+fn dispatch(e: Effect, queue: &JobQueue) -> Result<(), RunError> {
+    match e {
+        Effect::Copy(text) => copy_osc52(&text)?,
+        other => queue.push(other),
+    }
+    Ok(())
+}
+
+/// Copies `text` to the clipboard with OSC 52 (works over SSH and inside tmux with
+/// `set-clipboard on`). The text is base64, so nothing in it reaches the terminal raw.
+fn copy_osc52(text: &str) -> io::Result<()> {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(text.as_bytes());
+    let mut out = io::stdout();
+    write!(out, "\x1b]52;c;{b64}\x07")?;
+    out.flush()
+}
+
+/// Size of the real terminal (for the CLI to size the state before the first frame).
+pub fn terminal_size() -> (u16, u16) {
+    terminal::size().unwrap_or((80, 24))
+}

@@ -1,0 +1,84 @@
+//! The header line: session, policy and its key knobs, budget, the request cursor and its time.
+
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+use super::{clock, thousands};
+use crate::policy::PolicyKind;
+use crate::tui::app::{effective_budget, State, SPEEDS_MS};
+
+/// The knobs worth a place in the header for a policy: those overridden, then the kind's main ones.
+pub fn key_knobs(state: &State) -> Vec<String> {
+    let p = &state.policy;
+    let mut names: Vec<&str> = p.overridden.iter().map(String::as_str).collect();
+    let main: &[&str] = match p.kind {
+        PolicyKind::Progressive if p.choice("driver") == "age" => {
+            &["dense_after", "compact_after", "anchor_after"]
+        }
+        PolicyKind::Progressive => &["demote_at", "target", "promote_at", "min_dwell"],
+        PolicyKind::Decay => &["h50", "d", "respect_floors"],
+        PolicyKind::Flat => &["trigger"],
+        _ => &["boundary"],
+    };
+    for m in main {
+        if !names.contains(m) && p.knobs.contains_key(*m) {
+            names.push(m);
+        }
+    }
+    names
+        .iter()
+        .take(5)
+        .filter_map(|n| p.knobs.get(*n).map(|v| format!("{n}={v}")))
+        .collect()
+}
+
+pub fn render(state: &State, f: &mut Frame, area: Rect) {
+    let t = &state.theme;
+    let mut spans = vec![Span::styled(" tierscope ", t.header)];
+    let sep = || Span::styled(" │ ", t.header);
+    for c in &state.stack {
+        spans.push(Span::styled(format!("{} › ", c.title), t.header));
+    }
+    if let Some(s) = &state.session {
+        spans.push(Span::styled(s.model.title.clone(), t.header));
+    }
+    spans.push(sep());
+    spans.push(Span::styled(format!("policy {}", state.policy.name), t.header));
+    let knobs = key_knobs(state);
+    if !knobs.is_empty() {
+        spans.push(Span::styled(format!(" ({})", knobs.join(" ")), t.header));
+    }
+    spans.push(sep());
+    let b = effective_budget(state);
+    let src = match (&state.budget, &state.replay) {
+        (Some(_), _) => "set".to_owned(),
+        (None, Some(r)) => r.budget_source.clone(),
+        (None, None) => "…".to_owned(),
+    };
+    spans.push(Span::styled(format!("budget {} ({src})", thousands(b)), t.header));
+    spans.push(sep());
+    let n = state.requests();
+    let time = state
+        .session
+        .as_ref()
+        .and_then(|s| s.model.requests.get(state.cursor))
+        .map(|r| clock(r.time))
+        .unwrap_or_default();
+    spans.push(Span::styled(
+        format!("t {} / {}  {time}", state.cursor, n.saturating_sub(1)),
+        t.header,
+    ));
+    if state.playing {
+        let ms = SPEEDS_MS[state.speed.min(SPEEDS_MS.len() - 1)];
+        spans.push(sep());
+        spans.push(Span::styled(format!("▶ {ms} ms/req"), t.header));
+    }
+    if state.replay_pending {
+        spans.push(sep());
+        spans.push(Span::styled("replaying…", t.header));
+    }
+    let line = Line::from(spans).style(t.header);
+    f.render_widget(Paragraph::new(line).style(t.header), area);
+}

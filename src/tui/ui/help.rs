@@ -1,0 +1,71 @@
+//! The help overlay: every binding of every mode, from the keymap itself.
+
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph};
+use ratatui::Frame;
+
+use super::{centered, pane_block};
+use crate::tui::app::State;
+use crate::tui::keymap::{keys_label, Mode, BINDINGS};
+
+/// Every line of the help text (also used by tests to check every key is listed).
+pub fn lines(state: &State) -> Vec<Line<'static>> {
+    let t = &state.theme;
+    let mut out = Vec::new();
+    let modes = [
+        Mode::Main,
+        Mode::Knobs,
+        Mode::PolicyPick,
+        Mode::Picker,
+        Mode::Input,
+        Mode::Help,
+    ];
+    for (i, m) in modes.iter().enumerate() {
+        if i > 0 {
+            out.push(Line::raw(""));
+        }
+        out.push(Line::from(Span::styled(m.title().to_owned(), t.title_focus)));
+        for b in BINDINGS.iter().filter(|b| b.mode == *m) {
+            out.push(Line::from(vec![
+                Span::styled(format!("  {:<18}", keys_label(b)), t.key),
+                Span::styled(b.desc.to_owned(), t.base),
+            ]));
+        }
+        if *m == Mode::Main {
+            out.push(Line::from(vec![
+                Span::styled(format!("  {:<18}", "mouse"), t.key),
+                Span::styled(
+                    "click a heatmap cell or a row to select, the chart to move the cursor; wheel scrolls"
+                        .to_owned(),
+                    t.base,
+                ),
+            ]));
+        }
+        if *m == Mode::Picker {
+            out.push(Line::from(vec![
+                Span::styled(format!("  {:<18}", "any text"), t.key),
+                Span::styled("filters by title, directory or id".to_owned(), t.base),
+            ]));
+        }
+    }
+    out
+}
+
+pub fn render(state: &State, f: &mut Frame, area: Rect, scroll: usize) {
+    let t = &state.theme;
+    let all = lines(state);
+    let h = (all.len() as u16 + 2).min(area.height.saturating_sub(2)).max(3);
+    let rect = centered(area, 88, h);
+    let inner_h = usize::from(rect.height.saturating_sub(2));
+    let scroll = scroll.min(all.len().saturating_sub(inner_h));
+    let shown: Vec<Line> = all.into_iter().skip(scroll).take(inner_h).collect();
+    f.render_widget(Clear, rect);
+    let title = " Help: every key (↑/↓ scroll, Esc close) ";
+    f.render_widget(
+        Paragraph::new(shown)
+            .style(t.base)
+            .block(pane_block(title, true, t)),
+        rect,
+    );
+}

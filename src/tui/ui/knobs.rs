@@ -1,0 +1,165 @@
+//! The knobs panel (every knob of the current policy as a slider, plus the budget) and the policy
+//! list. Each change reruns the replay off the UI thread; the panel shows "replaying…" meanwhile.
+
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph, Wrap};
+use ratatui::Frame;
+
+use super::{centered, pane_block, thousands};
+use crate::policy::KnobValue;
+use crate::tui::app::{effective_budget, State};
+use crate::tui::widgets::slider::Slider;
+
+pub fn render(state: &State, f: &mut Frame, area: Rect, selected: usize) {
+    let t = &state.theme;
+    let p = &state.policy;
+    let rows = 1 + p.specs.len();
+    // Docked over the bottom panes so the heatmap, the chart and the metrics stay in view
+    // while knobs change (that is the point of turning them).
+    let rect = dock(state, area, rows as u16 + 4);
+    f.render_widget(Clear, rect);
+    let status = if state.replay_pending {
+        "replaying…"
+    } else {
+        "up to date"
+    };
+    let title = format!(" Knobs: {} ({}) — {status} ", p.name, p.kind);
+    let block = pane_block(title, true, t);
+    let inner = block.inner(rect);
+    f.render_widget(block, rect);
+    if inner.height < 3 || inner.width < 30 {
+        return;
+    }
+    let name_w: u16 = 22;
+    let val_w: u16 = 12;
+    let slider_w = inner.width.saturating_sub(name_w + val_w + 2).min(40);
+    // Rows visible: leave two lines for the help of the selected knob.
+    let list_h = usize::from(inner.height.saturating_sub(2));
+    let first = selected.saturating_sub(list_h.saturating_sub(1));
+    for (vis, row) in (first..rows).take(list_h).enumerate() {
+        let y = inner.y + vis as u16;
+        let focused = row == selected;
+        let name_style = if focused { t.selection } else { t.base };
+        let (name, value, range): (String, String, Option<(f64, f64, f64, Option<f64>)>) =
+            if row == 0 {
+                let b = effective_budget(state) as f64;
+                let src = if state.budget.is_some() { "set" } else { "default" };
+                (
+                    format!("budget ({src})"),
+                    thousands(b as u64),
+                    Some((b, 0.0, (b * 2.0).max(1000.0), None)),
+                )
+            } else {
+                let spec = &p.specs[row - 1];
+                let v = p.knobs.get(&spec.name).cloned().unwrap_or(spec.default.clone());
+                let modified = v != spec.default;
+                let name = format!("{}{}", spec.name, if modified { " *" } else { "" });
+                match (&v, spec.min, spec.max) {
+                    (KnobValue::Num(n), Some(lo), Some(hi)) => {
+                        let d = match spec.default {
+                            KnobValue::Num(d) => Some(d),
+                            _ => None,
+                        };
+                        // Huge ranges (token counts) are shown around the value, not 0..max.
+                        let hi_shown = if hi > 1000.0 && hi > lo {
+                            hi.min((n.abs().max(d.unwrap_or(0.0)) * 4.0).max(lo + 10.0))
+                        } else {
+                            hi
+                        };
+                        (
+                            name,
+                            crate::tui::model::fmt_knob(*n, spec.integer),
+                            Some((*n, lo, hi_shown, d)),
+                        )
+                    }
+                    (KnobValue::Bool(b), _, _) => {
+                        (name, if *b { "[on]".into() } else { "[off]".into() }, None)
+                    }
+                    (KnobValue::Choice(c), _, _) => (name, format!("‹{c}›"), None),
+                    (other, _, _) => (name, other.to_string(), None),
+                }
+            };
+        f.buffer_mut()
+            .set_stringn(inner.x, y, format!("{name:<22}"), usize::from(name_w), name_style);
+        f.buffer_mut().set_stringn(
+            inner.x + name_w,
+            y,
+            format!("{value:>11} "),
+            usize::from(val_w),
+            if focused { t.key } else { t.base },
+        );
+        if let Some((v, lo, hi, d)) = range {
+            if slider_w >= 5 {
+                f.render_widget(
+                    Slider {
+                        value: v,
+                        min: lo,
+                        max: hi,
+                        default: d,
+                        theme: t,
+                        focused,
+                    },
+                    Rect::new(inner.x + name_w + val_w + 1, y, slider_w, 1),
+                );
+            }
+        }
+    }
+    let help = if selected == 0 {
+        "tokens the rendered context may use; ←/→ move by 1 %, Enter types it, r resets to the model's limit"
+            .to_owned()
+    } else {
+        p.specs
+            .get(selected - 1)
+            .map(|s| {
+                let range = match (s.min, s.max, s.step) {
+                    (Some(a), Some(b), Some(st)) => format!(" [{a} … {b}, step {st}]"),
+                    _ if !s.choices.is_empty() => format!(" [{}]", s.choices.join(" | ")),
+                    _ => String::new(),
+                };
+                format!("{}{range}", s.help)
+            })
+            .unwrap_or_default()
+    };
+    let help_area = Rect::new(inner.x, inner.bottom().saturating_sub(2), inner.width, 2);
+    f.render_widget(Clear, help_area);
+    f.render_widget(
+        Paragraph::new(Line::from(Span::styled(help, t.dim))).wrap(Wrap { trim: true }),
+        help_area,
+    );
+}
+
+/// The knobs panel's rectangle: the bottom panes' area (right-aligned, at most 100 wide), or
+/// centred when the main screen is not laid out.
+fn dock(state: &State, area: Rect, want_h: u16) -> Rect {
+    let r = super::layout::main_rects(area, state);
+    if r.too_small || state.screen != crate::tui::app::Screen::Main {
+        return centered(area, area.width.saturating_sub(4).min(96), want_h);
+    }
+    let top = r.table.y;
+    let bottom = r.metrics.y;
+    let h = want_h.min(bottom.saturating_sub(top)).max(6.min(bottom - top));
+    let w = area.width.min(100);
+    Rect::new(area.right() - w, bottom - h, w, h)
+}
+
+pub fn render_policies(state: &State, f: &mut Frame, area: Rect, selected: usize) {
+    let t = &state.theme;
+    let n = state.policy_names.len();
+    let rect = centered(area, area.width.saturating_sub(4).min(100), n as u16 + 2);
+    f.render_widget(Clear, rect);
+    let mut lines = Vec::new();
+    for (i, name) in state.policy_names.iter().enumerate() {
+        let desc = state.policy_descs.get(i).cloned().unwrap_or_default();
+        let cur = if *name == state.policy.name { "●" } else { " " };
+        let st = if i == selected { t.selection } else { t.base };
+        lines.push(Line::from(vec![
+            Span::styled(format!("{cur} {name:<13}"), st),
+            Span::styled(format!(" {desc}"), if i == selected { st } else { t.dim }),
+        ]));
+    }
+    f.render_widget(
+        Paragraph::new(lines).block(pane_block(" Policy (Enter to use) ", true, t)),
+        rect,
+    );
+}

@@ -1,0 +1,134 @@
+//! Views: pure functions of the [`State`] that draw into a frame. They only read; every text they
+//! show was prepared (and made safe) before it reached the state, and the heavy numbers come
+//! precomputed in the models, so a frame costs a slice walk per pane.
+
+pub mod chart;
+pub mod context;
+pub mod detail;
+pub mod episodes;
+pub mod header;
+pub mod heatmap;
+pub mod help;
+pub mod knobs;
+pub mod layout;
+pub mod main_screen;
+pub mod metrics;
+pub mod picker;
+pub mod screens;
+pub mod status;
+
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders};
+use ratatui::Frame;
+
+use crate::tui::app::{Overlay, Screen, State};
+use crate::tui::theme::Theme;
+
+/// Draws the whole screen.
+pub fn view(state: &State, f: &mut Frame) {
+    let area = f.area();
+    let t = &state.theme;
+    f.buffer_mut().set_style(area, t.base);
+    match &state.screen {
+        Screen::Main => {
+            let r = layout::main_rects(area, state);
+            if r.too_small {
+                screens::too_small(f, area, t);
+                return;
+            }
+            main_screen::render(state, f, &r);
+        }
+        Screen::Picker => picker::render(state, f, area),
+        Screen::Loading(what) => screens::loading(state, f, area, what),
+        Screen::Failed(e) => screens::failed(state, f, area, e),
+    }
+    if area.width < layout::MIN_WIDTH.min(40) || area.height < 5 {
+        return;
+    }
+    match &state.overlay {
+        Overlay::None => {}
+        Overlay::Help { scroll } => help::render(state, f, area, *scroll),
+        Overlay::Knobs { selected } => knobs::render(state, f, area, *selected),
+        Overlay::Policies { selected } => knobs::render_policies(state, f, area, *selected),
+    }
+    if let Some(input) = &state.input {
+        screens::input(state, f, area, input);
+    }
+}
+
+/// A bordered pane with a title; the focused one has the focus colours.
+pub fn pane_block<'a>(title: impl Into<Line<'a>>, focused: bool, t: &Theme) -> Block<'a> {
+    let (b, ts) = if focused {
+        (t.border_focus, t.title_focus)
+    } else {
+        (t.border, t.title)
+    };
+    Block::new()
+        .borders(Borders::ALL)
+        .border_style(b)
+        .title(title.into().style(ts))
+}
+
+/// A top-rule-only block for the heatmap and the chart (they need every column).
+pub fn rule_block<'a>(title: Line<'a>, focused: bool, t: &Theme) -> Block<'a> {
+    let (b, ts) = if focused {
+        (t.border_focus, t.title_focus)
+    } else {
+        (t.border, t.title)
+    };
+    Block::new()
+        .borders(Borders::TOP)
+        .border_style(b)
+        .title(title.style(ts))
+}
+
+/// 1234567 → "1,234,567".
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A rectangle of at most `w`×`h` centred in `area`.
+pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    )
+}
+
+/// `key label` pairs as status-bar spans.
+pub fn key_spans<'a>(pairs: &[(String, &'a str)], key: Style, text: Style) -> Vec<Span<'a>> {
+    let mut v = Vec::new();
+    for (k, d) in pairs {
+        v.push(Span::styled(format!(" {k}"), key));
+        v.push(Span::styled(format!(" {d} "), text));
+    }
+    v
+}
+
+/// Local time of a unix-ms timestamp as `HH:MM:SS` (UTC, so output does not depend on the
+/// machine).
+pub fn clock(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|d| d.format("%H:%M:%S").to_string())
+        .unwrap_or_else(|| "--:--:--".to_owned())
+}
+
+pub fn date(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|d| d.format("%Y-%m-%d %H:%M").to_string())
+        .unwrap_or_else(|| "-".to_owned())
+}

@@ -1,0 +1,98 @@
+//! The session picker: title, directory, updated, requests, tokens; sub-agent sessions under their
+//! parents; typing filters.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Paragraph, Row, Table};
+use ratatui::Frame;
+
+use super::{date, key_spans, pane_block, thousands};
+use crate::tui::app::State;
+use crate::tui::keymap::{self, Mode};
+
+pub fn render(state: &State, f: &mut Frame, area: Rect) {
+    let t = &state.theme;
+    if area.width < 20 || area.height < 5 {
+        super::screens::too_small(f, area, t);
+        return;
+    }
+    let [head, filter, body, status] = area.layout(&Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Fill(1),
+        Constraint::Length(1),
+    ]));
+    f.render_widget(
+        Paragraph::new(format!(" tierscope │ {} ", state.source)).style(t.header),
+        head,
+    );
+    let matches = state.picker_matches();
+    f.render_widget(
+        Paragraph::new(Line::from(vec![
+            Span::styled(" filter: ", t.dim),
+            Span::styled(state.picker.filter.clone(), t.key),
+            Span::styled("▏", t.key),
+            Span::styled(
+                format!(
+                    "   {} of {} sessions",
+                    matches.len(),
+                    state.picker.sessions.len()
+                ),
+                t.dim,
+            ),
+        ])),
+        filter,
+    );
+    let inner_h = usize::from(body.height.saturating_sub(3));
+    let sel = state.picker.selected.min(matches.len().saturating_sub(1));
+    let first = sel.saturating_sub(inner_h.saturating_sub(1));
+    let rows: Vec<Row> = matches
+        .iter()
+        .enumerate()
+        .skip(first)
+        .take(inner_h)
+        .map(|(vis, &i)| {
+            let s = &state.picker.sessions[i];
+            let indent = "  ".repeat(s.depth);
+            let tree = if s.depth > 0 { "└ " } else { "" };
+            let row = Row::new(vec![
+                Cell::from(format!("{indent}{tree}{}", s.title)),
+                Cell::from(Span::styled(s.directory.clone(), t.dim)),
+                Cell::from(date(s.updated)),
+                Cell::from(Line::from(s.requests.to_string()).right_aligned()),
+                Cell::from(Line::from(thousands(s.tokens)).right_aligned()),
+                Cell::from(Span::styled(s.id.clone(), t.dim)),
+            ]);
+            if vis == sel {
+                row.style(t.selection)
+            } else {
+                row
+            }
+        })
+        .collect();
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Fill(3),
+            Constraint::Fill(2),
+            Constraint::Length(16),
+            Constraint::Length(8),
+            Constraint::Length(11),
+            Constraint::Fill(1),
+        ],
+    )
+    .header(
+        Row::new(["title", "directory", "updated", "requests", "tokens", "id"]).style(t.title),
+    )
+    .column_spacing(1)
+    .block(pane_block(" Sessions ", true, t));
+    f.render_widget(table, body);
+    let mut spans = Vec::new();
+    if let Some((msg, _)) = &state.flash {
+        spans.push(Span::styled(format!(" {msg} │"), t.error));
+    }
+    let hints: Vec<(String, &str)> = keymap::hints(Mode::Picker).collect();
+    spans.extend(key_spans(&hints, t.status_key, t.status));
+    spans.push(Span::styled("  type to filter", t.status));
+    f.render_widget(Paragraph::new(Line::from(spans)).style(t.status), status);
+}

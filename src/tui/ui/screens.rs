@@ -1,0 +1,113 @@
+//! Whole-screen states: too small, loading, failed; and the one-line text field.
+
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph, Wrap};
+use ratatui::Frame;
+
+use super::{centered, layout, pane_block};
+use crate::tui::app::{Input, InputPurpose, Overlay, State};
+use crate::tui::theme::Theme;
+
+const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
+
+pub fn too_small(f: &mut Frame, area: Rect, t: &Theme) {
+    let lines = vec![
+        Line::from(Span::styled("terminal too small", t.warn)),
+        Line::from(Span::styled(
+            format!(
+                "{}×{}, need {}×{}",
+                area.width,
+                area.height,
+                layout::MIN_WIDTH,
+                layout::MIN_HEIGHT
+            ),
+            t.dim,
+        )),
+        Line::from(Span::styled("q quits", t.dim)),
+    ];
+    let h = (lines.len() as u16).min(area.height);
+    let y = area.y + area.height.saturating_sub(h) / 2;
+    f.render_widget(
+        Paragraph::new(lines)
+            .centered()
+            .wrap(Wrap { trim: true }),
+        Rect::new(area.x, y, area.width, h),
+    );
+}
+
+pub fn loading(state: &State, f: &mut Frame, area: Rect, what: &str) {
+    let t = &state.theme;
+    let spin = SPINNER[state.spinner % SPINNER.len()];
+    let lines = vec![
+        Line::from(Span::styled("tierscope", t.title_focus)),
+        Line::raw(""),
+        Line::from(vec![
+            Span::styled(format!("{spin} "), t.key),
+            Span::styled(what.to_owned(), t.base),
+        ]),
+        Line::from(Span::styled(state.source.clone(), t.dim)),
+    ];
+    let rect = centered(area, area.width.min(100), 4);
+    f.render_widget(
+        Paragraph::new(lines).centered().wrap(Wrap { trim: true }),
+        rect,
+    );
+}
+
+pub fn failed(state: &State, f: &mut Frame, area: Rect, e: &str) {
+    let t = &state.theme;
+    let rect = centered(area, area.width.saturating_sub(4).min(100), 8);
+    f.render_widget(
+        Paragraph::new(vec![
+            Line::from(Span::styled(crate::tui::safe_line(e), t.error)),
+            Line::raw(""),
+            Line::from(Span::styled("q quits", t.dim)),
+        ])
+        .wrap(Wrap { trim: true })
+        .block(pane_block(" Cannot show the session ", true, t)),
+        rect,
+    );
+}
+
+pub fn input(state: &State, f: &mut Frame, area: Rect, input: &Input) {
+    let t = &state.theme;
+    let label = match input.purpose {
+        InputPurpose::Search => "search episodes: ".to_owned(),
+        InputPurpose::KnobValue => {
+            let name = match state.overlay {
+                Overlay::Knobs { selected } => state
+                    .policy
+                    .specs
+                    .get(selected.wrapping_sub(1))
+                    .map(|s| s.name.clone())
+                    .unwrap_or_default(),
+                _ => String::new(),
+            };
+            format!("{name} = ")
+        }
+        InputPurpose::Budget => "budget (tokens) = ".to_owned(),
+        InputPurpose::SavePath => "save policy as: ".to_owned(),
+    };
+    let h = if input.error.is_some() { 4 } else { 3 };
+    let w = area.width.saturating_sub(4).min(80);
+    let rect = Rect::new(
+        area.x + (area.width.saturating_sub(w)) / 2,
+        area.bottom().saturating_sub(h + 2),
+        w,
+        h.min(area.height),
+    );
+    f.render_widget(Clear, rect);
+    let mut lines = vec![Line::from(vec![
+        Span::styled(label, t.dim),
+        Span::styled(crate::tui::safe_line(&input.text), t.key),
+        Span::styled("▏", t.key),
+    ])];
+    if let Some(e) = &input.error {
+        lines.push(Line::from(Span::styled(crate::tui::safe_line(e), t.error)));
+    }
+    f.render_widget(
+        Paragraph::new(lines).block(pane_block(" Enter accepts, Esc cancels ", true, t)),
+        rect,
+    );
+}

@@ -1,0 +1,195 @@
+//! The strip chart under the heatmap, on the same columns: per column the replayed tokens as a
+//! bar, the budget and the policy's `demote_at` / `target` / `promote_at` lines, the recorded
+//! prompt as a dot, cache breaks (divergence points) on the bottom row, the cursor as a column.
+//! The second view shows cumulative cost, replayed (bars) against recorded (dots).
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::widgets::Widget;
+
+use super::Viewport;
+use crate::tui::model::{ReplayModel, SessionModel};
+use crate::tui::theme::Theme;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ChartKind {
+    #[default]
+    Pressure,
+    Cost,
+}
+
+const EIGHTHS: [&str; 9] = [" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"];
+
+pub struct StripChart<'a> {
+    pub replay: &'a ReplayModel,
+    pub session: &'a SessionModel,
+    pub vp: Viewport,
+    pub cursor: usize,
+    pub theme: &'a Theme,
+    pub kind: ChartKind,
+    pub label_width: u16,
+}
+
+/// Compact number: 950, 12.3k, 1.2M.
+pub fn short(n: f64) -> String {
+    let a = n.abs();
+    if a >= 1e6 {
+        format!("{:.1}M", n / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.0}k", n / 1e3)
+    } else if a >= 1e3 {
+        format!("{:.1}k", n / 1e3)
+    } else {
+        format!("{n:.0}")
+    }
+}
+
+impl StripChart<'_> {
+    fn bucket_max(&self, col: usize, f: impl Fn(usize) -> f64) -> Option<f64> {
+        let r = self.vp.range(col);
+        r.map(f).fold(None, |m, v| Some(m.map_or(v, |m: f64| m.max(v))))
+    }
+}
+
+impl Widget for StripChart<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        if area.height < 3 || area.width <= self.label_width + 1 {
+            return;
+        }
+        let t = self.theme;
+        let frames = &self.replay.frames;
+        let plot_h = area.height - 1; // the bottom row holds the markers
+        let x0 = area.x + self.label_width;
+        let (y_max, value, dot): (f64, Box<dyn Fn(usize) -> f64>, Box<dyn Fn(usize) -> f64>) =
+            match self.kind {
+                ChartKind::Pressure => (
+                    self.replay.y_max.max(1) as f64,
+                    Box::new(|i| frames.get(i).map_or(0.0, |f| f.tokens as f64)),
+                    Box::new(|i| {
+                        self.session
+                            .requests
+                            .get(i)
+                            .map_or(0.0, |r| r.recorded_prompt as f64)
+                    }),
+                ),
+                ChartKind::Cost => (
+                    self.replay.cost_max.max(1e-9),
+                    Box::new(|i| frames.get(i).map_or(0.0, |f| f.cum_cost)),
+                    Box::new(|i| frames.get(i).map_or(0.0, |f| f.recorded_cum_cost)),
+                ),
+            };
+        // Value → height in eighths of a row.
+        let eighths = |v: f64| -> u32 {
+            let h = (v / y_max).clamp(0.0, 1.0) * f64::from(plot_h) * 8.0;
+            h.round() as u32
+        };
+        let row_of = |v: f64| -> Option<u16> {
+            if !(0.0..=y_max).contains(&v) {
+                return None;
+            }
+            let r = ((v / y_max) * f64::from(plot_h)).ceil() as u16;
+            let r = r.clamp(1, plot_h);
+            Some(area.y + plot_h - r)
+        };
+        // Labels on the left: top value, the budget line, zero.
+        let lw = usize::from(self.label_width.saturating_sub(1));
+        let top = match self.kind {
+            ChartKind::Pressure => short(y_max),
+            ChartKind::Cost => format!("${y_max:.2}"),
+        };
+        buf.set_stringn(area.x, area.y, &top, lw, t.dim);
+        buf.set_stringn(area.x, area.y + plot_h - 1, "0", lw, t.dim);
+        // Horizontal lines (pressure view only), drawn first so bars cover them.
+        let mut lines: Vec<(f64, Style, &str)> = Vec::new();
+        if self.kind == ChartKind::Pressure && self.replay.budget > 0 {
+            let b = self.replay.budget as f64;
+            for (k, st, name) in [
+                (self.replay.promote_at, t.line_promote, "pro"),
+                (self.replay.target, t.line_target, "tgt"),
+                (self.replay.demote_at, t.line_demote, "dem"),
+                (Some(1.0), t.line_budget, "bud"),
+            ] {
+                if let Some(k) = k {
+                    lines.push((k * b, st, name));
+                }
+            }
+        }
+        for (v, st, name) in &lines {
+            if let Some(y) = row_of(*v) {
+                for x in x0..area.right() {
+                    buf.set_string(x, y, "╌", *st);
+                }
+                buf.set_stringn(area.x, y, *name, lw, *st);
+            }
+        }
+        let used = self.vp.used_cols();
+        let cursor_col = self.vp.col_of(self.cursor);
+        let cw = self.vp.col_w.max(1);
+        for cell_x in 0..used * cw {
+            let col = cell_x / cw;
+            let x = x0 + cell_x as u16;
+            if x >= area.right() {
+                break;
+            }
+            let v = self.bucket_max(col, &value).unwrap_or(0.0);
+            let over = self.kind == ChartKind::Pressure
+                && self.replay.budget > 0
+                && v > self.replay.budget as f64;
+            let bar_style = if over { t.gauge_over } else { t.line_tokens };
+            let mut h = eighths(v);
+            for r in 0..plot_h {
+                let y = area.y + plot_h - 1 - r;
+                if h == 0 {
+                    break;
+                }
+                let e = h.min(8) as usize;
+                h -= e as u32;
+                buf.set_string(x, y, EIGHTHS[e], bar_style);
+            }
+            if let Some(d) = self.bucket_max(col, &dot) {
+                if d > 0.0 {
+                    if let Some(y) = row_of(d) {
+                        buf.set_string(x, y, "•", t.line_recorded);
+                    }
+                }
+            }
+            let broke = self.vp.range(col).any(|i| frames.get(i).is_some_and(|f| f.cache_break));
+            let marker_y = area.y + plot_h;
+            if broke && self.kind == ChartKind::Pressure {
+                buf.set_string(x, marker_y, "↯", t.divergence);
+            } else {
+                buf.set_string(x, marker_y, "─", t.border);
+            }
+            if Some(col) == cursor_col {
+                for y in area.y..area.bottom() {
+                    if let Some(c) = buf.cell_mut((x, y)) {
+                        let st = c.style().patch(t.cursor);
+                        c.set_style(st);
+                        if c.symbol() == " " {
+                            c.set_symbol("│");
+                        }
+                    }
+                }
+            }
+        }
+        let legend = match self.kind {
+            ChartKind::Pressure => "↯",
+            ChartKind::Cost => "$",
+        };
+        buf.set_stringn(area.x, area.y + plot_h, legend, lw, t.divergence);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short;
+
+    #[test]
+    fn short_numbers() {
+        assert_eq!(short(950.0), "950");
+        assert_eq!(short(1234.0), "1.2k");
+        assert_eq!(short(45_600.0), "46k");
+        assert_eq!(short(2_500_000.0), "2.5M");
+    }
+}
