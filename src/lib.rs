@@ -6,6 +6,7 @@
 
 pub mod text;
 pub mod cli;
+pub mod compare;
 pub mod episode;
 pub mod fixture;
 pub mod loaded;

@@ -108,12 +108,13 @@ pub fn load(args: &LoadArgs) -> Result<LoadedSession, LoadSessionError> {
         export_file,
         data_dir: SidecarLocator::default_data_dir(),
     };
+    let child_locator = locator.for_child();
     let mut warnings = Vec::new();
     let mut children = Vec::new();
     for child in source.load_children(&trace) {
         match child {
             Ok(t) => {
-                let opts = options_for(&base, &locator, &t, args)?;
+                let opts = options_for(&base, &child_locator, &t, args)?;
                 children.push(from_trace_with(t, &opts, &tokenizer));
             }
             Err(e) => warnings.push(format!("sub-agent session not loaded: {e}")),
@@ -195,7 +196,17 @@ pub fn from_trace_with(
     // Explicit starts for annotations / magic-context segmentation.
     let mut explicit = BTreeSet::new();
     let mut covered_until = None;
-    let mut compartment_at: BTreeMap<usize, usize> = BTreeMap::new(); // first message → row
+    // Compartment ranges (first, last message index, row).
+    let mut compartments: Vec<(usize, usize, usize)> = Vec::new();
+    for (k, c) in opts.compartments.iter().enumerate() {
+        match magic_context::resolve_range(c, &trace) {
+            Some((a, b)) => compartments.push((a, b, k)),
+            None => warnings.push(format!(
+                "magic-context: compartment {} ({}..{}) does not fit the trace",
+                c.sequence, c.start_message, c.end_message
+            )),
+        }
+    }
     match opts.segmentation {
         Segmentation::Annotations => {
             for id in annotations
@@ -218,18 +229,9 @@ pub fn from_trace_with(
             }
         }
         Segmentation::MagicContext => {
-            for (k, c) in opts.compartments.iter().enumerate() {
-                match magic_context::resolve_range(c, &trace) {
-                    Some((a, b)) => {
-                        explicit.insert(a);
-                        compartment_at.insert(a, k);
-                        covered_until = Some(covered_until.map_or(b, |x: usize| x.max(b)));
-                    }
-                    None => warnings.push(format!(
-                        "magic-context: compartment {} ({}..{}) does not fit the trace",
-                        c.sequence, c.start_message, c.end_message
-                    )),
-                }
+            for &(a, b, _) in &compartments {
+                explicit.insert(a);
+                covered_until = Some(covered_until.map_or(b, |x: usize| x.max(b)));
             }
         }
         _ => {}
@@ -297,7 +299,13 @@ pub fn from_trace_with(
                 }
             }
             if ext.is_empty() {
-                if let Some(&row) = compartment_at.get(&seg.first_message) {
+                // Under magic-context segmentation the episode starts at its compartment; under
+                // another segmentation the compartment must cover exactly the episode.
+                let by_mc = opts.segmentation == Segmentation::MagicContext;
+                let hit = compartments
+                    .iter()
+                    .find(|(a, b, _)| *a == seg.first_message && (by_mc || *b == seg.last_message));
+                if let Some(&(_, _, row)) = hit {
                     let c = &opts.compartments[row];
                     ext = external::from_compartment(c, &ids, seg.first_message);
                     importance = Some(c.importance as f64 / 100.0);

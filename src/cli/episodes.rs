@@ -194,8 +194,8 @@ pub fn explain(l: &LoadedSession, e: &Episode) -> String {
         "  {reqs}, messages {}..{} ({} .. {}), {} → {}",
         e.first_message,
         e.last_message,
-        l.trace.messages[e.first_message].id,
-        l.trace.messages[e.last_message].id,
+        s(&l.trace.messages[e.first_message].id),
+        s(&l.trace.messages[e.last_message].id),
         format_time(e.time_start),
         format_time(e.time_end)
     );
@@ -207,10 +207,10 @@ pub fn explain(l: &LoadedSession, e: &Episode) -> String {
         .join(", ");
     let _ = writeln!(out, "  kinds: {kinds}");
     if let Some(c) = &e.continues {
-        let _ = writeln!(out, "  continues: {c}");
+        let _ = writeln!(out, "  continues: {}", s(c));
     }
     if !e.children.is_empty() {
-        let _ = writeln!(out, "  sub-agent sessions: {}", e.children.join(", "));
+        let _ = writeln!(out, "  sub-agent sessions: {}", s(&e.children.join(", ")));
     }
     if let Some(i) = e.importance {
         let _ = writeln!(out, "  importance: {i:.2}");
@@ -229,7 +229,7 @@ pub fn explain(l: &LoadedSession, e: &Episode) -> String {
             out,
             "  - \"{}\"  [{}; {}]",
             s(&p.text),
-            p.message_id,
+            s(&p.message_id),
             s(&p.reason)
         );
     }
@@ -256,7 +256,7 @@ pub fn explain(l: &LoadedSession, e: &Episode) -> String {
                     t.as_str(),
                     r.tokens,
                     r.chunks.len(),
-                    r.generator,
+                    s(&r.generator),
                     r.strategy.as_str()
                 );
             }
@@ -293,7 +293,7 @@ pub fn show(rep: &Representation, pruned: bool) -> String {
         rep.episode_id,
         rep.tier,
         rep.tokens,
-        rep.generator,
+        sanitize_for_terminal(&rep.generator),
         rep.chunks.len(),
         if pruned {
             ", recorded prunes applied"

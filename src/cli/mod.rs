@@ -3,6 +3,8 @@
 
 use clap::{Parser, Subcommand};
 
+pub mod audit;
+pub mod diff;
 pub mod episodes;
 pub mod experiment;
 pub mod explore;
@@ -48,12 +50,16 @@ pub enum Command {
     Experiment(experiment::ExperimentArgs),
     /// Replay one policy over a grid of knob values; mark the Pareto front (cost, thrash, survival).
     Sweep(sweep::SweepArgs),
+    /// Audit tiers: needle survival per token, non-monotonic, unsupported, contradictory and dominated tiers.
+    Audit(audit::AuditArgs),
     /// Replay a session under a policy: per-request tokens, tiers, divergence, cache, cost, changes.
     Replay(replay::ReplayArgs),
     /// The rendered context at one request, chunk by chunk (--diff-prev marks the divergence).
     Render(render::RenderArgs),
     /// List the built-in policies and their knobs (--json for sliders and sweeps).
     Policies(policies::PoliciesArgs),
+    /// Compare two policies (or two knob sets) on one session: tier differences and deltas per request, summary deltas, --context --at N for the rendered-context diff.
+    Diff(diff::DiffArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -66,9 +72,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             Command::Fixture(a) => fixture::run(&a),
             Command::Experiment(a) => experiment::run_cli(&a),
             Command::Sweep(a) => sweep::run(&a),
+            Command::Audit(a) => audit::run(&a),
             Command::Replay(a) => replay::run(&a),
             Command::Render(a) => render::run(&a),
             Command::Policies(a) => policies::run(&a),
+            Command::Diff(a) => diff::run(&a),
         },
     }
 }

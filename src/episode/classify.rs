@@ -581,15 +581,20 @@ pub fn classify(
     let title = title(trace, seg, msgs, &facts, compaction_msg);
 
     let kinds: Vec<EpisodeKind> = kinds.into_iter().collect();
-    let (class, floor, class_reasons, floor_reasons) = class_and_floor(
-        &kinds,
-        rules,
-        &facts,
-        &pins,
-        &children,
-        compaction_msg,
+    let failed_request = msgs.iter().find_map(|m| {
+        let e = m.error.as_ref()?;
+        let r = req_of.get(trace.message_index(&m.id)?).copied().flatten()?;
+        Some(format!("request {r} failed ({})", e.name))
+    });
+    let ev = Evidence {
+        facts: &facts,
+        pins: &pins,
+        children: &children,
+        compaction: compaction_msg,
         text_chars,
-    );
+        failed_request,
+    };
+    let (class, floor, class_reasons, floor_reasons) = class_and_floor(&kinds, rules, &ev);
 
     Classified {
         title,
@@ -606,14 +611,21 @@ pub fn classify(
 }
 
 /// Votes → class, floor and their reasons.
+/// What the reasons quote.
+struct Evidence<'a> {
+    facts: &'a Facts,
+    pins: &'a [Pin],
+    children: &'a [String],
+    compaction: Option<&'a Message>,
+    text_chars: usize,
+    /// "request 9 failed (APIError)" for the first request with a recorded error.
+    failed_request: Option<String>,
+}
+
 fn class_and_floor(
     kinds: &[EpisodeKind],
     rules: &Rules,
-    facts: &Facts,
-    pins: &[Pin],
-    children: &[String],
-    compaction: Option<&Message>,
-    text_chars: usize,
+    ev: &Evidence<'_>,
 ) -> (RetentionClass, Tier, Vec<String>, Vec<String>) {
     let mut class: Option<RetentionClass> = None;
     let mut floor: Option<Tier> = None;
@@ -621,7 +633,7 @@ fn class_and_floor(
     let mut floor_reasons = Vec::new();
     for k in kinds {
         let Some(v) = rules.vote(*k) else { continue };
-        let ev = evidence(*k, facts, pins, children, compaction, text_chars);
+        let ev = evidence(*k, ev);
         if let Some(c) = v.class {
             class_reasons.push(format!("class {}: {} — {ev}", c.as_str(), k.as_str()));
             // Most protective wins: pin < compressible < discardable in the enum order.
@@ -687,14 +699,15 @@ fn class_and_floor(
     (class, floor, class_reasons, floor_reasons)
 }
 
-fn evidence(
-    k: EpisodeKind,
-    facts: &Facts,
-    pins: &[Pin],
-    children: &[String],
-    compaction: Option<&Message>,
-    text_chars: usize,
-) -> String {
+fn evidence(k: EpisodeKind, ev: &Evidence<'_>) -> String {
+    let Evidence {
+        facts,
+        pins,
+        children,
+        compaction,
+        text_chars,
+        ref failed_request,
+    } = *ev;
     match k {
         EpisodeKind::Failure => facts
             .failures
@@ -739,7 +752,13 @@ fn evidence(
                 format!("task call spawned {}", children.join(", "))
             }
         }
-        EpisodeKind::Chatter => format!("no tool calls, {text_chars} chars of text"),
+        EpisodeKind::Chatter => {
+            let mut s = format!("no tool calls, {text_chars} chars of text");
+            if let Some(f) = failed_request {
+                s.push_str(&format!("; {f}"));
+            }
+            s
+        }
         other => other.as_str().to_owned(),
     }
 }
@@ -972,7 +991,20 @@ fn outcome(msgs: &[Message], facts: &Facts) -> String {
         .map(|m| m.text())
         .find(|t| !t.trim().is_empty());
     match last_text {
-        Some(t) => clip_chars(sentences(&t).first().copied().unwrap_or(""), 200),
+        // The first real sentence: not a markdown heading, at least three words if there is one.
+        Some(t) => {
+            let ss: Vec<&str> = sentences(&t)
+                .into_iter()
+                .filter(|s| !s.starts_with('#'))
+                .collect();
+            let s = ss
+                .iter()
+                .find(|s| s.split_whitespace().count() >= 3)
+                .or(ss.first())
+                .copied()
+                .unwrap_or("");
+            clip_chars(s, 200)
+        }
         None => match (
             facts.failures.last(),
             msgs.iter().rev().find(|m| m.is_assistant()),
@@ -1070,7 +1102,9 @@ mod tests {
         ));
         assert!(pinned("Don't commit, I'll review first."));
         assert!(pinned("Keep the rest as it is."));
-        assert!(pinned("Fix it, but keep it streaming: the feeds are getting big."));
+        assert!(pinned(
+            "Fix it, but keep it streaming: the feeds are getting big."
+        ));
         assert!(!pinned(
             "Accounting says a lot of invoices don't match their ledger."
         ));

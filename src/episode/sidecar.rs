@@ -5,9 +5,9 @@
 //! - `*.probes.json`: hidden questions the replay asks of every rendered context.
 //!
 //! Lookup order for a session: `--sidecars DIR`, else the directory of an export file, else
-//! `$XDG_DATA_HOME/tierscope/`. In each place the file is named after the export's stem
-//! (`E1.probes.json` beside `E1.json`) or the session id (`ses_….probes.json`). tierscope never
-//! writes into OpenCode's data dir. The exact formats are documented in `docs/episodes.md`.
+//! `$XDG_DATA_HOME/tierscope/`; the first file found wins, per kind. In each place the file is
+//! named after the export's stem (`E1.probes.json` beside `E1.json`) or the session id
+//! (`ses_….probes.json`). tierscope never writes into OpenCode's data dir. The exact formats are documented in `docs/episodes.md`.
 
 use std::path::{Path, PathBuf};
 
@@ -384,27 +384,21 @@ impl SidecarLocator {
             .map(|s| s.data_dir().join("tierscope"))
     }
 
-    /// Candidate paths in lookup order: in the first place that applies (`--sidecars`, else the
-    /// export's dir, else the data dir), the export's stem then the session id.
+    /// Candidate paths in lookup order: the `--sidecars` dir, then the export's dir, then the
+    /// data dir; in each, the export's stem then the session id.
     pub fn candidates(&self, session_id: &str, kind: SidecarKind) -> Vec<PathBuf> {
         let stem = self
             .export_file
             .as_ref()
             .and_then(|p| p.file_stem())
             .map(|s| s.to_string_lossy().into_owned());
-        let dir = self
-            .dir
-            .clone()
-            .or_else(|| {
-                self.export_file
-                    .as_ref()
-                    .and_then(|p| p.parent())
-                    .map(Path::to_path_buf)
-            })
-            .or_else(|| self.data_dir.clone());
-        let Some(dir) = dir else {
-            return Vec::new();
-        };
+        let export_dir = self.export_file.as_ref().and_then(|p| p.parent()).map(|p| {
+            if p.as_os_str().is_empty() {
+                Path::new(".").to_path_buf()
+            } else {
+                p.to_path_buf()
+            }
+        });
         let mut names: Vec<String> = Vec::new();
         if let Some(stem) = stem {
             names.push(format!("{stem}.{}", kind.suffix()));
@@ -413,7 +407,35 @@ impl SidecarLocator {
             names.push(format!("{session_id}.{}", kind.suffix()));
         }
         names.dedup();
-        names.into_iter().map(|n| dir.join(n)).collect()
+        let mut out: Vec<PathBuf> = Vec::new();
+        for dir in [self.dir.clone(), export_dir, self.data_dir.clone()]
+            .into_iter()
+            .flatten()
+        {
+            for n in &names {
+                let p = dir.join(n);
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+        }
+        out
+    }
+
+    /// The locator for a sub-agent session of the same load: by session id only (a child must not
+    /// take its parent export's `<stem>.*` files), in the `--sidecars` dir (else the export's dir)
+    /// and the data dir.
+    pub fn for_child(&self) -> SidecarLocator {
+        let export_dir = self
+            .export_file
+            .as_ref()
+            .and_then(|p| p.parent())
+            .map(Path::to_path_buf);
+        SidecarLocator {
+            dir: self.dir.clone().or(export_dir),
+            export_file: None,
+            data_dir: self.data_dir.clone(),
+        }
     }
 
     /// The first candidate that exists, read to a string.
@@ -496,7 +518,7 @@ mod tests {
     }
 
     #[test]
-    fn lookup_prefers_sidecar_dir_then_export_dir() {
+    fn lookup_prefers_sidecar_dir_then_export_dir_then_data_dir() {
         let loc = SidecarLocator {
             dir: None,
             export_file: Some(PathBuf::from("/a/E1.json")),
@@ -506,7 +528,9 @@ mod tests {
             loc.candidates("ses_x", SidecarKind::Probes),
             vec![
                 PathBuf::from("/a/E1.probes.json"),
-                PathBuf::from("/a/ses_x.probes.json")
+                PathBuf::from("/a/ses_x.probes.json"),
+                PathBuf::from("/d/E1.probes.json"),
+                PathBuf::from("/d/ses_x.probes.json"),
             ]
         );
         let loc = SidecarLocator {
@@ -516,6 +540,13 @@ mod tests {
         assert_eq!(
             loc.candidates("ses_x", SidecarKind::Tiers)[0],
             PathBuf::from("/s/E1.tiers.json")
+        );
+        assert_eq!(
+            loc.for_child().candidates("ses_c", SidecarKind::Tiers),
+            vec![
+                PathBuf::from("/s/ses_c.tiers.json"),
+                PathBuf::from("/d/ses_c.tiers.json"),
+            ]
         );
     }
 }

@@ -820,11 +820,13 @@ impl<'p, 'a> Engine<'p, 'a> {
             }
             return;
         }
-        // Promotion: relevant episodes whenever they fit under the target; everyone when the
-        // pressure is below promote_at. Most relevant first, then newest.
-        let low = proj(self) < self.par.promote_at;
+        // Promotion only below promote_at (the hysteresis band), most relevant first, then
+        // newest, while the projection stays at or under the target.
+        if proj(self) >= self.par.promote_at {
+            return;
+        }
         let mut cands: Vec<usize> = (0..self.k)
-            .filter(|&e| self.desired[e] > Tier::Full && (low || self.rel_count[e] > 0))
+            .filter(|&e| self.desired[e] > Tier::Full)
             .collect();
         if cands.is_empty() {
             return;

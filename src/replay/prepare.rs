@@ -179,6 +179,11 @@ impl<'a> Prep<'a> {
                 .collect();
             avail.push(Tier::Dropped);
             let mut legal = e.legal_tiers();
+            // Law 2: pinned spans stay in the context, so an episode with pins is never dropped
+            // by a policy that respects floors, whatever its class says.
+            if !e.pins.is_empty() {
+                legal.retain(|t| *t != Tier::Dropped);
+            }
             if legal.is_empty() {
                 legal.push(*avail.first().unwrap_or(&Tier::Full));
             }

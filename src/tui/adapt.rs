@@ -403,11 +403,21 @@ pub fn context_model(
         })
         .collect();
     let divergence_chunk = ctx.divergence_index.filter(|&d| d < chunks.len());
+    let mut lines = Vec::new();
+    let mut chunk_start = Vec::with_capacity(ctx.chunks.len());
+    for (i, c) in ctx.chunks.iter().enumerate() {
+        chunk_start.push(lines.len());
+        for l in safe_text(&c.text).lines() {
+            lines.push((i, l.to_owned()));
+        }
+    }
     Ok(ContextModel {
         request: ctx.request,
         divergence_chunk,
         divergence_tokens: ctx.divergence,
         total_tokens: ctx.tokens,
         chunks,
+        lines,
+        chunk_start,
     })
 }

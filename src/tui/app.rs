@@ -146,6 +146,8 @@ pub struct State {
     /// The tier whose text the detail pane shows; `None` = the applied one.
     pub detail_tier: Option<Tier>,
     pub context_scroll: usize,
+    /// The context pane shows every chunk's text (else one line per chunk).
+    pub context_expanded: bool,
     pub overlay: Overlay,
     pub input: Option<Input>,
     pub playing: bool,
@@ -261,6 +263,7 @@ impl State {
             detail_scroll: 0,
             detail_tier: None,
             context_scroll: 0,
+            context_expanded: false,
             overlay: Overlay::None,
             input: None,
             playing: false,
@@ -470,7 +473,7 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
                 match result {
                     Ok(c) => {
                         // Open at the divergence point: what broke the cache, at a glance.
-                        state.context_scroll = c.divergence_chunk.map_or(0, |d| d.saturating_sub(2));
+                        state.context_scroll = context_home(&c, state.context_expanded);
                         state.context = Some(c);
                     }
                     Err(e) => state.flash(format!("render failed: {e}"), Level::Error),
@@ -762,7 +765,7 @@ fn on_main_action(state: &mut State, a: Action, fx: &mut Vec<Effect>) {
                 if per > 1 {
                     (per / 2, 1)
                 } else {
-                    (1, (cw * 2).min(8))
+                    (1, (cw * 2).min(16))
                 }
             } else if cw > 1 {
                 (1, cw / 2)
@@ -792,6 +795,18 @@ fn on_main_action(state: &mut State, a: Action, fx: &mut Vec<Effect>) {
             }
         }
         Action::NextTierText | Action::PrevTierText => cycle_tier_text(state, a),
+        Action::ToggleContextText => {
+            // Keep the same chunk in view across the switch.
+            if let Some(c) = &state.context {
+                state.context_scroll = if state.context_expanded {
+                    c.lines.get(state.context_scroll).map_or(0, |(chunk, _)| *chunk)
+                } else {
+                    c.chunk_start.get(state.context_scroll).copied().unwrap_or(0)
+                };
+            }
+            state.context_expanded = !state.context_expanded;
+            state.focus = Pane::Context;
+        }
         Action::OpenKnobs => state.overlay = Overlay::Knobs { selected: 0 },
         Action::SwitchPolicy => open_policies(state),
         Action::SavePolicy => start_save(state),
@@ -819,6 +834,16 @@ fn on_main_action(state: &mut State, a: Action, fx: &mut Vec<Effect>) {
         }
         Action::Copy => copy_tier_text(state, fx),
         _ => {}
+    }
+}
+
+/// Where the context pane opens: a little above the divergence point (what broke the cache, at
+/// a glance).
+fn context_home(c: &ContextModel, expanded: bool) -> usize {
+    match c.divergence_chunk {
+        Some(d) if expanded => c.chunk_start.get(d).copied().unwrap_or(0).saturating_sub(3),
+        Some(d) => d.saturating_sub(2),
+        None => 0,
     }
 }
 

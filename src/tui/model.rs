@@ -251,6 +251,10 @@ pub struct ContextModel {
     pub divergence_chunk: Option<usize>,
     pub divergence_tokens: u64,
     pub total_tokens: u64,
+    /// Every chunk's text, line by line, for the expanded view: (chunk index, line).
+    pub lines: Vec<(usize, String)>,
+    /// Index into `lines` of each chunk's first line.
+    pub chunk_start: Vec<usize>,
 }
 
 #[derive(Debug, Clone, Default)]

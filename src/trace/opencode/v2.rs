@@ -85,7 +85,6 @@ pub fn messages_from_rows(
                     a.insert("parentID".into(), Value::String(row.id.clone()));
                     a.insert("summary".into(), Value::Bool(true));
                     a.insert("agent".into(), "compaction".into());
-                    a.remove("content");
                     let Some(mut s) = parse_message(&Value::Object(a), diags) else {
                         continue;
                     };
@@ -103,6 +102,9 @@ pub fn messages_from_rows(
 /// object given v1 names.
 fn base(row: &Row, session_id: &str, role: &str, created: i64) -> Map<String, Value> {
     let mut info = row.data.clone();
+    // The content becomes parts; keeping it in the message too would store it twice.
+    info.remove("content");
+    info.remove("text");
     info.insert("id".into(), Value::String(row.id.clone()));
     info.insert("sessionID".into(), Value::String(session_id.to_owned()));
     info.insert("role".into(), role.into());

@@ -8,6 +8,7 @@ use ratatui::Frame;
 
 use super::{pane_block, thousands};
 use crate::tui::app::{Pane, State};
+use crate::tui::model::{ChunkRow, ContextModel};
 use crate::tui::widgets::chart::short;
 
 pub fn render(state: &State, f: &mut Frame, area: Rect) {
@@ -39,6 +40,14 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         changed
     );
     let inner_h = usize::from(area.height.saturating_sub(2));
+    if state.context_expanded {
+        let lines = expanded(state, c, inner_h);
+        f.render_widget(
+            Paragraph::new(lines).block(pane_block(title, focused, t)),
+            area,
+        );
+        return;
+    }
     let mut lines: Vec<Line> = Vec::with_capacity(inner_h);
     let mut i = state.context_scroll.min(c.chunks.len().saturating_sub(1));
     while lines.len() < inner_h && i < c.chunks.len() {
@@ -80,4 +89,67 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         Paragraph::new(lines).block(pane_block(title, focused, t)),
         area,
     );
+}
+
+fn divergence_line<'a>(c: &ContextModel, t: &crate::tui::theme::Theme) -> Line<'a> {
+    Line::from(Span::styled(
+        format!(
+            "── divergence: {} tok of prefix kept, {} to reprocess ──",
+            thousands(c.divergence_tokens),
+            thousands(c.total_tokens.saturating_sub(c.divergence_tokens))
+        ),
+        t.divergence,
+    ))
+}
+
+fn header<'a>(ch: &ChunkRow, t: &crate::tui::theme::Theme) -> Line<'a> {
+    let st = if ch.changed { t.chunk_changed } else { t.title_focus };
+    Line::from(vec![
+        Span::styled(if ch.changed { "▌" } else { "▸" }, st),
+        Span::styled(
+            format!(
+                "{} {} {} tok{}",
+                ch.label,
+                if ch.tier == ch.label { "" } else { ch.tier.as_str() },
+                ch.tokens,
+                if ch.changed { " (changed)" } else { "" }
+            ),
+            st,
+        ),
+    ])
+}
+
+/// Every chunk's text from the scroll line on, each chunk under a header line.
+fn expanded<'a>(state: &State, c: &'a ContextModel, h: usize) -> Vec<Line<'a>> {
+    let t = &state.theme;
+    let mut out: Vec<Line> = Vec::with_capacity(h);
+    let n = c.chunks.len();
+    if n == 0 {
+        return out;
+    }
+    let scroll = state.context_scroll.min(c.lines.len());
+    // The chunk holding the scroll line (chunks with no text hold none; take the last start ≤).
+    let mut chunk = c.chunk_start.partition_point(|&s| s <= scroll).saturating_sub(1);
+    let mut li = scroll;
+    while out.len() < h && chunk < n {
+        let start = c.chunk_start[chunk];
+        let end = c.chunk_start.get(chunk + 1).copied().unwrap_or(c.lines.len());
+        if li <= start {
+            if c.divergence_chunk == Some(chunk) {
+                out.push(divergence_line(c, t));
+            }
+            if out.len() < h {
+                out.push(header(&c.chunks[chunk], t));
+            }
+            li = start;
+        }
+        let style = if c.chunks[chunk].changed { t.chunk_changed } else { t.base };
+        while li < end && out.len() < h {
+            out.push(Line::from(Span::styled(c.lines[li].1.as_str(), style)));
+            li += 1;
+        }
+        chunk += 1;
+        li = li.max(c.chunk_start.get(chunk).copied().unwrap_or(li));
+    }
+    out
 }

@@ -30,6 +30,8 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
     let w = r.table.width;
     let wide = w >= 90;
     let with_last = w >= 64;
+    // Narrow: class and floor live in the detail pane; the title needs the room.
+    let with_class = w >= 56;
     let class_of = |c: &'static str| -> &'static str {
         if wide {
             c
@@ -94,9 +96,10 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
         if wide {
             cells.push(Cell::from(Span::styled(e.kinds.clone(), t.dim)));
         }
+        if with_class {
+            cells.extend([Cell::from(class_of(e.class)), Cell::from(e.floor.as_str())]);
+        }
         cells.extend([
-            Cell::from(class_of(e.class)),
-            Cell::from(e.floor.as_str()),
             Cell::from(Span::styled(tier_text, tier_style)),
             Cell::from(Line::from(tokens).right_aligned()),
         ]);
@@ -115,13 +118,12 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
         widths.push(Constraint::Fill(1));
         header.push("kinds");
     }
-    widths.extend([
-        Constraint::Length(if wide { 12 } else { 5 }),
-        Constraint::Length(7),
-        Constraint::Length(9),
-        Constraint::Length(6),
-    ]);
-    header.extend(["class", "floor", "tier", "tok"]);
+    if with_class {
+        widths.extend([Constraint::Length(if wide { 12 } else { 5 }), Constraint::Length(7)]);
+        header.extend(["class", "floor"]);
+    }
+    widths.extend([Constraint::Length(if with_last { 13 } else { 9 }), Constraint::Length(6)]);
+    header.extend(["tier", "tok"]);
     if with_last {
         widths.push(Constraint::Fill(2));
         header.push("last change");

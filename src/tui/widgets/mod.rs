@@ -46,11 +46,11 @@ impl Viewport {
         x / self.col_w.max(1)
     }
     /// The viewport that fits `total` requests into `width` cells: several requests per column
-    /// when they do not fit, several cells per request (at most 8) when there is room.
+    /// when they do not fit, several cells per request (at most 16) when there is room.
     pub fn fit(total: usize, width: usize) -> (usize, usize) {
         let per = Viewport::fit_zoom(total, width);
         let w = if per == 1 && total > 0 {
-            (width / total).clamp(1, 8)
+            (width / total).clamp(1, 16)
         } else {
             1
         };
@@ -109,6 +109,6 @@ mod tests {
         assert_eq!(Viewport::follow(0, 1, 20, 100, 99), 80);
         assert_eq!(Viewport::fit(24, 115), (1, 4));
         assert_eq!(Viewport::fit(2000, 100), (20, 1));
-        assert_eq!(Viewport::fit(3, 200), (1, 8));
+        assert_eq!(Viewport::fit(3, 200), (1, 16));
     }
 }

@@ -1,0 +1,458 @@
+//! `tierscope diff`: replay one session under two policies (or one policy with two knob sets)
+//! and print what differs: per request the episodes shown at different tiers and the metric
+//! deltas (B − A), then the summary of both and its deltas. `--at N` narrows to one request;
+//! `--context --at N` prints the unified diff of the two rendered contexts there.
+
+use anyhow::{bail, Context};
+use clap::{Args, ValueEnum};
+use serde_json::json;
+
+use super::LoadArgs;
+use crate::compare::{self, Comparison, FrameDiff, Metrics, SummaryDelta};
+use crate::policy::{self, Policy};
+use crate::replay::{render_at, Input, PolicyInfo, Summary};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum DiffFormat {
+    #[default]
+    Table,
+    Json,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DiffArgs {
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Policy A, then policy B: built-in names or TOML files. Give one to compare a policy with
+    /// itself under two knob sets (--set-a / --set-b).
+    #[arg(long, short = 'p', value_name = "POLICY", required = true)]
+    pub policy: Vec<String>,
+    /// Token budget for both (default: the usable input limit of the recorded model).
+    #[arg(long)]
+    pub budget: Option<u64>,
+    /// Override a knob of A: KEY=VALUE (repeatable).
+    #[arg(long = "set-a", value_name = "KEY=VALUE")]
+    pub set_a: Vec<String>,
+    /// Override a knob of B: KEY=VALUE (repeatable).
+    #[arg(long = "set-b", value_name = "KEY=VALUE")]
+    pub set_b: Vec<String>,
+    /// Only this request (numbered from 0).
+    #[arg(long, value_name = "REQUEST")]
+    pub at: Option<usize>,
+    /// With --at: the unified diff of the two rendered contexts at that request.
+    #[arg(long, requires = "at")]
+    pub context: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: DiffFormat,
+}
+
+impl DiffArgs {
+    /// Policies A and B with their overrides.
+    pub fn resolve(&self) -> anyhow::Result<(Policy, Policy)> {
+        let (a, b) = match self.policy.as_slice() {
+            [a] => (a, a),
+            [a, b] => (a, b),
+            _ => bail!(
+                "give --policy once (one policy, two knob sets) or twice (A then B), not {} times",
+                self.policy.len()
+            ),
+        };
+        let pa = policy::load(a, &policy::parse_overrides(&self.set_a)?).context("policy A")?;
+        let pb = policy::load(b, &policy::parse_overrides(&self.set_b)?).context("policy B")?;
+        Ok((pa, pb))
+    }
+}
+
+pub fn run(a: &DiffArgs) -> anyhow::Result<()> {
+    let (pa, pb) = a.resolve()?;
+    let session = crate::loaded::load(&a.load).context("loading the session")?;
+    let input = Input::from(&session);
+    let (_, _, mut cmp) = compare::compare_policies(&input, &pa, &pb, a.budget)?;
+    if let Some(at) = a.at {
+        if at >= cmp.requests {
+            bail!(
+                "request {at} is out of range: the session has {} requests (numbered from 0)",
+                cmp.requests
+            );
+        }
+    }
+    if a.context {
+        let Some(at) = a.at else {
+            bail!("--context needs --at REQUEST");
+        };
+        let ca = render_at(&input, &pa, a.budget, at)?;
+        let cb = render_at(&input, &pb, a.budget, at)?;
+        let (ta, tb) = (compare::context_text(&ca), compare::context_text(&cb));
+        let unified = compare::unified_diff(
+            &ta,
+            &tb,
+            &side_label("A", &cmp.a, &cmp.b),
+            &side_label("B", &cmp.b, &cmp.a),
+        );
+        match a.format {
+            DiffFormat::Json => super::output::print_json(&json!({
+                "request": at,
+                "a": { "policy": cmp.a.name, "tokens": ca.tokens, "chunks": ca.chunks.len() },
+                "b": { "policy": cmp.b.name, "tokens": cb.tokens, "chunks": cb.chunks.len() },
+                "identical": unified.is_empty(),
+                "unified": unified,
+            }))?,
+            DiffFormat::Table => print!(
+                "{}",
+                context_report(&cmp, at, ca.tokens, cb.tokens, &unified)
+            ),
+        }
+        return Ok(());
+    }
+    if let Some(at) = a.at {
+        cmp.frames.retain(|f| f.request == at);
+    }
+    match a.format {
+        DiffFormat::Json => super::output::print_json(&cmp),
+        DiffFormat::Table => {
+            print!("{}", table(&cmp, a.at.is_some()));
+            Ok(())
+        }
+    }
+}
+
+fn side_label(side: &str, p: &PolicyInfo, other: &PolicyInfo) -> String {
+    let knobs = knob_text(p, other);
+    if knobs.is_empty() {
+        format!("{side}: {}", p.name)
+    } else {
+        format!("{side}: {} ({knobs})", p.name)
+    }
+}
+
+/// The knobs of `p` whose value differs from `other`'s.
+fn knob_text(p: &PolicyInfo, other: &PolicyInfo) -> String {
+    p.knobs
+        .iter()
+        .filter(|(k, v)| other.knobs.get(*k) != Some(*v))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The header: session, budget, both policies and the knobs where they differ.
+fn header(c: &Comparison) -> String {
+    let mut out = format!(
+        "session {} \"{}\" · {} requests · {} episodes · budget {} ({})\n",
+        c.session,
+        crate::text::sanitize_for_terminal(&c.title),
+        c.requests,
+        c.episodes.len(),
+        c.a.budget,
+        c.a.budget_source
+    );
+    for (side, p, other) in [("A", &c.a, &c.b), ("B", &c.b, &c.a)] {
+        let floors = if p.respect_floors {
+            "respects floors"
+        } else {
+            "may go below floors"
+        };
+        // Knobs that differ from the other side's are what the comparison is about.
+        let differing = knob_text(p, other);
+        out.push_str(&format!("{side}: {} ({}, {floors})", p.name, p.kind));
+        if !differing.is_empty() {
+            out.push_str(&format!(" · {differing}"));
+        }
+        out.push('\n');
+    }
+    let s = &c.summary;
+    out.push_str(&format!(
+        "requests differing: {} of {} · tier cells differing: {} (A higher {}, B higher {})\n",
+        s.requests_differing,
+        c.requests,
+        s.tier_cells_differing,
+        s.a_higher_cells,
+        s.b_higher_cells
+    ));
+    out
+}
+
+fn signed(v: i64) -> String {
+    if v == 0 {
+        "·".into()
+    } else {
+        format!("{v:+}")
+    }
+}
+
+fn signed_f(v: f64, prec: usize) -> String {
+    let shown = format!("{v:+.prec$}");
+    if v == 0.0 {
+        "·".into()
+    } else if shown
+        .trim_start_matches(['+', '-'])
+        .chars()
+        .all(|c| c == '0' || c == '.')
+    {
+        // Not zero, but too small for the precision: say so instead of printing "-0.00000".
+        "~0".into()
+    } else {
+        shown
+    }
+}
+
+fn change_list(cs: &[crate::replay::Change]) -> String {
+    if cs.is_empty() {
+        return "none".into();
+    }
+    cs.iter()
+        .map(|c| format!("{} {}→{}", c.episode, c.from, c.to))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What differs at one request in words: tiers first, else the changes applied.
+fn differs_cell(f: &FrameDiff) -> String {
+    if f.same {
+        return "=".into();
+    }
+    let mut parts = Vec::new();
+    if !f.tier_diffs.is_empty() {
+        parts.push(tiers_cell(f));
+    }
+    if !f.changes_a.is_empty() || !f.changes_b.is_empty() {
+        parts.push(format!(
+            "(changes A: {}; B: {})",
+            change_list(&f.changes_a),
+            change_list(&f.changes_b)
+        ));
+    }
+    if parts.is_empty() {
+        parts.push("(holds, violations or probes differ)".into());
+    }
+    parts.join(" ")
+}
+
+fn tiers_cell(f: &FrameDiff) -> String {
+    f.tier_diffs
+        .iter()
+        .map(|d| {
+            let mark = |below: bool| if below { "!" } else { "" };
+            format!(
+                "{} {}{}|{}{}",
+                d.episode,
+                d.a,
+                mark(d.a_below_floor),
+                d.b,
+                mark(d.b_below_floor)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn frame_row(f: &FrameDiff) -> String {
+    let d: &Metrics = &f.delta;
+    format!(
+        "{:>4} {:>7} {:>7} {:>6} {:>7} {:>7} {:>7} {:>7} {:>9} {:>4} {:>4} {:>4} {:>4} {:>4} {:>4}  {}\n",
+        format!("{}{}", f.request, if f.synthetic_call { "*" } else { "" }),
+        f.a.tokens,
+        f.b.tokens,
+        signed(d.tokens),
+        signed(d.divergence),
+        signed(d.radius),
+        signed(d.cache_read),
+        signed(d.cache_write),
+        signed_f(d.cost, 5),
+        signed(d.changes),
+        signed(d.holds),
+        signed(d.thrash),
+        signed(d.floor_violations),
+        signed(d.pin_violations),
+        signed(d.probes_ok),
+        differs_cell(f)
+    )
+}
+
+/// Per-request rows, then the summary of A, B and B − A.
+pub fn table(c: &Comparison, only_at: bool) -> String {
+    let mut out = header(c);
+    out.push_str(&format!(
+        "{:>4} {:>7} {:>7} {:>6} {:>7} {:>7} {:>7} {:>7} {:>9} {:>4} {:>4} {:>4} {:>4} {:>4} {:>4}  {}\n",
+        "req", "tok A", "tok B", "Δtok", "Δdiverg", "Δradius", "Δc.read", "Δc.writ", "Δcost$", "Δchg", "Δhld", "Δthr",
+        "Δflv", "Δpnv", "Δprb", "tiers A|B where they differ"
+    ));
+    for f in &c.frames {
+        out.push_str(&frame_row(f));
+    }
+    out.push_str("= no difference · ! below the episode's floor · * summary call · Δ = B − A\n");
+    if only_at {
+        for f in &c.frames {
+            for d in &f.tier_diffs {
+                out.push_str(&format!(
+                    "request {}: {} floor {} · A {}{} · B {}{} · {} is higher\n",
+                    f.request,
+                    d.episode,
+                    d.floor,
+                    d.a,
+                    if d.a_below_floor {
+                        " (below floor)"
+                    } else {
+                        ""
+                    },
+                    d.b,
+                    if d.b_below_floor {
+                        " (below floor)"
+                    } else {
+                        ""
+                    },
+                    match d.higher {
+                        compare::Higher::A => "A",
+                        compare::Higher::B => "B",
+                    }
+                ));
+            }
+        }
+        return out;
+    }
+    out.push_str(&summary_table(&c.summary.a, &c.summary.b, &c.summary.delta));
+    out
+}
+
+/// The summaries of A and B side by side with B − A.
+pub fn summary_table(a: &Summary, b: &Summary, d: &SummaryDelta) -> String {
+    let mut out = format!(
+        "{:<26} {:>12} {:>12} {:>12}\n",
+        "summary", "A", "B", "B − A"
+    );
+    let mut row = |name: &str, a: String, b: String, d: String| {
+        out.push_str(&format!("{name:<26} {a:>12} {b:>12} {d:>12}\n"));
+    };
+    let n = |v: u64| v.to_string();
+    let opt_u = |v: Option<u64>| v.map_or("–".to_owned(), |x| x.to_string());
+    let opt_i = |v: Option<i64>| v.map_or("–".to_owned(), signed);
+    row(
+        "mean tokens",
+        format!("{:.0}", a.mean_tokens),
+        format!("{:.0}", b.mean_tokens),
+        signed_f(d.mean_tokens, 0),
+    );
+    row(
+        "max overflow",
+        n(a.max_overflow),
+        n(b.max_overflow),
+        signed(d.max_overflow),
+    );
+    row(
+        "cost $",
+        format!("{:.4}", a.cost),
+        format!("{:.4}", b.cost),
+        signed_f(d.cost, 4),
+    );
+    row(
+        "cache hit %",
+        format!("{:.1}", a.cache_hit_ratio * 100.0),
+        format!("{:.1}", b.cache_hit_ratio * 100.0),
+        signed_f(d.cache_hit_ratio * 100.0, 1),
+    );
+    row(
+        "divergence cost (tokens)",
+        a.divergence_cost.tokens.to_string(),
+        b.divergence_cost.tokens.to_string(),
+        signed(d.divergence_cost_tokens),
+    );
+    row(
+        "divergence cost $",
+        format!("{:.4}", a.divergence_cost.dollars),
+        format!("{:.4}", b.divergence_cost.dollars),
+        signed_f(d.divergence_cost_dollars, 4),
+    );
+    row("changes", n(a.changes), n(b.changes), signed(d.changes));
+    row(
+        "switches per 100",
+        format!("{:.1}", a.switches_per_100),
+        format!("{:.1}", b.switches_per_100),
+        signed_f(d.switches_per_100, 1),
+    );
+    row("thrash", n(a.thrash), n(b.thrash), signed(d.thrash));
+    row("holds", n(a.holds), n(b.holds), signed(d.holds));
+    row("deferred", n(a.deferred), n(b.deferred), signed(d.deferred));
+    row(
+        "emergencies",
+        n(a.emergencies),
+        n(b.emergencies),
+        signed(d.emergencies),
+    );
+    row(
+        "floor violations",
+        n(a.floor_violations),
+        n(b.floor_violations),
+        signed(d.floor_violations),
+    );
+    row(
+        "pin violations",
+        n(a.pin_violations),
+        n(b.pin_violations),
+        signed(d.pin_violations),
+    );
+    row("prunes", n(a.prunes), n(b.prunes), signed(d.prunes));
+    row(
+        "synthetic calls",
+        n(a.synthetic_calls),
+        n(b.synthetic_calls),
+        signed(d.synthetic_calls),
+    );
+    let pct = |v: Option<f64>| v.map_or("–".to_owned(), |x| format!("{:.1}", x * 100.0));
+    row(
+        "probe survival %",
+        pct(a.probe_survival),
+        pct(b.probe_survival),
+        d.probe_survival
+            .map_or("–".to_owned(), |x| signed_f(x * 100.0, 1)),
+    );
+    row(
+        "excess fidelity (tokens)",
+        opt_u(a.excess_fidelity_tokens),
+        opt_u(b.excess_fidelity_tokens),
+        opt_i(d.excess_fidelity_tokens),
+    );
+    row(
+        "under-fidelity misses",
+        opt_u(a.under_fidelity_misses),
+        opt_u(b.under_fidelity_misses),
+        opt_i(d.under_fidelity_misses),
+    );
+    if a.probe_survival.is_none() && b.probe_survival.is_none() {
+        out.push_str(
+            "(no probes sidecar: probe survival and the oracle yardsticks are not measured)\n",
+        );
+    }
+    out
+}
+
+fn context_report(
+    c: &Comparison,
+    at: usize,
+    a_tokens: u64,
+    b_tokens: u64,
+    unified: &str,
+) -> String {
+    let mut out = header(c);
+    if let Some(f) = c.frames.iter().find(|f| f.request == at) {
+        out.push_str(&format!(
+            "request {at}: A {a_tokens} tokens · B {b_tokens} tokens (Δ {})",
+            signed(b_tokens as i64 - a_tokens as i64)
+        ));
+        if !f.tier_diffs.is_empty() {
+            out.push_str(&format!(" · tiers A|B: {}", tiers_cell(f)));
+        }
+        out.push('\n');
+    }
+    if unified.is_empty() {
+        out.push_str(&format!(
+            "the rendered contexts at request {at} are identical\n"
+        ));
+    } else {
+        out.push_str(unified);
+        if !unified.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
