@@ -4,6 +4,7 @@
 #   bench/run.sh                    # everything: the largest recording + 1k, 10k, 100k requests
 #   SIZES="1000 10000" bench/run.sh # fewer synthetic sizes
 #   SKIP_OPENCODE=1 bench/run.sh    # without the real client (it needs /opt/oc or $OPENCODE)
+#   TS=/path/to/tierscope OUT=/tmp/b bench/run.sh   # measure another build (no cargo build)
 #
 # Needs: a release build (done here), hyperfine, sqlite3, python3 with tiktoken, GNU time
 # (/usr/bin/time), and the real client `opencode` 1.18.33 (npm opencode-ai@1.18.33). Nothing is
@@ -17,14 +18,18 @@ SIZES=${SIZES:-"1000 10000 100000"}
 OPENCODE=${OPENCODE:-/opt/oc/node_modules/.bin/opencode}
 SHARED=${SHARED:-$ROOT/../shared/traces/opencode-1.18.33}
 POLICIES=${POLICIES:-"full truncate opencode age retention decay oracle oracle-legal"}
-TS=$ROOT/target/release/tierscope
+REPLAY_SIZES=${REPLAY_SIZES:-"rec $SIZES"} # inputs for the whole-command replay timings
+TS_GIVEN=${TS:-}
+TS=${TS:-$ROOT/target/release/tierscope}
 
 mkdir -p "$OUT"
 cd "$ROOT"
 log() { printf '\n== %s\n' "$*" >&2; }
 
-log "release build"
-cargo build --release --quiet
+if [ -z "$TS_GIVEN" ]; then
+  log "release build"
+  cargo build --release --quiet
+fi
 
 # Runs per command: fewer for the big inputs (the real client needs minutes at 100k).
 runs_for() {
@@ -75,65 +80,88 @@ mkdir -p "$OCHOME/data/opencode" "$OCHOME/config" "$OCHOME/cache" "$OCHOME/state
 oc_env="HOME=$OCHOME XDG_DATA_HOME=$OCHOME/data XDG_CONFIG_HOME=$OCHOME/config XDG_CACHE_HOME=$OCHOME/cache XDG_STATE_HOME=$OCHOME/state OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_MODELS_FETCH=1"
 
 # --- load: tierscope vs the real client vs raw sqlite3 ---------------------------------------
+# Inputs with >= 2 runs are timed by hyperfine; the 100k input (1 run: minutes per command) by the
+# same GNU time run that gives its peak memory, written in hyperfine's JSON shape.
 for input in "${INPUTS[@]}"; do
   IFS='|' read -r name db id json <<<"$input"
   runs=$(runs_for "$name")
   cold=$OUT/cache-cold-$name warm=$OUT/cache-warm-$name
-  rm -rf "$warm" && mkdir -p "$warm"
   log "load $name ($id, $(stat -c %s "$json") bytes of export JSON, $runs runs)"
+  # Fill the warm cache once (a cold run that saves every count).
+  rm -rf "$warm" && mkdir -p "$warm"
+  TIERSCOPE_CACHE_DIR=$warm "$TS" episodes "$db" --session "$id" --json > /dev/null
   q="SELECT data FROM message WHERE session_id='$id' ORDER BY time_created, id; SELECT data FROM part WHERE session_id='$id' ORDER BY message_id, id;"
-  cmds=(
-    -n sqlite3 "sqlite3 -readonly $db \"$q\" > /dev/null"
-    -n inspect "$TS inspect $db --session $id --json > /dev/null"
-    -n episodes-cold "TIERSCOPE_CACHE_DIR=$cold $TS episodes $db --session $id --json > /dev/null"
-    -n episodes-warm "TIERSCOPE_CACHE_DIR=$warm $TS episodes $db --session $id --json > /dev/null"
-  )
-  if [ -z "${SKIP_OPENCODE:-}" ] && [ -x "$OPENCODE" ]; then
-    cmds+=(-n opencode-export "env $oc_env OPENCODE_DB=$db $OPENCODE export $id > $OUT/oc-$name.json 2> /dev/null")
-  fi
-  # Cold: the cache dir is removed before every run; warm: filled by the warm-up run.
-  hyperfine --style basic --warmup 1 --runs "$runs" --prepare "rm -rf $cold" \
-    --export-json "$OUT/load-$name.json" "${cmds[@]}" >&2
-  if [ -f "$OUT/oc-$name.json" ] && ! cmp -s "$OUT/oc-$name.json" "$json"; then
-    echo "note: opencode export of $name differs from the stored export" >&2
+  have_oc=""
+  [ -z "${SKIP_OPENCODE:-}" ] && [ -x "$OPENCODE" ] && have_oc=1
+
+  if [ "$runs" -ge 2 ]; then
+    cmds=(
+      -n sqlite3 "sqlite3 -readonly $db \"$q\" > /dev/null"
+      -n inspect "$TS inspect $db --session $id --json > /dev/null"
+      -n episodes-cold "TIERSCOPE_CACHE_DIR=$cold $TS episodes $db --session $id --json > /dev/null"
+      -n episodes-warm "TIERSCOPE_CACHE_DIR=$warm $TS episodes $db --session $id --json > /dev/null"
+    )
+    [ -n "$have_oc" ] && cmds+=(-n opencode-export "env $oc_env OPENCODE_DB=$db $OPENCODE export $id > $OUT/oc-$name.json 2> /dev/null")
+    # Cold: the cache dir is removed before every run.
+    hyperfine --style basic --warmup 1 --runs "$runs" --prepare "rm -rf $cold" \
+      --export-json "$OUT/load-$name.json" "${cmds[@]}" >&2
   fi
 
-  # Peak memory (GNU time, max RSS in KiB), once each.
-  rm -rf "$cold"
+  # Peak memory (GNU time: max RSS in KiB; elapsed seconds), one run each.
+  results=""
   {
-    printf '{"json_bytes": %s' "$(stat -c %s "$json")"
-    printf ', "db_bytes": %s' "$(stat -c %s "$db")"
-    for what in inspect episodes-cold episodes-warm sqlite3 opencode-export; do
+    printf '{"json_bytes": %s, "db_bytes": %s' "$(stat -c %s "$json")" "$(stat -c %s "$db")"
+    for what in sqlite3 inspect episodes-cold episodes-warm opencode-export; do
       case $what in
         inspect) c=("$TS" inspect "$db" --session "$id" --json) ;;
-        episodes-cold) c=(env "TIERSCOPE_CACHE_DIR=$cold" "$TS" episodes "$db" --session "$id" --json) ;;
+        episodes-cold) rm -rf "$cold"; c=(env "TIERSCOPE_CACHE_DIR=$cold" "$TS" episodes "$db" --session "$id" --json) ;;
         episodes-warm) c=(env "TIERSCOPE_CACHE_DIR=$warm" "$TS" episodes "$db" --session "$id" --json) ;;
         sqlite3) c=(sqlite3 -readonly "$db" "$q") ;;
         opencode-export)
-          [ -z "${SKIP_OPENCODE:-}" ] && [ -x "$OPENCODE" ] || continue
-          # shellcheck disable=SC2206 # oc_env is a list of NAME=VALUE words without spaces
+          [ -n "$have_oc" ] || continue
+          # shellcheck disable=SC2206 # oc_env is NAME=VALUE words without spaces
           c=(env $oc_env "OPENCODE_DB=$db" "$OPENCODE" export "$id") ;;
       esac
-      /usr/bin/time -o "$OUT/time.txt" -f '%M' "${c[@]}" > /dev/null 2>&1 || true
-      kib=$(tail -1 "$OUT/time.txt")
-      printf ', "rss_kib_%s": %s' "$what" "${kib:-null}"
+      if [ "$what" = opencode-export ]; then
+        /usr/bin/time -o "$OUT/time.txt" -f '%e %M' "${c[@]}" > "$OUT/oc-$name.json" 2> /dev/null || true
+      else
+        /usr/bin/time -o "$OUT/time.txt" -f '%e %M' "${c[@]}" > /dev/null 2>&1 || true
+      fi
+      read -r secs kib < <(tail -n 1 "$OUT/time.txt")
+      printf ', "rss_kib_%s": %s, "secs_%s": %s' "$what" "${kib:-null}" "$what" "${secs:-null}"
+      results+="${results:+,}{\"command\": \"$what\", \"mean\": ${secs:-0}, \"stddev\": null, \"times\": [${secs:-0}]}"
     done
     printf '}\n'
   } > "$OUT/mem-$name.json"
+  if [ "$runs" -lt 2 ]; then
+    printf '{"results": [%s]}\n' "$results" > "$OUT/load-$name.json"
+  fi
+  if [ -f "$OUT/oc-$name.json" ] && ! cmp -s "$OUT/oc-$name.json" "$json"; then
+    echo "note: opencode export of $name differs from the stored export" >&2
+  fi
 done
 
-# --- tokenization: tierscope (tiktoken-rs) vs Python tiktoken, same texts, o200k_base -------------
-tok_src=$OUT/fx$(echo "$SIZES" | awk '{print $1}')/fx.json
-for n in $SIZES; do [ "$n" = 10000 ] && tok_src=$OUT/fx10000/fx.json; done
-log "tokenization on the texts of $tok_src"
+# --- tokenization, and the in-process benches (benches/load.rs) ------------------------------------
+# Tokenization: tierscope (tiktoken-rs) vs Python tiktoken, the same distinct texts, o200k_base.
+# Replay engine alone: every built-in policy on the 10k input (10k requests x 2k episodes).
+tok_src=$OUT/rec/rec.json replay_src=$OUT/rec/rec.json
+for n in $SIZES; do
+  tok_src=$OUT/fx$n/fx.json
+  replay_src=$OUT/fx$n/fx.db
+  [ "$n" = 10000 ] && break
+done
+log "tokenization on the texts of $tok_src; criterion benches (replay on $replay_src)"
 python3 bench/tok_py.py "$tok_src" "$OUT/texts.json" > "$OUT/tok-py.json"
-TIERSCOPE_BENCH_EXPORT=$OUT/rec/rec.json TIERSCOPE_BENCH_TEXTS=$OUT/texts.json \
-  cargo bench --quiet --bench load -- --noplot >&2
+rm -rf "$ROOT/target/criterion/load" "$ROOT/target/criterion/tokenize" "$ROOT/target/criterion/replay"
+TIERSCOPE_CACHE_DIR=$OUT/cache-warm-criterion TIERSCOPE_BENCH_EXPORT=$OUT/rec/rec.json \
+  TIERSCOPE_BENCH_TEXTS=$OUT/texts.json TIERSCOPE_BENCH_REPLAY=$replay_src \
+  cargo bench --quiet --bench load -- --noplot 2>&1 | tee "$OUT/criterion-load.txt" >&2
 
-# --- replay per built-in policy at each size -----------------------------------------------------
+# --- replay per built-in policy at each size, whole command -------------------------------------
 if "$TS" replay --help > /dev/null 2>&1; then
   for input in "${INPUTS[@]}"; do
     IFS='|' read -r name db id json <<<"$input"
+    case " $REPLAY_SIZES " in *" $name "*) ;; *) continue ;; esac
     runs=$(runs_for "$name")
     warm=$OUT/cache-warm-$name
     cmds=()
@@ -141,14 +169,16 @@ if "$TS" replay --help > /dev/null 2>&1; then
       cmds+=(-n "$p" "TIERSCOPE_CACHE_DIR=$warm $TS replay $db --session $id --policy $p --format json > /dev/null")
     done
     log "replay $name"
-    hyperfine --style basic --warmup 1 --runs "$runs" --export-json "$OUT/replay-$name.json" "${cmds[@]}" >&2
+    hyperfine --style basic --runs "$runs" --export-json "$OUT/replay-$name.json" "${cmds[@]}" >&2
   done
-  if [ -f benches/replay.rs ]; then
-    log "replay engine alone (criterion, benches/replay.rs)"
-    cargo bench --quiet --bench replay -- --noplot >&2
-  fi
 else
   echo "tierscope has no replay command in this build: replay not measured" >&2
+fi
+
+# --- knob change -> frame in the explorer (the TUI's own bench, benches/tui_knob.rs) -------------
+if [ -f benches/tui_knob.rs ] && [ -z "${SKIP_TUI:-}" ]; then
+  log "knob change -> frame (benches/tui_knob.rs)"
+  cargo bench --quiet --bench tui_knob -- --noplot 2>&1 | tee "$OUT/criterion-tui.txt" >&2
 fi
 
 python3 bench/summarise.py "$OUT" | tee "$OUT/results.md"

@@ -135,6 +135,27 @@ def main():
         if episodes:
             p(f"| `loaded::from_trace_with`, token counts cached (episodes + tiers) | {episodes * 1000:.2f} ms |")
 
+    rp = {}
+    for d in sorted(glob.glob(f"{ROOT}/target/criterion/replay/*/new/estimates.json")):
+        name = d.split("/")[-3]
+        rp[name] = criterion("replay", name)
+    if rp:
+        p("\n### Replay engine alone (criterion mean, session already loaded; `benches/load.rs` group `replay`)\n")
+        p("| policy | mean | target < 100 ms |")
+        p("|---|---:|---|")
+        for name, t in rp.items():
+            p(f"| {name} | {t * 1000:.1f} ms | {'met' if t < 0.1 else 'missed'} |")
+
+    tui = {b: criterion("tui_knob_2000_requests", b) for b in
+           ("knob_step_to_replayed_frame", "knob_step_to_context_frame", "draw_only")}
+    if any(tui.values()):
+        p("\n### Knob change → frame in the explorer (criterion mean, `benches/tui_knob.rs`, 2,000 requests)\n")
+        p("| step | mean |")
+        p("|---|---:|")
+        for b, t in tui.items():
+            if t:
+                p(f"| {b} | {t * 1000:.2f} ms |")
+
     reps = {n: {r["command"]: r for r in load_json(f"{out}/replay-{n}.json")["results"]} for n in names(out, "replay")}
     if reps:
         pols = list(next(iter(reps.values())).keys())

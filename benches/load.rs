@@ -7,8 +7,13 @@
 //!   `bench/tok_py.py` (`TIERSCOPE_BENCH_TEXTS`, a JSON array of strings): tiktoken-rs on one
 //!   thread, and tierscope's `Tokenizer::count_many` (parallel, cold cache).
 //!
-//! Inputs: `TIERSCOPE_BENCH_EXPORT` (default: the shared E2 recording) and
-//! `TIERSCOPE_BENCH_TEXTS` (default: the texts of that export, extracted by the same rule).
+//! - `replay/<policy>`: the replay engine alone (`replay::replay_session`) per built-in policy on
+//!   an already loaded session (`TIERSCOPE_BENCH_REPLAY`, default: the export), budget = the
+//!   model's usable input limit.
+//!
+//! Inputs: `TIERSCOPE_BENCH_EXPORT` (default: the shared E2 recording),
+//! `TIERSCOPE_BENCH_TEXTS` (default: the texts of that export, extracted by the same rule) and
+//! `TIERSCOPE_BENCH_REPLAY` (any path `tierscope` loads; default: the export).
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -139,5 +144,40 @@ fn tokenize(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, load, tokenize);
+fn replay(c: &mut Criterion) {
+    let path = std::env::var_os("TIERSCOPE_BENCH_REPLAY")
+        .map(PathBuf::from)
+        .unwrap_or_else(export_path);
+    let args = tierscope::cli::LoadArgs {
+        path: Some(path),
+        ..Default::default()
+    };
+    let Some(session) = or_skip(
+        "replay",
+        tierscope::loaded::load(&args).map_err(|e| e.to_string()),
+    ) else {
+        return;
+    };
+    let Some(policies) = or_skip(
+        "replay",
+        tierscope::policy::builtins().map_err(|e| e.to_string()),
+    ) else {
+        return;
+    };
+    eprintln!(
+        "replay input: {} requests, {} episodes",
+        session.trace.requests.len(),
+        session.episodes.len()
+    );
+    let mut g = c.benchmark_group("replay");
+    g.sample_size(10);
+    for p in &policies {
+        g.bench_function(p.name.as_str(), |b| {
+            b.iter(|| tierscope::replay::replay_session(black_box(&session), p, None))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, load, tokenize, replay);
 criterion_main!(benches);

@@ -318,18 +318,14 @@ pub fn from_trace_with(
                 }
             }
             if !ext.is_empty() {
-                for d in &ext {
-                    if !d.chunks.iter().any(|c| !c.text.is_empty()) {
-                        continue;
-                    }
-                    for p in &cl.pins {
-                        if !d.chunks.iter().any(|c| c.text.contains(&p.text)) {
-                            notes.push(format!(
-                                "external {} lacks pinned span \"{}\"",
-                                d.tier,
-                                crate::text::clip_chars(&p.text, 60)
-                            ));
-                        }
+                // Someone else's text may lack a pin; append it as our generators do, and say so.
+                for d in &mut ext {
+                    for p in tiers::ensure_pins(d, &cl.pins) {
+                        notes.push(format!(
+                            "external {} lacked pinned span \"{}\"; appended",
+                            d.tier,
+                            crate::text::clip_chars(&p, 60)
+                        ));
                     }
                 }
                 drafts = ext;

@@ -352,7 +352,10 @@ mod tests {
         assert_eq!(format_value(3.0), "3");
         assert_eq!(format_value(0.75), "0.75");
         assert_eq!(Axis::parse("x=1:1:5").unwrap().len(), 1);
-        assert_eq!(Axis::parse("x=5:1:-2").unwrap().values(), vec![5.0, 3.0, 1.0]);
+        assert_eq!(
+            Axis::parse("x=5:1:-2").unwrap().values(),
+            vec![5.0, 3.0, 1.0]
+        );
         assert!(Axis::parse("x=1:5:0").is_err());
         assert!(Axis::parse("x=5:1:1").is_err());
         assert!(Axis::parse("x=1:5").is_err());
@@ -386,7 +389,11 @@ mod tests {
         // f: invalid                               → never on the front
         let mk = |name: &str, metrics: Option<Metrics>| Point {
             knobs: vec![(name.into(), 0.0)],
-            status: if metrics.is_some() { "ok".into() } else { "invalid".into() },
+            status: if metrics.is_some() {
+                "ok".into()
+            } else {
+                "invalid".into()
+            },
             reason: None,
             metrics,
             pareto: false,
@@ -400,7 +407,11 @@ mod tests {
             mk("f", None),
         ];
         mark_pareto(&mut pts);
-        let front: Vec<&str> = pts.iter().filter(|p| p.pareto).map(|p| p.knobs[0].0.as_str()).collect();
+        let front: Vec<&str> = pts
+            .iter()
+            .filter(|p| p.pareto)
+            .map(|p| p.knobs[0].0.as_str())
+            .collect();
         assert_eq!(front, vec!["a", "b", "d", "e"]);
     }
 }

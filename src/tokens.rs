@@ -247,8 +247,13 @@ impl Tokenizer {
         out
     }
 
-    /// Write the cache to disk (atomically, capped). A no-op without a disk path.
+    /// Write the cache to disk (atomically, capped at [`DISK_CACHE_CAP_BYTES`]). A no-op without
+    /// a disk path.
     pub fn save(&self) -> Result<(), TokenCacheError> {
+        self.save_capped(DISK_CACHE_CAP_BYTES)
+    }
+
+    fn save_capped(&self, cap_bytes: usize) -> Result<(), TokenCacheError> {
         let Some(path) = &self.disk_path else {
             return Ok(());
         };
@@ -257,7 +262,7 @@ impl Tokenizer {
             let mut entries: Vec<(u128, Entry)> = cache.iter().map(|(k, e)| (*k, *e)).collect();
             // Used entries first, then by key so the file is deterministic.
             entries.sort_by_key(|(k, e)| (!e.used, *k));
-            let max = (DISK_CACHE_CAP_BYTES - header_len(self.kind) - 8) / ENTRY_BYTES;
+            let max = cap_bytes.saturating_sub(header_len(self.kind) + 8) / ENTRY_BYTES;
             entries.truncate(max);
             entries.sort_by_key(|(k, _)| *k);
             encode(
@@ -394,6 +399,25 @@ mod tests {
         let t3 = Tokenizer::with_disk_cache(TokenizerKind::Cl100k, Some(dir.path()));
         t3.count("hello world");
         assert_eq!(t3.tokenized_count(), 1);
+    }
+
+    #[test]
+    fn disk_cache_is_capped_keeping_used_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Tokenizer::with_disk_cache(TokenizerKind::O200k, Some(dir.path()));
+        t.count_many(&["a", "b", "c"]);
+        t.save().unwrap();
+        // A new process uses only "c"; with room for two entries, "c" must survive.
+        let t2 = Tokenizer::with_disk_cache(TokenizerKind::O200k, Some(dir.path()));
+        t2.count("c");
+        let cap = header_len(TokenizerKind::O200k) + 8 + 2 * ENTRY_BYTES;
+        t2.save_capped(cap).unwrap();
+        let len = std::fs::metadata(t2.disk_path().unwrap()).unwrap().len() as usize;
+        assert!(len <= cap, "{len} > {cap}");
+        let t3 = Tokenizer::with_disk_cache(TokenizerKind::O200k, Some(dir.path()));
+        assert_eq!(t3.stats().disk_entries, 2);
+        t3.count("c");
+        assert_eq!(t3.tokenized_count(), 0);
     }
 
     #[test]

@@ -189,6 +189,7 @@ fn two_knob_sets_of_one_policy_compare_and_name_their_differences() {
         .unwrap_or_else(|e| panic!("{e}"));
     let (ra, rb, c) = compare::compare_policies(&Input::from(&s), &a, &b, Some(6000))
         .unwrap_or_else(|e| panic!("{e}"));
+    assert!(c.summary.requests_differing > 0, "a longer dwell should change something on C1");
     // Deltas are B − A, frame by frame and in the summary.
     for (f, (fa, fb)) in c.frames.iter().zip(ra.frames.iter().zip(&rb.frames)) {
         assert_eq!(f.delta.tokens, fb.tokens as i64 - fa.tokens as i64);

@@ -396,3 +396,42 @@ fn c1_compactions_and_continuations() {
     let ids: BTreeSet<&str> = cont.iter().filter_map(|e| e.continues.as_deref()).collect();
     assert!(!ids.is_empty());
 }
+
+/// A pruned tool output (OpenCode's `time.compacted`) gives the full tier's chunk a pruned
+/// variant with the placeholder OpenCode sends; the recordings have none, so one is made here.
+#[test]
+fn pruned_variant_replaces_pruned_outputs() {
+    use tierscope::trace::PartKind;
+    let mut t =
+        tierscope::trace::opencode::export::load_export(&Path::new(SHARED).join("exports/E1.json"))
+            .unwrap();
+    let (mi, output) = t
+        .messages
+        .iter_mut()
+        .enumerate()
+        .find_map(|(i, m)| {
+            m.parts.iter_mut().find_map(|p| match &mut p.kind {
+                PartKind::Tool(tp) if tp.tool == "read" => {
+                    tp.time_compacted = Some(1_000);
+                    Some((i, tp.output.clone().unwrap_or_default()))
+                }
+                _ => None,
+            })
+        })
+        .unwrap();
+    assert!(output.len() > 200);
+    let l = from_trace(t, &EpisodeOptions::default());
+    let e = l.episode_of_message(mi).unwrap();
+    let full = e.representation(Tier::Full).unwrap();
+    let chunk = full.chunks.iter().find(|c| c.message_index == mi).unwrap();
+    assert!(chunk.text.contains(output.lines().next().unwrap()));
+    let pruned = chunk.pruned.as_ref().expect("a pruned variant");
+    assert_eq!(pruned.time_compacted, 1_000);
+    assert!(pruned
+        .text
+        .contains(tierscope::episode::tiers::PRUNED_OUTPUT));
+    assert!(pruned.tokens < chunk.tokens);
+    assert_ne!(pruned.hash, chunk.hash);
+    // Other chunks have none.
+    assert!(full.chunks.iter().filter(|c| c.pruned.is_some()).count() == 1);
+}

@@ -219,3 +219,31 @@ fn sidecars_are_found_and_applied() {
     assert_eq!(compact.generator, "hand model=none");
     assert_eq!(e1.representation(Tier::Anchor).unwrap().text(), "dry run");
 }
+
+/// The JSON examples in docs/episodes.md parse with the real parsers, and the TOML example is
+/// valid rules.
+#[test]
+fn documented_examples_parse() {
+    use tierscope::episode::sidecar::{parse_annotations, parse_probes, parse_tiers};
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/episodes.md")).unwrap();
+    let blocks = |lang: &str| -> Vec<String> {
+        let fence = format!("```{lang}\n");
+        doc.split(&fence)
+            .skip(1)
+            .filter_map(|b| b.split("```").next().map(str::to_owned))
+            .collect()
+    };
+    let json = blocks("json");
+    assert_eq!(json.len(), 3);
+    let p = Path::new("docs");
+    let a = parse_annotations(&json[0], p).unwrap();
+    assert_eq!(a.pins.len(), 2);
+    let t = parse_tiers(&json[1], p).unwrap();
+    assert_eq!(t.episodes[0].tiers.len(), 3);
+    let pr = parse_probes(&json[2], p).unwrap();
+    assert_eq!(pr.len(), 2);
+    let toml = blocks("toml");
+    assert_eq!(toml.len(), 1);
+    tierscope::episode::classify::Rules::parse(&toml[0], "docs").unwrap();
+}

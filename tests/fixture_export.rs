@@ -51,7 +51,10 @@ fn same_seed_gives_byte_identical_files_and_another_seed_does_not() {
     }
     assert_eq!(ra.session_id, rb.session_id);
     // No temporary file is left behind.
-    let left: Vec<_> = std::fs::read_dir(a.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let left: Vec<_> = std::fs::read_dir(a.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(left.len(), 2, "{left:?}");
     // The in-memory generator writes the same bytes as the file writer.
     let (mem, _, _) = generate_in_memory(&c).unwrap();
@@ -95,13 +98,22 @@ fn fixture_loads_with_zero_diagnostics_and_has_every_dimension() {
     let dims: BTreeSet<Dimension> = probes.iter().map(|p| p.dimension).collect();
     assert_eq!(dims.len(), 10, "every dimension is probed: {dims:?}");
     assert!(probes.iter().any(|p| p.kind == ProbeKind::Semantic));
-    assert!(probes.iter().any(|p| p.needles.iter().any(|n| matches!(n, Needle::Regex(_)))));
-    assert!(report.revisits > 0, "a 700-request fixture has relevance shifts");
+    assert!(probes
+        .iter()
+        .any(|p| p.needles.iter().any(|n| matches!(n, Needle::Regex(_)))));
+    assert!(
+        report.revisits > 0,
+        "a 700-request fixture has relevance shifts"
+    );
     // Every bash call records its exit code; some fail.
     let exits: Vec<i64> = trace
         .messages
         .iter()
-        .flat_map(|m| m.tool_parts().filter(|(_, t)| t.tool == "bash").map(|(_, t)| t.exit_code().unwrap_or(-1)))
+        .flat_map(|m| {
+            m.tool_parts()
+                .filter(|(_, t)| t.tool == "bash")
+                .map(|(_, t)| t.exit_code().unwrap_or(-1))
+        })
         .collect();
     assert!(exits.iter().all(|e| *e >= 0));
     assert!(exits.iter().any(|e| *e != 0));
@@ -110,7 +122,8 @@ fn fixture_loads_with_zero_diagnostics_and_has_every_dimension() {
 #[test]
 fn every_needle_is_planted_in_its_source_only_within_its_episode_and_visible_when_due() {
     let (bytes, probes, _) = generate_in_memory(&cfg(11, 900)).unwrap();
-    let trace = tierscope::trace::opencode::export::parse_export(&bytes, Path::new("mem.json")).unwrap();
+    let trace =
+        tierscope::trace::opencode::export::parse_export(&bytes, Path::new("mem.json")).unwrap();
     assert!(trace.diagnostics.is_empty());
     // Episode of each message: the index of the human turn it follows.
     let mut turn = 0usize;
@@ -130,18 +143,30 @@ fn every_needle_is_planted_in_its_source_only_within_its_episode_and_visible_whe
         let src = trace
             .message_index(&p.source_message_id)
             .unwrap_or_else(|| panic!("{}: source {} missing", p.id, p.source_message_id));
-        assert!(p.is_answered_by(&texts[src]), "{}: needle not in its source message", p.id);
+        assert!(
+            p.is_answered_by(&texts[src]),
+            "{}: needle not in its source message",
+            p.id
+        );
         for (i, t) in texts.iter().enumerate() {
             if episode_of[i] != episode_of[src] {
                 let hit = match p.kind {
                     ProbeKind::Exact => p.needles.iter().any(|n| n.is_found_in(t)),
                     ProbeKind::Semantic => p.is_answered_by(t),
                 };
-                assert!(!hit, "{} ({:?}) leaks into message {i} outside its episode", p.id, p.needles);
+                assert!(
+                    !hit,
+                    "{} ({:?}) leaks into message {i} outside its episode",
+                    p.id, p.needles
+                );
             }
         }
         let due = &trace.requests[p.due_from_request];
-        assert!(due.message_index > src, "{}: due before its source is visible", p.id);
+        assert!(
+            due.message_index > src,
+            "{}: due before its source is visible",
+            p.id
+        );
     }
 }
 
@@ -162,7 +187,10 @@ fn knobs_shape_the_session() {
         let outs: Vec<usize> = t
             .messages
             .iter()
-            .flat_map(|m| m.tool_parts().filter_map(|(_, t)| t.output.as_ref().map(String::len)))
+            .flat_map(|m| {
+                m.tool_parts()
+                    .filter_map(|(_, t)| t.output.as_ref().map(String::len))
+            })
             .collect();
         outs.iter().sum::<usize>() as f64 / outs.len() as f64
     };
@@ -176,17 +204,30 @@ fn knobs_shape_the_session() {
     })
     .unwrap();
     assert_eq!(r.episodes, 10);
-    let (_, dense, _) = generate_in_memory(&FixtureConfig { probe_density: 1.0, ..cfg(5, 600) }).unwrap();
-    let (_, sparse, _) = generate_in_memory(&FixtureConfig { probe_density: 0.1, ..cfg(5, 600) }).unwrap();
+    let (_, dense, _) = generate_in_memory(&FixtureConfig {
+        probe_density: 1.0,
+        ..cfg(5, 600)
+    })
+    .unwrap();
+    let (_, sparse, _) = generate_in_memory(&FixtureConfig {
+        probe_density: 0.1,
+        ..cfg(5, 600)
+    })
+    .unwrap();
     assert!(dense.probes.len() > sparse.probes.len());
     // Tiny sessions still load.
     for n in [1, 2, 3, 5] {
         let (b, _, r) = generate_in_memory(&cfg(9, n)).unwrap();
         assert_eq!(r.requests, n);
-        let t = tierscope::trace::opencode::export::parse_export(&b, Path::new("tiny.json")).unwrap();
+        let t =
+            tierscope::trace::opencode::export::parse_export(&b, Path::new("tiny.json")).unwrap();
         assert_eq!(t.requests.len(), n);
         assert!(t.diagnostics.is_empty());
     }
     assert!(generate_in_memory(&cfg(1, 0)).is_err());
-    assert!(generate_in_memory(&FixtureConfig { probe_density: 1.5, ..cfg(1, 10) }).is_err());
+    assert!(generate_in_memory(&FixtureConfig {
+        probe_density: 1.5,
+        ..cfg(1, 10)
+    })
+    .is_err());
 }

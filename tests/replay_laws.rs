@@ -33,8 +33,14 @@ fn total_full(s: &Synth) -> u64 {
     s.episodes.iter().map(|e| u64::from(e.tokens(Tier::Full))).sum()
 }
 
+/// The lowest tier a floor-respecting policy may show: the legal range, without `dropped` for an
+/// episode with pinned spans (law 2 keeps them in the context).
 fn lowest_legal(e: &Episode) -> Tier {
-    *e.legal_tiers().last().unwrap_or(&Tier::Full)
+    let mut legal = e.legal_tiers();
+    if !e.pins.is_empty() {
+        legal.retain(|t| *t != Tier::Dropped);
+    }
+    *legal.last().unwrap_or(&Tier::Full)
 }
 
 /// Law 1 and 2 for floor-respecting policies: every applied tier is legal, nothing is counted.

@@ -39,14 +39,21 @@ fn audit_of_a_fixture_with_both_strategies() {
         assert_eq!(full.probes, report.probes, "{}", s.strategy);
         assert_eq!(full.probes_ok, full.probes, "{}", s.strategy);
         assert_eq!(full.needles_ok, full.needles);
-        assert_eq!(full.unsupported + full.contradictions + full.non_monotonic, 0);
+        assert_eq!(
+            full.unsupported + full.contradictions + full.non_monotonic,
+            0
+        );
         // Lower tiers cost fewer tokens and keep less.
         let anchor = s.totals.iter().find(|t| t.tier == Tier::Anchor).unwrap();
         assert!(anchor.tokens < full.tokens);
         assert!(anchor.survival < full.survival);
         for e in &s.episodes {
             for t in &e.tiers {
-                assert_eq!(t.pins_ok, t.pins, "{} {} {} loses a pin", s.strategy, e.episode, t.tier);
+                assert_eq!(
+                    t.pins_ok, t.pins,
+                    "{} {} {} loses a pin",
+                    s.strategy, e.episode, t.tier
+                );
             }
         }
         assert!(s.generation.representations > 0 && s.generation.output_tokens > 0);

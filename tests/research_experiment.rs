@@ -18,7 +18,11 @@ fn fixture_experiment(seed: u64, requests: usize, mode: BudgetMode) -> Experimen
         ..LoadArgs::default()
     };
     let s = tierscope::loaded::load(&args).unwrap();
-    assert_eq!(s.probes.len(), report.probes, "the probes sidecar is found beside the export");
+    assert_eq!(
+        s.probes.len(),
+        report.probes,
+        "the probes sidecar is found beside the export"
+    );
     let policies = tierscope::policy::builtins().unwrap();
     run(&s, &policies, mode)
 }
@@ -34,7 +38,13 @@ fn oracles_and_full_keep_every_probe_and_oracle_legal_is_cheapest_at_its_surviva
         for r in &e.rows {
             eprintln!(
                 "{:<13} mean {:>9.0} surv {:?} floorv {} holds {} thrash {} changes {}",
-                r.policy, r.mean_tokens, r.probe_survival, r.floor_violations, r.holds, r.thrash, r.changes
+                r.policy,
+                r.mean_tokens,
+                r.probe_survival,
+                r.floor_violations,
+                r.holds,
+                r.thrash,
+                r.changes
             );
         }
         assert_eq!(e.rows.len(), 8);
@@ -43,7 +53,11 @@ fn oracles_and_full_keep_every_probe_and_oracle_legal_is_cheapest_at_its_surviva
         let ol = row(&e, "oracle-legal");
         assert_eq!(ol.floor_violations, 0);
         let ol_surv = ol.probe_survival.unwrap();
-        for r in e.rows.iter().filter(|r| r.respect_floors && r.floor_violations == 0) {
+        for r in e
+            .rows
+            .iter()
+            .filter(|r| r.respect_floors && r.floor_violations == 0)
+        {
             if r.probe_survival.unwrap() >= ol_surv {
                 assert!(
                     r.mean_tokens >= ol.mean_tokens,
@@ -55,4 +69,18 @@ fn oracles_and_full_keep_every_probe_and_oracle_legal_is_cheapest_at_its_surviva
             }
         }
     }
+}
+
+#[test]
+fn budgets_tuned_to_a_mean_match_it_for_budget_driven_policies() {
+    let e = fixture_experiment(5, 300, BudgetMode::MatchMeanTokens(Some(20_000.0)));
+    assert_eq!(e.mode, "match-mean-tokens");
+    assert_eq!(e.target_mean_tokens, Some(20_000.0));
+    for name in ["retention", "truncate"] {
+        let r = row(&e, name);
+        assert_eq!(r.matched, Some(true), "{name}: mean {} at budget {}", r.mean_tokens, r.budget);
+        assert!((r.mean_tokens - 20_000.0).abs() <= 400.0);
+    }
+    // `full` does not respond to the budget: reported, not matched.
+    assert_eq!(row(&e, "full").matched, Some(false));
 }

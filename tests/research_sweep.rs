@@ -10,13 +10,19 @@ use tierscope::sweep::{self, dominates, Axis};
 fn exports() -> Vec<PathBuf> {
     let mut out = Vec::new();
     for dir in [
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/traces/opencode-1.18.33/exports"),
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/traces/opencode-1.18.33/exports"
+        ),
         concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces"),
     ] {
         if let Ok(rd) = std::fs::read_dir(dir) {
             for e in rd.flatten() {
                 let p = e.path();
-                let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                let name = p
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
                 if name.ends_with(".json")
                     && !name.contains(".child")
                     && !name.contains("manifest")
@@ -33,9 +39,9 @@ fn exports() -> Vec<PathBuf> {
     out
 }
 
-fn load(p: &PathBuf) -> LoadedSession {
+fn load(p: &std::path::Path) -> LoadedSession {
     tierscope::loaded::load(&LoadArgs {
-        path: Some(p.clone()),
+        path: Some(p.to_path_buf()),
         ..LoadArgs::default()
     })
     .unwrap()
@@ -46,7 +52,10 @@ fn largest() -> LoadedSession {
     let mut best: Option<LoadedSession> = None;
     for p in exports() {
         let s = load(&p);
-        if best.as_ref().is_none_or(|b| s.trace.requests.len() > b.trace.requests.len()) {
+        if best
+            .as_ref()
+            .is_none_or(|b| s.trace.requests.len() > b.trace.requests.len())
+        {
             best = Some(s);
         }
     }
@@ -62,7 +71,13 @@ fn a_6x6_sweep_on_the_largest_recording_completes_with_a_correct_front() {
         Axis::parse("promote_at=0.35:0.60:0.05").unwrap(),
     ];
     // A budget well under the session's peak so that pressure matters.
-    let peak = s.trace.requests.iter().map(|r| r.recorded_prompt()).max().unwrap();
+    let peak = s
+        .trace
+        .requests
+        .iter()
+        .map(|r| r.recorded_prompt())
+        .max()
+        .unwrap();
     let budget = peak * 6 / 10;
     let ticks = std::sync::atomic::AtomicUsize::new(0);
     let started = std::time::Instant::now();
@@ -79,7 +94,10 @@ fn a_6x6_sweep_on_the_largest_recording_completes_with_a_correct_front() {
     assert_eq!(r.points.len(), 36);
     assert_eq!(ticks.into_inner(), 36);
     assert_eq!(r.valid(), 36);
-    assert_eq!(r.at(&[5, 5]).unwrap().knobs, vec![("demote_at".into(), 0.95), ("promote_at".into(), 0.6)]);
+    assert_eq!(
+        r.at(&[5, 5]).unwrap().knobs,
+        vec![("demote_at".into(), 0.95), ("promote_at".into(), 0.6)]
+    );
     // The front is exactly the set of points no other point dominates.
     for (i, p) in r.points.iter().enumerate() {
         let m = p.metrics.unwrap();
@@ -105,7 +123,11 @@ fn invalid_points_are_listed_and_skipped() {
     let r = sweep::run(&s, &policy, &axes).unwrap();
     let status: Vec<&str> = r.points.iter().map(|p| p.status.as_str()).collect();
     assert_eq!(status, vec!["invalid", "invalid", "ok"]);
-    assert!(r.points[0].reason.as_deref().unwrap().contains("promote_at < target < demote_at"));
+    assert!(r.points[0]
+        .reason
+        .as_deref()
+        .unwrap()
+        .contains("promote_at < target < demote_at"));
     assert!(!r.points[0].pareto && r.points[2].pareto);
     // An unknown knob fails before anything runs.
     assert!(sweep::run(&s, &policy, &[Axis::parse("nope=1:2:1").unwrap()]).is_err());

@@ -325,3 +325,27 @@ fn mouse_click_on_the_heatmap_moves_cursor_and_selection() {
     assert_eq!(app.state.cursor, 5);
     assert_eq!(app.state.selected, 1);
 }
+
+#[test]
+fn start_options_place_cursor_and_selection() {
+    use tierscope::cli::LoadArgs;
+    use tierscope::tui::app::{StartOptions, State};
+    use tierscope::tui::jobs::Worker;
+    let policy = tierscope::policy::load("retention", &[]).unwrap_or_else(|e| panic!("{e}"));
+    let start = StartOptions {
+        at: Some(7),
+        episode: Some("E2".to_owned()),
+        play: true,
+        ..StartOptions::default()
+    };
+    let mut state = State::new(theme("dark"), policy, None, start);
+    let mut worker = Worker::new(LoadArgs {
+        path: Some(sample("M1.json")),
+        ..LoadArgs::default()
+    });
+    run_sync(&mut state, &mut worker, vec![Effect::LoadSession { id: None }]);
+    assert_eq!(state.cursor, 7);
+    assert_eq!(state.selected, 2);
+    assert!(state.playing);
+    assert_eq!(state.context.as_ref().map(|c| c.request), Some(7));
+}

@@ -38,7 +38,8 @@ pub fn run(a: &AuditArgs) -> anyhow::Result<()> {
             tiers: *s,
             ..a.load.clone()
         };
-        let l = crate::loaded::load(&args).with_context(|| format!("loading the session with {} tiers", s.as_str()))?;
+        let l = crate::loaded::load(&args)
+            .with_context(|| format!("loading the session with {} tiers", s.as_str()))?;
         for w in &l.warnings {
             eprintln!("warning: {w}");
         }
@@ -56,8 +57,17 @@ pub fn run(a: &AuditArgs) -> anyhow::Result<()> {
         Format::Table => {
             println!("{} — {} ({} probes)", au.session, au.title, au.probes);
             let h = [
-                "strategy", "tier", "episodes", "tokens", "survival", "per_1k", "probes", "non_monotonic",
-                "unsupported", "contradictions", "dominated",
+                "strategy",
+                "tier",
+                "episodes",
+                "tokens",
+                "survival",
+                "per_1k",
+                "probes",
+                "non_monotonic",
+                "unsupported",
+                "contradictions",
+                "dominated",
             ];
             let mut rows = Vec::new();
             for s in &au.strategies {
@@ -100,8 +110,20 @@ pub fn run(a: &AuditArgs) -> anyhow::Result<()> {
 
 fn episode_rows(au: &Audit, pretty: bool) -> ([&'static str; 14], Vec<Vec<String>>) {
     let h = [
-        "strategy", "episode", "tier", "tokens", "probes", "pins", "identifiers", "survival", "per_1k",
-        "non_monotonic", "unsupported", "contradictions", "dominated_by", "floor",
+        "strategy",
+        "episode",
+        "tier",
+        "tokens",
+        "probes",
+        "pins",
+        "identifiers",
+        "survival",
+        "per_1k",
+        "non_monotonic",
+        "unsupported",
+        "contradictions",
+        "dominated_by",
+        "floor",
     ];
     let mut rows = Vec::new();
     for s in &au.strategies {
@@ -111,16 +133,27 @@ fn episode_rows(au: &Audit, pretty: bool) -> ([&'static str; 14], Vec<Vec<String
                     s.strategy.clone(),
                     e.episode.clone(),
                     t.tier.to_string(),
-                    if pretty { thousands(i64::from(t.tokens)) } else { t.tokens.to_string() },
+                    if pretty {
+                        thousands(i64::from(t.tokens))
+                    } else {
+                        t.tokens.to_string()
+                    },
                     format!("{}/{}", t.probes_ok, t.probes),
                     format!("{}/{}", t.pins_ok, t.pins),
                     format!("{}/{}", t.identifiers_ok, t.identifiers),
-                    if pretty { format!("{:.1}%", t.survival * 100.0) } else { format!("{:.4}", t.survival) },
+                    if pretty {
+                        format!("{:.1}%", t.survival * 100.0)
+                    } else {
+                        format!("{:.4}", t.survival)
+                    },
                     format!("{:.2}", t.survival_per_1k),
                     t.non_monotonic.len().to_string(),
                     t.unsupported.len().to_string(),
                     t.contradictions.len().to_string(),
-                    t.dominated_by.map_or_else(|| if pretty { String::new() } else { "-".into() }, |d| d.to_string()),
+                    t.dominated_by.map_or_else(
+                        || if pretty { String::new() } else { "-".into() },
+                        |d| d.to_string(),
+                    ),
                     e.floor.to_string(),
                 ]);
             }
@@ -135,7 +168,10 @@ fn print_details(au: &Audit) {
             for t in &e.tiers {
                 let mut lines = Vec::new();
                 if !t.non_monotonic.is_empty() {
-                    lines.push(format!("  lost here, kept lower: {}", t.non_monotonic.join("; ")));
+                    lines.push(format!(
+                        "  lost here, kept lower: {}",
+                        t.non_monotonic.join("; ")
+                    ));
                 }
                 if !t.unsupported.is_empty() {
                     lines.push(format!("  unsupported: {}", t.unsupported.join(", ")));

@@ -10,7 +10,7 @@ use serde_json::json;
 use super::LoadArgs;
 use crate::compare::{self, Comparison, FrameDiff, Metrics, SummaryDelta};
 use crate::policy::{self, Policy};
-use crate::replay::{render_at, Input, PolicyInfo, Summary};
+use crate::replay::{render_at, Input, Summary};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum DiffFormat {
@@ -69,6 +69,7 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<()> {
     let session = crate::loaded::load(&a.load).context("loading the session")?;
     let input = Input::from(&session);
     let (_, _, mut cmp) = compare::compare_policies(&input, &pa, &pb, a.budget)?;
+    let labels = (compare::side_label(&pa, &pb), compare::side_label(&pb, &pa));
     if let Some(at) = a.at {
         if at >= cmp.requests {
             bail!(
@@ -87,8 +88,8 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<()> {
         let unified = compare::unified_diff(
             &ta,
             &tb,
-            &side_label("A", &cmp.a, &cmp.b),
-            &side_label("B", &cmp.b, &cmp.a),
+            &format!("A: {}", labels.0),
+            &format!("B: {}", labels.1),
         );
         match a.format {
             DiffFormat::Json => super::output::print_json(&json!({
@@ -100,7 +101,7 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<()> {
             }))?,
             DiffFormat::Table => print!(
                 "{}",
-                context_report(&cmp, at, ca.tokens, cb.tokens, &unified)
+                context_report(&cmp, &labels, at, ca.tokens, cb.tokens, &unified)
             ),
         }
         return Ok(());
@@ -111,33 +112,15 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<()> {
     match a.format {
         DiffFormat::Json => super::output::print_json(&cmp),
         DiffFormat::Table => {
-            print!("{}", table(&cmp, a.at.is_some()));
+            print!("{}", table(&cmp, &labels, a.at.is_some()));
             Ok(())
         }
     }
 }
 
-fn side_label(side: &str, p: &PolicyInfo, other: &PolicyInfo) -> String {
-    let knobs = knob_text(p, other);
-    if knobs.is_empty() {
-        format!("{side}: {}", p.name)
-    } else {
-        format!("{side}: {} ({knobs})", p.name)
-    }
-}
-
-/// The knobs of `p` whose value differs from `other`'s.
-fn knob_text(p: &PolicyInfo, other: &PolicyInfo) -> String {
-    p.knobs
-        .iter()
-        .filter(|(k, v)| other.knobs.get(*k) != Some(*v))
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// The header: session, budget, both policies and the knobs where they differ.
-fn header(c: &Comparison) -> String {
+/// The header: session, budget, both policies (`labels`: name and the knobs that set each
+/// apart, see [`compare::side_label`]).
+fn header(c: &Comparison, labels: &(String, String)) -> String {
     let mut out = format!(
         "session {} \"{}\" · {} requests · {} episodes · budget {} ({})\n",
         c.session,
@@ -147,19 +130,13 @@ fn header(c: &Comparison) -> String {
         c.a.budget,
         c.a.budget_source
     );
-    for (side, p, other) in [("A", &c.a, &c.b), ("B", &c.b, &c.a)] {
+    for (side, p, label) in [("A", &c.a, &labels.0), ("B", &c.b, &labels.1)] {
         let floors = if p.respect_floors {
             "respects floors"
         } else {
             "may go below floors"
         };
-        // Knobs that differ from the other side's are what the comparison is about.
-        let differing = knob_text(p, other);
-        out.push_str(&format!("{side}: {} ({}, {floors})", p.name, p.kind));
-        if !differing.is_empty() {
-            out.push_str(&format!(" · {differing}"));
-        }
-        out.push('\n');
+        out.push_str(&format!("{side}: {label} ({}, {floors})\n", p.kind));
     }
     let s = &c.summary;
     out.push_str(&format!(
@@ -271,8 +248,8 @@ fn frame_row(f: &FrameDiff) -> String {
 }
 
 /// Per-request rows, then the summary of A, B and B − A.
-pub fn table(c: &Comparison, only_at: bool) -> String {
-    let mut out = header(c);
+pub fn table(c: &Comparison, labels: &(String, String), only_at: bool) -> String {
+    let mut out = header(c, labels);
     out.push_str(&format!(
         "{:>4} {:>7} {:>7} {:>6} {:>7} {:>7} {:>7} {:>7} {:>9} {:>4} {:>4} {:>4} {:>4} {:>4} {:>4}  {}\n",
         "req", "tok A", "tok B", "Δtok", "Δdiverg", "Δradius", "Δc.read", "Δc.writ", "Δcost$", "Δchg", "Δhld", "Δthr",
@@ -428,12 +405,13 @@ pub fn summary_table(a: &Summary, b: &Summary, d: &SummaryDelta) -> String {
 
 fn context_report(
     c: &Comparison,
+    labels: &(String, String),
     at: usize,
     a_tokens: u64,
     b_tokens: u64,
     unified: &str,
 ) -> String {
-    let mut out = header(c);
+    let mut out = header(c, labels);
     if let Some(f) = c.frames.iter().find(|f| f.request == at) {
         out.push_str(&format!(
             "request {at}: A {a_tokens} tokens · B {b_tokens} tokens (Δ {})",

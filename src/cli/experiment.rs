@@ -44,7 +44,9 @@ pub fn run_cli(a: &ExperimentArgs) -> anyhow::Result<()> {
             t.parse::<f64>()
                 .ok()
                 .filter(|v| v.is_finite() && *v > 0.0)
-                .with_context(|| format!("--match-mean-tokens: expected a positive number, got {t:?}"))?,
+                .with_context(|| {
+                    format!("--match-mean-tokens: expected a positive number, got {t:?}")
+                })?,
         )),
     };
     let session = crate::loaded::load(&a.load).context("loading the session")?;
@@ -52,7 +54,9 @@ pub fn run_cli(a: &ExperimentArgs) -> anyhow::Result<()> {
         eprintln!("warning: {w}");
     }
     if session.probes.is_empty() {
-        eprintln!("note: no probes sidecar found; probe survival and the oracles' yardsticks are empty");
+        eprintln!(
+            "note: no probes sidecar found; probe survival and the oracles' yardsticks are empty"
+        );
     }
     let e = run(&session, &policies, mode);
     match a.format {
@@ -69,7 +73,10 @@ pub fn run_cli(a: &ExperimentArgs) -> anyhow::Result<()> {
                 e.episodes,
                 e.probes,
                 match e.target_mean_tokens {
-                    Some(t) => format!("budgets tuned to mean {} tokens", thousands(t.round() as i64)),
+                    Some(t) => format!(
+                        "budgets tuned to mean {} tokens",
+                        thousands(t.round() as i64)
+                    ),
                     None => "one budget for every policy".to_string(),
                 }
             );
@@ -80,14 +87,45 @@ pub fn run_cli(a: &ExperimentArgs) -> anyhow::Result<()> {
 }
 
 const HEADERS: [&str; 22] = [
-    "policy", "budget", "mean", "p50", "p95", "max", "overflow", "full", "dense", "compact",
-    "anchor", "dropped", "floor_viol", "pin_viol", "holds", "thrash", "switch/100",
-    "div_tokens", "div_$", "cost_$", "survival", "matched",
+    "policy",
+    "budget",
+    "mean",
+    "p50",
+    "p95",
+    "max",
+    "overflow",
+    "full",
+    "dense",
+    "compact",
+    "anchor",
+    "dropped",
+    "floor_viol",
+    "pin_viol",
+    "holds",
+    "thrash",
+    "switch/100",
+    "div_tokens",
+    "div_$",
+    "cost_$",
+    "survival",
+    "matched",
 ];
 
 fn cells(e: &Experiment, pretty: bool) -> Vec<Vec<String>> {
-    let n = |v: u64| if pretty { thousands(v as i64) } else { v.to_string() };
-    let share = |v: f64| if pretty { pct(Some(v)) } else { format!("{v:.4}") };
+    let n = |v: u64| {
+        if pretty {
+            thousands(v as i64)
+        } else {
+            v.to_string()
+        }
+    };
+    let share = |v: f64| {
+        if pretty {
+            pct(Some(v))
+        } else {
+            format!("{v:.4}")
+        }
+    };
     e.rows
         .iter()
         .map(|r| {
@@ -109,7 +147,11 @@ fn cells(e: &Experiment, pretty: bool) -> Vec<Vec<String>> {
                 r.holds.to_string(),
                 r.thrash.to_string(),
                 format!("{:.1}", r.switches_per_100),
-                if pretty { thousands(r.divergence_tokens) } else { r.divergence_tokens.to_string() },
+                if pretty {
+                    thousands(r.divergence_tokens)
+                } else {
+                    r.divergence_tokens.to_string()
+                },
                 format!("{:.4}", r.divergence_dollars),
                 format!("{:.4}", r.cost),
                 match r.probe_survival {
@@ -117,7 +159,8 @@ fn cells(e: &Experiment, pretty: bool) -> Vec<Vec<String>> {
                     Some(s) => format!("{s:.4}"),
                     None => "-".into(),
                 },
-                r.matched.map_or("-".into(), |m| if m { "yes".into() } else { "no".into() }),
+                r.matched
+                    .map_or("-".into(), |m| if m { "yes".into() } else { "no".into() }),
             ]
         })
         .collect()

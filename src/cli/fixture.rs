@@ -54,7 +54,11 @@ pub fn run(a: &FixtureArgs) -> anyhow::Result<()> {
     match a.format {
         Format::Json | Format::Jsonl => print_json(&report),
         Format::Table | Format::Csv => {
-            let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+            let path = |p: &Option<PathBuf>| {
+                p.as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+            };
             println!("export   {}", path(&report.export_path));
             println!("probes   {}", path(&report.probes_path));
             println!("session  {}", report.session_id);

@@ -13,10 +13,12 @@ pub mod follow;
 pub mod inspect;
 pub mod load_args;
 pub mod output;
+pub mod plot;
 pub mod policies;
 pub mod render;
 pub mod replay;
 pub mod sessions;
+pub mod survey;
 pub mod sweep;
 
 pub use load_args::LoadArgs;
@@ -52,6 +54,10 @@ pub enum Command {
     Sweep(sweep::SweepArgs),
     /// Audit tiers: needle survival per token, non-monotonic, unsupported, contradictory and dominated tiers.
     Audit(audit::AuditArgs),
+    /// Write figures as SVG: the tier heatmap and pressure chart, or with --sweep the sweep map.
+    Plot(plot::PlotArgs),
+    /// Survey every session of a data dir: old context, aged classes and kinds, tier use, savings, switches.
+    Survey(survey::SurveyArgs),
     /// Replay a session under a policy: per-request tokens, tiers, divergence, cache, cost, changes.
     Replay(replay::ReplayArgs),
     /// The rendered context at one request, chunk by chunk (--diff-prev marks the divergence).
@@ -73,6 +79,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             Command::Experiment(a) => experiment::run_cli(&a),
             Command::Sweep(a) => sweep::run(&a),
             Command::Audit(a) => audit::run(&a),
+            Command::Plot(a) => plot::run(&a),
+            Command::Survey(a) => survey::run(&a),
             Command::Replay(a) => replay::run(&a),
             Command::Render(a) => render::run(&a),
             Command::Policies(a) => policies::run(&a),

@@ -47,9 +47,11 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
     }
     let bar = ProgressBar::new(n as u64);
     bar.set_style(
-        ProgressStyle::with_template("{spinner} sweep {pos}/{len} points [{bar:30}] {elapsed_precise} eta {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "{spinner} sweep {pos}/{len} points [{bar:30}] {elapsed_precise} eta {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
     );
     let started = std::time::Instant::now();
     let result = sweep::run_with(&session, &policy, &axes, a.budget, &|| bar.inc(1))?;
@@ -97,8 +99,18 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
 fn cells(r: &SweepResult, pretty: bool) -> (Vec<String>, Vec<Vec<String>>) {
     let mut headers: Vec<String> = r.axes.iter().map(|a| a.key.clone()).collect();
     for h in [
-        "status", "cost_$", "div_tokens", "div_$", "mean", "max_overflow", "overflow_reqs",
-        "thrash", "holds", "violations", "survival", "pareto",
+        "status",
+        "cost_$",
+        "div_tokens",
+        "div_$",
+        "mean",
+        "max_overflow",
+        "overflow_reqs",
+        "thrash",
+        "holds",
+        "violations",
+        "survival",
+        "pareto",
     ] {
         headers.push(h.to_string());
     }
@@ -114,16 +126,30 @@ fn cells(r: &SweepResult, pretty: bool) -> (Vec<String>, Vec<Vec<String>>) {
                 None => {
                     row.push("invalid".into());
                     row.extend(std::iter::repeat_n("-".to_string(), 10));
-                    row.push(if pretty { String::new() } else { "false".into() });
+                    row.push(if pretty {
+                        String::new()
+                    } else {
+                        "false".into()
+                    });
                     if !pretty {
                         row.push(p.reason.clone().unwrap_or_default());
                     }
                 }
                 Some(m) => {
-                    let n = |v: u64| if pretty { thousands(v as i64) } else { v.to_string() };
+                    let n = |v: u64| {
+                        if pretty {
+                            thousands(v as i64)
+                        } else {
+                            v.to_string()
+                        }
+                    };
                     row.push("ok".into());
                     row.push(format!("{:.4}", m.cost));
-                    row.push(if pretty { thousands(m.divergence_tokens) } else { m.divergence_tokens.to_string() });
+                    row.push(if pretty {
+                        thousands(m.divergence_tokens)
+                    } else {
+                        m.divergence_tokens.to_string()
+                    });
                     row.push(format!("{:.4}", m.divergence_dollars));
                     row.push(n(m.mean_tokens.round() as u64));
                     row.push(n(m.max_overflow));

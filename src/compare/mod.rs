@@ -251,6 +251,28 @@ impl Comparison {
     }
 }
 
+/// `name` and the knobs that set it apart: against the same policy, the knobs whose values
+/// differ; against another policy (whose kind's defaults differ anyway), the knobs overridden.
+pub fn side_label(p: &Policy, other: &Policy) -> String {
+    let knobs: Vec<String> = p
+        .knobs
+        .iter()
+        .filter(|(k, v)| {
+            if p.name == other.name {
+                other.knobs.get(*k) != Some(*v)
+            } else {
+                p.overridden.iter().any(|o| o == *k)
+            }
+        })
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    if knobs.is_empty() {
+        p.name.clone()
+    } else {
+        format!("{} {}", p.name, knobs.join(" "))
+    }
+}
+
 /// Compare two finished replays of the episodes `episodes` (the trace both replays ran on).
 pub fn compare(episodes: &[Episode], a: &Replay, b: &Replay) -> Result<Comparison, CompareError> {
     let (na, nb) = (a.frames.len(), b.frames.len());

@@ -86,6 +86,7 @@ struct FailureIn {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RejectedIn {
+    within_requests: usize,
     #[serde(default)]
     revert_commands: Vec<String>,
     #[serde(default)]
@@ -153,6 +154,7 @@ pub struct Rules {
     error_lines: Vec<Regex>,
     revert_commands: Vec<Regex>,
     rejected_phrases: Vec<Regex>,
+    rejected_within_requests: usize,
     decision_phrases: Vec<Regex>,
     chatter_max_chars: usize,
     max_keys: usize,
@@ -213,6 +215,7 @@ impl Rules {
             error_lines: re(&k.failure.error_lines)?,
             revert_commands: re(&k.rejected.revert_commands)?,
             rejected_phrases: re(&k.rejected.phrases)?,
+            rejected_within_requests: k.rejected.within_requests,
             decision_phrases: re(&k.decision.phrases)?,
             chatter_max_chars: k.chatter.max_chars,
             max_keys: f.keys.max,
@@ -462,58 +465,64 @@ pub fn classify(
         kinds.insert(EpisodeKind::Failure);
     }
 
-    // Rejections: a failure followed by a revert or by words that give the approach up. The
-    // evidence prefers what the assistant said (text over reasoning), plus the revert command.
-    for f in &facts.failures {
-        let later = &trace.messages[f.message_index..=seg.last_message];
-        let mut revert: Option<String> = None;
-        let mut said: Option<String> = None;
-        let mut thought: Option<String> = None;
-        for m in later {
-            for (_, t) in m.tool_parts() {
-                let c = tool_command(t);
-                if t.tool == "bash"
-                    && revert.is_none()
-                    && rules.revert_commands.iter().any(|r| r.is_match(&c))
-                {
-                    revert = Some(format!("reverted with `{}`", first_line_of(&c)));
-                }
-            }
-            if !m.is_assistant() {
-                continue;
-            }
-            for p in &m.parts {
-                let (text, slot) = match &p.kind {
+    // Rejections. A rejection event is an assistant message that reverts (a revert command) or
+    // gives an approach up (a rejected phrase, in text or reasoning). It rejects the latest
+    // failure before it that no earlier event claimed, if that failure is at most
+    // `within_requests` requests back: the approach that failure killed. The evidence prefers
+    // what the assistant said (text over reasoning), plus the revert command.
+    let mut claimed_until: Option<usize> = None; // failures at or before this index are spoken for
+    for (off, m) in msgs.iter().enumerate() {
+        let mi = seg.first_message + off;
+        if !m.is_assistant() {
+            continue;
+        }
+        let revert = m.tool_parts().find_map(|(_, t)| {
+            let c = tool_command(t);
+            (t.tool == "bash" && rules.revert_commands.iter().any(|r| r.is_match(&c)))
+                .then(|| format!("reverted with `{}`", first_line_of(&c)))
+        });
+        let phrase = |with_text: bool| {
+            m.parts.iter().find_map(|p| {
+                let text = match &p.kind {
                     PartKind::Text {
                         text,
                         ignored: false,
                         ..
-                    } => (text, &mut said),
-                    PartKind::Reasoning { text } => (text, &mut thought),
-                    _ => continue,
+                    } if with_text => text,
+                    PartKind::Reasoning { text } if !with_text => text,
+                    _ => return None,
                 };
-                if slot.is_some() {
-                    continue;
-                }
-                *slot = sentences(text)
+                sentences(text)
                     .into_iter()
                     .find(|s| rules.rejected_phrases.iter().any(|r| r.is_match(s)))
-                    .map(|s| format!("\"{}\"", clip_chars(s, 200)));
-            }
-        }
-        let words = said.or(thought);
-        let evidence = match (words, revert) {
-            (Some(w), Some(r)) => Some(format!("{w}; {r}")),
-            (Some(w), None) => Some(w),
-            (None, Some(r)) => Some(r),
-            (None, None) => None,
+                    .map(|s| format!("\"{}\"", clip_chars(s, 200)))
+            })
         };
-        if let Some(evidence) = evidence {
-            facts.rejections.push(Rejection {
-                failure: f.clone(),
-                evidence,
-            });
+        let words = phrase(true).or_else(|| phrase(false));
+        if revert.is_none() && words.is_none() {
+            continue;
         }
+        let here = req_of.get(mi).copied().flatten();
+        let killed = facts.failures.iter().rev().find(|f| {
+            f.message_index <= mi
+                && claimed_until.is_none_or(|c| f.message_index > c)
+                && match (f.request, here) {
+                    (Some(a), Some(b)) => b.saturating_sub(a) <= rules.rejected_within_requests,
+                    _ => true,
+                }
+        });
+        let Some(f) = killed else { continue };
+        claimed_until = Some(mi);
+        let evidence = match (words, revert) {
+            (Some(w), Some(r)) => format!("{w}; {r}"),
+            (Some(w), None) => w,
+            (None, Some(r)) => r,
+            (None, None) => continue,
+        };
+        facts.rejections.push(Rejection {
+            failure: f.clone(),
+            evidence,
+        });
     }
     if !facts.rejections.is_empty() {
         kinds.insert(EpisodeKind::Rejected);
@@ -855,8 +864,9 @@ pub fn tool_files(t: &ToolPart) -> Vec<String> {
     v
 }
 
-/// The line that quotes a failure: the tool's error, else the first output line matching an
-/// error pattern, else the first non-empty output line. Exact, trailing whitespace trimmed.
+/// The line that quotes a failure, from the tool's error, else its output: the first line that
+/// matches the first error pattern that matches any line, else the last non-empty line. Exact,
+/// trailing whitespace trimmed.
 pub fn error_line(t: &ToolPart, rules: &Rules) -> String {
     let src = t
         .error
@@ -869,10 +879,13 @@ pub fn error_line(t: &ToolPart, rules: &Rules) -> String {
         .map(str::trim_end)
         .filter(|l| !l.trim().is_empty())
         .collect();
-    lines
+    // The patterns are in priority order: the first pattern that matches any line wins.
+    rules
+        .error_lines
         .iter()
-        .find(|l| rules.error_lines.iter().any(|r| r.is_match(l)))
-        .or(lines.first())
+        .find_map(|r| lines.iter().find(|l| r.is_match(l)))
+        // No error-like line: a failing program's last line is usually its verdict.
+        .or(lines.last())
         .map_or_else(|| "(no output)".to_owned(), |l| (*l).to_owned())
 }
 
@@ -918,7 +931,7 @@ static PATH_RE: once_cell::sync::Lazy<Regex> = once_cell::sync::Lazy::new(|| {
 
 static ID_RE: once_cell::sync::Lazy<Regex> = once_cell::sync::Lazy::new(|| {
     Regex::new(concat!(
-        r"`([^`\n]{2,60})`",                           // backticked spans
+        r"`([^`\n]{1,60})`",                           // backticked spans
         r"|(--[a-z][a-z0-9-]+)",                       // long flags
         r"|\b(v?\d+\.\d+(?:\.\d+)+(?:-[\w.]+)?)\b",    // versions with at least two dots
         r"|\b([0-9a-f]{7,40})\b",                      // hashes (filtered below)
@@ -956,6 +969,9 @@ pub fn identifiers(text: &str) -> Vec<String> {
             }
             let is_backticked = c.get(1).is_some();
             let s = s.trim();
+            if s.chars().count() < 2 {
+                continue;
+            }
             if is_backticked
                 && s.contains(char::is_whitespace)
                 && !s.contains(|ch: char| "-[](){}$=|<>".contains(ch))
@@ -1077,10 +1093,19 @@ fn title(
             return s;
         }
     }
-    facts
-        .commands
-        .first()
-        .map(|c| clip_chars(&format!("$ {c}"), 72))
+    // No text at all: the first tool call.
+    msgs.iter()
+        .flat_map(|m| m.tool_parts())
+        .next()
+        .map(|(_, t)| {
+            let c = first_line_of(&tool_command(t)).to_owned();
+            let s = match t.tool.as_str() {
+                "bash" => format!("$ {c}"),
+                _ if c.is_empty() => t.tool.clone(),
+                _ => format!("{} {c}", t.tool),
+            };
+            clip_chars(&s, 72)
+        })
         .unwrap_or_else(|| "(no text)".to_owned())
 }
 

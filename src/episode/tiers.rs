@@ -170,30 +170,32 @@ pub fn generate(
         ],
     };
     for d in &mut out {
-        ensure_pins(d, cl);
+        ensure_pins(d, &cl.pins);
     }
     out
 }
 
-/// Append `[pinned] <span>` for any pin a draft's text lacks (to its first chunk).
-fn ensure_pins(d: &mut Draft, cl: &Classified) {
+/// Append `[pinned] <span>` for any pin a draft's text lacks (to its first chunk), so every
+/// tier keeps its episode's pins (MODEL §2 law 2). Returns the pins it had to append.
+pub fn ensure_pins(d: &mut Draft, pins: &[super::model::Pin]) -> Vec<String> {
     let text = join(&d.chunks);
-    let missing: Vec<&str> = cl
-        .pins
+    let missing: Vec<&str> = pins
         .iter()
         .map(|p| p.text.as_str())
         .filter(|p| !text.contains(p))
         .collect();
-    if let Some(first) = d.chunks.first_mut() {
-        for p in missing {
-            first.text.push_str("\n[pinned] ");
-            first.text.push_str(p);
-            if let Some((_, t)) = &mut first.pruned {
-                t.push_str("\n[pinned] ");
-                t.push_str(p);
-            }
+    let Some(first) = d.chunks.first_mut() else {
+        return Vec::new();
+    };
+    for p in &missing {
+        first.text.push_str("\n[pinned] ");
+        first.text.push_str(p);
+        if let Some((_, t)) = &mut first.pruned {
+            t.push_str("\n[pinned] ");
+            t.push_str(p);
         }
     }
+    missing.into_iter().map(str::to_owned).collect()
 }
 
 fn join(chunks: &[DraftChunk]) -> String {
@@ -218,7 +220,11 @@ pub fn render_full(m: &Message, pruned: bool) -> String {
                     line(&mut out, text);
                 }
             }
-            PartKind::Reasoning { text } => line(&mut out, &format!("[reasoning] {text}")),
+            // Closed, so a text part after it is not taken for reasoning (cascade reads this).
+            PartKind::Reasoning { text } => {
+                line(&mut out, &format!("[reasoning] {text}"));
+                line(&mut out, "[/reasoning]");
+            }
             PartKind::File {
                 mime,
                 filename,
@@ -489,10 +495,12 @@ fn source_anchor(id: &str, cl: &Classified) -> String {
             clip_chars(&r.failure.line, 80)
         ));
     }
+    // Short identifiers only: an anchor names things, it does not quote them.
     let ids: Vec<&str> = cl
         .facts
         .identifiers
         .iter()
+        .filter(|i| i.chars().count() <= 32)
         .take(4)
         .map(String::as_str)
         .collect();
@@ -509,6 +517,7 @@ fn source_anchor(id: &str, cl: &Classified) -> String {
 fn is_header(l: &str) -> bool {
     [
         "[reasoning]",
+        "[/reasoning]",
         "[tool ",
         "[result ",
         "[file ",
@@ -554,6 +563,9 @@ fn cascade_dense(full: &str) -> String {
             } else {
                 0
             };
+            if l == "[/reasoning]" {
+                continue;
+            }
             if mode != 1 {
                 out.push(if l.starts_with("[tool ") {
                     clip_middle(l, 160, 60)
@@ -581,10 +593,10 @@ fn cascade_compact(id: &str, title: &str, dense: &str, rules: &Rules) -> String 
         if let Some(rest) = l.strip_prefix("[tool bash] ") {
             if let Ok(v) = serde_json::from_str::<Value>(rest) {
                 if let Some(c) = v.get("command").and_then(Value::as_str) {
-                    commands.push(format!(
-                        "`{}`",
-                        clip_chars(c.lines().next().unwrap_or(""), 120)
-                    ));
+                    let c = format!("`{}`", clip_chars(c.lines().next().unwrap_or(""), 120));
+                    if !commands.contains(&c) {
+                        commands.push(c);
+                    }
                 }
             }
         } else if l.starts_with("[result ")

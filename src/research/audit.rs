@@ -33,7 +33,8 @@ static IDENT: Lazy<Regex> = Lazy::new(|| {
 static CLIP_MARKER: Lazy<Regex> =
     Lazy::new(|| Regex::new(r"\[\d+ [a-z ]*clipped\]").expect("static marker pattern"));
 /// Numbers of two digits or more (for unsupported additions).
-static NUMBER: Lazy<Regex> = Lazy::new(|| Regex::new(r"\b\d{2,}(?:\.\d+)*\b").expect("static number pattern"));
+static NUMBER: Lazy<Regex> =
+    Lazy::new(|| Regex::new(r"\b\d{2,}(?:\.\d+)*\b").expect("static number pattern"));
 /// `name 1.2.3`, `name = "1.2.3"`, `name@1.2.3`, `name v1.2.3` and `KEY=value`.
 static KEY_VALUE: Lazy<Regex> = Lazy::new(|| {
     Regex::new(concat!(
@@ -184,7 +185,10 @@ pub fn audit_episode(e: &Episode, probes: &[&Probe]) -> EpisodeAudit {
         .map(|(_, s, _)| s.clone())
         .unwrap_or_default();
     let ids = identifiers(&source);
-    let source_numbers: BTreeSet<String> = NUMBER.find_iter(&source).map(|m| m.as_str().to_owned()).collect();
+    let source_numbers: BTreeSet<String> = NUMBER
+        .find_iter(&source)
+        .map(|m| m.as_str().to_owned())
+        .collect();
     let source_kv = key_values(&source);
     let needles: Vec<(usize, NeedleRef<'_>)> = probes
         .iter()
@@ -213,7 +217,11 @@ pub fn audit_episode(e: &Episode, probes: &[&Probe]) -> EpisodeAudit {
         let (ids_ok, ids_n) = count(2);
         let all = probes_n + pins_n + ids_n;
         let ok = probes_ok + pins_ok + ids_ok;
-        let survival = if all == 0 { 1.0 } else { ok as f64 / all as f64 };
+        let survival = if all == 0 {
+            1.0
+        } else {
+            ok as f64 / all as f64
+        };
         let non_monotonic: Vec<String> = needles
             .iter()
             .zip(&presence)
@@ -258,7 +266,11 @@ pub fn audit_episode(e: &Episode, probes: &[&Probe]) -> EpisodeAudit {
             identifiers_ok: ids_ok,
             identifiers: ids_n,
             survival,
-            survival_per_1k: if *tokens > 0 { survival * 1000.0 / f64::from(*tokens) } else { 0.0 },
+            survival_per_1k: if *tokens > 0 {
+                survival * 1000.0 / f64::from(*tokens)
+            } else {
+                0.0
+            },
             non_monotonic,
             unsupported: unsupported.into_iter().collect(),
             contradictions,
@@ -306,7 +318,9 @@ pub fn audit_session(s: &LoadedSession) -> StrategyAudit {
     for e in &s.episodes {
         let mut above: Option<u32> = None;
         for t in Tier::TIERS {
-            let Some(r) = e.representation(t) else { continue };
+            let Some(r) = e.representation(t) else {
+                continue;
+            };
             if t != Tier::Full {
                 gen.representations += 1;
                 gen.output_tokens += u64::from(r.tokens);
@@ -326,10 +340,20 @@ pub fn audit_session(s: &LoadedSession) -> StrategyAudit {
                 .iter()
                 .filter_map(|e| e.tiers.iter().find(|x| x.tier == t).map(|x| (e, x)))
                 .collect();
-            let needles: usize = rows.iter().map(|(_, x)| x.probes + x.pins + x.identifiers).sum();
-            let ok: usize = rows.iter().map(|(_, x)| x.probes_ok + x.pins_ok + x.identifiers_ok).sum();
+            let needles: usize = rows
+                .iter()
+                .map(|(_, x)| x.probes + x.pins + x.identifiers)
+                .sum();
+            let ok: usize = rows
+                .iter()
+                .map(|(_, x)| x.probes_ok + x.pins_ok + x.identifiers_ok)
+                .sum();
             let tokens: u64 = rows.iter().map(|(_, x)| u64::from(x.tokens)).sum();
-            let survival = if needles == 0 { 1.0 } else { ok as f64 / needles as f64 };
+            let survival = if needles == 0 {
+                1.0
+            } else {
+                ok as f64 / needles as f64
+            };
             TierTotals {
                 tier: t,
                 episodes: rows.len(),
@@ -339,11 +363,18 @@ pub fn audit_session(s: &LoadedSession) -> StrategyAudit {
                 probes_ok: rows.iter().map(|(_, x)| x.probes_ok).sum(),
                 probes: rows.iter().map(|(_, x)| x.probes).sum(),
                 survival,
-                survival_per_1k: if tokens > 0 { survival * 1000.0 * rows.len() as f64 / tokens as f64 } else { 0.0 },
+                survival_per_1k: if tokens > 0 {
+                    survival * 1000.0 * rows.len() as f64 / tokens as f64
+                } else {
+                    0.0
+                },
                 non_monotonic: rows.iter().map(|(_, x)| x.non_monotonic.len()).sum(),
                 unsupported: rows.iter().map(|(_, x)| x.unsupported.len()).sum(),
                 contradictions: rows.iter().map(|(_, x)| x.contradictions.len()).sum(),
-                dominated: rows.iter().filter(|(_, x)| x.dominated_by.is_some()).count(),
+                dominated: rows
+                    .iter()
+                    .filter(|(_, x)| x.dominated_by.is_some())
+                    .count(),
             }
         })
         .collect();
@@ -359,8 +390,12 @@ pub fn audit_session(s: &LoadedSession) -> StrategyAudit {
 pub fn audit(loads: &[&LoadedSession]) -> Audit {
     let first = loads.first();
     Audit {
-        session: first.map(|s| s.trace.session.id.clone()).unwrap_or_default(),
-        title: first.map(|s| s.trace.session.title.clone()).unwrap_or_default(),
+        session: first
+            .map(|s| s.trace.session.id.clone())
+            .unwrap_or_default(),
+        title: first
+            .map(|s| s.trace.session.title.clone())
+            .unwrap_or_default(),
         probes: first.map_or(0, |s| s.probes.len()),
         strategies: loads.iter().map(|s| audit_session(s)).collect(),
     }
@@ -373,13 +408,25 @@ mod tests {
     #[test]
     fn identifiers_and_key_values_are_found() {
         let ids = identifiers("pin tomlette 0.4.1 at a3f9c21 in crates/x/src/lib.rs:42, see RUSTSEC-2026-0412 and E0277");
-        for want in ["0.4.1", "a3f9c21", "crates/x/src/lib.rs:42", "RUSTSEC-2026-0412", "E0277"] {
+        for want in [
+            "0.4.1",
+            "a3f9c21",
+            "crates/x/src/lib.rs:42",
+            "RUSTSEC-2026-0412",
+            "E0277",
+        ] {
             assert!(ids.contains(want), "{want} in {ids:?}");
         }
         assert!(!identifiers("1234567 deadbee").contains("1234567"));
         let kv = key_values("tomlette = \"0.4.1\" and BATCH_ROWS=250, serde v1.0.200");
-        assert_eq!(kv["tomlette"].iter().next().map(String::as_str), Some("0.4.1"));
-        assert_eq!(kv["BATCH_ROWS"].iter().next().map(String::as_str), Some("250"));
+        assert_eq!(
+            kv["tomlette"].iter().next().map(String::as_str),
+            Some("0.4.1")
+        );
+        assert_eq!(
+            kv["BATCH_ROWS"].iter().next().map(String::as_str),
+            Some("250")
+        );
         assert!(kv.contains_key("serde"));
     }
 
@@ -407,9 +454,23 @@ mod tests {
     #[test]
     fn flags_by_hand() {
         let mut tiers = BTreeMap::new();
-        tiers.insert(Tier::Full, rep(Tier::Full, "tomlette 0.4.1 at crates/a/src/lib.rs:42 for RUSTSEC-2026-0001", 40));
+        tiers.insert(
+            Tier::Full,
+            rep(
+                Tier::Full,
+                "tomlette 0.4.1 at crates/a/src/lib.rs:42 for RUSTSEC-2026-0001",
+                40,
+            ),
+        );
         tiers.insert(Tier::Dense, rep(Tier::Dense, "tomlette work", 30));
-        tiers.insert(Tier::Compact, rep(Tier::Compact, "tomlette 0.4.0 for RUSTSEC-2026-0001, 9999 rows", 20));
+        tiers.insert(
+            Tier::Compact,
+            rep(
+                Tier::Compact,
+                "tomlette 0.4.0 for RUSTSEC-2026-0001, 9999 rows",
+                20,
+            ),
+        );
         tiers.insert(Tier::Anchor, rep(Tier::Anchor, "E0", 5));
         let e = Episode {
             id: "E0".into(),
@@ -440,11 +501,17 @@ mod tests {
         assert_eq!(t(Tier::Full).identifiers_ok, 3);
         assert_eq!(t(Tier::Dense).identifiers_ok, 0);
         // The advisory is absent from dense but present in compact.
-        assert_eq!(t(Tier::Dense).non_monotonic, vec!["RUSTSEC-2026-0001".to_string()]);
+        assert_eq!(
+            t(Tier::Dense).non_monotonic,
+            vec!["RUSTSEC-2026-0001".to_string()]
+        );
         // Dense keeps nothing compact does not, for more tokens.
         assert_eq!(t(Tier::Dense).dominated_by, Some(Tier::Compact));
         assert_eq!(t(Tier::Full).dominated_by, None);
-        assert_eq!(t(Tier::Compact).unsupported, vec!["0.4.0".to_string(), "9999".to_string()]);
+        assert_eq!(
+            t(Tier::Compact).unsupported,
+            vec!["0.4.0".to_string(), "9999".to_string()]
+        );
         assert_eq!(t(Tier::Compact).contradictions.len(), 1);
         assert!(t(Tier::Compact).contradictions[0].starts_with("tomlette: 0.4.0 here, 0.4.1"));
     }

@@ -1,8 +1,9 @@
 //! Research tools over loaded sessions: the policy comparison table ([`experiment`]), the tier
-//! audit ([`audit`]).
+//! audit ([`audit`]), the survey of real sessions ([`survey`]), SVG figures ([`plot`]).
 //! Threshold sweeps live in [`crate::sweep`]; fixtures in [`crate::fixture`].
 
 pub mod audit;
 pub mod experiment;
 pub mod plot;
 pub mod report;
+pub mod survey;

@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::episode::Tier;
 use crate::replay::{Cell, Replay};
@@ -47,18 +48,21 @@ pub fn replay_figure(r: &Replay, out: &Path, size: (u32, u32)) -> Result<(), Plo
     let requests = r.applied.requests;
     let episodes = r.applied.episodes;
     if requests == 0 || episodes == 0 {
-        return Err(PlotError::Input("the replay has no requests or no episodes to draw".into()));
+        return Err(PlotError::Input(
+            "the replay has no requests or no episodes to draw".into(),
+        ));
     }
     let err = draw_err(out);
     let root = SVGBackend::new(out, size).into_drawing_area();
     root.fill(&WHITE).map_err(&err)?;
     let title = format!(
         "{} — {} under {} (budget {})",
-        r.trace.session, clip(&r.trace.title, 60), r.policy.name, r.policy.budget
+        r.trace.session,
+        clip(&r.trace.title, 60),
+        r.policy.name,
+        r.policy.budget
     );
-    let root = root
-        .titled(&title, ("sans-serif", 20))
-        .map_err(&err)?;
+    let root = root.titled(&title, ("sans-serif", 20)).map_err(&err)?;
     let (top, bottom) = root.split_vertically((size.1 as f64 * 0.58) as u32);
 
     let cols = requests.min(MAX_COLS);
@@ -69,7 +73,10 @@ pub fn replay_figure(r: &Replay, out: &Path, size: (u32, u32)) -> Result<(), Plo
         .margin(12)
         .x_label_area_size(34)
         .y_label_area_size(56)
-        .caption("applied tier per episode (rows) at each request (columns)", ("sans-serif", 15))
+        .caption(
+            "applied tier per episode (rows) at each request (columns)",
+            ("sans-serif", 15),
+        )
         .build_cartesian_2d(0f64..requests as f64, 0f64..episodes as f64)
         .map_err(&err)?;
     heat.configure_mesh()
@@ -93,7 +100,10 @@ pub fn replay_figure(r: &Replay, out: &Path, size: (u32, u32)) -> Result<(), Plo
                 Cell::Future => continue,
             };
             let (x0, y0) = (c as f64 * cw, e as f64 * rh);
-            cells.push(Rectangle::new([(x0, y0), (x0 + cw, y0 + rh)], color.filled()));
+            cells.push(Rectangle::new(
+                [(x0, y0), (x0 + cw, y0 + rh)],
+                color.filled(),
+            ));
         }
     }
     heat.draw_series(cells).map_err(&err)?;
@@ -152,7 +162,10 @@ pub fn replay_figure(r: &Replay, out: &Path, size: (u32, u32)) -> Result<(), Plo
         .collect();
     if !recorded.is_empty() {
         pressure
-            .draw_series(LineSeries::new(recorded, RGBColor(150, 150, 150).stroke_width(1)))
+            .draw_series(LineSeries::new(
+                recorded,
+                RGBColor(150, 150, 150).stroke_width(1),
+            ))
             .map_err(&err)?
             .label("recorded prompt")
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], RGBColor(150, 150, 150)));
@@ -237,7 +250,13 @@ impl SweepMetric {
 
 /// Viridis-like ramp from dark purple (0) to yellow (1).
 fn ramp(t: f64) -> RGBColor {
-    const STOPS: [(u8, u8, u8); 5] = [(68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37)];
+    const STOPS: [(u8, u8, u8); 5] = [
+        (68, 1, 84),
+        (59, 82, 139),
+        (33, 145, 140),
+        (94, 201, 98),
+        (253, 231, 37),
+    ];
     let t = t.clamp(0.0, 1.0) * (STOPS.len() - 1) as f64;
     let i = (t.floor() as usize).min(STOPS.len() - 2);
     let f = t - i as f64;
@@ -248,7 +267,12 @@ fn ramp(t: f64) -> RGBColor {
 
 /// The sweep map: the first axis across, the second (if any) up; each cell coloured by the
 /// metric, invalid cells grey with a cross, Pareto points ringed.
-pub fn sweep_figure(res: &SweepResult, metric: SweepMetric, out: &Path, size: (u32, u32)) -> Result<(), PlotError> {
+pub fn sweep_figure(
+    res: &SweepResult,
+    metric: SweepMetric,
+    out: &Path,
+    size: (u32, u32),
+) -> Result<(), PlotError> {
     if res.axes.is_empty() || res.axes.len() > 2 {
         return Err(PlotError::Input(format!(
             "the sweep map needs one or two axes, the sweep has {}",
@@ -259,8 +283,17 @@ pub fn sweep_figure(res: &SweepResult, metric: SweepMetric, out: &Path, size: (u
     let xa = &res.axes[0];
     let ya = res.axes.get(1);
     let (nx, ny) = (xa.len(), ya.map_or(1, |a| a.len()));
-    let values: Vec<Option<f64>> = res.points.iter().map(|p| p.metrics.as_ref().and_then(|m| metric.value(m))).collect();
-    let (lo, hi) = values.iter().flatten().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(*v), b.max(*v)));
+    let values: Vec<Option<f64>> = res
+        .points
+        .iter()
+        .map(|p| p.metrics.as_ref().and_then(|m| metric.value(m)))
+        .collect();
+    let (lo, hi) = values
+        .iter()
+        .flatten()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+            (a.min(*v), b.max(*v))
+        });
     let root = SVGBackend::new(out, size).into_drawing_area();
     root.fill(&WHITE).map_err(&err)?;
     let (main, legend) = root.split_horizontally(size.0.saturating_sub(130));
@@ -269,10 +302,16 @@ pub fn sweep_figure(res: &SweepResult, metric: SweepMetric, out: &Path, size: (u
         .x_label_area_size(40)
         .y_label_area_size(60)
         .caption(
-            format!("sweep of {} (budget {}): {} — ringed: Pareto front", res.policy, res.budget, metric.name()),
+            format!(
+                "sweep of {} (budget {}): {} — ringed: Pareto front, grey ×: invalid knobs",
+                res.policy,
+                res.budget,
+                metric.name()
+            ),
             ("sans-serif", 18),
         )
-        .build_cartesian_2d(0f64..nx as f64, 0f64..ny as f64)
+        // Cells are centred on whole numbers so that ticks (and labels) sit mid-cell.
+        .build_cartesian_2d(-0.5f64..nx as f64 - 0.5, -0.5f64..ny as f64 - 0.5)
         .map_err(&err)?;
     let xv = xa.values();
     let yv = ya.map(|a| a.values()).unwrap_or_default();
@@ -284,14 +323,8 @@ pub fn sweep_figure(res: &SweepResult, metric: SweepMetric, out: &Path, size: (u
         .x_labels(nx.min(12) + 1)
         .y_labels(ny.min(12) + 1)
         .label_style(("sans-serif", 12))
-        .x_label_formatter(&|x| {
-            let i = x.floor() as usize;
-            if (x - x.floor() - 0.0).abs() < 1e-9 && i < xv.len() { format_value(xv[i]) } else { String::new() }
-        })
-        .y_label_formatter(&|y| {
-            let i = y.floor() as usize;
-            if (y - y.floor()).abs() < 1e-9 && i < yv.len() { format_value(yv[i]) } else { String::new() }
-        })
+        .x_label_formatter(&|x| label_at(*x, &xv))
+        .y_label_formatter(&|y| label_at(*y, &yv))
         .draw()
         .map_err(&err)?;
     let span = if hi > lo { hi - lo } else { 1.0 };
@@ -300,25 +333,55 @@ pub fn sweep_figure(res: &SweepResult, metric: SweepMetric, out: &Path, size: (u
     let mut rings = Vec::new();
     let mut labels = Vec::new();
     for (i, p) in res.points.iter().enumerate() {
-        let (cx, cy) = if ya.is_some() { (i / ny, i % ny) } else { (i, 0) };
-        let (x0, y0) = (cx as f64, cy as f64);
+        let (cx, cy) = if ya.is_some() {
+            (i / ny, i % ny)
+        } else {
+            (i, 0)
+        };
+        let (x0, y0) = (cx as f64 - 0.5, cy as f64 - 0.5);
         match values[i] {
             Some(v) => {
-                cells.push(Rectangle::new([(x0, y0), (x0 + 1.0, y0 + 1.0)], ramp((v - lo) / span).filled()));
+                cells.push(Rectangle::new(
+                    [(x0, y0), (x0 + 1.0, y0 + 1.0)],
+                    ramp((v - lo) / span).filled(),
+                ));
                 if nx * ny <= 400 {
-                    let text = if v.abs() >= 1000.0 { short_count(v) } else if v.fract() == 0.0 { format!("{v}") } else { format!("{v:.3}") };
+                    let text = if v.abs() >= 1000.0 {
+                        short_count(v)
+                    } else if v.fract() == 0.0 {
+                        format!("{v}")
+                    } else {
+                        format!("{v:.3}")
+                    };
                     let color = if (v - lo) / span > 0.6 { BLACK } else { WHITE };
-                    labels.push(Text::new(text, (x0 + 0.08, y0 + 0.6), ("sans-serif", 11).into_font().color(&color)));
+                    let style = ("sans-serif", 15)
+                        .into_font()
+                        .color(&color)
+                        .pos(Pos::new(HPos::Center, VPos::Center));
+                    labels.push(Text::new(text, (x0 + 0.5, y0 + 0.5), style));
                 }
             }
             None => {
-                cells.push(Rectangle::new([(x0, y0), (x0 + 1.0, y0 + 1.0)], RGBColor(220, 220, 220).filled()));
-                crosses.push(PathElement::new(vec![(x0, y0), (x0 + 1.0, y0 + 1.0)], RGBColor(160, 160, 160)));
-                crosses.push(PathElement::new(vec![(x0, y0 + 1.0), (x0 + 1.0, y0)], RGBColor(160, 160, 160)));
+                cells.push(Rectangle::new(
+                    [(x0, y0), (x0 + 1.0, y0 + 1.0)],
+                    RGBColor(220, 220, 220).filled(),
+                ));
+                let (m, q) = (0.3, 0.7);
+                crosses.push(PathElement::new(
+                    vec![(x0 + m, y0 + m), (x0 + q, y0 + q)],
+                    RGBColor(150, 150, 150),
+                ));
+                crosses.push(PathElement::new(
+                    vec![(x0 + m, y0 + q), (x0 + q, y0 + m)],
+                    RGBColor(150, 150, 150),
+                ));
             }
         }
         if p.pareto {
-            rings.push(Rectangle::new([(x0 + 0.04, y0 + 0.04), (x0 + 0.96, y0 + 0.96)], RED.stroke_width(3)));
+            rings.push(Rectangle::new(
+                [(x0 + 0.04, y0 + 0.04), (x0 + 0.96, y0 + 0.96)],
+                RED.stroke_width(3),
+            ));
         }
     }
     chart.draw_series(cells).map_err(&err)?;
@@ -338,7 +401,13 @@ pub fn sweep_figure(res: &SweepResult, metric: SweepMetric, out: &Path, size: (u
         .disable_mesh()
         .disable_x_axis()
         .label_style(("sans-serif", 11))
-        .y_label_formatter(&|v| if v.abs() >= 1000.0 { short_count(*v) } else { format!("{v:.3}") })
+        .y_label_formatter(&|v| {
+            if v.abs() >= 1000.0 {
+                short_count(*v)
+            } else {
+                format!("{v:.3}")
+            }
+        })
         .draw()
         .map_err(&err)?;
     let steps = 64;
@@ -346,11 +415,26 @@ pub fn sweep_figure(res: &SweepResult, metric: SweepMetric, out: &Path, size: (u
     bar.draw_series((0..steps).map(|k| {
         let a = lo + (top - lo) * k as f64 / steps as f64;
         let b = lo + (top - lo) * (k + 1) as f64 / steps as f64;
-        Rectangle::new([(0.0, a), (1.0, b)], ramp(k as f64 / (steps - 1) as f64).filled())
+        Rectangle::new(
+            [(0.0, a), (1.0, b)],
+            ramp(k as f64 / (steps - 1) as f64).filled(),
+        )
     }))
     .map_err(&err)?;
     root.present().map_err(&err)?;
     Ok(())
+}
+
+/// The axis value at a whole-number tick, else nothing.
+fn label_at(x: f64, values: &[f64]) -> String {
+    let r = x.round();
+    if (x - r).abs() > 1e-6 || r < 0.0 {
+        return String::new();
+    }
+    values
+        .get(r as usize)
+        .map(|v| format_value(*v))
+        .unwrap_or_default()
 }
 
 fn short_count(v: f64) -> String {

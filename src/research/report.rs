@@ -44,7 +44,11 @@ pub fn csv(headers: &[&str], rows: &[Vec<String>]) -> String {
             f.to_string()
         }
     };
-    let mut out = headers.iter().map(|h| field(h)).collect::<Vec<_>>().join(",");
+    let mut out = headers
+        .iter()
+        .map(|h| field(h))
+        .collect::<Vec<_>>()
+        .join(",");
     out.push('\n');
     for r in rows {
         out.push_str(&r.iter().map(|c| field(c)).collect::<Vec<_>>().join(","));

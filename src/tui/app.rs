@@ -160,6 +160,10 @@ pub struct State {
     pub quit: bool,
     /// Live follow (`--follow`): status, last change, new requests.
     pub follow: crate::tui::follow::FollowState,
+    /// Diff mode (`d`), when open.
+    pub diff: Option<Box<crate::tui::diff::DiffState>>,
+    /// The policy before the last knob edits, for diff mode's "before the last edits".
+    pub diff_memo: crate::tui::diff::Memo,
 }
 
 #[derive(Debug)]
@@ -190,6 +194,8 @@ pub enum Msg {
     Failed(String),
     /// From the follower (`--follow`).
     Follow(crate::tui::follow::FollowMsg),
+    /// Diff mode's results.
+    Diff(crate::tui::diff::DiffMsg),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -209,6 +215,8 @@ pub enum Effect {
     SavePolicy { path: String, toml: String },
     /// Start, steer or stop following (latest wins).
     Follow(crate::tui::follow::FollowCmd),
+    /// Diff mode's work (latest wins per kind).
+    Diff(crate::tui::diff::DiffJob),
 }
 
 impl Effect {
@@ -222,6 +230,7 @@ impl Effect {
             Effect::Copy(_) => "copy",
             Effect::SavePolicy { .. } => "save",
             Effect::Follow(_) => "follow",
+            Effect::Diff(j) => j.job_key(),
         }
     }
 }
@@ -275,6 +284,8 @@ impl State {
             spinner: 0,
             quit: false,
             follow: Default::default(),
+            diff: None,
+            diff_memo: Default::default(),
         }
     }
 
@@ -295,8 +306,9 @@ impl State {
             Overlay::Help { .. } => Mode::Help,
             Overlay::Knobs { .. } => Mode::Knobs,
             Overlay::Policies { .. } => Mode::PolicyPick,
-            Overlay::None => match self.screen {
-                Screen::Picker => Mode::Picker,
+            Overlay::None => match (&self.screen, &self.diff) {
+                (Screen::Picker, _) => Mode::Picker,
+                (Screen::Main, Some(d)) => d.mode(),
                 _ => Mode::Main,
             },
         }
@@ -310,11 +322,6 @@ impl State {
         }
         let waiting = matches!(self.screen, Screen::Loading(_)) || self.replay_pending;
         waiting.then_some(120)
-    }
-
-    /// The numeric and other knobs of the current policy, in display order.
-    pub fn knob_names(&self) -> Vec<String> {
-        self.policy.specs.iter().map(|s| s.name.clone()).collect()
     }
 
     /// Rows of the knobs panel: the budget first, then the policy's knobs.
@@ -484,6 +491,7 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
         Msg::Saved(Err(e)) => state.flash(format!("save failed: {e}"), Level::Error),
         Msg::Failed(e) => state.screen = Screen::Failed(e),
         Msg::Follow(m) => crate::tui::follow::on_msg(state, m, &mut fx),
+        Msg::Diff(m) => crate::tui::diff::on_msg(state, m, &mut fx),
     }
     fx
 }
@@ -643,6 +651,9 @@ fn on_key(state: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
         },
         Mode::Knobs => on_knobs_key(state, action, fx),
         Mode::PolicyPick => on_policy_key(state, action, fx),
+        Mode::Diff | Mode::DiffKnobs | Mode::DiffPick => {
+            crate::tui::diff::on_key(state, k, action, fx)
+        }
         Mode::Main => {
             if let Some(a) = action {
                 on_main_action(state, a, fx);
@@ -807,7 +818,11 @@ fn on_main_action(state: &mut State, a: Action, fx: &mut Vec<Effect>) {
             state.context_expanded = !state.context_expanded;
             state.focus = Pane::Context;
         }
-        Action::OpenKnobs => state.overlay = Overlay::Knobs { selected: 0 },
+        Action::OpenKnobs => {
+            state.diff_memo.panel_opened();
+            state.overlay = Overlay::Knobs { selected: 0 }
+        }
+        Action::OpenDiff => crate::tui::diff::open(state),
         Action::SwitchPolicy => open_policies(state),
         Action::SavePolicy => start_save(state),
         Action::DrillIn => drill_in(state, fx),
@@ -996,6 +1011,7 @@ pub fn set_knob(state: &mut State, name: &str, text: &str, fx: &mut Vec<Effect>)
     if p.knobs == state.policy.knobs {
         return Ok(());
     }
+    state.diff_memo.knob_changing(&state.policy);
     state.policy = p;
     if state.session.is_some() {
         request_replay(state, fx);

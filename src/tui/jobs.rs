@@ -146,6 +146,7 @@ impl Worker {
                     .map(|()| path.clone())
                     .map_err(|e| format!("{path}: {e}")),
             )),
+            Effect::Diff(job) => Some(crate::tui::diff::work::run(self.current.as_ref(), job)),
             // Writing to the terminal is the runner's business.
             Effect::Copy(_) => None,
         }

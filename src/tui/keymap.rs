@@ -13,6 +13,12 @@ pub enum Mode {
     Help,
     /// A one-line text field (search, a typed knob value, a file name).
     Input,
+    /// Diff mode: the current policy (A) against a second one (B).
+    Diff,
+    /// Diff mode's knobs panel (either side).
+    DiffKnobs,
+    /// Diff mode's list to choose B from.
+    DiffPick,
 }
 
 impl Mode {
@@ -24,6 +30,9 @@ impl Mode {
             Mode::PolicyPick => "Policy list",
             Mode::Help => "Help",
             Mode::Input => "Text field",
+            Mode::Diff => "Diff mode (A vs B)",
+            Mode::DiffKnobs => "Diff mode: knobs of A or B",
+            Mode::DiffPick => "Diff mode: choose policy B",
         }
     }
 }
@@ -91,6 +100,14 @@ pub enum Action {
     ListPageUp,
     ListPageDown,
     Accept,
+    // diff mode
+    OpenDiff,
+    NextHunk,
+    PrevHunk,
+    EditA,
+    EditB,
+    PickB,
+    SwapSides,
 }
 
 /// One key, as bound and as shown.
@@ -225,6 +242,7 @@ pub static BINDINGS: &[Binding] = &[
     b(Mode::Main, &[C('?'), Code(K::F(1))], A::Help, "this help", Some("help")),
     b(Mode::Main, &[C('q'), Code(K::Esc)], A::Quit, "quit (Esc: back from a sub-agent first)", Some("quit")),
     b(Mode::Main, &[Ctrl('c')], A::ForceQuit, "quit at once", None),
+    b(Mode::Main, &[C('d')], A::OpenDiff, "diff mode: compare with a second policy (A/B)", None),
     // knobs panel
     b(Mode::Knobs, &[Code(K::Up), C('k')], A::KnobUp, "previous knob", None),
     b(Mode::Knobs, &[Code(K::Down), C('j')], A::KnobDown, "next knob", None),
@@ -258,6 +276,43 @@ pub static BINDINGS: &[Binding] = &[
     b(Mode::Help, &[Code(K::Up), C('k')], A::ScrollUp, "scroll up", None),
     b(Mode::Help, &[Code(K::Esc), C('?'), C('q'), Code(K::F(1))], A::CloseOverlay, "close", Some("close")),
     b(Mode::Help, &[Ctrl('c')], A::ForceQuit, "quit at once", None),
+    // diff mode
+    b(Mode::Diff, &[Code(K::Right), C('l')], A::StepNext, "next request", Some("step")),
+    b(Mode::Diff, &[Code(K::Left), C('h')], A::StepPrev, "previous request", None),
+    b(Mode::Diff, &[Shift(K::Right), C('L')], A::StepNextFast, "10 requests forward", None),
+    b(Mode::Diff, &[Shift(K::Left), C('H')], A::StepPrevFast, "10 requests back", None),
+    b(Mode::Diff, &[Code(K::Home), C('g')], A::First, "first request", None),
+    b(Mode::Diff, &[Code(K::End), C('G')], A::Last, "last request", None),
+    b(Mode::Diff, &[C('c')], A::NextChange, "next request where A and B differ", Some("next diff")),
+    b(Mode::Diff, &[C('C')], A::PrevChange, "previous request where A and B differ", None),
+    b(Mode::Diff, &[Code(K::Down), C('j')], A::SelectDown, "next episode", None),
+    b(Mode::Diff, &[Code(K::Up), C('k')], A::SelectUp, "previous episode", None),
+    b(Mode::Diff, &[C('n')], A::NextHunk, "context: next hunk", Some("hunk")),
+    b(Mode::Diff, &[C('N')], A::PrevHunk, "context: previous hunk", None),
+    b(Mode::Diff, &[Code(K::PageDown), Ctrl('d')], A::ScrollDown, "context: scroll both sides down", None),
+    b(Mode::Diff, &[Code(K::PageUp), Ctrl('u')], A::ScrollUp, "context: scroll both sides up", None),
+    b(Mode::Diff, &[C('a')], A::EditA, "edit A's knobs (both replays rerun)", Some("knobs A")),
+    b(Mode::Diff, &[C('b')], A::EditB, "edit B's knobs (both replays rerun)", Some("knobs B")),
+    b(Mode::Diff, &[C('p')], A::PickB, "choose policy B again", Some("policy B")),
+    b(Mode::Diff, &[C('s')], A::SwapSides, "swap A and B", None),
+    b(Mode::Diff, &[C('?'), Code(K::F(1))], A::Help, "this help", None),
+    b(Mode::Diff, &[Code(K::Esc), C('q'), C('d')], A::CloseOverlay, "close diff mode", Some("close")),
+    b(Mode::Diff, &[Ctrl('c')], A::ForceQuit, "quit at once", None),
+    b(Mode::DiffKnobs, &[Code(K::Up), C('k')], A::KnobUp, "previous knob", None),
+    b(Mode::DiffKnobs, &[Code(K::Down), C('j')], A::KnobDown, "next knob", None),
+    b(Mode::DiffKnobs, &[Code(K::Right), C('l')], A::KnobInc, "increase by one step", Some("adjust")),
+    b(Mode::DiffKnobs, &[Code(K::Left), C('h')], A::KnobDec, "decrease by one step", None),
+    b(Mode::DiffKnobs, &[Shift(K::Right), C('L')], A::KnobIncBig, "increase by ten steps", None),
+    b(Mode::DiffKnobs, &[Shift(K::Left), C('H')], A::KnobDecBig, "decrease by ten steps", None),
+    b(Mode::DiffKnobs, &[C('r')], A::KnobReset, "reset the knob to its default", Some("reset")),
+    b(Mode::DiffKnobs, &[Code(K::Tab), Code(K::BackTab), Shift(K::BackTab)], A::FocusNext, "edit the other side's knobs", Some("other side")),
+    b(Mode::DiffKnobs, &[Code(K::Esc), C('q'), C('a'), C('b')], A::CloseOverlay, "close the panel", Some("close")),
+    b(Mode::DiffKnobs, &[Ctrl('c')], A::ForceQuit, "quit at once", None),
+    b(Mode::DiffPick, &[Code(K::Up), C('k')], A::ListUp, "previous policy", None),
+    b(Mode::DiffPick, &[Code(K::Down), C('j')], A::ListDown, "next policy", None),
+    b(Mode::DiffPick, &[Code(K::Enter)], A::Accept, "compare with this policy", Some("compare")),
+    b(Mode::DiffPick, &[Code(K::Esc), C('q')], A::CloseOverlay, "cancel", Some("cancel")),
+    b(Mode::DiffPick, &[Ctrl('c')], A::ForceQuit, "quit at once", None),
     // text fields
     b(Mode::Input, &[Code(K::Enter)], A::Accept, "accept", Some("accept")),
     b(Mode::Input, &[Code(K::Esc)], A::CloseOverlay, "cancel", Some("cancel")),

@@ -39,3 +39,4 @@ pub mod adapt;
 pub mod jobs;
 pub mod run;
 pub mod follow;
+pub mod diff;

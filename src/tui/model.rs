@@ -169,40 +169,8 @@ pub struct FrameRow {
     pub cache_break: bool,
 }
 
-/// A policy knob as the sliders show it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Knob {
-    pub name: String,
-    pub value: f64,
-    pub default: f64,
-    pub min: f64,
-    pub max: f64,
-    pub step: f64,
-    pub help: String,
-    /// Whole numbers only.
-    pub integer: bool,
-}
-
-impl Knob {
-    pub fn clamp(&self, v: f64) -> f64 {
-        let v = v.clamp(self.min, self.max);
-        if self.integer {
-            v.round()
-        } else {
-            // Snap to the step grid from `min` so repeated steps do not accumulate float noise.
-            if self.step > 0.0 {
-                let n = ((v - self.min) / self.step).round();
-                (self.min + n * self.step).clamp(self.min, self.max)
-            } else {
-                v
-            }
-        }
-    }
-    pub fn display(&self) -> String {
-        fmt_knob(self.value, self.integer)
-    }
-}
-
+/// A knob value as the panel and saved files show it: integers without a fraction, others
+/// with at most four decimals and no trailing zeros.
 pub fn fmt_knob(v: f64, integer: bool) -> String {
     if integer {
         format!("{}", v.round() as i64)

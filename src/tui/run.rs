@@ -92,6 +92,7 @@ fn panicked(job: &Effect) -> Option<Msg> {
         Effect::LoadSession { .. } => Msg::Loaded(Err(e)),
         Effect::SavePolicy { .. } => Msg::Saved(Err(e)),
         Effect::ListSessions => Msg::Failed(e),
+        Effect::Diff(j) => Msg::Diff(j.failed(e)),
         Effect::Copy(_) | Effect::Follow(_) => return None,
     })
 }
@@ -126,10 +127,11 @@ pub fn run(mut state: State, opts: RunOptions) -> Result<(), RunError> {
     if opts.mouse {
         execute!(out, EnableMouseCapture)?;
     }
-    if state.theme.is_mono() {
+    if crate::tui::theme::no_color() {
         // crossterm 0.29 honours NO_COLOR by emitting a bare reset that also wipes BOLD and
-        // REVERSED; the mono theme has no colours, so forcing colour output on is safe and keeps
-        // the selection visible (tui-anchors §1.4).
+        // REVERSED. NO_COLOR already chose the mono theme (no colours at all) unless `--theme`
+        // asked for colours explicitly, so forcing colour output on keeps the attributes, and
+        // with them the selection, visible (tui-anchors §1.4).
         ratatui::crossterm::style::force_color_output(true);
     }
     let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;

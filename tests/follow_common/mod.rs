@@ -25,9 +25,17 @@ pub const E1: &str = "ses_dd5b1793effevuSoF7ehpqDCRB";
 /// Copy the recording's db, `-wal` and `-shm` into `dir` (the shared files are never opened for
 /// writing).
 pub fn copy_recording(dir: &Path) -> PathBuf {
+    copy_db(RECORDING, dir)
+}
+
+/// The crate's own sample recording (M1 with an explore sub-agent, B1, C1).
+pub const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces/opencode.db");
+
+/// Copy a database with its `-wal` and `-shm` into `dir`, writable.
+pub fn copy_db(src: &str, dir: &Path) -> PathBuf {
     let db = dir.join("opencode.db");
     for suffix in ["", "-wal", "-shm"] {
-        let from = format!("{RECORDING}{suffix}");
+        let from = format!("{src}{suffix}");
         let to = format!("{}{suffix}", db.display());
         std::fs::copy(&from, &to).unwrap_or_else(|e| panic!("copy {from}: {e}"));
         // The shared files are read-only; the copies must be writable.
@@ -79,6 +87,13 @@ fn rows(conn: &Connection, sql: &str, arg: &str) -> Vec<Row> {
             vals: vals.unwrap(),
         })
         .collect()
+}
+
+/// The session row of `id`.
+pub fn session_row(conn: &Connection, id: &str) -> Row {
+    rows(conn, "SELECT * FROM session WHERE id = ?1", id)
+        .pop()
+        .unwrap_or_else(|| panic!("no session {id}"))
 }
 
 /// A session's messages in OpenCode's order, each with its parts.
@@ -175,22 +190,28 @@ fn in_progress_part(p: &Row) -> Option<Row> {
 /// Write `rest` into the database the way OpenCode does, pausing `pause` between transactions.
 pub fn append_like_opencode(conn: &Connection, rest: &[(Row, Vec<Row>)], pause: Duration) {
     for (m, parts) in rest {
-        insert(conn, "message", &in_progress_message(m));
-        std::thread::sleep(pause);
-        for p in parts {
-            match in_progress_part(p) {
-                Some(running) => {
-                    insert(conn, "part", &running);
-                    std::thread::sleep(pause);
-                    update_data(conn, "part", p);
-                }
-                None => insert(conn, "part", p),
+        append_message(conn, m, parts, pause);
+    }
+}
+
+/// One message the way OpenCode writes it: the row (in progress), its parts one by one (tool
+/// parts first running, then completed), then the final message row.
+pub fn append_message(conn: &Connection, m: &Row, parts: &[Row], pause: Duration) {
+    insert(conn, "message", &in_progress_message(m));
+    std::thread::sleep(pause);
+    for p in parts {
+        match in_progress_part(p) {
+            Some(running) => {
+                insert(conn, "part", &running);
+                std::thread::sleep(pause);
+                update_data(conn, "part", p);
             }
-            std::thread::sleep(pause);
+            None => insert(conn, "part", p),
         }
-        update_data(conn, "message", m);
         std::thread::sleep(pause);
     }
+    update_data(conn, "message", m);
+    std::thread::sleep(pause);
 }
 
 /// A fresh load of `session` from `db` (read-only).

@@ -29,7 +29,14 @@ pub fn theme(name: &str) -> Theme {
 }
 
 /// Opens `path` like `tierscope PATH --policy P [--budget N]` would, at `w`×`h`.
-pub fn open(path: PathBuf, theme_name: &str, w: u16, h: u16, policy: &str, budget: Option<u64>) -> App {
+pub fn open(
+    path: PathBuf,
+    theme_name: &str,
+    w: u16,
+    h: u16,
+    policy: &str,
+    budget: Option<u64>,
+) -> App {
     let policy = tierscope::policy::load(policy, &[]).unwrap_or_else(|e| panic!("{e}"));
     let mut state = State::new(theme(theme_name), policy, budget, StartOptions::default());
     state.width = w;
@@ -39,8 +46,16 @@ pub fn open(path: PathBuf, theme_name: &str, w: u16, h: u16, policy: &str, budge
         ..LoadArgs::default()
     };
     let mut worker = Worker::new(args);
-    run_sync(&mut state, &mut worker, vec![Effect::LoadSession { id: None }]);
-    assert!(state.session.is_some(), "session did not load: {:?}", state.screen);
+    run_sync(
+        &mut state,
+        &mut worker,
+        vec![Effect::LoadSession { id: None }],
+    );
+    assert!(
+        state.session.is_some(),
+        "session did not load: {:?}",
+        state.screen
+    );
     assert!(state.replay.is_some(), "replay did not run");
     App { state, worker }
 }
@@ -115,10 +130,7 @@ pub fn styled(buf: &Buffer) -> String {
     for row in buf.content.chunks(w) {
         let mut line = String::new();
         for c in row {
-            let key = format!(
-                "fg={:?} bg={:?} mod={:?}",
-                c.fg, c.bg, c.modifier
-            );
+            let key = format!("fg={:?} bg={:?} mod={:?}", c.fg, c.bg, c.modifier);
             let ch = match table.get(&key) {
                 Some(ch) => *ch,
                 None => {

@@ -1,4 +1,5 @@
-//! `opencode export` files: `{info, messages: [{info, parts}]}`, pretty-printed. Anything before
+//! `opencode export` files: `{info, messages: [{info, parts}]}`, pretty-printed (and the share
+//! feed's flat `[{type, data}]` array, regrouped into the same shape). Anything before
 //! the first `{` (a stray "Exporting session:" line) is ignored. A file cut in the middle loads
 //! every message that is complete and reports the cut.
 
@@ -39,6 +40,16 @@ pub fn parse_export(bytes: &[u8], path: &Path) -> Result<Trace, LoadError> {
             String::from_utf8_lossy(bytes)
         }
     };
+    // A share feed (`[{type, data}]`) is the same session as a flat array.
+    if let Some(bracket) = text.find('[') {
+        if text.find('{').is_none_or(|brace| bracket < brace) {
+            if let Ok(Value::Array(items)) = serde_json::from_str::<Value>(&text[bracket..]) {
+                if let Some((info, messages)) = regroup_share(&items) {
+                    return to_trace(&info, &messages, path, diags);
+                }
+            }
+        }
+    }
     let Some(start) = text.find('{') else {
         return Err(LoadError::NotAnExport {
             path: path.to_owned(),
@@ -69,14 +80,29 @@ pub fn parse_export(bytes: &[u8], path: &Path) -> Result<Trace, LoadError> {
             (info, msgs)
         }
     };
-    let Some(session) = info.as_ref().and_then(parse_session) else {
+    to_trace(
+        info.as_ref().unwrap_or(&Value::Null),
+        &messages,
+        path,
+        diags,
+    )
+}
+
+/// `{info, messages: [{info, parts}]}` pieces → trace.
+fn to_trace(
+    info: &Value,
+    messages: &[Value],
+    path: &Path,
+    mut diags: Diagnostics,
+) -> Result<Trace, LoadError> {
+    let Some(session) = parse_session(info) else {
         return Err(LoadError::NotAnExport {
             path: path.to_owned(),
             reason: "no `info` with a session id".into(),
         });
     };
     let mut out = Vec::with_capacity(messages.len());
-    for entry in &messages {
+    for entry in messages {
         let Some(info) = entry.get("info") else {
             diags.push(
                 DiagnosticKind::MissingField,
@@ -108,6 +134,52 @@ pub fn parse_export(bytes: &[u8], path: &Path) -> Result<Trace, LoadError> {
         SourceKind::Export(path.display().to_string()),
         diags,
     ))
+}
+
+/// Regroup a share feed (`{type: "session"|"message"|"part"|…, data}` items, later items updating
+/// earlier ones with the same id) into export pieces. `None` when it holds no session item.
+fn regroup_share(items: &[Value]) -> Option<(Value, Vec<Value>)> {
+    let mut info = None;
+    let mut order: Vec<String> = Vec::new();
+    let mut msgs: std::collections::HashMap<String, Value> = Default::default();
+    let mut parts: std::collections::HashMap<String, Vec<Value>> = Default::default();
+    for item in items {
+        let data = item.get("data").cloned().unwrap_or(Value::Null);
+        match item.get("type").and_then(Value::as_str) {
+            Some("session") => info = Some(data),
+            Some("message") => {
+                let Some(id) = data.get("id").and_then(Value::as_str).map(str::to_owned) else {
+                    continue;
+                };
+                if !msgs.contains_key(&id) {
+                    order.push(id.clone());
+                }
+                msgs.insert(id, data);
+            }
+            Some("part") => {
+                let Some(mid) = data.get("messageID").and_then(Value::as_str) else {
+                    continue;
+                };
+                let list = parts.entry(mid.to_owned()).or_default();
+                let pid = data.get("id").cloned();
+                match list.iter_mut().find(|p| p.get("id") == pid.as_ref()) {
+                    Some(old) => *old = data,
+                    None => list.push(data),
+                }
+            }
+            _ => {}
+        }
+    }
+    let info = info?;
+    let messages = order
+        .into_iter()
+        .filter_map(|id| {
+            let m = msgs.remove(&id)?;
+            let p = parts.remove(&id).unwrap_or_default();
+            Some(serde_json::json!({"info": m, "parts": p}))
+        })
+        .collect();
+    Some((info, messages))
 }
 
 /// Salvage `info` and every complete message from a cut export: walk the top-level object key by

@@ -85,6 +85,20 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         lines.push(Line::from(Span::styled(format!("  · {n}"), t.dim)));
     }
     if let Some(rp) = &state.replay {
+        if let (Some(d), Some(a)) = (rp.desired.get(&(state.selected, state.cursor)), applied) {
+            let boundary = state
+                .policy
+                .knobs
+                .get("boundary")
+                .map(|b| b.to_string())
+                .unwrap_or_else(|| "request".to_owned());
+            lines.push(Line::from(Span::styled(
+                format!(
+                    "deferred: the policy wants {d}, {a} stays until the next {boundary} boundary (or an emergency)"
+                ),
+                t.mark_deferred,
+            )));
+        }
         let hist = rp.history.get(state.selected).map(Vec::as_slice).unwrap_or(&[]);
         if hist.is_empty() {
             lines.push(Line::from(Span::styled("changes: none", t.dim)));
@@ -129,10 +143,16 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     }
     let header_len = lines.len();
     if let Some(tier) = shown {
+        let active = state
+            .replay
+            .as_ref()
+            .is_some_and(|r| r.grid.get(state.selected, state.cursor) & crate::tui::model::cell::STATE == crate::tui::model::cell::ACTIVE);
         let label = if Some(tier) == applied {
-            "applied"
+            "applied at the cursor; [ ] other tiers"
+        } else if active && tier == crate::episode::model::Tier::Full {
+            "active: rendered as it stands; [ ] other tiers"
         } else {
-            "[ ] other tiers"
+            "not applied at the cursor; [ ] other tiers"
         };
         lines.push(Line::from(Span::styled(
             format!("── {tier} text ({label}) ──"),

@@ -36,19 +36,43 @@ pub fn key_knobs(state: &State) -> Vec<String> {
 
 pub fn render(state: &State, f: &mut Frame, area: Rect) {
     let t = &state.theme;
-    let mut spans = vec![Span::styled(" tierscope ", t.header)];
     let sep = || Span::styled(" │ ", t.header);
-    for c in &state.stack {
-        spans.push(Span::styled(format!("{} › ", c.title), t.header));
+    // Most important first: the line is cut at the right edge on narrow terminals.
+    let mut spans = vec![Span::styled(" tierscope", t.header), sep()];
+    let n = state.requests();
+    let time = state
+        .session
+        .as_ref()
+        .and_then(|s| s.model.requests.get(state.cursor))
+        .map(|r| clock(r.time))
+        .unwrap_or_default();
+    spans.push(Span::styled(
+        format!("t {} / {} {time}", state.cursor, n.saturating_sub(1)),
+        t.header,
+    ));
+    if state.playing {
+        let ms = SPEEDS_MS[state.speed.min(SPEEDS_MS.len() - 1)];
+        spans.push(Span::styled(format!(" ▶ {ms} ms/req"), t.header));
     }
-    if let Some(s) = &state.session {
-        spans.push(Span::styled(s.model.title.clone(), t.header));
+    if state.replay_pending {
+        spans.push(Span::styled(" replaying…", t.header));
     }
     spans.push(sep());
     spans.push(Span::styled(format!("policy {}", state.policy.name), t.header));
-    let knobs = key_knobs(state);
-    if !knobs.is_empty() {
-        spans.push(Span::styled(format!(" ({})", knobs.join(" ")), t.header));
+    // The key knobs go only where the title still fits after them (the knobs panel shows all).
+    let title_w = state
+        .session
+        .as_ref()
+        .map_or(0, |s| s.model.title.chars().count().min(40));
+    let used: usize = spans.iter().map(|s| s.width()).sum::<usize>() + 30 + title_w;
+    let mut knobs = key_knobs(state);
+    while !knobs.is_empty() {
+        let text = format!(" ({})", knobs.join(" "));
+        if used + text.chars().count() <= usize::from(area.width) {
+            spans.push(Span::styled(text, t.header));
+            break;
+        }
+        knobs.pop();
     }
     spans.push(sep());
     let b = effective_budget(state);
@@ -59,25 +83,11 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     };
     spans.push(Span::styled(format!("budget {} ({src})", thousands(b)), t.header));
     spans.push(sep());
-    let n = state.requests();
-    let time = state
-        .session
-        .as_ref()
-        .and_then(|s| s.model.requests.get(state.cursor))
-        .map(|r| clock(r.time))
-        .unwrap_or_default();
-    spans.push(Span::styled(
-        format!("t {} / {}  {time}", state.cursor, n.saturating_sub(1)),
-        t.header,
-    ));
-    if state.playing {
-        let ms = SPEEDS_MS[state.speed.min(SPEEDS_MS.len() - 1)];
-        spans.push(sep());
-        spans.push(Span::styled(format!("▶ {ms} ms/req"), t.header));
+    for c in &state.stack {
+        spans.push(Span::styled(format!("{} › ", c.title), t.header));
     }
-    if state.replay_pending {
-        spans.push(sep());
-        spans.push(Span::styled("replaying…", t.header));
+    if let Some(s) = &state.session {
+        spans.push(Span::styled(s.model.title.clone(), t.header));
     }
     let line = Line::from(spans).style(t.header);
     f.render_widget(Paragraph::new(line).style(t.header), area);

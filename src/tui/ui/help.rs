@@ -20,6 +20,9 @@ pub fn lines(state: &State) -> Vec<Line<'static>> {
         Mode::Picker,
         Mode::Input,
         Mode::Help,
+        Mode::Diff,
+        Mode::DiffKnobs,
+        Mode::DiffPick,
     ];
     for (i, m) in modes.iter().enumerate() {
         if i > 0 {
@@ -68,4 +71,29 @@ pub fn render(state: &State, f: &mut Frame, area: Rect, scroll: usize) {
             .block(pane_block(title, true, t)),
         rect,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::app::StartOptions;
+    use crate::tui::theme::Theme;
+
+    #[test]
+    fn help_lists_every_binding() {
+        let policy = crate::policy::load("retention", &[]).unwrap_or_else(|e| panic!("{e}"));
+        let state = State::new(Theme::default_for_env(), policy, None, StartOptions::default());
+        let text: Vec<String> = lines(&state)
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect();
+        for b in BINDINGS {
+            let keys = keys_label(b);
+            assert!(
+                text.iter().any(|l| l.contains(&keys) && l.contains(b.desc)),
+                "help misses {keys} ({})",
+                b.desc
+            );
+        }
+    }
 }

@@ -38,7 +38,10 @@ pub fn view(state: &State, f: &mut Frame) {
                 screens::too_small(f, area, t);
                 return;
             }
-            main_screen::render(state, f, &r);
+            match &state.diff {
+                Some(d) => crate::tui::diff::view::render(state, d, f, area),
+                None => main_screen::render(state, f, &r),
+            }
         }
         Screen::Picker => picker::render(state, f, area),
         Screen::Loading(what) => screens::loading(state, f, area, what),

@@ -1,0 +1,256 @@
+//! `tierscope survey`: the chapter's ecological questions over every main session of an OpenCode
+//! data dir, in parallel with a progress bar; per-session failures are reported and skipped.
+
+use anyhow::Context;
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+
+use super::output::{print_json, Format};
+use super::LoadArgs;
+use crate::episode::sidecar::{SidecarLocator, Sidecars};
+use crate::policy;
+use crate::research::report::{csv, pct, table, thousands};
+use crate::research::survey::{combine, survey_session, Failure, Survey};
+use crate::tokens::Tokenizer;
+
+#[derive(Debug, Clone, Args)]
+pub struct SurveyArgs {
+    /// The data dir (or database, storage dir, export file); loading flags apply to every session.
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Policies to evaluate (repeatable). Default: full, truncate, opencode, age, retention, decay.
+    #[arg(long = "policy", short = 'p', value_name = "POLICY")]
+    pub policies: Vec<String>,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+fn bar(len: u64, what: &str) -> ProgressBar {
+    let b = ProgressBar::new(len);
+    let template =
+        format!("{{spinner}} {what} {{pos}}/{{len}} sessions [{{bar:30}}] {{elapsed_precise}}");
+    b.set_style(
+        ProgressStyle::with_template(&template)
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    b
+}
+
+pub fn run(a: &SurveyArgs) -> anyhow::Result<()> {
+    let names: Vec<String> = if a.policies.is_empty() {
+        ["full", "truncate", "opencode", "age", "retention", "decay"]
+            .iter()
+            .map(|s| (*s).to_string())
+            .collect()
+    } else {
+        a.policies.clone()
+    };
+    let policies = names
+        .iter()
+        .map(|n| policy::load(n, &[]))
+        .collect::<Result<Vec<_>, _>>()?;
+    let source = crate::trace::open(a.load.path.as_deref()).context("opening the data dir")?;
+    let list = source.list_sessions().context("listing sessions")?;
+    let main: Vec<_> = list.into_iter().filter(|s| s.parent_id.is_none()).collect();
+    let base = crate::loaded::options_from_args(&a.load)?;
+    let locator = SidecarLocator {
+        dir: a.load.sidecars.clone(),
+        export_file: a
+            .load
+            .path
+            .clone()
+            .filter(|p| p.extension().is_some_and(|e| e == "json")),
+        data_dir: SidecarLocator::default_data_dir(),
+    };
+
+    // Reading is sequential (one database handle); building episodes and replays is parallel.
+    let loading = bar(main.len() as u64, "loading");
+    let mut traces = Vec::new();
+    let mut failures = Vec::new();
+    for s in &main {
+        match source.load_session(Some(&s.id)) {
+            Ok(t) => traces.push(t),
+            Err(e) => failures.push(Failure {
+                session: s.id.clone(),
+                error: e.to_string(),
+            }),
+        }
+        loading.inc(1);
+    }
+    loading.finish_and_clear();
+    let tokenizer = Tokenizer::with_disk_cache(a.load.tokenizer, None);
+    let surveying = bar(traces.len() as u64, "surveying");
+    let results: Vec<Result<_, Failure>> = traces
+        .into_par_iter()
+        .map(|t| {
+            let id = t.session.id.clone();
+            let mut opts = base.clone();
+            let r = Sidecars::find(&locator, &id)
+                .map(|sc| {
+                    opts.sidecars = sc;
+                    let s = crate::loaded::from_trace_with(t, &opts, &tokenizer);
+                    survey_session(&s, &policies)
+                })
+                .map_err(|e| Failure {
+                    session: id,
+                    error: e.to_string(),
+                });
+            surveying.inc(1);
+            r
+        })
+        .collect();
+    surveying.finish_and_clear();
+    if let Err(e) = tokenizer.save() {
+        eprintln!("warning: {e}");
+    }
+    let mut sessions = Vec::new();
+    for r in results {
+        match r {
+            Ok(s) => sessions.push(s),
+            Err(f) => failures.push(f),
+        }
+    }
+    for f in &failures {
+        eprintln!("skipped {}: {}", f.session, f.error);
+    }
+    let survey = combine(source.describe(), sessions, failures);
+    match a.format {
+        Format::Json | Format::Jsonl => print_json(&survey),
+        Format::Csv => {
+            let (h, rows) = session_rows(&survey, false);
+            print!("{}", csv(&h, &rows));
+            Ok(())
+        }
+        Format::Table => {
+            print_table(&survey);
+            Ok(())
+        }
+    }
+}
+
+fn session_rows(s: &Survey, pretty: bool) -> (Vec<&'static str>, Vec<Vec<String>>) {
+    let h = vec![
+        "session",
+        "policy",
+        "requests",
+        "episodes",
+        "old_share",
+        "mean_full",
+        "mean_tokens",
+        "full",
+        "dense",
+        "compact",
+        "anchor",
+        "dropped",
+        "switch/100",
+        "saves_vs_full",
+        "saves_vs_opencode",
+        "cost_saves_vs_full",
+        "cost_saves_vs_opencode",
+    ];
+    let share = |v: f64| {
+        if pretty {
+            pct(Some(v))
+        } else {
+            format!("{v:.4}")
+        }
+    };
+    let mut rows = Vec::new();
+    for ss in &s.sessions {
+        for p in &ss.policies {
+            rows.push(vec![
+                ss.session.clone(),
+                p.policy.clone(),
+                ss.requests.to_string(),
+                ss.episodes.to_string(),
+                share(ss.old_context_share),
+                format!("{:.0}", ss.mean_full_tokens),
+                format!("{:.0}", p.mean_tokens),
+                share(p.tiers.full),
+                share(p.tiers.dense),
+                share(p.tiers.compact),
+                share(p.tiers.anchor),
+                share(p.tiers.dropped),
+                format!("{:.1}", p.switches_per_100),
+                share(p.saves_vs_full_tokens),
+                share(p.saves_vs_opencode_tokens),
+                share(p.saves_vs_full_cost),
+                share(p.saves_vs_opencode_cost),
+            ]);
+        }
+    }
+    (h, rows)
+}
+
+fn print_table(s: &Survey) {
+    let reqs: usize = s.sessions.iter().map(|x| x.requests).sum();
+    println!(
+        "{}: {} sessions surveyed ({} requests), {} skipped",
+        s.source,
+        s.sessions.len(),
+        reqs,
+        s.failures.len()
+    );
+    println!(
+        "old context: {} of the context under `full`, requests-weighted",
+        pct(Some(s.old_context_share))
+    );
+    let total: u64 = s.aged_by_class.values().sum();
+    let mix = |m: &std::collections::BTreeMap<String, u64>| {
+        let mut v: Vec<(&String, &u64)> = m.iter().collect();
+        v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        v.iter()
+            .map(|(k, n)| {
+                format!(
+                    "{k} {} ({})",
+                    thousands(**n as i64),
+                    pct(Some(**n as f64 / total.max(1) as f64))
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    println!("aged history by class: {}", mix(&s.aged_by_class));
+    println!("aged history by kind:  {}", mix(&s.aged_by_kind));
+    println!();
+    let h = [
+        "policy",
+        "sessions",
+        "full",
+        "dense",
+        "compact",
+        "anchor",
+        "dropped",
+        "switch/100",
+        "saves_vs_full",
+        "saves_vs_opencode",
+        "cost_vs_full",
+        "cost_vs_opencode",
+    ];
+    let rows: Vec<Vec<String>> = s
+        .policies
+        .iter()
+        .map(|p| {
+            vec![
+                p.policy.clone(),
+                p.sessions.to_string(),
+                pct(Some(p.tiers.full)),
+                pct(Some(p.tiers.dense)),
+                pct(Some(p.tiers.compact)),
+                pct(Some(p.tiers.anchor)),
+                pct(Some(p.tiers.dropped)),
+                format!("{:.1}", p.switches_per_100),
+                pct(Some(p.saves_vs_full_tokens)),
+                pct(Some(p.saves_vs_opencode_tokens)),
+                pct(Some(p.saves_vs_full_cost)),
+                pct(Some(p.saves_vs_opencode_cost)),
+            ]
+        })
+        .collect();
+    print!("{}", table(&h, &rows));
+    println!();
+    let (h, rows) = session_rows(s, true);
+    print!("{}", table(&h, &rows));
+}

@@ -1,0 +1,654 @@
+//! The explorer's diff mode (`d`): the current policy (A) against a second one (B) chosen from a
+//! list (the built-ins, and the current policy with its knobs as they were before the last
+//! edits). It shows where A and B disagree on tiers, both pressure curves, the deltas, and the
+//! two rendered contexts side by side. Knobs of either side can be edited; both replays rerun
+//! on the worker thread, latest wins.
+//!
+//! Self-contained: its state hangs off [`State::diff`], its keys are the `Diff*` modes of the
+//! keymap, its work is [`DiffJob`] (run by [`work::run`]) and its results come back as
+//! [`DiffMsg`]. Diff mode works on copies of the policies: closing it leaves the main screen's
+//! policy as it was. It has its own request cursor, starting at the main one.
+
+pub mod model;
+pub mod view;
+pub mod work;
+
+use std::sync::Arc;
+
+use ratatui::crossterm::event::KeyEvent;
+
+use crate::compare::ContextDiff;
+use crate::policy::{KnobValue, Policy};
+use crate::tui::app::{Effect, Level, State};
+use crate::tui::keymap::{Action, Mode};
+use model::DiffModel;
+
+/// A side of the comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    A,
+    B,
+}
+
+impl Side {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Side::A => "A",
+            Side::B => "B",
+        }
+    }
+    fn other(self) -> Side {
+        match self {
+            Side::A => Side::B,
+            Side::B => Side::A,
+        }
+    }
+}
+
+/// One entry of the list B is chosen from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Choice {
+    pub label: String,
+    pub desc: String,
+    pub policy: Policy,
+}
+
+/// The knobs panel of one side (row 0 is the shared budget).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KnobEdit {
+    pub side: Side,
+    pub selected: usize,
+}
+
+/// The policy before the last run of knob edits on the main screen, for "compare with before".
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Memo {
+    /// The policy as it was before the last run of edits.
+    pub before: Option<Policy>,
+    /// An edit run is under way (it ends when the knobs panel is opened again).
+    editing: bool,
+}
+
+impl Memo {
+    /// The knobs panel opened: the next edit starts a new run.
+    pub fn panel_opened(&mut self) {
+        self.editing = false;
+    }
+    /// A knob is about to change from `old`.
+    pub fn knob_changing(&mut self, old: &Policy) {
+        if !self.editing {
+            self.before = Some(old.clone());
+            self.editing = true;
+        }
+    }
+}
+
+pub struct DiffState {
+    pub a: Policy,
+    pub b: Policy,
+    /// Budget for both sides (`None` = the default budget).
+    pub budget: Option<u64>,
+    pub cursor: usize,
+    pub selected: usize,
+    pub gen: u64,
+    pub pending: bool,
+    pub model: Option<Arc<DiffModel>>,
+    pub error: Option<String>,
+    pub context: Option<Arc<ContextDiff>>,
+    pub context_pending: bool,
+    /// First row of the context diff shown.
+    pub context_scroll: usize,
+    /// The hunk last jumped to.
+    pub hunk: Option<usize>,
+    /// The list B is being chosen from (open: keys go to it).
+    pub picker: Option<(Vec<Choice>, usize)>,
+    /// The knobs panel (open: keys go to it).
+    pub knobs: Option<KnobEdit>,
+}
+
+impl DiffState {
+    /// Where keys go.
+    pub fn mode(&self) -> Mode {
+        if self.picker.is_some() {
+            Mode::DiffPick
+        } else if self.knobs.is_some() {
+            Mode::DiffKnobs
+        } else {
+            Mode::Diff
+        }
+    }
+    /// The policy of a side.
+    pub fn policy(&self, s: Side) -> &Policy {
+        match s {
+            Side::A => &self.a,
+            Side::B => &self.b,
+        }
+    }
+    fn policy_mut(&mut self, s: Side) -> &mut Policy {
+        match s {
+            Side::A => &mut self.a,
+            Side::B => &mut self.b,
+        }
+    }
+    fn requests(&self) -> usize {
+        self.model.as_ref().map_or(0, |m| m.requests)
+    }
+    fn episodes(&self) -> usize {
+        self.model.as_ref().map_or(0, |m| m.episodes.len())
+    }
+}
+
+/// Work for the worker thread.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DiffJob {
+    /// Replay the current session under A and B and compare.
+    Replay {
+        gen: u64,
+        a: Box<Policy>,
+        b: Box<Policy>,
+        budget: Option<u64>,
+    },
+    /// The rendered-context diff at `at`.
+    Context {
+        gen: u64,
+        at: usize,
+        a: Box<Policy>,
+        b: Box<Policy>,
+        budget: Option<u64>,
+    },
+}
+
+impl DiffJob {
+    /// Latest wins per key.
+    pub fn job_key(&self) -> &'static str {
+        match self {
+            DiffJob::Replay { .. } => "diff-replay",
+            DiffJob::Context { .. } => "diff-context",
+        }
+    }
+    /// The answer when the job failed (e.g. panicked) with `e`.
+    pub fn failed(&self, e: String) -> DiffMsg {
+        match self {
+            DiffJob::Replay { gen, .. } => DiffMsg::Replayed {
+                gen: *gen,
+                result: Err(e),
+            },
+            DiffJob::Context { gen, at, .. } => DiffMsg::Context {
+                gen: *gen,
+                at: *at,
+                result: Err(e),
+            },
+        }
+    }
+}
+
+/// Results of [`DiffJob`]s.
+#[derive(Debug)]
+pub enum DiffMsg {
+    Replayed {
+        gen: u64,
+        result: Result<Arc<DiffModel>, String>,
+    },
+    Context {
+        gen: u64,
+        at: usize,
+        result: Result<Arc<ContextDiff>, String>,
+    },
+}
+
+fn flash(state: &mut State, text: impl Into<String>, level: Level) {
+    state.flash = Some((text.into(), level));
+}
+
+/// The list B is chosen from: the policy before the last knob edits (when it differs from the
+/// current one), then every built-in.
+pub fn choices(state: &State) -> Vec<Choice> {
+    let mut out = Vec::new();
+    if let Some(before) = &state.diff_memo.before {
+        if before.name != state.policy.name || before.knobs != state.policy.knobs {
+            let changed: Vec<String> = before
+                .knobs
+                .iter()
+                .filter(|(k, v)| state.policy.knobs.get(*k) != Some(*v))
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            out.push(Choice {
+                label: format!("{} before the last edits", before.name),
+                desc: if changed.is_empty() {
+                    format!("{} with its knobs as they were", before.name)
+                } else {
+                    changed.join(" ")
+                },
+                policy: before.clone(),
+            });
+        }
+    }
+    if let Ok(list) = crate::policy::builtins() {
+        for p in list {
+            out.push(Choice {
+                label: p.name.clone(),
+                desc: p.description.clone(),
+                policy: p,
+            });
+        }
+    }
+    out
+}
+
+/// `d` on the main screen: open the list to choose B.
+pub fn open(state: &mut State) {
+    if state.session.is_none() {
+        flash(state, "no session loaded", Level::Info);
+        return;
+    }
+    let list = choices(state);
+    // Preselect the most likely comparison: the pre-edit policy, else a different built-in.
+    let pre = list
+        .iter()
+        .position(|c| c.label.ends_with("before the last edits"))
+        .or_else(|| {
+            let want = if state.policy.name == "age" {
+                "retention"
+            } else {
+                "age"
+            };
+            list.iter().position(|c| c.label == want)
+        })
+        .unwrap_or(0);
+    state.diff = Some(Box::new(DiffState {
+        a: state.policy.clone(),
+        b: state.policy.clone(),
+        budget: state.budget,
+        cursor: state.cursor,
+        selected: state.selected,
+        gen: 0,
+        pending: false,
+        model: None,
+        error: None,
+        context: None,
+        context_pending: false,
+        context_scroll: 0,
+        hunk: None,
+        picker: Some((list, pre)),
+        knobs: None,
+    }));
+}
+
+fn request_replay(d: &mut DiffState, fx: &mut Vec<Effect>) {
+    d.gen += 1;
+    d.pending = true;
+    fx.push(Effect::Diff(DiffJob::Replay {
+        gen: d.gen,
+        a: Box::new(d.a.clone()),
+        b: Box::new(d.b.clone()),
+        budget: d.budget,
+    }));
+}
+
+fn request_context(d: &mut DiffState, fx: &mut Vec<Effect>) {
+    if d.model.is_none() {
+        return;
+    }
+    d.context_pending = true;
+    fx.push(Effect::Diff(DiffJob::Context {
+        gen: d.gen,
+        at: d.cursor,
+        a: Box::new(d.a.clone()),
+        b: Box::new(d.b.clone()),
+        budget: d.budget,
+    }));
+}
+
+fn move_cursor(d: &mut DiffState, to: usize, fx: &mut Vec<Effect>) {
+    let n = d.requests();
+    if n == 0 {
+        return;
+    }
+    let to = to.min(n - 1);
+    if to == d.cursor {
+        return;
+    }
+    d.cursor = to;
+    request_context(d, fx);
+}
+
+/// Results from the worker.
+pub fn on_msg(state: &mut State, msg: DiffMsg, fx: &mut Vec<Effect>) {
+    let Some(d) = state.diff.as_deref_mut() else {
+        return; // diff mode was closed meanwhile
+    };
+    match msg {
+        DiffMsg::Replayed { gen, result } => {
+            if gen != d.gen {
+                return; // a newer pair is on its way
+            }
+            d.pending = false;
+            match result {
+                Ok(m) => {
+                    d.cursor = d.cursor.min(m.requests.saturating_sub(1));
+                    d.selected = d.selected.min(m.episodes.len().saturating_sub(1));
+                    d.model = Some(m);
+                    d.error = None;
+                    request_context(d, fx);
+                }
+                Err(e) => {
+                    d.error = Some(e.clone());
+                    flash(state, format!("diff failed: {e}"), Level::Error);
+                }
+            }
+        }
+        DiffMsg::Context { gen, at, result } => {
+            if gen != d.gen || at != d.cursor {
+                return;
+            }
+            d.context_pending = false;
+            match result {
+                Ok(c) => {
+                    // Open at the first hunk: the difference, at a glance.
+                    d.context_scroll = c.hunks.first().map_or(0, |h| h.saturating_sub(2));
+                    d.hunk = c.hunks.first().map(|_| 0);
+                    d.context = Some(c);
+                }
+                Err(e) => flash(state, format!("context diff failed: {e}"), Level::Error),
+            }
+        }
+    }
+}
+
+/// Keys in the diff modes.
+pub fn on_key(state: &mut State, _k: KeyEvent, action: Option<Action>, fx: &mut Vec<Effect>) {
+    let Some(mode) = state.diff.as_ref().map(|d| d.mode()) else {
+        return;
+    };
+    match mode {
+        Mode::DiffPick => on_pick(state, action, fx),
+        Mode::DiffKnobs => on_knobs(state, action, fx),
+        _ => on_diff(state, action, fx),
+    }
+}
+
+fn on_pick(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
+    let Some(d) = state.diff.as_deref_mut() else {
+        return;
+    };
+    let Some((list, sel)) = d.picker.as_mut() else {
+        return;
+    };
+    match action {
+        Some(Action::ListUp) => *sel = sel.saturating_sub(1),
+        Some(Action::ListDown) => *sel = (*sel + 1).min(list.len().saturating_sub(1)),
+        Some(Action::Accept) => {
+            let chosen = list.get(*sel).map(|c| c.policy.clone());
+            d.picker = None;
+            if let Some(p) = chosen {
+                d.b = p;
+                d.context = None;
+                request_replay(d, fx);
+            }
+        }
+        Some(Action::CloseOverlay) => {
+            d.picker = None;
+            // Nothing compared yet: cancelling the choice cancels diff mode.
+            if d.model.is_none() && !d.pending {
+                state.diff = None;
+            }
+        }
+        Some(Action::ForceQuit) => state.quit = true,
+        _ => {}
+    }
+}
+
+fn on_diff(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
+    let height = usize::from(state.height);
+    let Some(d) = state.diff.as_deref_mut() else {
+        return;
+    };
+    let c = d.cursor;
+    let Some(a) = action else { return };
+    match a {
+        Action::CloseOverlay | Action::Quit => {
+            state.diff = None;
+        }
+        Action::ForceQuit => state.quit = true,
+        Action::Help => state.overlay = crate::tui::app::Overlay::Help { scroll: 0 },
+        Action::StepNext => move_cursor(d, c + 1, fx),
+        Action::StepPrev => move_cursor(d, c.saturating_sub(1), fx),
+        Action::StepNextFast => move_cursor(d, c + 10, fx),
+        Action::StepPrevFast => move_cursor(d, c.saturating_sub(10), fx),
+        Action::First => move_cursor(d, 0, fx),
+        Action::Last => move_cursor(d, d.requests().saturating_sub(1), fx),
+        Action::NextChange | Action::PrevChange => {
+            let list = d
+                .model
+                .as_ref()
+                .map(|m| m.differing.clone())
+                .unwrap_or_default();
+            let fwd = a == Action::NextChange;
+            let next = if fwd {
+                list.iter().copied().find(|&r| r > c)
+            } else {
+                list.iter().rev().copied().find(|&r| r < c)
+            };
+            match next {
+                Some(r) => move_cursor(d, r, fx),
+                None => {
+                    let what = if fwd { "ahead" } else { "before" };
+                    flash(
+                        state,
+                        format!("no difference between A and B {what}"),
+                        Level::Info,
+                    )
+                }
+            }
+        }
+        Action::SelectDown => d.selected = (d.selected + 1).min(d.episodes().saturating_sub(1)),
+        Action::SelectUp => d.selected = d.selected.saturating_sub(1),
+        Action::ScrollDown | Action::ScrollUp => {
+            let page = (height / 4).max(1);
+            let rows = d.context.as_ref().map_or(0, |c| c.rows.len());
+            d.context_scroll = if a == Action::ScrollDown {
+                (d.context_scroll + page).min(rows.saturating_sub(1))
+            } else {
+                d.context_scroll.saturating_sub(page)
+            };
+        }
+        Action::NextHunk | Action::PrevHunk => {
+            let Some(ctx) = d.context.clone() else { return };
+            if ctx.hunks.is_empty() {
+                flash(
+                    state,
+                    "the rendered contexts are identical here",
+                    Level::Info,
+                );
+                return;
+            }
+            let n = ctx.hunks.len();
+            let fwd = a == Action::NextHunk;
+            // From the hunk last jumped to while the view still sits on it; after scrolling by
+            // hand, from what is on screen (a jumped-to hunk sits two rows below the top).
+            let at_hunk = d.hunk.filter(|&i| {
+                ctx.hunks
+                    .get(i)
+                    .is_some_and(|&h| h.saturating_sub(2) == d.context_scroll)
+            });
+            let i = match at_hunk {
+                Some(i) if fwd => (i + 1) % n,
+                Some(i) => (i + n - 1) % n,
+                None => {
+                    let anchor = d.context_scroll + 2;
+                    if fwd {
+                        ctx.hunks.iter().position(|&h| h > anchor).unwrap_or(0)
+                    } else {
+                        ctx.hunks.iter().rposition(|&h| h < anchor).unwrap_or(n - 1)
+                    }
+                }
+            };
+            d.hunk = Some(i);
+            d.context_scroll = ctx.hunks[i].saturating_sub(2);
+        }
+        Action::EditA | Action::EditB => {
+            let side = if a == Action::EditA { Side::A } else { Side::B };
+            d.knobs = Some(KnobEdit { side, selected: 0 });
+        }
+        Action::PickB => {
+            let list = choices(state);
+            let Some(d) = state.diff.as_deref_mut() else {
+                return;
+            };
+            let sel = list.iter().position(|ch| ch.policy == d.b).unwrap_or(0);
+            d.picker = Some((list, sel));
+        }
+        Action::SwapSides => {
+            std::mem::swap(&mut d.a, &mut d.b);
+            d.context = None;
+            request_replay(d, fx);
+        }
+        _ => {}
+    }
+}
+
+fn on_knobs(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
+    let Some(d) = state.diff.as_deref_mut() else {
+        return;
+    };
+    let Some(k) = d.knobs else { return };
+    let rows = 1 + d.policy(k.side).specs.len();
+    let res = match action {
+        Some(Action::KnobUp) => {
+            d.knobs = Some(KnobEdit {
+                selected: k.selected.saturating_sub(1),
+                ..k
+            });
+            Ok(())
+        }
+        Some(Action::KnobDown) => {
+            d.knobs = Some(KnobEdit {
+                selected: (k.selected + 1).min(rows - 1),
+                ..k
+            });
+            Ok(())
+        }
+        Some(Action::FocusNext) | Some(Action::FocusPrev) => {
+            let side = k.side.other();
+            let n = 1 + d.policy(side).specs.len();
+            d.knobs = Some(KnobEdit {
+                side,
+                selected: k.selected.min(n - 1),
+            });
+            Ok(())
+        }
+        Some(a @ (Action::KnobInc | Action::KnobDec | Action::KnobIncBig | Action::KnobDecBig)) => {
+            let steps = match a {
+                Action::KnobInc => 1.0,
+                Action::KnobDec => -1.0,
+                Action::KnobIncBig => 10.0,
+                _ => -10.0,
+            };
+            step(d, k, steps, fx)
+        }
+        Some(Action::KnobReset) => reset(d, k, fx),
+        Some(Action::CloseOverlay) => {
+            d.knobs = None;
+            Ok(())
+        }
+        Some(Action::ForceQuit) => {
+            state.quit = true;
+            Ok(())
+        }
+        _ => Ok(()),
+    };
+    if let Err(e) = res {
+        flash(state, e, Level::Warn);
+    }
+}
+
+/// The default budget of the current comparison (what row 0 steps from).
+fn shown_budget(d: &DiffState) -> u64 {
+    d.budget
+        .or_else(|| d.model.as_ref().map(|m| m.budget))
+        .unwrap_or(0)
+}
+
+fn set_policy(d: &mut DiffState, side: Side, p: Policy, fx: &mut Vec<Effect>) {
+    if p.knobs == d.policy(side).knobs {
+        return;
+    }
+    *d.policy_mut(side) = p;
+    request_replay(d, fx);
+}
+
+fn step(d: &mut DiffState, k: KnobEdit, steps: f64, fx: &mut Vec<Effect>) -> Result<(), String> {
+    if k.selected == 0 {
+        let b = shown_budget(d);
+        if b == 0 {
+            return Ok(());
+        }
+        // 1 % of the budget per step, at least 1,000 tokens (as on the main screen).
+        let s = (b as f64 * 0.01).round().max(1000.0);
+        d.budget = Some((b as f64 + steps * s).max(1000.0) as u64);
+        request_replay(d, fx);
+        return Ok(());
+    }
+    let p = d.policy(k.side).clone();
+    let Some(spec) = p.specs.get(k.selected - 1).cloned() else {
+        return Ok(());
+    };
+    let text = match (&spec.default, p.knobs.get(&spec.name)) {
+        (KnobValue::Num(_), Some(KnobValue::Num(v))) => {
+            let st = spec.step.unwrap_or(if spec.integer { 1.0 } else { 0.01 });
+            let mut nv = v + steps * st;
+            if let Some(lo) = spec.min {
+                nv = nv.max(lo);
+            }
+            if let Some(hi) = spec.max {
+                nv = nv.min(hi);
+            }
+            // Snap to the step grid so repeated steps do not accumulate float noise.
+            if st > 0.0 {
+                let base = spec.min.unwrap_or(0.0);
+                nv = base + ((nv - base) / st).round() * st;
+                nv = (nv * 1e9).round() / 1e9;
+            }
+            crate::tui::model::fmt_knob(nv, spec.integer)
+        }
+        (KnobValue::Bool(_), Some(KnobValue::Bool(b))) => (!b).to_string(),
+        (KnobValue::Choice(_), Some(KnobValue::Choice(c))) => {
+            let n = spec.choices.len();
+            if n == 0 {
+                return Ok(());
+            }
+            let i = spec.choices.iter().position(|x| x == c).unwrap_or(0);
+            let j = if steps >= 0.0 {
+                (i + 1) % n
+            } else {
+                (i + n - 1) % n
+            };
+            spec.choices[j].clone()
+        }
+        _ => return Ok(()),
+    };
+    let np = p
+        .with_overrides(&[(spec.name.clone(), text)])
+        .map_err(|e| e.to_string())?;
+    set_policy(d, k.side, np, fx);
+    Ok(())
+}
+
+fn reset(d: &mut DiffState, k: KnobEdit, fx: &mut Vec<Effect>) -> Result<(), String> {
+    if k.selected == 0 {
+        if d.budget.is_some() {
+            d.budget = None;
+            request_replay(d, fx);
+        }
+        return Ok(());
+    }
+    let p = d.policy(k.side).clone();
+    let Some(spec) = p.specs.get(k.selected - 1).cloned() else {
+        return Ok(());
+    };
+    let np = p
+        .with_overrides(&[(spec.name.clone(), spec.default.to_string())])
+        .map_err(|e| e.to_string())?;
+    set_policy(d, k.side, np, fx);
+    Ok(())
+}

@@ -1,0 +1,698 @@
+//! The diff screen: a header with both sides, a heatmap of where A and B disagree (▲ A shows the
+//! episode more faithfully, ▼ B does; red where the lower side is below the floor), both
+//! pressure curves on one chart, a deltas strip (this request, then the session), the episode
+//! tiers of both sides at the cursor, and the rendered contexts side by side. Reads only.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::symbols::Marker;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Axis, Chart, Clear, Dataset, GraphType, Paragraph};
+use ratatui::Frame;
+
+use super::model::DiffModel;
+use super::{DiffState, Side};
+use crate::compare::context::{RowKind, SideLine};
+use crate::episode::Tier;
+use crate::policy::KnobValue;
+use crate::tui::app::{Level, State};
+use crate::tui::keymap;
+use crate::tui::theme::Theme;
+use crate::tui::ui::{centered, key_spans, pane_block, rule_block, thousands};
+use crate::tui::widgets::Viewport;
+
+/// The screen's rectangles at a size.
+pub struct DiffRects {
+    pub header: Rect,
+    pub heat: Rect,
+    pub chart: Rect,
+    pub deltas: Rect,
+    pub tiers: Rect,
+    pub context: Rect,
+    pub status: Rect,
+}
+
+/// Lays the screen out: small terminals get a shorter heatmap and chart, never a missing pane.
+pub fn rects(area: Rect, episodes: usize) -> DiffRects {
+    let tall = area.height >= 36;
+    let heat_rows = episodes.clamp(1, if tall { 8 } else { 4 }) as u16 + 1;
+    let chart_h = if tall { 8 } else { 5 };
+    let [header, heat, chart, deltas, bottom, status] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(heat_rows),
+        Constraint::Length(chart_h),
+        Constraint::Length(2),
+        Constraint::Min(4),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    let tiers_w = if area.width >= 110 { 34 } else { 24 };
+    let [tiers, context] =
+        Layout::horizontal([Constraint::Length(tiers_w), Constraint::Min(20)]).areas(bottom);
+    DiffRects {
+        header,
+        heat,
+        chart,
+        deltas,
+        tiers,
+        context,
+        status,
+    }
+}
+
+/// Colours of the two sides (theme keys reused: A like the replayed tokens, B like a change).
+fn side_style(t: &Theme, s: Side) -> Style {
+    match s {
+        Side::A => t.line_tokens,
+        Side::B => t.chunk_changed,
+    }
+}
+
+/// Draws diff mode over the whole area.
+pub fn render(state: &State, d: &DiffState, f: &mut Frame, area: Rect) {
+    let t = &state.theme;
+    let episodes = d.model.as_ref().map_or(1, |m| m.episodes.len());
+    let r = rects(area, episodes);
+    header(state, d, f, r.header);
+    match &d.model {
+        Some(m) => {
+            heatmap(state, d, m, f, r.heat);
+            chart(t, d, m, f, r.chart);
+            deltas(t, d, m, f, r.deltas);
+            tiers(state, d, m, f, r.tiers);
+            context(t, d, f, r.context);
+        }
+        None => {
+            let what = match (&d.error, d.pending) {
+                (Some(e), _) => format!("diff failed: {e}"),
+                (None, true) => "replaying A and B…".to_owned(),
+                (None, false) => "choose policy B".to_owned(),
+            };
+            let body = Rect::new(
+                area.x,
+                r.heat.y,
+                area.width,
+                r.context.bottom().saturating_sub(r.heat.y),
+            );
+            f.render_widget(
+                Paragraph::new(Line::from(Span::styled(format!(" {what}"), t.dim))),
+                body,
+            );
+        }
+    }
+    status(state, d, f, r.status);
+    if let Some((list, sel)) = &d.picker {
+        picker(t, list, *sel, f, area);
+    }
+    if let Some(k) = d.knobs {
+        knobs(t, d, k.side, k.selected, f, area, r.tiers.y);
+    }
+}
+
+fn header(state: &State, d: &DiffState, f: &mut Frame, area: Rect) {
+    let t = &state.theme;
+    let mut spans = vec![Span::styled(" diff ", t.header)];
+    let (a, b) = match &d.model {
+        Some(m) => (m.a_label.clone(), m.b_label.clone()),
+        None if d.picker.is_some() => (d.a.name.clone(), "?".to_owned()),
+        None => (
+            super::model::side_label(&d.a, &d.b),
+            super::model::side_label(&d.b, &d.a),
+        ),
+    };
+    let hs = |s: Side| {
+        side_style(t, s)
+            .patch(t.header)
+            .fg(side_style(t, s).fg.unwrap_or_default())
+    };
+    spans.push(Span::styled("A ", t.header));
+    spans.push(Span::styled(a, hs(Side::A)));
+    spans.push(Span::styled(" vs ", t.header));
+    spans.push(Span::styled("B ", t.header));
+    spans.push(Span::styled(b, hs(Side::B)));
+    if let Some(m) = &d.model {
+        let src = if d.budget.is_some() { "set" } else { "default" };
+        spans.push(Span::styled(
+            format!(
+                " │ budget {} ({src}) │ request {}/{} │ {} of {} requests differ",
+                thousands(m.budget),
+                d.cursor,
+                m.requests.saturating_sub(1),
+                m.differing.len(),
+                m.requests
+            ),
+            t.header,
+        ));
+    }
+    if d.pending || d.context_pending {
+        spans.push(Span::styled(" │ replaying…", t.header));
+    }
+    if let Some(s) = &state.session {
+        spans.push(Span::styled(
+            format!(" │ {}", crate::tui::safe_line(&s.model.title)),
+            t.header,
+        ));
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)).style(t.header), area);
+}
+
+const LABEL_W: u16 = 6;
+
+fn heatmap(state: &State, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rect) {
+    let t = &state.theme;
+    let title = Line::from(vec![
+        Span::raw(" where A and B disagree: "),
+        Span::styled("▲", side_style(t, Side::A)),
+        Span::raw(" A higher "),
+        Span::styled("▼", side_style(t, Side::B)),
+        Span::raw(" B higher "),
+        Span::styled("▲▼", t.error),
+        Span::raw(" lower side below its floor  ─ same "),
+    ]);
+    let block = rule_block(title, false, t);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let cols_w = usize::from(inner.width.saturating_sub(LABEL_W));
+    if cols_w == 0 || inner.height == 0 {
+        return;
+    }
+    let vp = viewport(m.requests, cols_w, d.cursor);
+    let rows = usize::from(inner.height);
+    let first = d.selected.saturating_sub(rows.saturating_sub(1));
+    let buf = f.buffer_mut();
+    for (vis, e) in (first..m.episodes.len()).take(rows).enumerate() {
+        let y = inner.y + vis as u16;
+        let (id, _) = &m.episodes[e];
+        let ls = if e == d.selected { t.selection } else { t.dim };
+        buf.set_stringn(inner.x, y, format!("{id:<5} "), usize::from(LABEL_W), ls);
+        for col in 0..vp.used_cols() {
+            let range = vp.range(col);
+            let (glyph, mut st) = bucket(t, m, e, range.clone());
+            if range.contains(&d.cursor) {
+                st = st.patch(t.cursor);
+            }
+            for w in 0..vp.col_w {
+                let x = inner.x + LABEL_W + (col * vp.col_w + w) as u16;
+                buf.set_string(x, y, if w == 0 { glyph } else { " " }, st);
+            }
+        }
+    }
+}
+
+/// Requests per column and cells per column so that the whole trace fits, following the cursor.
+fn viewport(total: usize, width: usize, cursor: usize) -> Viewport {
+    let (per_col, col_w) = Viewport::fit(total, width);
+    let cols = width / col_w.max(1);
+    Viewport {
+        first: Viewport::follow(0, per_col, cols, total, cursor),
+        per_col,
+        col_w,
+        cols,
+        total,
+    }
+}
+
+/// The glyph of one heatmap column: the strongest disagreement among its requests.
+fn bucket(
+    t: &Theme,
+    m: &DiffModel,
+    e: usize,
+    range: std::ops::Range<usize>,
+) -> (&'static str, Style) {
+    let mut best: Option<(bool, bool)> = None;
+    let mut closed = false;
+    for r in range {
+        if m.tiers_a.tier(e, r).is_some() {
+            closed = true;
+        }
+        if let Some(dis) = m.disagreement(e, r) {
+            // Below-floor first, then any disagreement.
+            if best.is_none_or(|b| dis.1 && !b.1) {
+                best = Some(dis);
+            }
+        }
+    }
+    match best {
+        Some((a_higher, below)) => {
+            let g = if a_higher { "▲" } else { "▼" };
+            let st = if below {
+                t.error
+            } else {
+                side_style(t, if a_higher { Side::A } else { Side::B })
+            };
+            (g, st)
+        }
+        None if closed => ("─", t.dim),
+        None => (" ", t.tier_future),
+    }
+}
+
+fn chart(t: &Theme, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rect) {
+    let title = Line::from(vec![
+        Span::raw(" pressure: "),
+        Span::styled("A", side_style(t, Side::A)),
+        Span::raw(" "),
+        Span::styled("B", side_style(t, Side::B)),
+        Span::raw(" "),
+        Span::styled("budget", t.line_budget),
+        Span::raw(" "),
+    ]);
+    let n = m.requests.max(1);
+    let pts = |v: &[f64]| -> Vec<(f64, f64)> {
+        v.iter().enumerate().map(|(i, p)| (i as f64, *p)).collect()
+    };
+    let (pa, pb) = (pts(&m.pressure_a), pts(&m.pressure_b));
+    let y_max = m
+        .pressure_a
+        .iter()
+        .chain(&m.pressure_b)
+        .fold(1.0f64, |acc, v| acc.max(*v))
+        * 1.05;
+    let x_max = (n - 1).max(1) as f64;
+    let budget = [(0.0, 1.0), (x_max, 1.0)];
+    let cur = [(d.cursor as f64, 0.0), (d.cursor as f64, y_max)];
+    let sets = vec![
+        Dataset::default()
+            .marker(Marker::Braille)
+            .graph_type(GraphType::Line)
+            .style(t.line_budget)
+            .data(&budget),
+        Dataset::default()
+            .marker(Marker::Braille)
+            .graph_type(GraphType::Line)
+            .style(t.dim)
+            .data(&cur),
+        Dataset::default()
+            .marker(Marker::Braille)
+            .graph_type(GraphType::Line)
+            .style(side_style(t, Side::A))
+            .data(&pa),
+        Dataset::default()
+            .marker(Marker::Braille)
+            .graph_type(GraphType::Line)
+            .style(side_style(t, Side::B))
+            .data(&pb),
+    ];
+    let chart = Chart::new(sets)
+        .block(rule_block(title, false, t))
+        .style(t.base)
+        .x_axis(Axis::default().bounds([0.0, x_max]).style(t.dim))
+        .y_axis(Axis::default().bounds([0.0, y_max]).style(t.dim).labels([
+            Span::styled("0", t.dim),
+            Span::styled(format!("{y_max:.1}"), t.dim),
+        ]));
+    f.render_widget(chart, area);
+}
+
+fn signed(v: i64) -> String {
+    if v == 0 {
+        "·".into()
+    } else {
+        format!("{v:+}")
+    }
+}
+
+fn signed_f(v: f64, prec: usize) -> String {
+    let s = format!("{v:+.prec$}");
+    if v == 0.0 {
+        "·".into()
+    } else if s
+        .trim_start_matches(['+', '-'])
+        .chars()
+        .all(|c| c == '0' || c == '.')
+    {
+        "~0".into()
+    } else {
+        s
+    }
+}
+
+fn deltas(t: &Theme, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rect) {
+    let mut lines = Vec::new();
+    // Only what differs: a strip of zeros would hide the numbers that matter.
+    let item = |name: &str, v: String| -> Vec<Span<'static>> {
+        if v == "·" || v == "·%" {
+            return Vec::new();
+        }
+        vec![
+            Span::styled(format!(" {name} "), t.dim),
+            Span::styled(v, t.base),
+        ]
+    };
+    if let Some(fr) = m.frames.get(d.cursor) {
+        let x = &fr.delta;
+        let mut spans = vec![Span::styled(format!(" r{} B−A", fr.request), t.key)];
+        if fr.same {
+            spans.push(Span::styled(" no difference at this request", t.dim));
+        } else {
+            // Violations first: on a narrow terminal the end of the strip is cut.
+            for (n, v) in [
+                ("floor-viol", signed(x.floor_violations)),
+                ("pin-viol", signed(x.pin_violations)),
+                ("tok", signed(x.tokens)),
+                ("$", signed_f(x.cost, 5)),
+                ("div", signed(x.divergence)),
+                ("radius", signed(x.radius)),
+                ("c.read", signed(x.cache_read)),
+                ("c.write", signed(x.cache_write)),
+                ("chg", signed(x.changes)),
+                ("holds", signed(x.holds)),
+                ("thrash", signed(x.thrash)),
+                ("probes ok", signed(x.probes_ok)),
+            ] {
+                spans.extend(item(n, v));
+            }
+        }
+        lines.push(Line::from(spans));
+    }
+    if let Some(s) = &m.summary {
+        let x = &s.delta;
+        let mut spans = vec![Span::styled(" session B−A", t.key)];
+        for (n, v) in [
+            ("floor-viol", signed(x.floor_violations)),
+            ("pin-viol", signed(x.pin_violations)),
+            ("$", signed_f(x.cost, 4)),
+            ("mean tok", signed_f(x.mean_tokens, 0)),
+            ("cache hit", signed_f(x.cache_hit_ratio * 100.0, 1) + "%"),
+            ("chg", signed(x.changes)),
+            ("thrash", signed(x.thrash)),
+            ("holds", signed(x.holds)),
+        ] {
+            spans.extend(item(n, v));
+        }
+        if let Some(p) = x.probe_survival {
+            spans.extend(item("survival", signed_f(p * 100.0, 1) + "%"));
+        }
+        lines.push(Line::from(spans));
+    }
+    f.render_widget(Paragraph::new(lines).style(t.base), area);
+}
+
+fn tier_name(t: Option<Tier>, active: bool) -> String {
+    match t {
+        Some(t) => t.as_str().to_owned(),
+        None if active => "active".to_owned(),
+        None => "–".to_owned(),
+    }
+}
+
+fn tiers(state: &State, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rect) {
+    let t = &state.theme;
+    let block = pane_block(format!(" tiers at r{} ", d.cursor), false, t);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    if inner.height == 0 {
+        return;
+    }
+    let wide = inner.width >= 32;
+    let mut lines = vec![Line::from(Span::styled(
+        if wide {
+            " ep   floor   A       B"
+        } else {
+            " ep   A       B"
+        },
+        t.dim,
+    ))];
+    let rows = usize::from(inner.height).saturating_sub(1);
+    let first = d.selected.saturating_sub(rows.saturating_sub(1));
+    for e in (first..m.episodes.len()).take(rows) {
+        let (id, floor) = &m.episodes[e];
+        let c = d.cursor;
+        let active =
+            m.tiers_a.get(e, c) & crate::tui::model::cell::STATE == crate::tui::model::cell::ACTIVE;
+        let (ta, tb) = (m.tiers_a.tier(e, c), m.tiers_b.tier(e, c));
+        let below = |x: Option<Tier>| x.is_some_and(|x| x.depth() > floor.depth());
+        let st = |x: Option<Tier>| match x {
+            Some(x) if below(Some(x)) => t.error,
+            Some(x) => t.tier(x),
+            None => t.dim,
+        };
+        let mark = match m.disagreement(e, c) {
+            Some((true, _)) => Span::styled("▲", side_style(t, Side::A)),
+            Some((false, _)) => Span::styled("▼", side_style(t, Side::B)),
+            None => Span::raw(" "),
+        };
+        let bang = |x: Option<Tier>| if below(x) { "!" } else { "" };
+        let sel = e == d.selected;
+        let idst = if sel { t.selection } else { t.base };
+        let mut spans = vec![Span::styled(format!(" {id:<4}"), idst)];
+        if wide {
+            spans.push(Span::styled(format!("{:<8}", floor.as_str()), t.dim));
+        }
+        spans.push(Span::styled(
+            format!("{:<8}", tier_name(ta, active) + bang(ta)),
+            st(ta),
+        ));
+        spans.push(Span::styled(
+            format!("{:<8}", tier_name(tb, active) + bang(tb)),
+            st(tb),
+        ));
+        spans.push(mark);
+        lines.push(Line::from(spans));
+    }
+    f.render_widget(Paragraph::new(lines).style(t.base), inner);
+}
+
+fn context(t: &Theme, d: &DiffState, f: &mut Frame, area: Rect) {
+    let title = match &d.context {
+        Some(c) if c.request == d.cursor => {
+            let hunk = match (d.hunk, c.hunks.len()) {
+                (_, 0) => "identical".to_owned(),
+                (Some(i), n) => format!("hunk {}/{n} (n/N)", i + 1),
+                (None, n) => format!("{n} hunks (n/N)"),
+            };
+            format!(
+                " context at r{}: A {} tok │ B {} tok │ {hunk} ",
+                c.request,
+                thousands(c.a_tokens),
+                thousands(c.b_tokens)
+            )
+        }
+        _ if d.context_pending => format!(" context at r{}: rendering A and B… ", d.cursor),
+        _ => " context ".to_owned(),
+    };
+    let block = pane_block(title, false, t);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let Some(c) = &d.context else { return };
+    if inner.width < 10 || inner.height == 0 {
+        return;
+    }
+    let half = (inner.width - 1) / 2;
+    let (left, right) = (
+        Rect::new(inner.x, inner.y, half, inner.height),
+        Rect::new(
+            inner.x + half + 1,
+            inner.y,
+            inner.width - half - 1,
+            inner.height,
+        ),
+    );
+    let buf = f.buffer_mut();
+    for (vis, row) in c
+        .rows
+        .iter()
+        .skip(d.context_scroll)
+        .take(usize::from(inner.height))
+        .enumerate()
+    {
+        let y = inner.y + vis as u16;
+        buf.set_string(inner.x + half, y, "│", t.border);
+        let (sa, sb) = match row.kind {
+            RowKind::Equal => (t.base, t.base),
+            RowKind::Changed => (t.gauge_over, t.gauge_ok),
+            RowKind::Removed => (t.gauge_over, t.dim),
+            RowKind::Added => (t.dim, t.gauge_ok),
+        };
+        let mark = |kind: RowKind, side: Side| match (kind, side) {
+            (RowKind::Equal, _) => " ",
+            (RowKind::Changed | RowKind::Removed, Side::A) => "-",
+            (RowKind::Changed | RowKind::Added, Side::B) => "+",
+            _ => " ",
+        };
+        side_line(buf, left, y, row.a.as_ref(), mark(row.kind, Side::A), sa);
+        side_line(buf, right, y, row.b.as_ref(), mark(row.kind, Side::B), sb);
+    }
+}
+
+/// One side of a row: gutter with the line number and mark, then the text, emphasised words
+/// bold and reversed (visible without colour too).
+fn side_line(
+    buf: &mut ratatui::buffer::Buffer,
+    r: Rect,
+    y: u16,
+    l: Option<&SideLine>,
+    mark: &str,
+    st: Style,
+) {
+    let gutter = 6u16;
+    let Some(l) = l else {
+        return;
+    };
+    if r.width <= gutter {
+        return;
+    }
+    buf.set_stringn(
+        r.x,
+        y,
+        format!("{:>4}{mark} ", l.number),
+        usize::from(gutter),
+        st.patch(Style::default().add_modifier(Modifier::DIM)),
+    );
+    let mut x = r.x + gutter;
+    let end = r.x + r.width;
+    for (emph, s) in &l.segments {
+        if x >= end {
+            break;
+        }
+        let sst = if *emph {
+            st.add_modifier(Modifier::BOLD | Modifier::REVERSED)
+        } else {
+            st
+        };
+        let (nx, _) = buf.set_stringn(x, y, s, usize::from(end - x), sst);
+        x = nx;
+    }
+}
+
+fn status(state: &State, d: &DiffState, f: &mut Frame, area: Rect) {
+    let t = &state.theme;
+    let mut spans = Vec::new();
+    if let Some((msg, level)) = &state.flash {
+        let st = match level {
+            Level::Info => t.status_key,
+            Level::Warn => t.warn,
+            Level::Error => t.error,
+        };
+        spans.push(Span::styled(format!(" {msg} "), st));
+        spans.push(Span::styled("│", t.status));
+    }
+    let hints: Vec<(String, &str)> = keymap::hints(d.mode()).collect();
+    spans.extend(key_spans(&hints, t.status_key, t.status));
+    f.render_widget(Paragraph::new(Line::from(spans)).style(t.status), area);
+}
+
+fn picker(t: &Theme, list: &[super::Choice], sel: usize, f: &mut Frame, area: Rect) {
+    let h = (list.len() as u16 + 2).min(area.height.saturating_sub(2));
+    let rect = centered(area, 84, h);
+    f.render_widget(Clear, rect);
+    let block = pane_block(
+        " compare with policy B (Enter choose, Esc cancel) ",
+        true,
+        t,
+    );
+    let inner = block.inner(rect);
+    f.render_widget(block, rect);
+    let rows = usize::from(inner.height);
+    let first = sel.saturating_sub(rows.saturating_sub(1));
+    let label_w = list
+        .iter()
+        .map(|c| c.label.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(36);
+    let lines: Vec<Line> = list
+        .iter()
+        .enumerate()
+        .skip(first)
+        .take(rows)
+        .map(|(i, c)| {
+            let st = if i == sel { t.selection } else { t.base };
+            Line::from(vec![
+                Span::styled(
+                    format!(" {:<label_w$} ", crate::text::clip_chars(&c.label, label_w)),
+                    st,
+                ),
+                Span::styled(crate::tui::safe_line(&c.desc), t.dim),
+            ])
+        })
+        .collect();
+    f.render_widget(Paragraph::new(lines).style(t.base), inner);
+}
+
+fn knobs(
+    t: &Theme,
+    d: &DiffState,
+    side: Side,
+    selected: usize,
+    f: &mut Frame,
+    area: Rect,
+    top: u16,
+) {
+    let p = d.policy(side);
+    let other = d.policy(side.other());
+    let rows = 1 + p.specs.len();
+    let h = (rows as u16 + 2)
+        .min(area.height.saturating_sub(top))
+        .max(3);
+    let rect = Rect::new(
+        area.x,
+        top.min(area.bottom().saturating_sub(h)),
+        area.width.min(64),
+        h,
+    );
+    f.render_widget(Clear, rect);
+    let state = if d.pending {
+        "replaying…"
+    } else {
+        "up to date"
+    };
+    let title = format!(
+        " knobs of {} ({}) — {state} · Tab other side ",
+        side.label(),
+        p.name
+    );
+    let block = pane_block(title, true, t);
+    let inner = block.inner(rect);
+    f.render_widget(block, rect);
+    let list_h = usize::from(inner.height);
+    let first = selected.saturating_sub(list_h.saturating_sub(1));
+    let mut lines = Vec::new();
+    for row in (first..rows).take(list_h) {
+        let (name, value, differs) = if row == 0 {
+            let b = d.budget.or(d.model.as_ref().map(|m| m.budget)).unwrap_or(0);
+            ("budget (both)".to_owned(), thousands(b), false)
+        } else {
+            let spec = &p.specs[row - 1];
+            let v = p
+                .knobs
+                .get(&spec.name)
+                .cloned()
+                .unwrap_or(spec.default.clone());
+            let shown = match &v {
+                KnobValue::Num(n) => crate::tui::model::fmt_knob(*n, spec.integer),
+                other => other.to_string(),
+            };
+            (
+                spec.name.clone(),
+                shown,
+                other.knobs.get(&spec.name) != Some(&v),
+            )
+        };
+        let st = if row == selected { t.selection } else { t.base };
+        lines.push(Line::from(vec![
+            Span::styled(format!(" {name:<24}"), st),
+            Span::styled(
+                format!("{value:>12} "),
+                if row == selected { t.key } else { t.base },
+            ),
+            Span::styled(
+                if differs {
+                    format!("≠ {}", other_value(other, &name))
+                } else {
+                    String::new()
+                },
+                side_style(t, side.other()),
+            ),
+        ]));
+    }
+    f.render_widget(Paragraph::new(lines).style(t.base), inner);
+}
+
+fn other_value(p: &crate::policy::Policy, name: &str) -> String {
+    match (p.knobs.get(name), p.spec(name)) {
+        (Some(KnobValue::Num(n)), Some(s)) => crate::tui::model::fmt_knob(*n, s.integer),
+        (Some(v), _) => v.to_string(),
+        (None, _) => "–".to_owned(),
+    }
+}

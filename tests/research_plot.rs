@@ -1,0 +1,61 @@
+//! Figures: the replay figure and the sweep map are written as SVG with the expected pieces.
+
+use tierscope::cli::LoadArgs;
+use tierscope::fixture::{write_fixture, FixtureConfig};
+use tierscope::research::plot::{replay_figure, sweep_figure, SweepMetric};
+use tierscope::sweep::{self, Axis};
+
+#[test]
+fn replay_and_sweep_figures_are_svg() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = write_fixture(
+        &FixtureConfig {
+            seed: 4,
+            requests: 200,
+            ..FixtureConfig::default()
+        },
+        dir.path(),
+    )
+    .unwrap();
+    let s = tierscope::loaded::load(&LoadArgs {
+        path: report.export_path.clone(),
+        ..LoadArgs::default()
+    })
+    .unwrap();
+    let policy = tierscope::policy::load("retention", &[]).unwrap();
+    let r = tierscope::replay::replay_session(&s, &policy, Some(20_000));
+    let fig = dir.path().join("fig.svg");
+    replay_figure(&r, &fig, (1400, 900)).unwrap();
+    let svg = std::fs::read_to_string(&fig).unwrap();
+    assert!(svg.starts_with("<svg"));
+    assert!(svg.trim_end().ends_with("</svg>"));
+    for word in [
+        "applied tier",
+        "context size per request",
+        "budget",
+        "anchor",
+        "request",
+    ] {
+        assert!(svg.contains(word), "{word} missing from the figure");
+    }
+    assert!(
+        svg.matches("<rect").count() > 100,
+        "heatmap cells are drawn"
+    );
+
+    let axes = vec![
+        Axis::parse("demote_at=0.7:0.95:0.05").unwrap(),
+        Axis::parse("promote_at=0.4:0.6:0.1").unwrap(),
+    ];
+    let res = sweep::run_with(&s, &policy, &axes, Some(20_000), &|| {}).unwrap();
+    let map = dir.path().join("sweep.svg");
+    sweep_figure(&res, SweepMetric::Survival, &map, (1000, 700)).unwrap();
+    let svg = std::fs::read_to_string(&map).unwrap();
+    assert!(svg.contains("demote_at") && svg.contains("promote_at") && svg.contains("Pareto"));
+    // Three axes are refused.
+    let three = sweep::SweepResult {
+        axes: vec![axes[0].clone(), axes[1].clone(), axes[1].clone()],
+        ..res
+    };
+    assert!(sweep_figure(&three, SweepMetric::Cost, &map, (800, 600)).is_err());
+}
