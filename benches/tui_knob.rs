@@ -19,7 +19,8 @@ fn setup() -> (State, Worker) {
         requests: REQUESTS,
         ..Default::default()
     };
-    let (bytes, _, _) = tierscope::fixture::generate_in_memory(&cfg).unwrap_or_else(|e| panic!("{e}"));
+    let (bytes, _, _) =
+        tierscope::fixture::generate_in_memory(&cfg).unwrap_or_else(|e| panic!("{e}"));
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let path = dir.path().join("bench-2000.json");
     std::fs::write(&path, bytes).unwrap_or_else(|e| panic!("{e}"));
@@ -35,7 +36,11 @@ fn setup() -> (State, Worker) {
     state.width = 160;
     state.height = 48;
     let mut worker = Worker::with_session(loaded);
-    run_sync(&mut state, &mut worker, vec![Effect::LoadSession { id: None }]);
+    run_sync(
+        &mut state,
+        &mut worker,
+        vec![Effect::LoadSession { id: None }],
+    );
     let fx = update(&mut state, Msg::Key(key(KeyCode::Char('G'))));
     run_sync(&mut state, &mut worker, fx);
     // Knobs panel on demote_at.
@@ -91,12 +96,14 @@ fn bench(c: &mut Criterion) {
             up = !up;
             let fx = update(&mut state, Msg::Key(key(k)));
             run_sync(&mut state, &mut worker, fx);
-            term.draw(|f| tierscope::tui::ui::view(&state, f)).unwrap_or_else(|e| panic!("{e}"));
+            term.draw(|f| tierscope::tui::ui::view(&state, f))
+                .unwrap_or_else(|e| panic!("{e}"));
         })
     });
     g.bench_function("draw_only", |b| {
         b.iter(|| {
-            term.draw(|f| tierscope::tui::ui::view(&state, f)).unwrap_or_else(|e| panic!("{e}"));
+            term.draw(|f| tierscope::tui::ui::view(&state, f))
+                .unwrap_or_else(|e| panic!("{e}"));
         })
     });
     g.finish();

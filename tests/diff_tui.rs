@@ -21,7 +21,11 @@ fn snap(name: &str, body: String) {
 }
 
 fn m1(w: u16, h: u16) -> App {
-    open(sample("M1.json"), "dark", w, h, "retention", Some(9000))
+    m1_themed("dark", w, h)
+}
+
+fn m1_themed(theme: &str, w: u16, h: u16) -> App {
+    open(sample("M1.json"), theme, w, h, "retention", Some(9000))
 }
 
 /// Opens diff mode against `age` (moving down the chooser to it).
@@ -64,8 +68,9 @@ fn chooser_snapshot() {
 
 #[test]
 fn diff_screen_snapshots() {
-    for (w, h) in SIZES {
-        let mut app = m1(w, h);
+    // mono: the sides and the floor violations must read without colour (▲/▼, `!`, -/+).
+    for (theme, (w, h)) in [("dark", SIZES[0]), ("dark", SIZES[1]), ("mono", SIZES[1])] {
+        let mut app = m1_themed(theme, w, h);
         diff_with_age(&mut app);
         // Request 18: age has just taken E0 (the rejected approach) below its floor.
         app.key(KeyCode::Home);
@@ -86,7 +91,7 @@ fn diff_screen_snapshots() {
         );
         assert!(text.contains("▲"), "A higher somewhere: {text}");
         assert!(text.contains("anchor!"), "E0 below its floor in B: {text}");
-        snap(&format!("diff_dark_{w}x{h}"), styled(&buf));
+        snap(&format!("diff_{theme}_{w}x{h}"), styled(&buf));
     }
 }
 

@@ -120,10 +120,18 @@ fn magic_context_db_loads_as_episodes_with_external_tiers() {
         .unwrap()
         .text()
         .starts_with("I split snapprune.sh"));
-    assert_eq!(
-        e0.representation(Tier::Anchor).unwrap().text(),
-        "POSIX refactor of snapprune"
+    let anchor = e0.representation(Tier::Anchor).unwrap().text();
+    assert!(
+        anchor.starts_with("POSIX refactor of snapprune"),
+        "{anchor}"
     );
+    // The user's constraint is a pin; an external text that lacks it gets it appended.
+    let pin = "Hard constraint, never to be broken: it must keep running under plain /bin/sh.";
+    assert!(e0.pins.iter().any(|p| p.text == pin));
+    for r in e0.tiers.values() {
+        assert!(r.text().contains(pin), "{} lacks the pin", r.tier);
+    }
+    assert!(e0.tier_notes.iter().any(|n| n.contains("appended")));
     let e1 = &l.episodes[1];
     assert!(e1.tiers.values().all(|r| r.strategy == Strategy::External));
     assert!(e1

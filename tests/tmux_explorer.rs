@@ -53,13 +53,19 @@ impl Drop for Tmux {
 }
 
 fn have_tmux() -> bool {
-    Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success())
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 #[test]
 fn real_binary_in_tmux_steps_changes_a_knob_and_restores_the_terminal() {
     if !have_tmux() {
-        assert!(std::env::var_os("CI").is_none(), "tmux is required under CI");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "tmux is required under CI"
+        );
         eprintln!("tmux not installed: skipped");
         return;
     }
@@ -72,16 +78,34 @@ fn real_binary_in_tmux_steps_changes_a_knob_and_restores_the_terminal() {
     let cmd = format!(
         "env TERM=xterm-256color NO_COLOR= {bin} {rec} --budget 9000; echo __EXIT__ $?; stty -a; sleep 60"
     );
-    t.run(&["new-session", "-d", "-s", "t", "-x", "120", "-y", "40", &cmd]);
-    let first = t.wait("the main screen", |s| s.contains("Episodes") && s.contains("t 0 / 23"));
+    t.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        &cmd,
+    ]);
+    let first = t.wait("the main screen", |s| {
+        s.contains("Episodes") && s.contains("t 0 / 23")
+    });
     assert!(first.contains("Migrate confmerge"), "{first}");
-    assert_eq!(t.run(&["display", "-p", "-t", "t", "#{alternate_on}"]).trim(), "1");
+    assert_eq!(
+        t.run(&["display", "-p", "-t", "t", "#{alternate_on}"])
+            .trim(),
+        "1"
+    );
 
     // Step forward twice.
     t.keys(&["l", "l"]);
     t.wait("the cursor at request 2", |s| s.contains("t 2 / 23"));
     t.keys(&["End"]);
-    let before = t.wait("the cursor at the end", |s| s.contains("t 23 / 23") && s.contains("Context t 23"));
+    let before = t.wait("the cursor at the end", |s| {
+        s.contains("t 23 / 23") && s.contains("Context t 23")
+    });
 
     // Change a knob: demote_at typed as 1.5 in the knobs panel.
     let policy = tierscope::policy::load("retention", &[]).unwrap_or_else(|e| panic!("{e}"));
@@ -106,18 +130,35 @@ fn real_binary_in_tmux_steps_changes_a_knob_and_restores_the_terminal() {
         !s.contains("Knobs:") && !s.contains("replaying") && body(s) != body(&before)
     });
     let heat_rows = after.lines().filter(|l| l.starts_with('E')).take(4);
-    assert!(heat_rows.into_iter().all(|l| !l.contains('▼')), "demotions left:\n{after}");
+    assert!(
+        heat_rows.into_iter().all(|l| !l.contains('▼')),
+        "demotions left:\n{after}"
+    );
     t.keys(&["K"]);
     t.wait("the knob's new value", |s| {
-        s.lines().any(|l| l.contains("demote_at *") && l.contains("1.5"))
+        s.lines()
+            .any(|l| l.contains("demote_at *") && l.contains("1.5"))
     });
+    // Esc and the next key must not arrive together (that reads as Alt+key).
     t.keys(&["Escape"]);
+    t.wait("the panel closed", |s| !s.contains("Knobs:"));
 
     // Quit and check the terminal is back to normal.
     t.keys(&["q"]);
     let done = t.wait("the exit", |s| s.contains("__EXIT__"));
     assert!(done.contains("__EXIT__ 0"), "{done}");
-    assert_eq!(t.run(&["display", "-p", "-t", "t", "#{alternate_on}"]).trim(), "0");
-    assert_eq!(t.run(&["display", "-p", "-t", "t", "#{mouse_any_flag}"]).trim(), "0");
-    assert!(done.contains(" icanon") && done.contains(" echo"), "tty left raw:\n{done}");
+    assert_eq!(
+        t.run(&["display", "-p", "-t", "t", "#{alternate_on}"])
+            .trim(),
+        "0"
+    );
+    assert_eq!(
+        t.run(&["display", "-p", "-t", "t", "#{mouse_any_flag}"])
+            .trim(),
+        "0"
+    );
+    assert!(
+        done.contains(" icanon") && done.contains(" echo"),
+        "tty left raw:\n{done}"
+    );
 }

@@ -25,7 +25,13 @@ fn assert_shows_escapes(buf: &ratatui::buffer::Buffer, pane: &str) {
 fn detail_at_escape(app: &mut App, ep: usize) {
     app.state.selected = ep;
     app.state.detail_tier = Some(Tier::Full);
-    let lines = &app.state.session.as_ref().unwrap_or_else(|| panic!("no session")).model.episodes[ep]
+    let lines = &app
+        .state
+        .session
+        .as_ref()
+        .unwrap_or_else(|| panic!("no session"))
+        .model
+        .episodes[ep]
         .tier_text(Tier::Full)
         .unwrap_or_else(|| panic!("no full tier"))
         .lines;
@@ -38,7 +44,11 @@ fn detail_at_escape(app: &mut App, ep: usize) {
 /// Expands the context pane and scrolls it to the first line holding the escapes.
 fn context_at_escape(app: &mut App) {
     app.key(KeyCode::Char('e'));
-    let c = app.state.context.as_ref().unwrap_or_else(|| panic!("no context"));
+    let c = app
+        .state
+        .context
+        .as_ref()
+        .unwrap_or_else(|| panic!("no context"));
     app.state.context_scroll = c
         .lines
         .iter()
@@ -80,7 +90,9 @@ fn constructed_trace_with_escapes_in_user_text_and_tool_output() {
     let json = std::fs::read_to_string(sample("B1.json")).unwrap_or_else(|e| panic!("{e}"));
     let mut doc: serde_json::Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}"));
     let evil = "before \u{1b}]0;owned\u{7}\u{1b}[2J after";
-    let msgs = doc["messages"].as_array_mut().unwrap_or_else(|| panic!("no messages"));
+    let msgs = doc["messages"]
+        .as_array_mut()
+        .unwrap_or_else(|| panic!("no messages"));
     for p in msgs[0]["parts"].as_array_mut().into_iter().flatten() {
         if p["type"] == "text" {
             p["text"] = serde_json::Value::String(format!("{evil}\nplease look at the logs"));

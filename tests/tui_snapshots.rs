@@ -79,7 +79,8 @@ fn session_picker() {
     use tierscope::tui::jobs::{run_sync, Worker};
     for theme in THEMES {
         for (w, h) in SIZES {
-            let policy = tierscope::policy::load("retention", &[]).unwrap_or_else(|e| panic!("{e}"));
+            let policy =
+                tierscope::policy::load("retention", &[]).unwrap_or_else(|e| panic!("{e}"));
             let start = StartOptions {
                 picker: true,
                 ..StartOptions::default()

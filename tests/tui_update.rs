@@ -51,45 +51,103 @@ fn type_value(app: &mut App, text: &str) {
 fn main_screen_keys() {
     type Check = fn(&App) -> bool;
     let first_change = |a: &App| {
-        let r = a.state.replay.as_ref().map(|r| r.change_requests.clone()).unwrap_or_default();
+        let r = a
+            .state
+            .replay
+            .as_ref()
+            .map(|r| r.change_requests.clone())
+            .unwrap_or_default();
         !r.is_empty() && a.state.cursor == r[0]
     };
     let cases: Vec<(&str, Vec<KeyCode>, Check)> = vec![
         ("l steps", vec![KeyCode::Char('l')], |a| a.state.cursor == 1),
-        ("→ steps", vec![KeyCode::Right, KeyCode::Right], |a| a.state.cursor == 2),
-        ("h stops at 0", vec![KeyCode::Char('h')], |a| a.state.cursor == 0),
-        ("L jumps 10", vec![KeyCode::Char('L')], |a| a.state.cursor == 10),
-        ("G to the end", vec![KeyCode::Char('G')], |a| a.state.cursor == a.state.requests() - 1),
-        ("End then Home", vec![KeyCode::End, KeyCode::Home], |a| a.state.cursor == 0),
-        ("l past the end", vec![KeyCode::End, KeyCode::Char('l')], |a| {
+        ("→ steps", vec![KeyCode::Right, KeyCode::Right], |a| {
+            a.state.cursor == 2
+        }),
+        ("h stops at 0", vec![KeyCode::Char('h')], |a| {
+            a.state.cursor == 0
+        }),
+        ("L jumps 10", vec![KeyCode::Char('L')], |a| {
+            a.state.cursor == 10
+        }),
+        ("G to the end", vec![KeyCode::Char('G')], |a| {
             a.state.cursor == a.state.requests() - 1
         }),
-        ("c to the first change", vec![KeyCode::Char('c')], first_change),
+        ("End then Home", vec![KeyCode::End, KeyCode::Home], |a| {
+            a.state.cursor == 0
+        }),
+        (
+            "l past the end",
+            vec![KeyCode::End, KeyCode::Char('l')],
+            |a| a.state.cursor == a.state.requests() - 1,
+        ),
+        (
+            "c to the first change",
+            vec![KeyCode::Char('c')],
+            first_change,
+        ),
         ("f to a hold", vec![KeyCode::Char('f')], |a| {
-            a.state.replay.as_ref().is_some_and(|r| r.hold_requests.contains(&a.state.cursor))
+            a.state
+                .replay
+                .as_ref()
+                .is_some_and(|r| r.hold_requests.contains(&a.state.cursor))
         }),
         ("u to the next user turn", vec![KeyCode::Char('u')], |a| {
-            a.state.session.as_ref().is_some_and(|s| s.model.user_turns.contains(&a.state.cursor))
+            a.state
+                .session
+                .as_ref()
+                .is_some_and(|s| s.model.user_turns.contains(&a.state.cursor))
                 && a.state.cursor > 0
         }),
-        ("j selects the next episode", vec![KeyCode::Char('j')], |a| a.state.selected == 1),
-        ("↓↓↑", vec![KeyCode::Down, KeyCode::Down, KeyCode::Up], |a| a.state.selected == 1),
-        ("k stops at 0", vec![KeyCode::Char('k')], |a| a.state.selected == 0),
-        ("? opens help", vec![KeyCode::Char('?')], |a| matches!(a.state.overlay, Overlay::Help { .. })),
-        ("? then Esc closes it", vec![KeyCode::Char('?'), KeyCode::Esc], |a| {
-            a.state.overlay == Overlay::None && !a.state.quit
+        (
+            "j selects the next episode",
+            vec![KeyCode::Char('j')],
+            |a| a.state.selected == 1,
+        ),
+        (
+            "↓↓↑",
+            vec![KeyCode::Down, KeyCode::Down, KeyCode::Up],
+            |a| a.state.selected == 1,
+        ),
+        ("k stops at 0", vec![KeyCode::Char('k')], |a| {
+            a.state.selected == 0
         }),
-        ("K opens knobs", vec![KeyCode::Char('K')], |a| a.state.overlay == Overlay::Knobs { selected: 0 }),
-        ("p opens policies", vec![KeyCode::Char('p')], |a| matches!(a.state.overlay, Overlay::Policies { .. })),
+        ("? opens help", vec![KeyCode::Char('?')], |a| {
+            matches!(a.state.overlay, Overlay::Help { .. })
+        }),
+        (
+            "? then Esc closes it",
+            vec![KeyCode::Char('?'), KeyCode::Esc],
+            |a| a.state.overlay == Overlay::None && !a.state.quit,
+        ),
+        ("K opens knobs", vec![KeyCode::Char('K')], |a| {
+            a.state.overlay == Overlay::Knobs { selected: 0 }
+        }),
+        ("p opens policies", vec![KeyCode::Char('p')], |a| {
+            matches!(a.state.overlay, Overlay::Policies { .. })
+        }),
         ("/ opens search", vec![KeyCode::Char('/')], |a| {
-            a.state.input.as_ref().is_some_and(|i| i.purpose == InputPurpose::Search)
+            a.state
+                .input
+                .as_ref()
+                .is_some_and(|i| i.purpose == InputPurpose::Search)
         }),
-        ("Tab moves focus", vec![KeyCode::Tab], |a| a.state.focus == Pane::Episodes),
-        ("z zooms in", vec![KeyCode::Char('z')], |a| a.state.zoom.is_some()),
-        ("v shows cost", vec![KeyCode::Char('v')], |a| a.state.chart == ChartKind::Cost),
+        ("Tab moves focus", vec![KeyCode::Tab], |a| {
+            a.state.focus == Pane::Episodes
+        }),
+        ("z zooms in", vec![KeyCode::Char('z')], |a| {
+            a.state.zoom.is_some()
+        }),
+        ("v shows cost", vec![KeyCode::Char('v')], |a| {
+            a.state.chart == ChartKind::Cost
+        }),
         ("Space plays", vec![KeyCode::Char(' ')], |a| a.state.playing),
-        ("+ speeds up", vec![KeyCode::Char('+')], |a| a.state.speed == 3),
-        ("] shows another tier", vec![KeyCode::Char(']')], |a| a.state.detail_tier.is_some()),
+        ("+ speeds up", vec![KeyCode::Char('+')], |a| {
+            a.state.speed == 3
+        }),
+        ("] shows another tier", vec![KeyCode::Char(']')], |a| {
+            a.state.detail_tier.is_some()
+        }),
         ("q quits", vec![KeyCode::Char('q')], |a| a.state.quit),
         ("Esc quits", vec![KeyCode::Esc], |a| a.state.quit),
     ];
@@ -138,11 +196,19 @@ fn knob_steps_rerun_the_replay() {
         let gen = app.state.replay_gen;
         let fx = app.key(key);
         assert!(
-            fx.iter().any(|e| matches!(e, Effect::Replay { gen: g, .. } if *g == gen + 1)),
+            fx.iter()
+                .any(|e| matches!(e, Effect::Replay { gen: g, .. } if *g == gen + 1)),
             "{knob}: no replay effect"
         );
-        assert!((num(&app, knob) - want).abs() < 1e-9, "{knob}: {}", num(&app, knob));
-        assert!(!app.state.replay_pending, "{knob}: replay did not come back");
+        assert!(
+            (num(&app, knob) - want).abs() < 1e-9,
+            "{knob}: {}",
+            num(&app, knob)
+        );
+        assert!(
+            !app.state.replay_pending,
+            "{knob}: replay did not come back"
+        );
     }
 }
 
@@ -154,7 +220,10 @@ fn a_tighter_knob_changes_the_schedule() {
     type_value(&mut app, "1.5");
     assert_eq!(num(&app, "demote_at"), 1.5);
     let after = app.state.replay.as_ref().map(|r| r.change_requests.clone());
-    assert_ne!(before, after, "demote_at 1.5 (above the budget) should change the schedule");
+    assert_ne!(
+        before, after,
+        "demote_at 1.5 (above the budget) should change the schedule"
+    );
 }
 
 #[test]
@@ -199,7 +268,10 @@ fn latest_replay_wins() {
     assert!(app.state.replay_pending, "a stale replay was taken");
     assert!(std::sync::Arc::ptr_eq(
         old.as_ref().unwrap_or_else(|| panic!("no replay")),
-        app.state.replay.as_ref().unwrap_or_else(|| panic!("no replay"))
+        app.state
+            .replay
+            .as_ref()
+            .unwrap_or_else(|| panic!("no replay"))
     ));
     run_sync(&mut app.state, &mut app.worker, fx2);
     assert!(!app.state.replay_pending);
@@ -217,13 +289,22 @@ fn switch_policy() {
     let Overlay::Policies { selected } = app.state.overlay else {
         panic!("no policy list")
     };
-    let full = app.state.policy_names.iter().position(|n| n == "full").unwrap_or(0);
+    let full = app
+        .state
+        .policy_names
+        .iter()
+        .position(|n| n == "full")
+        .unwrap_or(0);
     for _ in full..selected {
         app.key(KeyCode::Up);
     }
     app.key(KeyCode::Enter);
     assert_eq!(app.state.policy.name, "full");
-    let r = app.state.replay.as_ref().unwrap_or_else(|| panic!("no replay"));
+    let r = app
+        .state
+        .replay
+        .as_ref()
+        .unwrap_or_else(|| panic!("no replay"));
     assert!(r.change_requests.is_empty(), "full never changes a tier");
 }
 
@@ -263,11 +344,17 @@ fn drill_into_the_sub_agent_and_back() {
         app.key(KeyCode::Down);
     }
     app.key(KeyCode::Enter);
-    assert_eq!(app.state.session.as_ref().map(|s| s.model.id.clone()), Some(child));
+    assert_eq!(
+        app.state.session.as_ref().map(|s| s.model.id.clone()),
+        Some(child)
+    );
     assert_eq!(app.state.stack.len(), 1);
     assert!(app.state.replay.is_some());
     app.key(KeyCode::Backspace);
-    assert_eq!(app.state.session.as_ref().map(|s| s.model.id.clone()), parent);
+    assert_eq!(
+        app.state.session.as_ref().map(|s| s.model.id.clone()),
+        parent
+    );
     assert!(app.state.stack.is_empty());
     assert_eq!(app.state.cursor, 10, "the parent's cursor comes back");
 }
@@ -280,10 +367,15 @@ fn save_knobs_as_a_policy_file_that_loads_back() {
     knobs_at(&mut app, "demote_at");
     app.key(KeyCode::Left);
     app.key(KeyCode::Char('w'));
-    let input = app.state.input.as_mut().unwrap_or_else(|| panic!("no file field"));
+    let input = app
+        .state
+        .input
+        .as_mut()
+        .unwrap_or_else(|| panic!("no file field"));
     input.text = path.display().to_string();
     app.key(KeyCode::Enter);
-    let p = tierscope::policy::load(&path.display().to_string(), &[]).unwrap_or_else(|e| panic!("{e}"));
+    let p =
+        tierscope::policy::load(&path.display().to_string(), &[]).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(p.kind, app.state.policy.kind);
     assert_eq!(p.knobs, app.state.policy.knobs);
 }
@@ -343,7 +435,11 @@ fn start_options_place_cursor_and_selection() {
         path: Some(sample("M1.json")),
         ..LoadArgs::default()
     });
-    run_sync(&mut state, &mut worker, vec![Effect::LoadSession { id: None }]);
+    run_sync(
+        &mut state,
+        &mut worker,
+        vec![Effect::LoadSession { id: None }],
+    );
     assert_eq!(state.cursor, 7);
     assert_eq!(state.selected, 2);
     assert!(state.playing);

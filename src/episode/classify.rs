@@ -587,7 +587,7 @@ pub fn classify(
         .collect();
     facts.objective = objective(msgs, compaction_msg.is_some());
     facts.outcome = outcome(msgs, &facts);
-    let title = title(trace, seg, msgs, &facts, compaction_msg);
+    let title = title(trace, seg, msgs, compaction_msg);
 
     let kinds: Vec<EpisodeKind> = kinds.into_iter().collect();
     let failed_request = msgs.iter().find_map(|m| {
@@ -1049,13 +1049,7 @@ fn title_sentence(text: &str) -> Option<String> {
     Some(clip_chars(&t, 72))
 }
 
-fn title(
-    trace: &Trace,
-    seg: &Segment,
-    msgs: &[Message],
-    facts: &Facts,
-    compaction: Option<&Message>,
-) -> String {
+fn title(trace: &Trace, seg: &Segment, msgs: &[Message], compaction: Option<&Message>) -> String {
     if let Some(c) = compaction.and_then(|m| m.compaction_part()) {
         return format!(
             "compaction ({}{})",

@@ -100,6 +100,18 @@ pub(crate) struct Engine<'p, 'a> {
     /// Episodes replaced by the current summary, with the pins the summary text lacks.
     summarised: BTreeMap<usize, u64>,
     violations: BTreeMap<usize, (bool, u64)>,
+    floor_count: u64,
+    pin_sum: u64,
+    /// Episodes whose violation began or changed at this request.
+    viol_new: Vec<usize>,
+    /// First rendered chunk of cut episodes, by episode.
+    cuts_list: Vec<(usize, usize)>,
+    /// retention: closed episodes that can still go lower, in victim order.
+    demotable: BTreeSet<(u8, bool, usize)>,
+    in_demotable: Vec<Option<(u8, bool, usize)>>,
+    held_stamp: Vec<Option<usize>>,
+    held_count: u64,
+    held_new: Vec<usize>,
     conv: [Conv; 2],
     // relevance
     rel_count: Vec<u32>,
@@ -116,7 +128,6 @@ pub(crate) struct Engine<'p, 'a> {
     // per-request scratch
     now: usize,
     changes: Vec<Change>,
-    held: BTreeSet<usize>,
     thrash: u64,
     emergencies: u64,
     boundaries: Vec<&'static str>,
@@ -159,6 +170,15 @@ impl<'p, 'a> Engine<'p, 'a> {
             summary_tokens: 0,
             summarised: BTreeMap::new(),
             violations: BTreeMap::new(),
+            floor_count: 0,
+            pin_sum: 0,
+            viol_new: Vec::new(),
+            cuts_list: Vec::new(),
+            demotable: BTreeSet::new(),
+            in_demotable: vec![None; n],
+            held_stamp: vec![None; n],
+            held_count: 0,
+            held_new: Vec::new(),
             conv: [Conv::default(), Conv::default()],
             rel_count: vec![0; n],
             trunc_next: 0,
@@ -170,7 +190,6 @@ impl<'p, 'a> Engine<'p, 'a> {
             sim_number: 0,
             now: 0,
             changes: Vec::new(),
-            held: BTreeSet::new(),
             thrash: 0,
             emergencies: 0,
             boundaries: Vec::new(),
@@ -290,10 +309,60 @@ impl<'p, 'a> Engine<'p, 'a> {
             Some(missing) => *missing,
             None => self.p.eps[e].missing_pins[self.p.effective(e, t).depth()],
         };
+        let old = self.violations.get(&e).copied();
+        if let Some((f, p)) = old {
+            self.floor_count -= u64::from(f);
+            self.pin_sum -= p;
+        }
         if floor || pins > 0 {
+            self.floor_count += u64::from(floor);
+            self.pin_sum += pins;
             self.violations.insert(e, (floor, pins));
-        } else {
+            if old != Some((floor, pins)) {
+                self.viol_new.push(e);
+            }
+        } else if old.is_some() {
             self.violations.remove(&e);
+        }
+        self.refresh_demotable(e);
+    }
+
+    /// Keep `demotable` (retention's victims in order) in step with the desired tiers.
+    fn refresh_demotable(&mut self, e: usize) {
+        if !(self.par.kind == PolicyKind::Progressive && !self.par.age_driver) {
+            return;
+        }
+        if let Some(key) = self.in_demotable[e].take() {
+            self.demotable.remove(&key);
+        }
+        if e < self.k && self.next_lower(e, self.desired[e]).is_some() {
+            let key = self.victim_key(e);
+            self.demotable.insert(key);
+            self.in_demotable[e] = Some(key);
+        }
+    }
+
+    /// Victim order: discardable before compressible (pins last), not relevant before
+    /// relevant, then oldest first.
+    fn victim_key(&self, e: usize) -> (u8, bool, usize) {
+        let class_rank = match self.p.episodes[e].class {
+            crate::episode::RetentionClass::Discardable => 0,
+            crate::episode::RetentionClass::Compressible => 1,
+            crate::episode::RetentionClass::Pin => 2,
+        };
+        (class_rank, self.rel_count[e] > 0, e)
+    }
+
+    /// Count a hold of `e` at this request (listed when it was not held at the previous one).
+    fn hold(&mut self, e: usize) {
+        if self.held_stamp[e] == Some(self.now) {
+            return;
+        }
+        let continuing = self.now > 0 && self.held_stamp[e] == Some(self.now - 1);
+        self.held_stamp[e] = Some(self.now);
+        self.held_count += 1;
+        if !continuing {
+            self.held_new.push(e);
         }
     }
 
@@ -326,6 +395,7 @@ impl<'p, 'a> Engine<'p, 'a> {
         } else {
             self.pending.remove(&e);
         }
+        self.refresh_demotable(e);
     }
 
     /// Apply the desired tier of `e` now.
@@ -365,6 +435,10 @@ impl<'p, 'a> Engine<'p, 'a> {
     fn set_cut(&mut self, e: usize, from: usize) {
         if self.cut[e] == from {
             return;
+        }
+        match self.cuts_list.binary_search_by_key(&e, |(x, _)| *x) {
+            Ok(i) => self.cuts_list[i].1 = from,
+            Err(i) => self.cuts_list.insert(i, (e, from)),
         }
         self.mark_changed(e);
         if e < self.k {
@@ -410,8 +484,8 @@ impl<'p, 'a> Engine<'p, 'a> {
     pub fn run(mut self) -> Pass {
         let nreq = self.p.reqs.len();
         let mut frames = Vec::with_capacity(nreq);
-        let mut applied_m = TierMatrix::new(self.n);
-        let mut desired_m = TierMatrix::new(self.n);
+        let mut applied_m = TierMatrix::with_capacity(self.n, nreq);
+        let mut desired_m = TierMatrix::with_capacity(self.n, nreq);
         let mut render_states = Vec::with_capacity(nreq);
         let mut synthetic = 0u64;
         let has_probes = !self.probes.is_empty();
@@ -421,7 +495,9 @@ impl<'p, 'a> Engine<'p, 'a> {
         for t in 0..nreq {
             self.now = t;
             self.changes.clear();
-            self.held.clear();
+            self.held_count = 0;
+            self.held_new.clear();
+            self.viol_new.clear();
             self.thrash = 0;
             self.emergencies = 0;
             let rq = &self.p.reqs[t];
@@ -460,17 +536,29 @@ impl<'p, 'a> Engine<'p, 'a> {
             if !self.par.relevance_probes && window > 0 {
                 if t >= 1 {
                     for &e in &self.p.reqs[t - 1].touched {
-                        self.rel_count[e as usize] += 1;
+                        let e = e as usize;
+                        self.rel_count[e] += 1;
+                        if self.rel_count[e] == 1 {
+                            self.refresh_demotable(e);
+                        }
                     }
                 }
                 if t > window {
                     for &e in &self.p.reqs[t - 1 - window].touched {
-                        self.rel_count[e as usize] -= 1;
+                        let e = e as usize;
+                        self.rel_count[e] -= 1;
+                        if self.rel_count[e] == 0 {
+                            self.refresh_demotable(e);
+                        }
                     }
                 }
             } else if self.par.relevance_probes {
-                for e in self.probes.needed_from(t) {
+                let due: Vec<usize> = self.probes.needed_from(t).collect();
+                for e in due {
                     self.rel_count[e] += 1;
+                    if self.rel_count[e] == 1 {
+                        self.refresh_demotable(e);
+                    }
                 }
             }
             // Boundaries.
@@ -550,12 +638,19 @@ impl<'p, 'a> Engine<'p, 'a> {
                 tiers.full.count += 1;
                 tiers.full.tokens += active_tok;
             }
+            // Counters count every violation in force; the list names those that began (or
+            // changed) at this request, so long replays stay small.
             let mut violations = Vec::new();
-            let (mut floor_v, mut pin_v) = (0u64, 0u64);
-            for (&e, &(floor, pins)) in &self.violations {
+            let (floor_v, pin_v) = (self.floor_count, self.pin_sum);
+            let mut vnew = std::mem::take(&mut self.viol_new);
+            vnew.sort_unstable();
+            vnew.dedup();
+            for &e in &vnew {
+                let Some(&(floor, pins)) = self.violations.get(&e) else {
+                    continue;
+                };
                 let ep = &self.p.episodes[e];
                 if floor {
-                    floor_v += 1;
                     violations.push(Violation {
                         episode: ep.id.clone(),
                         kind: "floor".into(),
@@ -565,7 +660,6 @@ impl<'p, 'a> Engine<'p, 'a> {
                     });
                 }
                 if pins > 0 {
-                    pin_v += pins;
                     violations.push(Violation {
                         episode: ep.id.clone(),
                         kind: "pin".into(),
@@ -642,12 +736,12 @@ impl<'p, 'a> Engine<'p, 'a> {
                 changes: std::mem::take(&mut self.changes),
                 deferred: self.pending.len() as u64,
                 emergencies: self.emergencies,
-                holds: self.held.len() as u64,
-                held: self
-                    .held
-                    .iter()
-                    .map(|&e| self.p.episodes[e].id.clone())
-                    .collect(),
+                holds: self.held_count,
+                held: {
+                    let mut v = self.held_new.clone();
+                    v.sort_unstable();
+                    v.iter().map(|&e| self.p.episodes[e].id.clone()).collect()
+                },
                 floor_violations: floor_v,
                 pin_violations: pin_v,
                 violations,
@@ -664,10 +758,7 @@ impl<'p, 'a> Engine<'p, 'a> {
             desired_m.push_row(&self.desired[..self.k], act);
             render_states.push(RenderState {
                 summary: self.summary.clone(),
-                cuts: (0..=self.k.min(self.n.saturating_sub(1)))
-                    .filter(|&e| e < self.n && self.cut[e] > 0)
-                    .map(|e| (e, self.cut[e]))
-                    .collect(),
+                cuts: self.cuts_list.clone(),
             });
         }
         Pass {
@@ -789,32 +880,30 @@ impl<'p, 'a> Engine<'p, 'a> {
         let b = self.budget.max(1) as f64;
         let proj = |s: &Self| (base + s.summary_tokens + s.desired_sum) as f64 / b;
         if proj(self) > self.par.demote_at {
-            let mut order: Vec<usize> = (0..self.k).collect();
-            order.sort_by_key(|&e| {
-                let class_rank = match self.p.episodes[e].class {
-                    crate::episode::RetentionClass::Discardable => 0,
-                    crate::episode::RetentionClass::Compressible => 1,
-                    crate::episode::RetentionClass::Pin => 2,
-                };
-                (class_rank, self.rel_count[e] > 0, e)
-            });
-            let mut progress = true;
-            while progress && proj(self) > self.par.target {
-                progress = false;
-                for &e in &order {
+            let mut last: Option<(u8, bool, usize)> = None;
+            while proj(self) > self.par.target && !self.demotable.is_empty() {
+                let victims: Vec<(u8, bool, usize)> = self.demotable.iter().copied().collect();
+                for key in victims {
                     if proj(self) <= self.par.target {
                         break;
                     }
-                    match self.next_lower(e, self.desired[e]) {
-                        Some(lower) => {
-                            self.want(e, lower, Reason::Pressure);
-                            progress = true;
-                        }
-                        None => {
-                            if self.par.respect_floors {
-                                self.held.insert(e);
-                            }
-                        }
+                    let e = key.2;
+                    if let Some(lower) = self.next_lower(e, self.desired[e]) {
+                        self.want(e, lower, Reason::Pressure);
+                        last = Some(key);
+                    }
+                }
+            }
+            // Victims at their floor that the walk passed over are held (all of them when the
+            // target was not reached).
+            if self.par.respect_floors {
+                let reached = proj(self) <= self.par.target;
+                for e in 0..self.k {
+                    if self.in_demotable[e].is_some() {
+                        continue;
+                    }
+                    if !reached || last.is_some_and(|l| self.victim_key(e) < l) {
+                        self.hold(e);
                     }
                 }
             }
@@ -952,7 +1041,7 @@ impl<'p, 'a> Engine<'p, 'a> {
                 let t = Tier::from_depth(usize::from(mc) - 1).unwrap_or(Tier::Dropped);
                 let c = self.clamp(e, t);
                 if c < self.p.effective(e, t) {
-                    self.held.insert(e);
+                    self.hold(e);
                 }
                 c
             })
@@ -971,7 +1060,7 @@ impl<'p, 'a> Engine<'p, 'a> {
                 }
                 None => {
                     if self.par.respect_floors && tiers[oldest] != Tier::Dropped {
-                        self.held.insert(oldest);
+                        self.hold(oldest);
                     }
                     oldest += 1;
                 }

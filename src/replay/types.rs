@@ -148,10 +148,17 @@ pub struct Frame {
     pub deferred: u64,
     /// Changes applied at once because the budget would otherwise overflow.
     pub emergencies: u64,
+    /// Episodes held at their floor while pressure wanted them lower.
     pub holds: u64,
+    /// The held episodes whose hold began at this request (a hold that continues from the
+    /// previous request is counted in `holds` but not listed again).
     pub held: Vec<String>,
+    /// Closed episodes shown below their floor (every one in force at this request).
     pub floor_violations: u64,
+    /// Pinned spans missing from the context (every one in force at this request).
     pub pin_violations: u64,
+    /// The violations that began or changed at this request (those that continue are counted
+    /// above but not listed again).
     pub violations: Vec<Violation>,
     pub thrash: u64,
     pub prunes: u64,
@@ -277,6 +284,13 @@ impl TierMatrix {
             requests: 0,
             episodes,
             cells: Vec::new(),
+        }
+    }
+    pub(crate) fn with_capacity(episodes: usize, requests: usize) -> TierMatrix {
+        TierMatrix {
+            requests: 0,
+            episodes,
+            cells: Vec::with_capacity(episodes.saturating_mul(requests)),
         }
     }
     /// Append one request's row: closed episodes' tiers, then the active one, then future.

@@ -171,7 +171,10 @@ pub fn session_entries(list: &[SessionSummary]) -> Vec<SessionEntry> {
             push(c, depth + 1, list, parent_of, seen, out);
         }
     }
-    for s in list.iter().filter(|s| !parent_of.contains_key(s.id.as_str())) {
+    for s in list
+        .iter()
+        .filter(|s| !parent_of.contains_key(s.id.as_str()))
+    {
         push(s, 0, list, &parent_of, &mut seen, &mut out);
     }
     // Anything left (a cycle in bad data) still shows, flat.
@@ -210,7 +213,9 @@ pub fn replay_model(
                 RCell::Future => cell::NONE,
             };
             grid.set(ep, req, v);
-            if let (RCell::Tier(a), RCell::Tier(d)) = (r.applied.get(req, ep), r.desired.get(req, ep)) {
+            if let (RCell::Tier(a), RCell::Tier(d)) =
+                (r.applied.get(req, ep), r.desired.get(req, ep))
+            {
                 if a != d {
                     grid.or(ep, req, cell::DEFERRED);
                     desired.insert((ep, req), d);
@@ -222,7 +227,8 @@ pub fn replay_model(
     let mut frames = Vec::with_capacity(n_req);
     let mut history: Vec<Vec<ChangeRow>> = vec![Vec::new(); n_ep];
     let mut holds_of: Vec<Vec<usize>> = vec![Vec::new(); n_ep];
-    let (mut change_requests, mut hold_requests, mut thrash_requests) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut change_requests, mut hold_requests, mut thrash_requests) =
+        (Vec::new(), Vec::new(), Vec::new());
     let (mut cum, mut rec_cum) = (0.0f64, 0.0f64);
     let mut data_max = 0u64;
     let mut prev_tokens: Option<u64> = None;
@@ -235,8 +241,7 @@ pub fn replay_model(
             + rc.output as f64 * price.output)
             / 1e6;
         data_max = data_max.max(f.tokens).max(rc.prompt);
-        let cache_break = !f.synthetic_call
-            && prev_tokens.is_some_and(|p| f.divergence < p);
+        let cache_break = !f.synthetic_call && prev_tokens.is_some_and(|p| f.divergence < p);
         if !f.synthetic_call {
             prev_tokens = Some(f.tokens);
         }
@@ -249,9 +254,9 @@ pub fn replay_model(
                 bits |= cell::PROMOTE;
             }
             // Thrash: this change reverses one of the same episode within the window.
-            let reverses = history[ep].last().is_some_and(|p| {
-                i.saturating_sub(p.request) <= thrash_window && p.from == c.to
-            });
+            let reverses = history[ep]
+                .last()
+                .is_some_and(|p| i.saturating_sub(p.request) <= thrash_window && p.from == c.to);
             if reverses {
                 bits |= cell::THRASH;
             }
@@ -307,8 +312,8 @@ pub fn replay_model(
         Some(crate::policy::KnobValue::Num(v)) => Some(*v),
         _ => None,
     };
-    let pressure_driven = knobs.kind == crate::policy::PolicyKind::Progressive
-        && knobs.choice("driver") != "age";
+    let pressure_driven =
+        knobs.kind == crate::policy::PolicyKind::Progressive && knobs.choice("driver") != "age";
     // Scale the chart to the data; take the budget lines in only when the data gets near them
     // (a budget 20× the context would flatten every bar).
     let budget = r.policy.budget;
@@ -320,7 +325,10 @@ pub fn replay_model(
     let s = &r.summary;
     let mut summary = vec![
         ("cost".to_owned(), format!("${:.4}", s.cost)),
-        ("cache hit".to_owned(), format!("{:.1}%", s.cache_hit_ratio * 100.0)),
+        (
+            "cache hit".to_owned(),
+            format!("{:.1}%", s.cache_hit_ratio * 100.0),
+        ),
         ("changes".to_owned(), s.changes.to_string()),
         ("holds".to_owned(), s.holds.to_string()),
         ("thrash".to_owned(), s.thrash.to_string()),
@@ -347,9 +355,21 @@ pub fn replay_model(
         thrash_requests,
         y_max,
         cost_max: cum.max(rec_cum),
-        demote_at: if pressure_driven { knob("demote_at") } else { None },
-        promote_at: if pressure_driven { knob("promote_at") } else { None },
-        target: if pressure_driven { knob("target") } else { None },
+        demote_at: if pressure_driven {
+            knob("demote_at")
+        } else {
+            None
+        },
+        promote_at: if pressure_driven {
+            knob("promote_at")
+        } else {
+            None
+        },
+        target: if pressure_driven {
+            knob("target")
+        } else {
+            None
+        },
         summary,
         notes,
     }
@@ -360,7 +380,10 @@ pub fn run_replay(
     l: &LoadedSession,
     policy: &crate::policy::Policy,
     budget: Option<u64>,
-) -> (std::sync::Arc<crate::replay::Replay>, crate::tui::model::ReplayModel) {
+) -> (
+    std::sync::Arc<crate::replay::Replay>,
+    crate::tui::model::ReplayModel,
+) {
     let input = crate::replay::Input::from(l);
     let r = crate::replay::replay(&input, policy, budget);
     let window = match policy.knobs.get("thrash_window") {

@@ -202,17 +202,25 @@ pub enum Msg {
 pub enum Effect {
     /// List the sessions of the source.
     ListSessions,
-    LoadSession { id: Option<String> },
+    LoadSession {
+        id: Option<String>,
+    },
     Replay {
         gen: u64,
         policy: Box<Policy>,
         budget: Option<u64>,
     },
     /// The rendered context at `at` from the replay of generation `gen`.
-    Context { gen: u64, at: usize },
+    Context {
+        gen: u64,
+        at: usize,
+    },
     /// Copy text to the clipboard (OSC 52).
     Copy(String),
-    SavePolicy { path: String, toml: String },
+    SavePolicy {
+        path: String,
+        toml: String,
+    },
     /// Start, steer or stop following (latest wins).
     Follow(crate::tui::follow::FollowCmd),
     /// Diff mode's work (latest wins per kind).
@@ -440,7 +448,10 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
                 fx.push(Effect::LoadSession { id: named });
             }
         }
-        Msg::Loaded(Ok(view)) => on_loaded(state, view, &mut fx),
+        Msg::Loaded(Ok(view)) => {
+            on_loaded(state, view, &mut fx);
+            crate::tui::diff::on_session_changed(state, &mut fx);
+        }
         Msg::Loaded(Err(e)) => {
             if state.session.is_some() {
                 state.stack.pop();
@@ -686,15 +697,14 @@ fn on_main_action(state: &mut State, a: Action, fx: &mut Vec<Effect>) {
         None => (Vec::new(), Vec::new()),
     };
     let c = state.cursor;
-    let mut jump_to = |list: &[usize], fwd: bool, what: &str, state: &mut State| match jump(
-        list, c, fwd,
-    ) {
-        Some(r) => move_cursor(state, r, fx),
-        None => state.flash(
-            format!("no {what} {}", if fwd { "ahead" } else { "before" }),
-            Level::Info,
-        ),
-    };
+    let mut jump_to =
+        |list: &[usize], fwd: bool, what: &str, state: &mut State| match jump(list, c, fwd) {
+            Some(r) => move_cursor(state, r, fx),
+            None => state.flash(
+                format!("no {what} {}", if fwd { "ahead" } else { "before" }),
+                Level::Info,
+            ),
+        };
     match a {
         Action::Quit => {
             if !state.stack.is_empty() && state.overlay == Overlay::None {
@@ -742,9 +752,7 @@ fn on_main_action(state: &mut State, a: Action, fx: &mut Vec<Effect>) {
             let down = a == Action::ScrollDown;
             let page = usize::from(state.main_rects().detail_rows.max(2)) / 2;
             match state.focus {
-                Pane::Context => {
-                    state.context_scroll = scroll_by(state.context_scroll, page, down)
-                }
+                Pane::Context => state.context_scroll = scroll_by(state.context_scroll, page, down),
                 Pane::Heatmap => {
                     let rows = usize::from(state.main_rects().heat_rows.max(1));
                     let to = if down {
@@ -810,9 +818,14 @@ fn on_main_action(state: &mut State, a: Action, fx: &mut Vec<Effect>) {
             // Keep the same chunk in view across the switch.
             if let Some(c) = &state.context {
                 state.context_scroll = if state.context_expanded {
-                    c.lines.get(state.context_scroll).map_or(0, |(chunk, _)| *chunk)
+                    c.lines
+                        .get(state.context_scroll)
+                        .map_or(0, |(chunk, _)| *chunk)
                 } else {
-                    c.chunk_start.get(state.context_scroll).copied().unwrap_or(0)
+                    c.chunk_start
+                        .get(state.context_scroll)
+                        .copied()
+                        .unwrap_or(0)
                 };
             }
             state.context_expanded = !state.context_expanded;
@@ -842,7 +855,11 @@ fn on_main_action(state: &mut State, a: Action, fx: &mut Vec<Effect>) {
                 let next = if a == Action::SearchNext {
                     m.iter().copied().find(|&i| i > s).unwrap_or(m[0])
                 } else {
-                    m.iter().rev().copied().find(|&i| i < s).unwrap_or(m[m.len() - 1])
+                    m.iter()
+                        .rev()
+                        .copied()
+                        .find(|&i| i < s)
+                        .unwrap_or(m[m.len() - 1])
                 };
                 select(state, next);
             }
@@ -875,10 +892,11 @@ pub fn shown_tier(state: &State) -> Option<Tier> {
     if state.detail_tier.is_some() {
         return state.detail_tier;
     }
-    applied_tier(state, state.selected)
-        .or_else(|| Some(Tier::Full))
-        .filter(|t| *t != Tier::Dropped)
-        .or(Some(Tier::Full))
+    // A dropped episode has no text of its own: show its full tier.
+    match applied_tier(state, state.selected) {
+        Some(Tier::Dropped) | None => Some(Tier::Full),
+        t => t,
+    }
 }
 
 /// The applied tier of episode `ep` at the cursor (None while it is active or not yet there).
@@ -912,11 +930,18 @@ fn copy_tier_text(state: &mut State, fx: &mut Vec<Effect>) {
     let Some(ep) = s.model.episodes.get(state.selected) else {
         return;
     };
-    let Some(tier) = shown_tier(state) else { return };
+    let Some(tier) = shown_tier(state) else {
+        return;
+    };
     match ep.tier_text(tier) {
         Some(t) => {
             let text = t.lines.join("\n");
-            let msg = format!("copied {} {} ({} lines) via OSC 52", ep.id, tier, t.lines.len());
+            let msg = format!(
+                "copied {} {} ({} lines) via OSC 52",
+                ep.id,
+                tier,
+                t.lines.len()
+            );
             fx.push(Effect::Copy(text));
             state.flash(msg, Level::Info);
         }
@@ -946,7 +971,9 @@ fn drill_in(state: &mut State, fx: &mut Vec<Effect>) {
 }
 
 fn go_back(state: &mut State, fx: &mut Vec<Effect>) {
-    let Some(top) = state.stack.last() else { return };
+    let Some(top) = state.stack.last() else {
+        return;
+    };
     state.playing = false;
     fx.push(Effect::LoadSession {
         id: Some(top.session_id.clone()),
@@ -1002,7 +1029,12 @@ fn on_policy_key(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>
 
 /// Sets knob `name` to `text` (validated by the policy, constraints included) and reruns the
 /// replay. Returns the refusal, if any.
-pub fn set_knob(state: &mut State, name: &str, text: &str, fx: &mut Vec<Effect>) -> Result<(), String> {
+pub fn set_knob(
+    state: &mut State,
+    name: &str,
+    text: &str,
+    fx: &mut Vec<Effect>,
+) -> Result<(), String> {
     let p = state
         .policy
         .clone()
@@ -1046,9 +1078,7 @@ fn on_knobs_key(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>)
     match action {
         Some(Action::KnobUp) => set_sel(state, selected.saturating_sub(1)),
         Some(Action::KnobDown) => set_sel(state, (selected + 1).min(rows - 1)),
-        Some(
-            a @ (Action::KnobInc | Action::KnobDec | Action::KnobIncBig | Action::KnobDecBig),
-        ) => {
+        Some(a @ (Action::KnobInc | Action::KnobDec | Action::KnobIncBig | Action::KnobDecBig)) => {
             let steps: f64 = match a {
                 Action::KnobInc => 1.0,
                 Action::KnobDec => -1.0,
@@ -1142,7 +1172,11 @@ pub fn step_knob(state: &mut State, row: usize, steps: f64, fx: &mut Vec<Effect>
                 return;
             }
             let i = spec.choices.iter().position(|x| *x == c).unwrap_or(0);
-            let j = if steps >= 0.0 { (i + 1) % n } else { (i + n - 1) % n };
+            let j = if steps >= 0.0 {
+                (i + 1) % n
+            } else {
+                (i + n - 1) % n
+            };
             spec.choices[j].clone()
         }
         _ => return,
@@ -1243,15 +1277,24 @@ pub fn policy_toml(p: &Policy) -> String {
     let mut out = String::new();
     out.push_str("# Saved from the tierscope explorer.\n");
     let mut root = toml::Table::new();
-    root.insert("name".into(), toml::Value::String(format!("{}-tuned", p.name)));
-    root.insert("kind".into(), toml::Value::String(p.kind.as_str().to_owned()));
+    root.insert(
+        "name".into(),
+        toml::Value::String(format!("{}-tuned", p.name)),
+    );
+    root.insert(
+        "kind".into(),
+        toml::Value::String(p.kind.as_str().to_owned()),
+    );
     root.insert(
         "description".into(),
         toml::Value::String(format!("{} with knobs tuned in the explorer", p.name)),
     );
     root.insert("version".into(), toml::Value::Integer(i64::from(p.version)));
     if p.kind != crate::policy::PolicyKind::Decay {
-        root.insert("respect_floors".into(), toml::Value::Boolean(p.respect_floors));
+        root.insert(
+            "respect_floors".into(),
+            toml::Value::Boolean(p.respect_floors),
+        );
     }
     let mut knobs = toml::Table::new();
     for (k, v) in &p.knobs {
@@ -1377,7 +1420,11 @@ fn on_mouse(state: &mut State, m: MouseEvent, fx: &mut Vec<Effect>) {
         MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => {
             let down = m.kind == MouseEventKind::ScrollDown;
             if in_rect(r.heat) || in_rect(r.chart) {
-                let a = if down { Action::PanRight } else { Action::PanLeft };
+                let a = if down {
+                    Action::PanRight
+                } else {
+                    Action::PanLeft
+                };
                 on_main_action(state, a, fx);
             } else if in_rect(r.detail) {
                 state.detail_scroll = scroll_by(state.detail_scroll, 3, down);

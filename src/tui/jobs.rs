@@ -67,7 +67,12 @@ pub struct Worker {
     sessions: HashMap<String, Arc<LoadedSession>>,
     current: Option<Arc<LoadedSession>>,
     /// The latest replay: its generation, policy and budget (context renders reuse them).
-    replay: Option<(u64, crate::policy::Policy, Option<u64>, Arc<crate::replay::Replay>)>,
+    replay: Option<(
+        u64,
+        crate::policy::Policy,
+        Option<u64>,
+        Arc<crate::replay::Replay>,
+    )>,
     /// Live follow, when enabled by the runner.
     follow: Option<crate::tui::follow::FollowDriver>,
 }
@@ -84,8 +89,14 @@ impl Worker {
     }
 
     /// Let this worker run a follower (`Effect::Follow`); `send` reaches the UI loop.
-    pub fn enable_follow(&mut self, send: Arc<dyn Fn(crate::tui::follow::FollowMsg) + Send + Sync>) {
-        self.follow = Some(crate::tui::follow::FollowDriver::new(self.args.clone(), send));
+    pub fn enable_follow(
+        &mut self,
+        send: Arc<dyn Fn(crate::tui::follow::FollowMsg) + Send + Sync>,
+    ) {
+        self.follow = Some(crate::tui::follow::FollowDriver::new(
+            self.args.clone(),
+            send,
+        ));
     }
 
     /// Take the newest followed state: the current session if it is the followed one, else
@@ -95,7 +106,11 @@ impl Worker {
             return;
         };
         self.remember(&l);
-        if self.current.as_ref().is_some_and(|c| c.trace.session.id == l.trace.session.id) {
+        if self
+            .current
+            .as_ref()
+            .is_some_and(|c| c.trace.session.id == l.trace.session.id)
+        {
             self.current = Some(l);
             self.replay = None;
         }

@@ -6,9 +6,9 @@
 //! [`run`] owns the terminal: it redraws only when something changed and blocks on events (with
 //! a timeout only while playing or loading), so an idle explorer uses no CPU.
 
-pub mod theme;
 pub mod keymap;
 pub mod model;
+pub mod theme;
 
 /// Trace text made safe and single-width-friendly for a buffer: control characters and escape
 /// sequences visible and inert ([`crate::text::sanitize_for_terminal`]), tabs expanded (a raw
@@ -32,11 +32,11 @@ pub fn safe_text(s: &str) -> String {
 pub fn safe_line(s: &str) -> String {
     safe_text(s).replace('\n', " ⏎ ")
 }
-pub mod widgets;
-pub mod app;
-pub mod ui;
 pub mod adapt;
+pub mod app;
+pub mod diff;
+pub mod follow;
 pub mod jobs;
 pub mod run;
-pub mod follow;
-pub mod diff;
+pub mod ui;
+pub mod widgets;

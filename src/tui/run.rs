@@ -78,7 +78,10 @@ fn panicked(job: &Effect) -> Option<Msg> {
         .ok()
         .and_then(|mut s| s.take())
         .unwrap_or_else(|| "unknown panic".to_owned());
-    let e = format!("internal error (please report): {}", crate::tui::safe_line(&what));
+    let e = format!(
+        "internal error (please report): {}",
+        crate::tui::safe_line(&what)
+    );
     Some(match job {
         Effect::Replay { gen, .. } => Msg::Replayed {
             gen: *gen,

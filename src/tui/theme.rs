@@ -14,7 +14,10 @@ use serde::Deserialize;
 pub const BUILTIN: &[(&str, &str)] = &[
     ("dark", include_str!("../../themes/dark.toml")),
     ("light", include_str!("../../themes/light.toml")),
-    ("high-contrast", include_str!("../../themes/high-contrast.toml")),
+    (
+        "high-contrast",
+        include_str!("../../themes/high-contrast.toml"),
+    ),
     ("mono", include_str!("../../themes/mono.toml")),
 ];
 
@@ -349,8 +352,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let themes = dir.path().join("themes");
         std::fs::create_dir_all(&themes).unwrap_or_else(|e| panic!("{e}"));
-        std::fs::write(themes.join("light.toml"), "error = { fg = \"#ff0000\", bold = true }\n")
-            .unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(
+            themes.join("light.toml"),
+            "error = { fg = \"#ff0000\", bold = true }\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         let t = Theme::load(Some("light"), Some(dir.path())).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(t.error.fg, Some(Color::Rgb(255, 0, 0)));
         let light = Theme::builtin("light").unwrap_or_else(|| Theme::blank("x"));

@@ -312,6 +312,16 @@ fn move_cursor(d: &mut DiffState, to: usize, fx: &mut Vec<Effect>) {
     request_context(d, fx);
 }
 
+/// The session was (re)loaded (a follow update, or another session): rerun both sides on it.
+pub fn on_session_changed(state: &mut State, fx: &mut Vec<Effect>) {
+    if let Some(d) = state.diff.as_deref_mut() {
+        if d.picker.is_none() || d.model.is_some() {
+            d.context = None;
+            request_replay(d, fx);
+        }
+    }
+}
+
 /// Results from the worker.
 pub fn on_msg(state: &mut State, msg: DiffMsg, fx: &mut Vec<Effect>) {
     let Some(d) = state.diff.as_deref_mut() else {

@@ -663,15 +663,13 @@ fn knobs(
                 KnobValue::Num(n) => crate::tui::model::fmt_knob(*n, spec.integer),
                 other => other.to_string(),
             };
-            (
-                spec.name.clone(),
-                shown,
-                other.knobs.get(&spec.name) != Some(&v),
-            )
+            // Only knobs both sides have can differ (each kind has its own knobs).
+            let differs = other.knobs.get(&spec.name).is_some_and(|o| *o != v);
+            (spec.name.clone(), shown, differs)
         };
         let st = if row == selected { t.selection } else { t.base };
         lines.push(Line::from(vec![
-            Span::styled(format!(" {name:<24}"), st),
+            Span::styled(format!(" {name:<26}"), st),
             Span::styled(
                 format!("{value:>12} "),
                 if row == selected { t.key } else { t.base },

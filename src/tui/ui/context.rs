@@ -71,7 +71,14 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
             Span::styled(mark, t.chunk_changed),
             Span::styled(format!("{:<7}", ch.label), style),
             Span::styled(
-                format!("{:<8}", if ch.tier == ch.label { "" } else { ch.tier.as_str() }),
+                format!(
+                    "{:<8}",
+                    if ch.tier == ch.label {
+                        ""
+                    } else {
+                        ch.tier.as_str()
+                    }
+                ),
                 t.dim,
             ),
             Span::styled(format!("{:>6} ", short(ch.tokens as f64)), t.dim),
@@ -103,14 +110,22 @@ fn divergence_line<'a>(c: &ContextModel, t: &crate::tui::theme::Theme) -> Line<'
 }
 
 fn header<'a>(ch: &ChunkRow, t: &crate::tui::theme::Theme) -> Line<'a> {
-    let st = if ch.changed { t.chunk_changed } else { t.title_focus };
+    let st = if ch.changed {
+        t.chunk_changed
+    } else {
+        t.title_focus
+    };
     Line::from(vec![
         Span::styled(if ch.changed { "▌" } else { "▸" }, st),
         Span::styled(
             format!(
                 "{} {} {} tok{}",
                 ch.label,
-                if ch.tier == ch.label { "" } else { ch.tier.as_str() },
+                if ch.tier == ch.label {
+                    ""
+                } else {
+                    ch.tier.as_str()
+                },
                 ch.tokens,
                 if ch.changed { " (changed)" } else { "" }
             ),
@@ -129,11 +144,18 @@ fn expanded<'a>(state: &State, c: &'a ContextModel, h: usize) -> Vec<Line<'a>> {
     }
     let scroll = state.context_scroll.min(c.lines.len());
     // The chunk holding the scroll line (chunks with no text hold none; take the last start ≤).
-    let mut chunk = c.chunk_start.partition_point(|&s| s <= scroll).saturating_sub(1);
+    let mut chunk = c
+        .chunk_start
+        .partition_point(|&s| s <= scroll)
+        .saturating_sub(1);
     let mut li = scroll;
     while out.len() < h && chunk < n {
         let start = c.chunk_start[chunk];
-        let end = c.chunk_start.get(chunk + 1).copied().unwrap_or(c.lines.len());
+        let end = c
+            .chunk_start
+            .get(chunk + 1)
+            .copied()
+            .unwrap_or(c.lines.len());
         if li <= start {
             if c.divergence_chunk == Some(chunk) {
                 out.push(divergence_line(c, t));
@@ -143,7 +165,11 @@ fn expanded<'a>(state: &State, c: &'a ContextModel, h: usize) -> Vec<Line<'a>> {
             }
             li = start;
         }
-        let style = if c.chunks[chunk].changed { t.chunk_changed } else { t.base };
+        let style = if c.chunks[chunk].changed {
+            t.chunk_changed
+        } else {
+            t.base
+        };
         while li < end && out.len() < h {
             out.push(Line::from(Span::styled(c.lines[li].1.as_str(), style)));
             li += 1;

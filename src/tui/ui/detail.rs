@@ -68,7 +68,11 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     // Tiers: the applied one marked ●, the shown one underlined by the selection style.
     let mut tiers = vec![Span::styled("tiers ", t.dim)];
     for tt in &ep.tiers {
-        let mark = if Some(tt.tier) == applied { "●" } else { "○" };
+        let mark = if Some(tt.tier) == applied {
+            "●"
+        } else {
+            "○"
+        };
         let st = if Some(tt.tier) == shown {
             t.selection
         } else {
@@ -99,7 +103,11 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
                 t.mark_deferred,
             )));
         }
-        let hist = rp.history.get(state.selected).map(Vec::as_slice).unwrap_or(&[]);
+        let hist = rp
+            .history
+            .get(state.selected)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
         if hist.is_empty() {
             lines.push(Line::from(Span::styled("changes: none", t.dim)));
         } else {
@@ -122,7 +130,11 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
                 )));
             }
         }
-        let holds = rp.holds_of.get(state.selected).map(Vec::as_slice).unwrap_or(&[]);
+        let holds = rp
+            .holds_of
+            .get(state.selected)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
         if !holds.is_empty() {
             let shown: Vec<String> = holds.iter().take(12).map(|r| format!("r{r}")).collect();
             let more = if holds.len() > 12 {
@@ -143,10 +155,10 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     }
     let header_len = lines.len();
     if let Some(tier) = shown {
-        let active = state
-            .replay
-            .as_ref()
-            .is_some_and(|r| r.grid.get(state.selected, state.cursor) & crate::tui::model::cell::STATE == crate::tui::model::cell::ACTIVE);
+        let active = state.replay.as_ref().is_some_and(|r| {
+            r.grid.get(state.selected, state.cursor) & crate::tui::model::cell::STATE
+                == crate::tui::model::cell::ACTIVE
+        });
         let label = if Some(tier) == applied {
             "applied at the cursor; [ ] other tiers"
         } else if active && tier == crate::episode::model::Tier::Full {

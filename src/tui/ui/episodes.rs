@@ -119,10 +119,16 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
         header.push("kinds");
     }
     if with_class {
-        widths.extend([Constraint::Length(if wide { 12 } else { 5 }), Constraint::Length(7)]);
+        widths.extend([
+            Constraint::Length(if wide { 12 } else { 5 }),
+            Constraint::Length(7),
+        ]);
         header.extend(["class", "floor"]);
     }
-    widths.extend([Constraint::Length(if with_last { 13 } else { 9 }), Constraint::Length(6)]);
+    widths.extend([
+        Constraint::Length(if with_last { 13 } else { 9 }),
+        Constraint::Length(6),
+    ]);
     header.extend(["tier", "tok"]);
     if with_last {
         widths.push(Constraint::Fill(2));

@@ -58,7 +58,10 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         spans.push(Span::styled(" replaying…", t.header));
     }
     spans.push(sep());
-    spans.push(Span::styled(format!("policy {}", state.policy.name), t.header));
+    spans.push(Span::styled(
+        format!("policy {}", state.policy.name),
+        t.header,
+    ));
     // The key knobs go only where the title still fits after them (the knobs panel shows all).
     let title_w = state
         .session
@@ -81,7 +84,10 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         (None, Some(r)) => r.budget_source.clone(),
         (None, None) => "…".to_owned(),
     };
-    spans.push(Span::styled(format!("budget {} ({src})", thousands(b)), t.header));
+    spans.push(Span::styled(
+        format!("budget {} ({src})", thousands(b)),
+        t.header,
+    ));
     spans.push(sep());
     for c in &state.stack {
         spans.push(Span::styled(format!("{} › ", c.title), t.header));

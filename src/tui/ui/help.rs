@@ -28,7 +28,10 @@ pub fn lines(state: &State) -> Vec<Line<'static>> {
         if i > 0 {
             out.push(Line::raw(""));
         }
-        out.push(Line::from(Span::styled(m.title().to_owned(), t.title_focus)));
+        out.push(Line::from(Span::styled(
+            m.title().to_owned(),
+            t.title_focus,
+        )));
         for b in BINDINGS.iter().filter(|b| b.mode == *m) {
             out.push(Line::from(vec![
                 Span::styled(format!("  {:<18}", keys_label(b)), t.key),
@@ -58,7 +61,9 @@ pub fn lines(state: &State) -> Vec<Line<'static>> {
 pub fn render(state: &State, f: &mut Frame, area: Rect, scroll: usize) {
     let t = &state.theme;
     let all = lines(state);
-    let h = (all.len() as u16 + 2).min(area.height.saturating_sub(2)).max(3);
+    let h = (all.len() as u16 + 2)
+        .min(area.height.saturating_sub(2))
+        .max(3);
     let rect = centered(area, 88, h);
     let inner_h = usize::from(rect.height.saturating_sub(2));
     let scroll = scroll.min(all.len().saturating_sub(inner_h));
@@ -82,7 +87,12 @@ mod tests {
     #[test]
     fn help_lists_every_binding() {
         let policy = crate::policy::load("retention", &[]).unwrap_or_else(|e| panic!("{e}"));
-        let state = State::new(Theme::default_for_env(), policy, None, StartOptions::default());
+        let state = State::new(
+            Theme::default_for_env(),
+            policy,
+            None,
+            StartOptions::default(),
+        );
         let text: Vec<String> = lines(&state)
             .iter()
             .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())

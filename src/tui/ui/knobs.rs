@@ -11,6 +11,9 @@ use crate::policy::KnobValue;
 use crate::tui::app::{effective_budget, State};
 use crate::tui::widgets::slider::Slider;
 
+/// Value, shown minimum, shown maximum and default of a slider.
+type SliderRange = (f64, f64, f64, Option<f64>);
+
 pub fn render(state: &State, f: &mut Frame, area: Rect, selected: usize) {
     let t = &state.theme;
     let p = &state.policy;
@@ -41,47 +44,59 @@ pub fn render(state: &State, f: &mut Frame, area: Rect, selected: usize) {
         let y = inner.y + vis as u16;
         let focused = row == selected;
         let name_style = if focused { t.selection } else { t.base };
-        let (name, value, range): (String, String, Option<(f64, f64, f64, Option<f64>)>) =
-            if row == 0 {
-                let b = effective_budget(state) as f64;
-                let src = if state.budget.is_some() { "set" } else { "default" };
-                (
-                    format!("budget ({src})"),
-                    thousands(b as u64),
-                    Some((b, 0.0, (b * 2.0).max(1000.0), None)),
-                )
+        let (name, value, range): (String, String, Option<SliderRange>) = if row == 0 {
+            let b = effective_budget(state) as f64;
+            let src = if state.budget.is_some() {
+                "set"
             } else {
-                let spec = &p.specs[row - 1];
-                let v = p.knobs.get(&spec.name).cloned().unwrap_or(spec.default.clone());
-                let modified = v != spec.default;
-                let name = format!("{}{}", spec.name, if modified { " *" } else { "" });
-                match (&v, spec.min, spec.max) {
-                    (KnobValue::Num(n), Some(lo), Some(hi)) => {
-                        let d = match spec.default {
-                            KnobValue::Num(d) => Some(d),
-                            _ => None,
-                        };
-                        // Huge ranges (token counts) are shown around the value, not 0..max.
-                        let hi_shown = if hi > 1000.0 && hi > lo {
-                            hi.min((n.abs().max(d.unwrap_or(0.0)) * 4.0).max(lo + 10.0))
-                        } else {
-                            hi
-                        };
-                        (
-                            name,
-                            crate::tui::model::fmt_knob(*n, spec.integer),
-                            Some((*n, lo, hi_shown, d)),
-                        )
-                    }
-                    (KnobValue::Bool(b), _, _) => {
-                        (name, if *b { "[on]".into() } else { "[off]".into() }, None)
-                    }
-                    (KnobValue::Choice(c), _, _) => (name, format!("‹{c}›"), None),
-                    (other, _, _) => (name, other.to_string(), None),
-                }
+                "default"
             };
-        f.buffer_mut()
-            .set_stringn(inner.x, y, format!("{name:<22}"), usize::from(name_w), name_style);
+            (
+                format!("budget ({src})"),
+                thousands(b as u64),
+                Some((b, 0.0, (b * 2.0).max(1000.0), None)),
+            )
+        } else {
+            let spec = &p.specs[row - 1];
+            let v = p
+                .knobs
+                .get(&spec.name)
+                .cloned()
+                .unwrap_or(spec.default.clone());
+            let modified = v != spec.default;
+            let name = format!("{}{}", spec.name, if modified { " *" } else { "" });
+            match (&v, spec.min, spec.max) {
+                (KnobValue::Num(n), Some(lo), Some(hi)) => {
+                    let d = match spec.default {
+                        KnobValue::Num(d) => Some(d),
+                        _ => None,
+                    };
+                    // Huge ranges (token counts) are shown around the value, not 0..max.
+                    let hi_shown = if hi > 1000.0 && hi > lo {
+                        hi.min((n.abs().max(d.unwrap_or(0.0)) * 4.0).max(lo + 10.0))
+                    } else {
+                        hi
+                    };
+                    (
+                        name,
+                        crate::tui::model::fmt_knob(*n, spec.integer),
+                        Some((*n, lo, hi_shown, d)),
+                    )
+                }
+                (KnobValue::Bool(b), _, _) => {
+                    (name, if *b { "[on]".into() } else { "[off]".into() }, None)
+                }
+                (KnobValue::Choice(c), _, _) => (name, format!("‹{c}›"), None),
+                (other, _, _) => (name, other.to_string(), None),
+            }
+        };
+        f.buffer_mut().set_stringn(
+            inner.x,
+            y,
+            format!("{name:<22}"),
+            usize::from(name_w),
+            name_style,
+        );
         f.buffer_mut().set_stringn(
             inner.x + name_w,
             y,
@@ -138,7 +153,9 @@ fn dock(state: &State, area: Rect, want_h: u16) -> Rect {
     }
     let top = r.table.y;
     let bottom = r.metrics.y;
-    let h = want_h.min(bottom.saturating_sub(top)).max(6.min(bottom - top));
+    let h = want_h
+        .min(bottom.saturating_sub(top))
+        .max(6.min(bottom - top));
     let w = area.width.min(100);
     Rect::new(area.right() - w, bottom - h, w, h)
 }
@@ -151,7 +168,11 @@ pub fn render_policies(state: &State, f: &mut Frame, area: Rect, selected: usize
     let mut lines = Vec::new();
     for (i, name) in state.policy_names.iter().enumerate() {
         let desc = state.policy_descs.get(i).cloned().unwrap_or_default();
-        let cur = if *name == state.policy.name { "●" } else { " " };
+        let cur = if *name == state.policy.name {
+            "●"
+        } else {
+            " "
+        };
         let st = if i == selected { t.selection } else { t.base };
         lines.push(Line::from(vec![
             Span::styled(format!("{cur} {name:<13}"), st),

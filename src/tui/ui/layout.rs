@@ -83,7 +83,12 @@ pub fn main_rects(area: Rect, state: &State) -> MainRects {
     r.heat = heat;
     r.label_width = label_width(state);
     // Title line, then the widget (axis line + rows).
-    r.heat_body = Rect::new(heat.x, heat.y + 1, heat.width, heat.height.saturating_sub(1));
+    r.heat_body = Rect::new(
+        heat.x,
+        heat.y + 1,
+        heat.width,
+        heat.height.saturating_sub(1),
+    );
     let rows_y = r.heat_body.y + 1;
     let rows_h = r.heat_body.height.saturating_sub(1);
     r.heat_labels = Rect::new(heat.x, rows_y, r.label_width, rows_h);
@@ -96,7 +101,12 @@ pub fn main_rects(area: Rect, state: &State) -> MainRects {
     r.heat_cols = r.heat_cells.width;
     r.heat_rows = rows_h;
     r.chart_block = chart;
-    r.chart = Rect::new(chart.x, chart.y + 1, chart.width, chart.height.saturating_sub(1));
+    r.chart = Rect::new(
+        chart.x,
+        chart.y + 1,
+        chart.width,
+        chart.height.saturating_sub(1),
+    );
 
     let w = bottom.width;
     let (table, context, detail) = if w >= 150 {
@@ -108,8 +118,8 @@ pub fn main_rects(area: Rect, state: &State) -> MainRects {
         (t, c, d)
     } else if w >= 100 {
         let [t, right] = bottom.layout(&Layout::horizontal([
-            Constraint::Percentage(45),
-            Constraint::Percentage(55),
+            Constraint::Percentage(50),
+            Constraint::Percentage(50),
         ]));
         let [c, d] = right.layout(&Layout::vertical([
             Constraint::Percentage(45),
@@ -138,6 +148,9 @@ pub fn main_rects(area: Rect, state: &State) -> MainRects {
     r.table_rows = r.table_body.height;
     r.context = context;
     r.detail = detail;
-    r.detail_rows = detail.height.saturating_sub(2).max(context.height.saturating_sub(2));
+    r.detail_rows = detail
+        .height
+        .saturating_sub(2)
+        .max(context.height.saturating_sub(2));
     r
 }

@@ -11,7 +11,11 @@ use crate::tui::widgets::chart::short;
 
 pub fn render(state: &State, f: &mut Frame, area: Rect) {
     let t = &state.theme;
-    let Some(fr) = state.replay.as_ref().and_then(|r| r.frames.get(state.cursor)) else {
+    let Some(fr) = state
+        .replay
+        .as_ref()
+        .and_then(|r| r.frames.get(state.cursor))
+    else {
         f.render_widget(Paragraph::new(" no replay yet").style(t.dim), area);
         return;
     };
@@ -27,7 +31,12 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     let filled = ((p.clamp(0.0, 1.0)) * gw as f64).round() as usize;
     let gauge = format!("{}{}", "█".repeat(filled), "░".repeat(gw - filled));
     let sep = || Span::styled(" │ ", t.border);
-    let kv = |k: &str, v: String| vec![Span::styled(format!("{k} "), t.dim), Span::styled(v, t.base)];
+    let kv = |k: &str, v: String| {
+        vec![
+            Span::styled(format!("{k} "), t.dim),
+            Span::styled(v, t.base),
+        ]
+    };
     let mut spans = vec![
         Span::styled(" tok ", t.dim),
         Span::styled(
@@ -44,7 +53,11 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     spans.push(sep());
     spans.extend(kv(
         "cache r/w",
-        format!("{}/{}", short(fr.cache_read as f64), short(fr.cache_write as f64)),
+        format!(
+            "{}/{}",
+            short(fr.cache_read as f64),
+            short(fr.cache_write as f64)
+        ),
     ));
     spans.push(sep());
     spans.extend(kv("$", format!("{:.4} Σ{:.4}", fr.cost, fr.cum_cost)));

@@ -81,9 +81,7 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
             Constraint::Fill(1),
         ],
     )
-    .header(
-        Row::new(["title", "directory", "updated", "requests", "tokens", "id"]).style(t.title),
-    )
+    .header(Row::new(["title", "directory", "updated", "requests", "tokens", "id"]).style(t.title))
     .column_spacing(1)
     .block(pane_block(" Sessions ", true, t));
     f.render_widget(table, body);

@@ -29,9 +29,7 @@ pub fn too_small(f: &mut Frame, area: Rect, t: &Theme) {
     let h = (lines.len() as u16).min(area.height);
     let y = area.y + area.height.saturating_sub(h) / 2;
     f.render_widget(
-        Paragraph::new(lines)
-            .centered()
-            .wrap(Wrap { trim: true }),
+        Paragraph::new(lines).centered().wrap(Wrap { trim: true }),
         Rect::new(area.x, y, area.width, h),
     );
 }

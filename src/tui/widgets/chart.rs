@@ -19,6 +19,9 @@ pub enum ChartKind {
     Cost,
 }
 
+/// A value per request.
+type Series<'a> = Box<dyn Fn(usize) -> f64 + 'a>;
+
 const EIGHTHS: [&str; 9] = [" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"];
 
 pub struct StripChart<'a> {
@@ -48,7 +51,8 @@ pub fn short(n: f64) -> String {
 impl StripChart<'_> {
     fn bucket_max(&self, col: usize, f: impl Fn(usize) -> f64) -> Option<f64> {
         let r = self.vp.range(col);
-        r.map(f).fold(None, |m, v| Some(m.map_or(v, |m: f64| m.max(v))))
+        r.map(f)
+            .fold(None, |m, v| Some(m.map_or(v, |m: f64| m.max(v))))
     }
 }
 
@@ -61,24 +65,23 @@ impl Widget for StripChart<'_> {
         let frames = &self.replay.frames;
         let plot_h = area.height - 1; // the bottom row holds the markers
         let x0 = area.x + self.label_width;
-        let (y_max, value, dot): (f64, Box<dyn Fn(usize) -> f64>, Box<dyn Fn(usize) -> f64>) =
-            match self.kind {
-                ChartKind::Pressure => (
-                    self.replay.y_max.max(1) as f64,
-                    Box::new(|i| frames.get(i).map_or(0.0, |f| f.tokens as f64)),
-                    Box::new(|i| {
-                        self.session
-                            .requests
-                            .get(i)
-                            .map_or(0.0, |r| r.recorded_prompt as f64)
-                    }),
-                ),
-                ChartKind::Cost => (
-                    self.replay.cost_max.max(1e-9),
-                    Box::new(|i| frames.get(i).map_or(0.0, |f| f.cum_cost)),
-                    Box::new(|i| frames.get(i).map_or(0.0, |f| f.recorded_cum_cost)),
-                ),
-            };
+        let (y_max, value, dot): (f64, Series, Series) = match self.kind {
+            ChartKind::Pressure => (
+                self.replay.y_max.max(1) as f64,
+                Box::new(|i| frames.get(i).map_or(0.0, |f| f.tokens as f64)),
+                Box::new(|i| {
+                    self.session
+                        .requests
+                        .get(i)
+                        .map_or(0.0, |r| r.recorded_prompt as f64)
+                }),
+            ),
+            ChartKind::Cost => (
+                self.replay.cost_max.max(1e-9),
+                Box::new(|i| frames.get(i).map_or(0.0, |f| f.cum_cost)),
+                Box::new(|i| frames.get(i).map_or(0.0, |f| f.recorded_cum_cost)),
+            ),
+        };
         // Value → height in eighths of a row.
         let eighths = |v: f64| -> u32 {
             let h = (v / y_max).clamp(0.0, 1.0) * f64::from(plot_h) * 8.0;
@@ -154,7 +157,10 @@ impl Widget for StripChart<'_> {
                     }
                 }
             }
-            let broke = self.vp.range(col).any(|i| frames.get(i).is_some_and(|f| f.cache_break));
+            let broke = self
+                .vp
+                .range(col)
+                .any(|i| frames.get(i).is_some_and(|f| f.cache_break));
             let marker_y = area.y + plot_h;
             if broke && self.kind == ChartKind::Pressure {
                 buf.set_string(x, marker_y, "↯", t.divergence);

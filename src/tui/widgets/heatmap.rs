@@ -98,7 +98,13 @@ impl Widget for Heatmap<'_> {
             let x = x0 + (c * cw) as u16;
             if x + label.len() as u16 <= area.right() {
                 buf.set_string(x, axis_y, "┊", t.dim);
-                buf.set_stringn(x + 1, axis_y, &label, usize::from(area.right() - x - 1), t.dim);
+                buf.set_stringn(
+                    x + 1,
+                    axis_y,
+                    &label,
+                    usize::from(area.right() - x - 1),
+                    t.dim,
+                );
             }
             c += tick_every;
         }
@@ -164,10 +170,13 @@ mod tests {
         let mut g = Grid::new(1, 4);
         g.set(0, 0, cell::ACTIVE);
         g.set(0, 1, cell::TIER0);
-        g.set(0, 2, cell::TIER0 + 2 | cell::CHANGE);
+        g.set(0, 2, (cell::TIER0 + 2) | cell::CHANGE);
         g.set(0, 3, cell::TIER0 + 2);
         assert_eq!(bucket_value(&g, 0, 0..4, 1), cell::TIER0 | cell::CHANGE);
-        assert_eq!(bucket_value(&g, 0, 0..4, 9), cell::TIER0 + 2 | cell::CHANGE);
+        assert_eq!(
+            bucket_value(&g, 0, 0..4, 9),
+            (cell::TIER0 + 2) | cell::CHANGE
+        );
         let theme = Theme::default_for_env();
         assert_eq!(cell_look(cell::TIER0 + 3, &theme).0, "░");
         assert_eq!(cell_look(cell::TIER0 | cell::HOLD, &theme).0, "⊥");

@@ -24,7 +24,10 @@ impl Viewport {
     /// Requests shown by column `col` (empty past the end of the trace).
     pub fn range(&self, col: usize) -> std::ops::Range<usize> {
         let per = self.per_col.max(1);
-        let a = self.first.saturating_add(col.saturating_mul(per)).min(self.total);
+        let a = self
+            .first
+            .saturating_add(col.saturating_mul(per))
+            .min(self.total);
         let b = a.saturating_add(per).min(self.total);
         a..b
     }
@@ -39,7 +42,9 @@ impl Viewport {
     /// Columns that hold requests.
     pub fn used_cols(&self) -> usize {
         let per = self.per_col.max(1);
-        (self.total.saturating_sub(self.first)).div_ceil(per).min(self.cols)
+        (self.total.saturating_sub(self.first))
+            .div_ceil(per)
+            .min(self.cols)
     }
     /// The column under cell offset `x` (cells from the first column).
     pub fn col_at(&self, x: usize) -> usize {
