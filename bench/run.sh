@@ -123,13 +123,13 @@ for input in "${INPUTS[@]}"; do
           c=(env $oc_env "OPENCODE_DB=$db" "$OPENCODE" export "$id") ;;
       esac
       if [ "$what" = opencode-export ]; then
-        /usr/bin/time -o "$OUT/time.txt" -f '%e %M' "${c[@]}" > "$OUT/oc-$name.json" 2> /dev/null || true
+        /usr/bin/time -o "$OUT/time.txt" -f '%e %M %U %S' "${c[@]}" > "$OUT/oc-$name.json" 2> /dev/null || true
       else
-        /usr/bin/time -o "$OUT/time.txt" -f '%e %M' "${c[@]}" > /dev/null 2>&1 || true
+        /usr/bin/time -o "$OUT/time.txt" -f '%e %M %U %S' "${c[@]}" > /dev/null 2>&1 || true
       fi
-      read -r secs kib < <(tail -n 1 "$OUT/time.txt")
+      read -r secs kib usr sys < <(tail -n 1 "$OUT/time.txt")
       printf ', "rss_kib_%s": %s, "secs_%s": %s' "$what" "${kib:-null}" "$what" "${secs:-null}"
-      results+="${results:+,}{\"command\": \"$what\", \"mean\": ${secs:-0}, \"stddev\": null, \"times\": [${secs:-0}]}"
+      results+="${results:+,}{\"command\": \"$what\", \"mean\": ${secs:-0}, \"stddev\": null, \"user\": ${usr:-0}, \"system\": ${sys:-0}, \"times\": [${secs:-0}]}"
     done
     printf '}\n'
   } > "$OUT/mem-$name.json"
@@ -152,10 +152,17 @@ for n in $SIZES; do
 done
 log "tokenization on the texts of $tok_src; criterion benches (replay on $replay_src)"
 python3 bench/tok_py.py "$tok_src" "$OUT/texts.json" > "$OUT/tok-py.json"
-rm -rf "$ROOT/target/criterion/load" "$ROOT/target/criterion/tokenize" "$ROOT/target/criterion/replay"
+rm -rf "$ROOT/target/criterion/load" "$ROOT/target/criterion/tokenize" "$ROOT/target/criterion/replay_loaded"
 TIERSCOPE_CACHE_DIR=$OUT/cache-warm-criterion TIERSCOPE_BENCH_EXPORT=$OUT/rec/rec.json \
   TIERSCOPE_BENCH_TEXTS=$OUT/texts.json TIERSCOPE_BENCH_REPLAY=$replay_src \
   cargo bench --quiet --bench load -- --noplot 2>&1 | tee "$OUT/criterion-load.txt" >&2
+
+# The replay engine's own bench (benches/replay.rs): synthetic 2.5k/5k/10k requests x 2k episodes
+# under a tight budget, retention and decay.
+if [ -f benches/replay.rs ] && [ -z "${SKIP_REPLAY_BENCH:-}" ]; then
+  rm -rf "$ROOT/target/criterion/replay"
+  cargo bench --quiet --bench replay -- --noplot 2>&1 | tee "$OUT/criterion-replay.txt" >&2
+fi
 
 # --- replay per built-in policy at each size, whole command -------------------------------------
 if "$TS" replay --help > /dev/null 2>&1; then

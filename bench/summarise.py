@@ -40,6 +40,10 @@ def fmt_t(r):
     return f"{m * 1000:.1f} ± {sd * 1000:.1f} ms"
 
 
+def cpu(r):
+    return (r.get("user") or 0.0) + (r.get("system") or 0.0)
+
+
 def ratio(a, b):
     if a is None or b is None or b["mean"] == 0:
         return "—"
@@ -69,16 +73,25 @@ def main():
     mems = {n: load_json(f"{out}/mem-{n}.json") or {} for n in names(out, "mem")}
 
     p("### Load: tierscope vs the real client vs raw sqlite3\n")
-    p("Mean ± σ of hyperfine runs (same database, same session, page cache warm). `inspect` = load + derive, no tokens; "
-      "`episodes` = load + episodes + tier tokens (cold: empty token cache; warm: cache filled).\n")
+    p("Wall time, mean ± σ of the runs (same database, same session, page cache warm); in brackets the CPU time "
+      "(user + system). `inspect` = load + derive, no tokens; `episodes` = load + episodes + tier tokens "
+      "(cold: empty token cache; warm: cache filled). Ratios: wall (CPU).\n")
     p("| input | requests | export JSON | `opencode export` | `sqlite3` rows | `tierscope inspect` | `episodes` cold | `episodes` warm | export ÷ episodes cold | export ÷ episodes warm | inspect ÷ sqlite3 |")
     p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n, r in loads.items():
         size = mems.get(n, {}).get("json_bytes")
-        p(f"| {n} | {requests_of(out, n)} | {size / 1e6:.2f} MB | {fmt_t(r.get('opencode-export'))} | {fmt_t(r.get('sqlite3'))} | "
-          f"{fmt_t(r.get('inspect'))} | {fmt_t(r.get('episodes-cold'))} | {fmt_t(r.get('episodes-warm'))} | "
-          f"{ratio(r.get('opencode-export'), r.get('episodes-cold'))} | {ratio(r.get('opencode-export'), r.get('episodes-warm'))} | "
-          f"{ratio(r.get('inspect'), r.get('sqlite3'))} |")
+        def t(c):
+            x = r.get(c)
+            return "—" if x is None else f"{fmt_t(x)} [{cpu(x) * 1000:.0f} ms]"
+        def rr(a, b):
+            x, y = r.get(a), r.get(b)
+            if x is None or y is None:
+                return "—"
+            return f"{ratio(x, y)} ({cpu(x) / cpu(y):.1f}×)"
+        p(f"| {n} | {requests_of(out, n)} | {size / 1e6:.2f} MB | {t('opencode-export')} | {t('sqlite3')} | "
+          f"{t('inspect')} | {t('episodes-cold')} | {t('episodes-warm')} | "
+          f"{rr('opencode-export', 'episodes-cold')} | {rr('opencode-export', 'episodes-warm')} | "
+          f"{rr('inspect', 'sqlite3')} |")
 
     p("\n### Growth (synthetic sizes): time per request, and the factor from one size to the next (10× more requests)\n")
     sizes = [n for n in loads if n != "rec"]
@@ -136,15 +149,27 @@ def main():
             p(f"| `loaded::from_trace_with`, token counts cached (episodes + tiers) | {episodes * 1000:.2f} ms |")
 
     rp = {}
-    for d in sorted(glob.glob(f"{ROOT}/target/criterion/replay/*/new/estimates.json")):
+    for d in sorted(glob.glob(f"{ROOT}/target/criterion/replay_loaded/*/new/estimates.json")):
         name = d.split("/")[-3]
-        rp[name] = criterion("replay", name)
+        rp[name] = criterion("replay_loaded", name)
     if rp:
-        p("\n### Replay engine alone (criterion mean, session already loaded; `benches/load.rs` group `replay`)\n")
+        p("\n### Replay engine alone (criterion mean, session already loaded; `benches/load.rs` group `replay_loaded`, the 10k fixture session)\n")
         p("| policy | mean | target < 100 ms |")
         p("|---|---:|---|")
         for name, t in rp.items():
             p(f"| {name} | {t * 1000:.1f} ms | {'met' if t < 0.1 else 'missed'} |")
+
+    syn = {}
+    for d in sorted(glob.glob(f"{ROOT}/target/criterion/replay/*/*/new/estimates.json")):
+        pol, n = d.split("/")[-4], d.split("/")[-3]
+        syn.setdefault(pol, {})[int(n)] = load_json(d)["mean"]["point_estimate"] / 1e9
+    if syn:
+        sizes_ = sorted({n for v in syn.values() for n in v})
+        p("\n### Replay engine alone, synthetic trace × 2,000 episodes, tight budget (`benches/replay.rs`)\n")
+        p("| policy | " + " | ".join(f"{n} requests" for n in sizes_) + " |")
+        p("|---|" + "---:|" * len(sizes_))
+        for pol, v in syn.items():
+            p(f"| {pol} | " + " | ".join(f"{v[n] * 1000:.1f} ms" if n in v else "—" for n in sizes_) + " |")
 
     tui = {b: criterion("tui_knob_2000_requests", b) for b in
            ("knob_step_to_replayed_frame", "knob_step_to_context_frame", "draw_only")}

@@ -7,7 +7,7 @@
 //!   `bench/tok_py.py` (`TIERSCOPE_BENCH_TEXTS`, a JSON array of strings): tiktoken-rs on one
 //!   thread, and tierscope's `Tokenizer::count_many` (parallel, cold cache).
 //!
-//! - `replay/<policy>`: the replay engine alone (`replay::replay_session`) per built-in policy on
+//! - `replay_loaded/<policy>`: the replay engine alone (`replay::replay_session`) per built-in policy on
 //!   an already loaded session (`TIERSCOPE_BENCH_REPLAY`, default: the export), budget = the
 //!   model's usable input limit.
 //!
@@ -169,7 +169,7 @@ fn replay(c: &mut Criterion) {
         session.trace.requests.len(),
         session.episodes.len()
     );
-    let mut g = c.benchmark_group("replay");
+    let mut g = c.benchmark_group("replay_loaded");
     g.sample_size(10);
     for p in &policies {
         g.bench_function(p.name.as_str(), |b| {

@@ -150,3 +150,40 @@ fn bad_arguments_are_explained() {
         "{err}"
     );
 }
+
+#[test]
+fn the_context_diff_never_prints_a_raw_escape() {
+    // B1's first tool output ends with a raw ESC ]0;owned BEL ESC [2J (a scanner's user agent).
+    let b1 = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces/B1.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_tierscope"))
+        .args([
+            "diff",
+            b1,
+            "-p",
+            "full",
+            "-p",
+            "age",
+            "--budget",
+            "9000",
+            "--context",
+            "--at",
+            "22",
+        ])
+        .output()
+        .unwrap_or_else(|e| panic!("running tierscope: {e}"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}'),
+        "raw control bytes in:\n{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with('-') && l.contains("\\x1b]0;owned\\x07\\x1b[2J")),
+        "the escaped output should be on A's side of the diff:\n{text}"
+    );
+}

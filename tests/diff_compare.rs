@@ -145,15 +145,20 @@ fn retention_keeps_the_rejected_approach_at_its_floor_where_age_goes_below() {
                     f.b.floor_violations >= 1,
                     "request {t}: B below the floor, not counted"
                 );
-                assert!(rb.frames[t]
-                    .violations
-                    .iter()
-                    .any(|v| v.episode == ep.id && v.kind == "floor"));
                 below_in_b.push(t);
             }
         }
         assert_eq!(f.a.floor_violations, 0, "retention violated a floor at {t}");
     }
+    // The violation's details (episode, tier, floor) are in B's frames too.
+    assert!(
+        below_in_b.iter().any(|&t| rb.frames[t]
+            .violations
+            .iter()
+            .any(|v| v.episode == ep.id && v.kind == "floor" && v.floor == Some(ep.floor))),
+        "no frame of B lists the floor violation of {}",
+        ep.id
+    );
     assert!(
         !below_in_b.is_empty(),
         "age never took {} below its floor at budget 9000",
@@ -189,7 +194,10 @@ fn two_knob_sets_of_one_policy_compare_and_name_their_differences() {
         .unwrap_or_else(|e| panic!("{e}"));
     let (ra, rb, c) = compare::compare_policies(&Input::from(&s), &a, &b, Some(6000))
         .unwrap_or_else(|e| panic!("{e}"));
-    assert!(c.summary.requests_differing > 0, "a longer dwell should change something on C1");
+    assert!(
+        c.summary.requests_differing > 0,
+        "a longer dwell should change something on C1"
+    );
     // Deltas are B − A, frame by frame and in the summary.
     for (f, (fa, fb)) in c.frames.iter().zip(ra.frames.iter().zip(&rb.frames)) {
         assert_eq!(f.delta.tokens, fb.tokens as i64 - fa.tokens as i64);

@@ -78,7 +78,13 @@ fn budgets_tuned_to_a_mean_match_it_for_budget_driven_policies() {
     assert_eq!(e.target_mean_tokens, Some(20_000.0));
     for name in ["retention", "truncate"] {
         let r = row(&e, name);
-        assert_eq!(r.matched, Some(true), "{name}: mean {} at budget {}", r.mean_tokens, r.budget);
+        assert_eq!(
+            r.matched,
+            Some(true),
+            "{name}: mean {} at budget {}",
+            r.mean_tokens,
+            r.budget
+        );
         assert!((r.mean_tokens - 20_000.0).abs() <= 400.0);
     }
     // `full` does not respond to the budget: reported, not matched.

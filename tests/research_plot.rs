@@ -38,9 +38,15 @@ fn replay_and_sweep_figures_are_svg() {
     ] {
         assert!(svg.contains(word), "{word} missing from the figure");
     }
+    // Heatmap cells (runs of equal cells per episode): at least one per episode.
     assert!(
-        svg.matches("<rect").count() > 100,
+        svg.matches("<rect").count() > s.episodes.len(),
         "heatmap cells are drawn"
+    );
+    // Some episode was demoted to anchor (its colour is drawn).
+    assert!(
+        svg.matches("fill=\"#C6DBEF\"").count() >= 2,
+        "anchor cells drawn beside the legend"
     );
 
     let axes = vec![

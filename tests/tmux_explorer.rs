@@ -12,7 +12,9 @@ struct Tmux {
 
 impl Tmux {
     fn run(&self, args: &[&str]) -> String {
+        // CI may run without a TERM; tmux needs one to describe its panes.
         let out = Command::new("tmux")
+            .env("TERM", "xterm-256color")
             .arg("-L")
             .arg(&self.socket)
             .args(args)

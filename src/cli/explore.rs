@@ -2,7 +2,8 @@
 //!
 //! `tierscope [PATH] [loading flags] [--policy P] [--budget N] [--set K=V]… [--at N]
 //! [--episode ID] [--play] [--theme NAME]`. With no PATH the session picker opens over the
-//! OpenCode data dir (or the bundled sample session when there is none).
+//! OpenCode data dir (or the bundled sample session when there is none); so it does for a
+//! database or data dir PATH holding several sessions, unless `--session` names one.
 
 use anyhow::Context;
 use clap::Args;
@@ -54,7 +55,14 @@ pub fn run_explorer(a: &ExploreArgs) -> anyhow::Result<()> {
     if a.budget == Some(0) {
         anyhow::bail!("--budget must be above 0");
     }
-    let picker = a.load.path.is_none() && a.load.session.is_none();
+    // The picker opens over a data dir or database (several sessions) unless --session names
+    // one; an export file holds one session (plus its sub-agents) and opens directly.
+    let is_export = a
+        .load
+        .path
+        .as_ref()
+        .is_some_and(|p| p.extension().is_some_and(|e| e == "json"));
+    let picker = a.load.session.is_none() && !is_export;
     let start = StartOptions {
         at: a.at,
         episode: a.episode.clone(),

@@ -90,20 +90,26 @@ pub fn replay_figure(r: &Replay, out: &Path, size: (u32, u32)) -> Result<(), Plo
         .map_err(&err)?;
     let cw = requests as f64 / cols as f64;
     let rh = episodes as f64 / rows as f64;
+    // One rectangle per run of equal cells along a row keeps the SVG small.
+    let color_at = |c: usize, e: usize| match r.applied.get(req_of(c), ep_of(e)) {
+        Cell::Tier(t) => Some(tier_color(t)),
+        Cell::Active => Some(ACTIVE),
+        Cell::Future => None,
+    };
     let mut cells = Vec::new();
-    for c in 0..cols {
-        let rq = req_of(c);
-        for e in 0..rows {
-            let color = match r.applied.get(rq, ep_of(e)) {
-                Cell::Tier(t) => tier_color(t),
-                Cell::Active => ACTIVE,
-                Cell::Future => continue,
-            };
-            let (x0, y0) = (c as f64 * cw, e as f64 * rh);
-            cells.push(Rectangle::new(
-                [(x0, y0), (x0 + cw, y0 + rh)],
-                color.filled(),
-            ));
+    for e in 0..rows {
+        let y0 = e as f64 * rh;
+        let mut c = 0;
+        while c < cols {
+            let here = color_at(c, e);
+            let start = c;
+            while c < cols && color_at(c, e) == here {
+                c += 1;
+            }
+            if let Some(color) = here {
+                let (x0, x1) = (start as f64 * cw, c as f64 * cw);
+                cells.push(Rectangle::new([(x0, y0), (x1, y0 + rh)], color.filled()));
+            }
         }
     }
     heat.draw_series(cells).map_err(&err)?;

@@ -153,6 +153,8 @@ pub struct State {
     pub playing: bool,
     pub speed: usize,
     pub search: Option<String>,
+    /// Episodes matching `search`, kept up to date by `update` (views must not search).
+    pub search_hits: Vec<usize>,
     pub stack: Vec<Breadcrumb>,
     pub flash: Option<(String, Level)>,
     pub start: StartOptions,
@@ -286,6 +288,7 @@ impl State {
             playing: false,
             speed: DEFAULT_SPEED,
             search: None,
+            search_hits: Vec::new(),
             stack: Vec::new(),
             flash: None,
             start,
@@ -412,6 +415,7 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
                 on_key(state, k, &mut fx);
             }
         }
+        Msg::Mouse(m) if state.diff.is_some() => crate::tui::diff::on_mouse(state, m),
         Msg::Mouse(m) => on_mouse(state, m, &mut fx),
         Msg::Resize(w, h) => {
             state.width = w;
@@ -541,6 +545,7 @@ fn on_loaded(state: &mut State, view: Arc<SessionView>, fx: &mut Vec<Effect>) {
         cursor = back.0.min(n.saturating_sub(1));
         selected = back.1;
     }
+    state.search_hits = state.search_matches();
     state.cursor = cursor;
     state.selected = selected.min(state.episodes().saturating_sub(1));
     follow_cursor(state);
@@ -663,7 +668,7 @@ fn on_key(state: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
         Mode::Knobs => on_knobs_key(state, action, fx),
         Mode::PolicyPick => on_policy_key(state, action, fx),
         Mode::Diff | Mode::DiffKnobs | Mode::DiffPick => {
-            crate::tui::diff::on_key(state, k, action, fx)
+            crate::tui::diff::on_key(state, action, fx)
         }
         Mode::Main => {
             if let Some(a) = action {
@@ -715,7 +720,11 @@ fn on_main_action(state: &mut State, a: Action, fx: &mut Vec<Effect>) {
         }
         Action::ForceQuit => state.quit = true,
         Action::Back => {
-            if state.stack.is_empty() {
+            if state.stack.is_empty() && state.picker.sessions.len() > 1 {
+                // Back to the session picker this session was opened from.
+                state.playing = false;
+                state.screen = Screen::Picker;
+            } else if state.stack.is_empty() {
                 state.flash("not inside a sub-agent session", Level::Info);
             } else {
                 go_back(state, fx);
@@ -847,7 +856,7 @@ fn on_main_action(state: &mut State, a: Action, fx: &mut Vec<Effect>) {
             })
         }
         Action::SearchNext | Action::SearchPrev => {
-            let m = state.search_matches();
+            let m = state.search_hits.clone();
             if m.is_empty() {
                 state.flash("no search matches", Level::Info);
             } else {
@@ -1195,7 +1204,14 @@ fn on_input_key(state: &mut State, k: KeyEvent, action: Option<Action>, fx: &mut
             state.quit = true;
             return;
         }
-        Some(Action::CloseOverlay) => return, // cancelled: the field is dropped
+        Some(Action::CloseOverlay) => {
+            // Cancelled: the field is dropped; a cancelled search also clears its matches.
+            if input.purpose == InputPurpose::Search {
+                state.search = None;
+                state.search_hits.clear();
+            }
+            return;
+        }
         Some(Action::Accept) => {
             if let Err(e) = accept_input(state, &input, fx) {
                 input.error = Some(e);
@@ -1216,7 +1232,8 @@ fn on_input_key(state: &mut State, k: KeyEvent, action: Option<Action>, fx: &mut
     if input.purpose == InputPurpose::Search {
         // Incremental: select the first match as the user types.
         state.search = Some(input.text.clone());
-        if let Some(&first) = state.search_matches().first() {
+        state.search_hits = state.search_matches();
+        if let Some(&first) = state.search_hits.first() {
             select(state, first);
         }
     }
@@ -1228,7 +1245,8 @@ fn accept_input(state: &mut State, input: &Input, fx: &mut Vec<Effect>) -> Resul
     match input.purpose {
         InputPurpose::Search => {
             state.search = (!text.is_empty()).then(|| text.to_owned());
-            let n = state.search_matches().len();
+            state.search_hits = state.search_matches();
+            let n = state.search_hits.len();
             if !text.is_empty() {
                 state.flash(format!("{n} episodes match {text:?} (n / N)"), Level::Info);
             }

@@ -448,7 +448,7 @@ pub static BINDINGS: &[Binding] = &[
         Mode::Main,
         &[Code(K::Backspace)],
         A::Back,
-        "back to the parent session",
+        "back to the parent session (or to the session picker)",
         None,
     ),
     b(

@@ -12,14 +12,15 @@ pub mod theme;
 
 /// Trace text made safe and single-width-friendly for a buffer: control characters and escape
 /// sequences visible and inert ([`crate::text::sanitize_for_terminal`]), tabs expanded (a raw
-/// tab would move the terminal's cursor), bidi overrides shown as `<U+XXXX>`.
+/// tab would move the terminal's cursor), bidi overrides and line/paragraph separators shown as
+/// `<U+XXXX>`.
 pub fn safe_text(s: &str) -> String {
     let clean = crate::text::sanitize_for_terminal(s);
     let mut out = String::with_capacity(clean.len());
     for c in clean.chars() {
         match c {
             '\t' => out.push_str("    "),
-            '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {
+            '\u{200e}' | '\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {
                 out.push_str(&format!("<U+{:04X}>", c as u32))
             }
             c => out.push(c),
@@ -40,3 +41,16 @@ pub mod jobs;
 pub mod run;
 pub mod ui;
 pub mod widgets;
+
+#[cfg(test)]
+mod tests {
+    use super::{safe_line, safe_text};
+
+    #[test]
+    fn trace_text_is_inert() {
+        let s = safe_text("a\x1b]0;owned\x07b\tc\u{202e}d\u{2028}e\nf");
+        assert_eq!(s, "a\\x1b]0;owned\\x07b    c<U+202E>d<U+2028>e\nf");
+        assert!(!s.chars().any(|c| c.is_control() && c != '\n'));
+        assert_eq!(safe_line("x\ny"), "x ⏎ y");
+    }
+}

@@ -15,8 +15,6 @@ pub mod work;
 
 use std::sync::Arc;
 
-use ratatui::crossterm::event::KeyEvent;
-
 use crate::compare::ContextDiff;
 use crate::policy::{KnobValue, Policy};
 use crate::tui::app::{Effect, Level, State};
@@ -365,8 +363,27 @@ pub fn on_msg(state: &mut State, msg: DiffMsg, fx: &mut Vec<Effect>) {
     }
 }
 
+/// Mouse in diff mode: the wheel scrolls the context diff (both sides); the rest is for keys.
+pub fn on_mouse(state: &mut State, m: ratatui::crossterm::event::MouseEvent) {
+    use ratatui::crossterm::event::MouseEventKind;
+    let Some(d) = state.diff.as_deref_mut() else {
+        return;
+    };
+    if d.mode() != Mode::Diff {
+        return;
+    }
+    let rows = d.context.as_ref().map_or(0, |c| c.rows.len());
+    match m.kind {
+        MouseEventKind::ScrollDown => {
+            d.context_scroll = (d.context_scroll + 3).min(rows.saturating_sub(1))
+        }
+        MouseEventKind::ScrollUp => d.context_scroll = d.context_scroll.saturating_sub(3),
+        _ => {}
+    }
+}
+
 /// Keys in the diff modes.
-pub fn on_key(state: &mut State, _k: KeyEvent, action: Option<Action>, fx: &mut Vec<Effect>) {
+pub fn on_key(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
     let Some(mode) = state.diff.as_ref().map(|d| d.mode()) else {
         return;
     };

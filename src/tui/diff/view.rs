@@ -545,10 +545,14 @@ fn side_line(
         if x >= end {
             break;
         }
-        let sst = if *emph {
-            st.add_modifier(Modifier::BOLD | Modifier::REVERSED)
-        } else {
-            st
+        // Emphasis flips reverse video (a theme may already draw changed lines reversed), so the
+        // changed words stand out with or without colour.
+        let sst = match (*emph, st.add_modifier.contains(Modifier::REVERSED)) {
+            (false, _) => st,
+            (true, false) => st.add_modifier(Modifier::BOLD | Modifier::REVERSED),
+            (true, true) => st
+                .remove_modifier(Modifier::REVERSED)
+                .add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
         };
         let (nx, _) = buf.set_stringn(x, y, s, usize::from(end - x), sst);
         x = nx;

@@ -43,7 +43,7 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
             }
         }
     };
-    let matches = state.search_matches();
+    let matches = &state.search_hits;
     let rows_n = usize::from(r.table_rows);
     let mut rows = Vec::with_capacity(rows_n);
     for i in state.table_first..(state.table_first + rows_n).min(n) {

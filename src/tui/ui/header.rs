@@ -81,7 +81,8 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     let b = effective_budget(state);
     let src = match (&state.budget, &state.replay) {
         (Some(_), _) => "set".to_owned(),
-        (None, Some(r)) => r.budget_source.clone(),
+        // "session-limits:<id>" → "session-limits": the id is in the title already.
+        (None, Some(r)) => r.budget_source.split(':').next().unwrap_or("").to_owned(),
         (None, None) => "…".to_owned(),
     };
     spans.push(Span::styled(
