@@ -357,6 +357,7 @@ pub fn generate(spec: &SynthSpec) -> Synth {
         },
         source: SourceKind::Export("synthetic".into()),
         diagnostics: Diagnostics::default(),
+        id_index: Default::default(),
     };
     Synth {
         trace,

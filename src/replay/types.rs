@@ -279,13 +279,6 @@ const ACTIVE: u8 = 5;
 const FUTURE: u8 = 6;
 
 impl TierMatrix {
-    pub(crate) fn new(episodes: usize) -> TierMatrix {
-        TierMatrix {
-            requests: 0,
-            episodes,
-            cells: Vec::new(),
-        }
-    }
     pub(crate) fn with_capacity(episodes: usize, requests: usize) -> TierMatrix {
         TierMatrix {
             requests: 0,

@@ -22,6 +22,7 @@ pub fn build_trace(
     }
     classify_user_messages(&mut messages);
 
+    let ids: std::collections::HashSet<&str> = messages.iter().map(|m| m.id.as_str()).collect();
     let mut requests = Vec::new();
     let mut last_user: Option<String> = None;
     for (mi, m) in messages.iter().enumerate() {
@@ -31,7 +32,7 @@ pub fn build_trace(
                 let user = m
                     .parent_id
                     .clone()
-                    .filter(|p| messages.iter().any(|x| &x.id == p))
+                    .filter(|p| ids.contains(p.as_str()))
                     .or_else(|| last_user.clone());
                 let (usage, cost) = request_usage(m);
                 requests.push(Request {
@@ -111,6 +112,7 @@ pub fn build_trace(
         token_semantics,
         source,
         diagnostics,
+        id_index: Default::default(),
     }
 }
 

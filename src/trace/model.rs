@@ -406,14 +406,39 @@ pub struct Trace {
     pub token_semantics: TokenSemantics,
     pub source: SourceKind,
     pub diagnostics: Diagnostics,
+    /// Message id → index, built on first lookup (traces reach 100k+ messages).
+    #[serde(skip)]
+    pub id_index: MessageIdIndex,
+}
+
+/// A lazily built id → index map for [`Trace::messages`]. A stale entry (messages changed after
+/// the map was built) is detected on lookup and answered by a scan, so lookups stay correct.
+#[derive(Debug, Clone, Default)]
+pub struct MessageIdIndex(std::sync::OnceLock<std::collections::HashMap<String, usize>>);
+
+impl PartialEq for MessageIdIndex {
+    /// A cache, not data: two traces never differ by it.
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 impl Trace {
     pub fn message(&self, id: &str) -> Option<&Message> {
-        self.messages.iter().find(|m| m.id == id)
+        self.message_index(id).map(|i| &self.messages[i])
     }
     pub fn message_index(&self, id: &str) -> Option<usize> {
-        self.messages.iter().position(|m| m.id == id)
+        let map = self.id_index.0.get_or_init(|| {
+            self.messages
+                .iter()
+                .enumerate()
+                .map(|(i, m)| (m.id.clone(), i))
+                .collect()
+        });
+        match map.get(id) {
+            Some(&i) if self.messages.get(i).is_some_and(|m| m.id == id) => Some(i),
+            _ => self.messages.iter().position(|m| m.id == id),
+        }
     }
     /// Messages that are human turns (MODEL §1).
     pub fn human_turns(&self) -> impl Iterator<Item = &Message> {

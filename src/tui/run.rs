@@ -100,9 +100,27 @@ fn panicked(job: &Effect) -> Option<Msg> {
     })
 }
 
-struct Guard(Modes);
+/// The terminal in the explorer's modes (raw, alternate screen, hidden cursor, mouse capture if
+/// asked) with a panic hook that restores them before the panic message prints. Dropping it
+/// restores them too.
+pub struct TerminalGuard(Modes);
 
-impl Drop for Guard {
+impl TerminalGuard {
+    pub fn enter(mouse: bool) -> io::Result<TerminalGuard> {
+        let modes = Modes { mouse };
+        install_panic_hook(modes);
+        enable_raw_mode()?;
+        let guard = TerminalGuard(modes);
+        let mut out = io::stdout();
+        execute!(out, EnterAlternateScreen, cursor::Hide)?;
+        if mouse {
+            execute!(out, EnableMouseCapture)?;
+        }
+        Ok(guard)
+    }
+}
+
+impl Drop for TerminalGuard {
     fn drop(&mut self) {
         restore(self.0);
     }
@@ -121,15 +139,7 @@ pub fn run(mut state: State, opts: RunOptions) -> Result<(), RunError> {
     if !io::stdout().is_terminal() {
         return Err(RunError::NotATty);
     }
-    let modes = Modes { mouse: opts.mouse };
-    install_panic_hook(modes);
-    enable_raw_mode()?;
-    let guard = Guard(modes);
-    let mut out = io::stdout();
-    execute!(out, EnterAlternateScreen, cursor::Hide)?;
-    if opts.mouse {
-        execute!(out, EnableMouseCapture)?;
-    }
+    let guard = TerminalGuard::enter(opts.mouse)?;
     if crate::tui::theme::no_color() {
         // crossterm 0.29 honours NO_COLOR by emitting a bare reset that also wipes BOLD and
         // REVERSED. NO_COLOR already chose the mono theme (no colours at all) unless `--theme`
