@@ -34,7 +34,9 @@ struct Server(String);
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = Command::new("tmux").args(["-L", &self.0, "kill-server"]).output();
+        let _ = Command::new("tmux")
+            .args(["-L", &self.0, "kill-server"])
+            .output();
     }
 }
 
@@ -43,8 +45,15 @@ fn a_panic_restores_the_terminal_before_printing() {
     if std::env::var_os(CHILD_ENV).is_some() {
         return;
     }
-    if !Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success()) {
-        assert!(std::env::var_os("CI").is_none(), "tmux is required under CI");
+    if !Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "tmux is required under CI"
+        );
         eprintln!("tmux not installed: skipped");
         return;
     }
@@ -54,7 +63,20 @@ fn a_panic_restores_the_terminal_before_printing() {
         "env {CHILD_ENV}=1 {} --exact child_panics_inside_the_terminal --nocapture --test-threads=1; echo __EXIT__ $?; stty -a; sleep 60",
         exe.display()
     );
-    tmux(&server.0, &["new-session", "-d", "-s", "t", "-x", "120", "-y", "40", &cmd]);
+    tmux(
+        &server.0,
+        &[
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            &cmd,
+        ],
+    );
     let deadline = Instant::now() + Duration::from_secs(30);
     let screen = loop {
         let s = tmux(&server.0, &["capture-pane", "-p", "-t", "t"]);
@@ -65,12 +87,27 @@ fn a_panic_restores_the_terminal_before_printing() {
         std::thread::sleep(Duration::from_millis(100));
     };
     // The message is on the normal screen (it printed after the alternate screen was left).
-    assert!(screen.contains("deliberate panic for the restore test"), "{screen}");
-    assert!(!screen.contains("__EXIT__ 0"), "the child should have failed:\n{screen}");
+    assert!(
+        screen.contains("deliberate panic for the restore test"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("__EXIT__ 0"),
+        "the child should have failed:\n{screen}"
+    );
     let flags = tmux(
         &server.0,
-        &["display", "-p", "-t", "t", "#{alternate_on} #{mouse_any_flag} #{cursor_flag}"],
+        &[
+            "display",
+            "-p",
+            "-t",
+            "t",
+            "#{alternate_on} #{mouse_any_flag} #{cursor_flag}",
+        ],
     );
     assert_eq!(flags.trim(), "0 0 1", "alternate screen, mouse, cursor");
-    assert!(screen.contains(" icanon") && screen.contains(" echo"), "tty left raw:\n{screen}");
+    assert!(
+        screen.contains(" icanon") && screen.contains(" echo"),
+        "tty left raw:\n{screen}"
+    );
 }

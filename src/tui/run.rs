@@ -37,7 +37,16 @@ struct Modes {
     mouse: bool,
 }
 
+/// Whether the terminal is in the explorer's modes. Restoring twice would be harmful: leaving
+/// the alternate screen again restores the saved cursor position again, so output printed in
+/// between (a panic message) would be overwritten. The panic hook restores, and the guard's drop
+/// during unwinding must then do nothing.
+static TERMINAL_ACTIVE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 fn restore(modes: Modes) {
+    if !TERMINAL_ACTIVE.swap(false, std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
     // Best effort, in reverse order of setup; each step is independent.
     let mut out = io::stdout();
     if modes.mouse {
@@ -109,6 +118,7 @@ impl TerminalGuard {
     pub fn enter(mouse: bool) -> io::Result<TerminalGuard> {
         let modes = Modes { mouse };
         install_panic_hook(modes);
+        TERMINAL_ACTIVE.store(true, std::sync::atomic::Ordering::SeqCst);
         enable_raw_mode()?;
         let guard = TerminalGuard(modes);
         let mut out = io::stdout();
