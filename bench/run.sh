@@ -5,6 +5,7 @@
 #   SIZES="1000 10000" bench/run.sh # fewer synthetic sizes
 #   SKIP_OPENCODE=1 bench/run.sh    # without the real client (it needs /opt/oc or $OPENCODE)
 #   TS=/path/to/tierscope OUT=/tmp/b bench/run.sh   # measure another build (no cargo build)
+#   LOAD_SIZES="100000" REPLAY_SIZES="" SKIP_CRITERION=1 bench/run.sh   # only some parts
 #
 # Needs: a release build (done here), hyperfine, sqlite3, python3 with tiktoken, GNU time
 # (/usr/bin/time), and the real client `opencode` 1.18.33 (npm opencode-ai@1.18.33). Nothing is
@@ -18,6 +19,7 @@ SIZES=${SIZES:-"1000 10000 100000"}
 OPENCODE=${OPENCODE:-/opt/oc/node_modules/.bin/opencode}
 SHARED=${SHARED:-$ROOT/../shared/traces/opencode-1.18.33}
 POLICIES=${POLICIES:-"full truncate opencode age retention decay oracle oracle-legal"}
+LOAD_SIZES=${LOAD_SIZES:-"rec $SIZES"}     # inputs for the load / memory measurements
 REPLAY_SIZES=${REPLAY_SIZES:-"rec $SIZES"} # inputs for the whole-command replay timings
 TS_GIVEN=${TS:-}
 TS=${TS:-$ROOT/target/release/tierscope}
@@ -30,13 +32,17 @@ if [ -z "$TS_GIVEN" ]; then
   log "release build"
   cargo build --release --quiet
 fi
+# Measure a private copy: a later `cargo build/bench --release` in this tree would replace the binary
+# in the middle of the run.
+cp "$TS" "$OUT/tierscope" && TS=$OUT/tierscope
+"$TS" --version >&2
 
 # Runs per command: fewer for the big inputs (the real client needs minutes at 100k).
 runs_for() {
   case $1 in
     rec | 1000) echo 10 ;;
     10000) echo 5 ;;
-    *) echo 2 ;;
+    *) echo 1 ;;
   esac
 }
 
@@ -84,6 +90,7 @@ oc_env="HOME=$OCHOME XDG_DATA_HOME=$OCHOME/data XDG_CONFIG_HOME=$OCHOME/config X
 # same GNU time run that gives its peak memory, written in hyperfine's JSON shape.
 for input in "${INPUTS[@]}"; do
   IFS='|' read -r name db id json <<<"$input"
+  case " $LOAD_SIZES " in *" $name "*) ;; *) continue ;; esac
   runs=$(runs_for "$name")
   cold=$OUT/cache-cold-$name warm=$OUT/cache-warm-$name
   log "load $name ($id, $(stat -c %s "$json") bytes of export JSON, $runs runs)"
@@ -150,16 +157,18 @@ for n in $SIZES; do
   replay_src=$OUT/fx$n/fx.db
   [ "$n" = 10000 ] && break
 done
+if [ -z "${SKIP_CRITERION:-}" ]; then
 log "tokenization on the texts of $tok_src; criterion benches (replay on $replay_src)"
 python3 bench/tok_py.py "$tok_src" "$OUT/texts.json" > "$OUT/tok-py.json"
 rm -rf "$ROOT/target/criterion/load" "$ROOT/target/criterion/tokenize" "$ROOT/target/criterion/replay_loaded"
 TIERSCOPE_CACHE_DIR=$OUT/cache-warm-criterion TIERSCOPE_BENCH_EXPORT=$OUT/rec/rec.json \
   TIERSCOPE_BENCH_TEXTS=$OUT/texts.json TIERSCOPE_BENCH_REPLAY=$replay_src \
   cargo bench --quiet --bench load -- --noplot 2>&1 | tee "$OUT/criterion-load.txt" >&2
+fi
 
 # The replay engine's own bench (benches/replay.rs): synthetic 2.5k/5k/10k requests x 2k episodes
 # under a tight budget, retention and decay.
-if [ -f benches/replay.rs ] && [ -z "${SKIP_REPLAY_BENCH:-}" ]; then
+if [ -f benches/replay.rs ] && [ -z "${SKIP_CRITERION:-}" ]; then
   rm -rf "$ROOT/target/criterion/replay"
   cargo bench --quiet --bench replay -- --noplot 2>&1 | tee "$OUT/criterion-replay.txt" >&2
 fi
@@ -183,7 +192,7 @@ else
 fi
 
 # --- knob change -> frame in the explorer (the TUI's own bench, benches/tui_knob.rs) -------------
-if [ -f benches/tui_knob.rs ] && [ -z "${SKIP_TUI:-}" ]; then
+if [ -f benches/tui_knob.rs ] && [ -z "${SKIP_CRITERION:-}" ]; then
   log "knob change -> frame (benches/tui_knob.rs)"
   cargo bench --quiet --bench tui_knob -- --noplot 2>&1 | tee "$OUT/criterion-tui.txt" >&2
 fi

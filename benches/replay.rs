@@ -22,7 +22,11 @@ fn bench(c: &mut Criterion) {
             recorded_system: 0,
         });
         let input: Input<'_> = s.input();
-        let total: u64 = s.episodes.iter().map(|e| u64::from(e.tokens(tierscope::episode::Tier::Full))).sum();
+        let total: u64 = s
+            .episodes
+            .iter()
+            .map(|e| u64::from(e.tokens(tierscope::episode::Tier::Full)))
+            .sum();
         // A budget that keeps the policies busy: a tenth of never-forget's final size.
         let budget = Some(total / 10);
         for name in ["retention", "decay"] {

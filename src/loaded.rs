@@ -17,6 +17,7 @@ use crate::episode::sidecar::{Probe, SidecarError, SidecarLocator, Sidecars};
 use crate::episode::tiers::{self, Draft};
 use crate::episode::{Episode, EpisodeKind, Pin, RetentionClass, Strategy};
 use crate::tokens::{TokenStats, Tokenizer};
+use crate::trace::load::Source;
 use crate::trace::{LoadError, Trace, UserKind};
 
 /// Everything that can stop a load.
@@ -94,41 +95,102 @@ pub fn options_from_args(args: &LoadArgs) -> Result<EpisodeOptions, LoadSessionE
     })
 }
 
-/// Load the session the flags name: open the source, load the trace and its children, find the
-/// sidecars and Magic Context rows, then [`from_trace_with`]. The token cache on disk is used and
-/// updated (a failure to write it is a warning).
+/// Load the session the flags name: open the source, load the trace and its children, then
+/// [`Loader::build`]. The token cache on disk is used and updated (a failure to write it is a
+/// warning).
 pub fn load(args: &LoadArgs) -> Result<LoadedSession, LoadSessionError> {
     let source = crate::trace::load::open(args.path.as_deref())?;
     let trace = source.load_session(args.session.as_deref())?;
-    let base = options_from_args(args)?;
-    let tokenizer = Tokenizer::with_disk_cache(args.tokenizer, None);
-    let export_file = export_path(args.path.as_deref()).map(Path::to_path_buf);
-    let locator = SidecarLocator {
-        dir: args.sidecars.clone(),
-        export_file,
-        data_dir: SidecarLocator::default_data_dir(),
-    };
-    let child_locator = locator.for_child();
-    let mut warnings = Vec::new();
+    load_from(&Loader::new(args)?, &source, trace)
+}
+
+/// [`load`] for a source already open and its session's trace already read.
+pub fn load_from(
+    loader: &Loader,
+    source: &Source,
+    trace: Trace,
+) -> Result<LoadedSession, LoadSessionError> {
     let mut children = Vec::new();
+    let mut child_errors = Vec::new();
     for child in source.load_children(&trace) {
         match child {
-            Ok(t) => {
-                let opts = options_for(&base, &child_locator, &t, args)?;
-                children.push(from_trace_with(t, &opts, &tokenizer));
-            }
-            Err(e) => warnings.push(format!("sub-agent session not loaded: {e}")),
+            Ok(t) => children.push(t),
+            Err(e) => child_errors.push(e.to_string()),
         }
     }
-    let opts = options_for(&base, &locator, &trace, args)?;
-    let mut loaded = from_trace_with(trace, &opts, &tokenizer);
-    loaded.children = children;
-    loaded.warnings.extend(warnings);
-    if let Err(e) = tokenizer.save() {
-        loaded.warnings.push(e.to_string());
-    }
-    loaded.token_stats = tokenizer.stats();
+    let mut loaded = loader.build(trace, children, child_errors)?;
+    loader.save_into(&mut loaded);
     Ok(loaded)
+}
+
+/// The set-up every loading path shares (a fresh load and each `--follow` reload): the
+/// options from the loading flags, where sidecars and Magic Context rows are found, and one
+/// tokenizer whose cache is kept across [`Loader::build`]s, so unchanged text is counted once.
+pub struct Loader {
+    base: EpisodeOptions,
+    locator: SidecarLocator,
+    magic_context: Option<PathBuf>,
+    tokenizer: Tokenizer,
+}
+
+impl Loader {
+    /// Rules read; the tokenizer with the disk cache under the XDG cache dir.
+    pub fn new(args: &LoadArgs) -> Result<Self, LoadSessionError> {
+        Ok(Loader {
+            base: options_from_args(args)?,
+            locator: SidecarLocator {
+                dir: args.sidecars.clone(),
+                export_file: export_path(args.path.as_deref()).map(Path::to_path_buf),
+                data_dir: SidecarLocator::default_data_dir(),
+            },
+            magic_context: args.magic_context.clone(),
+            tokenizer: Tokenizer::with_disk_cache(args.tokenizer, None),
+        })
+    }
+
+    /// A session with its sub-agent sessions (`child_errors`: those that did not load, kept as
+    /// warnings). `token_stats` are the tokenizer's so far; the disk cache is not written here
+    /// (see [`Loader::save_into`]).
+    pub fn build(
+        &self,
+        trace: Trace,
+        children: Vec<Trace>,
+        child_errors: Vec<String>,
+    ) -> Result<LoadedSession, LoadSessionError> {
+        let child_locator = self.locator.for_child();
+        let mut built = Vec::with_capacity(children.len());
+        for t in children {
+            let opts = self.options_for(&child_locator, &t)?;
+            built.push(from_trace_with(t, &opts, &self.tokenizer));
+        }
+        let opts = self.options_for(&self.locator, &trace)?;
+        let mut loaded = from_trace_with(trace, &opts, &self.tokenizer);
+        loaded.children = built;
+        loaded.warnings.extend(
+            child_errors
+                .into_iter()
+                .map(|e| format!("sub-agent session not loaded: {e}")),
+        );
+        loaded.token_stats = self.tokenizer.stats();
+        Ok(loaded)
+    }
+
+    /// Write the token cache to disk (a failure is a warning of `loaded`) and refresh its stats.
+    pub fn save_into(&self, loaded: &mut LoadedSession) {
+        if let Err(e) = self.tokenizer.save() {
+            loaded.warnings.push(e.to_string());
+        }
+        loaded.token_stats = self.tokenizer.stats();
+    }
+
+    /// Sidecars and Magic Context rows of one session.
+    fn options_for(
+        &self,
+        locator: &SidecarLocator,
+        trace: &Trace,
+    ) -> Result<EpisodeOptions, LoadSessionError> {
+        options_for(&self.base, locator, trace, self.magic_context.as_deref())
+    }
 }
 
 /// Sidecars and Magic Context rows of one session.
@@ -136,16 +198,15 @@ fn options_for(
     base: &EpisodeOptions,
     locator: &SidecarLocator,
     trace: &Trace,
-    args: &LoadArgs,
+    mc_db: Option<&Path>,
 ) -> Result<EpisodeOptions, LoadSessionError> {
     let mut o = base.clone();
     o.sidecars = Sidecars::find(locator, &trace.session.id)?;
     let wants_mc = o.segmentation == Segmentation::MagicContext
-        || (o.tiers == TierSource::External && args.magic_context.is_some());
+        || (o.tiers == TierSource::External && mc_db.is_some());
     if wants_mc {
-        let db = args
-            .magic_context
-            .clone()
+        let db = mc_db
+            .map(Path::to_path_buf)
             .or_else(magic_context::default_db_path);
         match db {
             Some(db) if db.is_file() => {

@@ -13,19 +13,8 @@ use tui_common::*;
 
 const SIZES: [(u16, u16); 2] = [(120, 40), (80, 24)];
 
-fn snap(name: &str, body: String) {
-    let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path("snapshots/tui");
-    settings.set_prepend_module_to_snapshot(false);
-    settings.bind(|| insta::assert_snapshot!(name, body));
-}
-
 fn m1(w: u16, h: u16) -> App {
-    m1_themed("dark", w, h)
-}
-
-fn m1_themed(theme: &str, w: u16, h: u16) -> App {
-    open(sample("M1.json"), theme, w, h, "retention", Some(9000))
+    open_m1("dark", w, h)
 }
 
 /// Opens diff mode against `age` (moving down the chooser to it).
@@ -70,7 +59,7 @@ fn chooser_snapshot() {
 fn diff_screen_snapshots() {
     // mono: the sides and the floor violations must read without colour (▲/▼, `!`, -/+).
     for (theme, (w, h)) in [("dark", SIZES[0]), ("dark", SIZES[1]), ("mono", SIZES[1])] {
-        let mut app = m1_themed(theme, w, h);
+        let mut app = open_m1(theme, w, h);
         diff_with_age(&mut app);
         // Request 18: age has just taken E0 (the rejected approach) below its floor.
         app.key(KeyCode::Home);
@@ -130,17 +119,7 @@ fn hunks_jump_and_wrap_and_the_sides_scroll_together() {
 fn editing_either_side_reruns_both_replays_and_the_pre_edit_policy_is_offered() {
     let mut app = m1(120, 40);
     // Edit a knob on the main screen: the policy before the edit becomes a choice for B.
-    app.key(KeyCode::Char('K'));
-    let row = 1 + app
-        .state
-        .policy
-        .specs
-        .iter()
-        .position(|s| s.name == "min_dwell")
-        .expect("min_dwell");
-    for _ in 0..row {
-        app.key(KeyCode::Down);
-    }
+    app.knobs_at("min_dwell");
     app.key(KeyCode::Right);
     app.key(KeyCode::Right);
     app.key(KeyCode::Esc);
@@ -174,19 +153,8 @@ fn editing_either_side_reruns_both_replays_and_the_pre_edit_policy_is_offered() 
     // B's knobs: one step reruns the pair (one job carrying both policies).
     app.key(KeyCode::Char('b'));
     assert_eq!(app.state.mode(), Mode::DiffKnobs);
-    let row = 1 + app
-        .state
-        .diff
-        .as_ref()
-        .expect("diff")
-        .b
-        .specs
-        .iter()
-        .position(|s| s.name == "min_dwell")
-        .expect("min_dwell");
-    for _ in 0..row {
-        app.key(KeyCode::Down);
-    }
+    let row = knob_row(&app.state.diff.as_ref().expect("diff").b.specs, "min_dwell");
+    app.down(row);
     let fx = app.key(KeyCode::Right);
     let jobs: Vec<&DiffJob> = fx
         .iter()

@@ -12,9 +12,22 @@ fn the_eight_builtins_load_with_their_kinds() {
     let names: Vec<&str> = ps.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(
         names,
-        ["full", "truncate", "opencode", "age", "retention", "decay", "oracle", "oracle-legal"]
+        [
+            "full",
+            "truncate",
+            "opencode",
+            "age",
+            "retention",
+            "decay",
+            "oracle",
+            "oracle-legal"
+        ]
     );
-    let kind = |n: &str| ps.iter().find(|p| p.name == n).map(|p| (p.kind, p.respect_floors));
+    let kind = |n: &str| {
+        ps.iter()
+            .find(|p| p.name == n)
+            .map(|p| (p.kind, p.respect_floors))
+    };
     assert_eq!(kind("opencode"), Some((PolicyKind::Flat, false)));
     assert_eq!(kind("age"), Some((PolicyKind::Progressive, false)));
     assert_eq!(kind("retention"), Some((PolicyKind::Progressive, true)));
@@ -34,7 +47,12 @@ fn the_eight_builtins_load_with_their_kinds() {
         for s in &p.specs {
             assert!(!s.help.is_empty(), "{}.{}", p.name, s.name);
             if let KnobValue::Num(_) = s.default {
-                assert!(s.min.is_some() && s.max.is_some() && s.step.is_some(), "{}.{}", p.name, s.name);
+                assert!(
+                    s.min.is_some() && s.max.is_some() && s.step.is_some(),
+                    "{}.{}",
+                    p.name,
+                    s.name
+                );
             }
         }
         assert_eq!(p.knobs.len(), p.specs.len());
@@ -59,7 +77,10 @@ fn overrides_are_applied_and_checked() {
 
     let e = policy::load("retention", &set("promote_at", "0.8")).unwrap_err();
     assert!(matches!(e, PolicyError::Constraint { .. }));
-    assert!(e.to_string().contains("promote_at < target < demote_at"), "{e}");
+    assert!(
+        e.to_string().contains("promote_at < target < demote_at"),
+        "{e}"
+    );
 
     let e = policy::load("retention", &set("boundary", "tuesday")).unwrap_err();
     assert!(e.to_string().contains("user-turn"), "{e}");
@@ -73,7 +94,10 @@ fn overrides_are_applied_and_checked() {
     assert!(matches!(e, PolicyError::BadOverride { .. }));
 
     let e = policy::load("nonesuch", &[]).unwrap_err();
-    assert!(e.to_string().contains("retention"), "lists the built-ins: {e}");
+    assert!(
+        e.to_string().contains("retention"),
+        "lists the built-ins: {e}"
+    );
 }
 
 #[test]
@@ -89,12 +113,22 @@ fn user_files_load_and_bad_files_explain_themselves() {
     assert_eq!(p.name, "gentle");
     assert_eq!(p.num("demote_at"), 0.97);
     assert_eq!(p.num("min_dwell"), 5.0);
-    assert_eq!(p.spec("demote_at").map(|s| s.default.clone()), Some(KnobValue::Num(0.97)));
+    assert_eq!(
+        p.spec("demote_at").map(|s| s.default.clone()),
+        Some(KnobValue::Num(0.97))
+    );
 
     let bad = dir.path().join("bad.toml");
-    std::fs::write(&bad, "kind = \"progressive\"\nrespect_floors = true\n[knobs]\ntarget = 0.95\n").expect("write");
+    std::fs::write(
+        &bad,
+        "kind = \"progressive\"\nrespect_floors = true\n[knobs]\ntarget = 0.95\n",
+    )
+    .expect("write");
     let e = policy::load(bad.to_str().expect("utf-8"), &[]).unwrap_err();
-    assert!(e.to_string().contains("promote_at < target < demote_at"), "{e}");
+    assert!(
+        e.to_string().contains("promote_at < target < demote_at"),
+        "{e}"
+    );
 
     let kind = dir.path().join("kind.toml");
     std::fs::write(&kind, "kind = \"magic\"\nrespect_floors = true\n").expect("write");

@@ -8,8 +8,14 @@ use tierscope::replay::synth::{generate, Synth, SynthSpec};
 use tierscope::replay::{self, render_at, Cell, Replay};
 
 fn spec() -> impl Strategy<Value = SynthSpec> {
-    (20usize..160, 3usize..30, any::<u64>(), 10u32..200, 0usize..40).prop_map(
-        |(requests, episodes, seed, hi, long_gap_every)| SynthSpec {
+    (
+        20usize..160,
+        3usize..30,
+        any::<u64>(),
+        10u32..200,
+        0usize..40,
+    )
+        .prop_map(|(requests, episodes, seed, hi, long_gap_every)| SynthSpec {
             requests,
             episodes,
             seed,
@@ -17,12 +23,14 @@ fn spec() -> impl Strategy<Value = SynthSpec> {
             long_gap_every,
             probes: true,
             recorded_system: 0,
-        },
-    )
+        })
 }
 
 fn pol(name: &str, sets: &[(&str, String)]) -> Policy {
-    let o: Vec<(String, String)> = sets.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect();
+    let o: Vec<(String, String)> = sets
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect();
     match policy::load(name, &o) {
         Ok(p) => p,
         Err(e) => panic!("{name}: {e}"),
@@ -30,7 +38,10 @@ fn pol(name: &str, sets: &[(&str, String)]) -> Policy {
 }
 
 fn total_full(s: &Synth) -> u64 {
-    s.episodes.iter().map(|e| u64::from(e.tokens(Tier::Full))).sum()
+    s.episodes
+        .iter()
+        .map(|e| u64::from(e.tokens(Tier::Full)))
+        .sum()
 }
 
 /// The lowest tier a floor-respecting policy may show: the legal range, without `dropped` for an
@@ -48,7 +59,12 @@ fn check_legal(s: &Synth, r: &Replay) {
     for t in 0..r.frames.len() {
         for (i, e) in s.episodes.iter().enumerate() {
             if let Cell::Tier(tier) = r.applied.get(t, i) {
-                assert!(e.legal_tiers().contains(&tier), "{} at {tier} outside {:?} at {t}", e.id, e.legal_tiers());
+                assert!(
+                    e.legal_tiers().contains(&tier),
+                    "{} at {tier} outside {:?} at {t}",
+                    e.id,
+                    e.legal_tiers()
+                );
             }
         }
         assert_eq!(r.frames[t].floor_violations, 0);
@@ -68,15 +84,28 @@ fn check_schedule(r: &Replay, boundary: &str, min_dwell: usize) {
                 "immediate" => assert_eq!(boundary, "request", "immediate change under {boundary}"),
                 other => {
                     let kind = other.strip_prefix("boundary:").unwrap_or(other);
-                    assert!(f.boundaries.iter().any(|b| b == kind), "{other} at a frame with {:?}", f.boundaries);
+                    assert!(
+                        f.boundaries.iter().any(|b| b == kind),
+                        "{other} at a frame with {:?}",
+                        f.boundaries
+                    );
                     if let Some(prev) = last.get(&c.episode) {
-                        assert!(f.request - prev >= min_dwell, "{} changed again after {} requests", c.episode, f.request - prev);
+                        assert!(
+                            f.request - prev >= min_dwell,
+                            "{} changed again after {} requests",
+                            c.episode,
+                            f.request - prev
+                        );
                     }
                 }
             }
             last.insert(c.episode.clone(), f.request);
         }
-        assert_eq!(emergencies, f.emergencies, "emergencies counted at {}", f.request);
+        assert_eq!(
+            emergencies, f.emergencies,
+            "emergencies counted at {}",
+            f.request
+        );
     }
 }
 
@@ -200,16 +229,25 @@ fn oscillating_pressure_thrashes_without_hysteresis() {
         ..SynthSpec::default()
     });
     let budget = total_full(&s) / 4;
-    let wide = pol("retention", &[("boundary", "request".into()), ("min_dwell", "0".into())]);
-    let narrow = pol("retention", &[
-        ("boundary", "request".into()),
-        ("min_dwell", "0".into()),
-        ("promote_at", "0.89".into()),
-        ("target", "0.895".into()),
-        ("demote_at", "0.9".into()),
-    ]);
+    let wide = pol(
+        "retention",
+        &[("boundary", "request".into()), ("min_dwell", "0".into())],
+    );
+    let narrow = pol(
+        "retention",
+        &[
+            ("boundary", "request".into()),
+            ("min_dwell", "0".into()),
+            ("promote_at", "0.89".into()),
+            ("target", "0.895".into()),
+            ("demote_at", "0.9".into()),
+        ],
+    );
     let a = replay::replay(&s.input(), &wide, Some(budget));
     let b = replay::replay(&s.input(), &narrow, Some(budget));
-    println!("thrash: defaults {} · squeezed thresholds {}", a.summary.thrash, b.summary.thrash);
+    println!(
+        "thrash: defaults {} · squeezed thresholds {}",
+        a.summary.thrash, b.summary.thrash
+    );
     assert!(a.summary.thrash <= b.summary.thrash);
 }

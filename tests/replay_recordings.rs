@@ -3,20 +3,29 @@
 //! the replayed tokens track the recorded prompt (`full` without compaction, `opencode` with
 //! `trigger = recorded` where OpenCode compacted). The per-request error is printed.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use tierscope::cli::LoadArgs;
 use tierscope::loaded::{self, LoadedSession};
 use tierscope::policy;
 use tierscope::replay::{self, Replay};
 
-const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/traces/opencode-1.18.33");
+const SHARED: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../shared/traces/opencode-1.18.33"
+);
 const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces");
 
 fn recordings() -> Vec<(String, PathBuf)> {
     let mut v = vec![
-        ("E1".to_owned(), PathBuf::from(SHARED).join("exports/E1.json")),
-        ("E2".to_owned(), PathBuf::from(SHARED).join("exports/E2.json")),
+        (
+            "E1".to_owned(),
+            PathBuf::from(SHARED).join("exports/E1.json"),
+        ),
+        (
+            "E2".to_owned(),
+            PathBuf::from(SHARED).join("exports/E2.json"),
+        ),
     ];
     for name in ["M1", "B1", "C1"] {
         let p = PathBuf::from(SAMPLES).join(format!("{name}.json"));
@@ -27,9 +36,9 @@ fn recordings() -> Vec<(String, PathBuf)> {
     v
 }
 
-fn load(path: &PathBuf) -> LoadedSession {
+fn load(path: &Path) -> LoadedSession {
     let args = LoadArgs {
-        path: Some(path.clone()),
+        path: Some(path.to_path_buf()),
         ..LoadArgs::default()
     };
     match loaded::load(&args) {
@@ -48,7 +57,8 @@ fn errors(r: &Replay) -> Vec<(usize, u64, u64, f64)> {
         .iter()
         .filter(|f| !f.synthetic_call && f.recorded.prompt > 0)
         .map(|f| {
-            let pct = (f.tokens as f64 - f.recorded.prompt as f64) / f.recorded.prompt as f64 * 100.0;
+            let pct =
+                (f.tokens as f64 - f.recorded.prompt as f64) / f.recorded.prompt as f64 * 100.0;
             (f.request, f.tokens, f.recorded.prompt, pct)
         })
         .collect()
@@ -62,11 +72,17 @@ fn every_builtin_runs_on_every_recording_and_keeps_the_laws() {
             let r = run(&s, &p, None);
             assert_eq!(r.frames.len(), s.trace.requests.len(), "{name} {p}");
             for f in &r.frames {
-                assert_eq!(f.radius, f.tokens - f.divergence, "{name} {p} request {}", f.request);
-                let tier_tokens: u64 = [f.tiers.full, f.tiers.dense, f.tiers.compact, f.tiers.anchor]
-                    .iter()
-                    .map(|t| t.tokens)
-                    .sum();
+                assert_eq!(
+                    f.radius,
+                    f.tokens - f.divergence,
+                    "{name} {p} request {}",
+                    f.request
+                );
+                let tier_tokens: u64 =
+                    [f.tiers.full, f.tiers.dense, f.tiers.compact, f.tiers.anchor]
+                        .iter()
+                        .map(|t| t.tokens)
+                        .sum();
                 assert!(tier_tokens <= f.tokens, "{name} {p} request {}", f.request);
             }
             match p.as_str() {
@@ -85,9 +101,20 @@ fn every_builtin_runs_on_every_recording_and_keeps_the_laws() {
         }
         // Tight budgets: retention still never breaks a floor.
         for share in [0.5, 0.7] {
-            let tight = (s.trace.requests.iter().map(|r| r.usage.input + r.usage.cache_read).max().unwrap_or(0) as f64 * share) as u64;
+            let tight = (s
+                .trace
+                .requests
+                .iter()
+                .map(|r| r.usage.input + r.usage.cache_read)
+                .max()
+                .unwrap_or(0) as f64
+                * share) as u64;
             let r = run(&s, "retention", Some(tight.max(1)));
-            assert_eq!(r.summary.floor_violations + r.summary.pin_violations, 0, "{name} retention at {tight}");
+            assert_eq!(
+                r.summary.floor_violations + r.summary.pin_violations,
+                0,
+                "{name} retention at {tight}"
+            );
         }
     }
 }
@@ -95,9 +122,19 @@ fn every_builtin_runs_on_every_recording_and_keeps_the_laws() {
 #[test]
 fn age_breaks_floors_on_the_migration_recording_at_a_tight_budget() {
     let path = PathBuf::from(SAMPLES).join("M1.json");
-    let path = if path.is_file() { path } else { PathBuf::from(SHARED).join("exports/E1.json") };
+    let path = if path.is_file() {
+        path
+    } else {
+        PathBuf::from(SHARED).join("exports/E1.json")
+    };
     let s = load(&path);
-    let peak = s.trace.requests.iter().map(|r| r.usage.input + r.usage.cache_read).max().unwrap_or(0);
+    let peak = s
+        .trace
+        .requests
+        .iter()
+        .map(|r| r.usage.input + r.usage.cache_read)
+        .max()
+        .unwrap_or(0);
     let age = run(&s, "age", Some(peak / 2));
     assert!(
         age.summary.floor_violations > 0,
@@ -129,8 +166,14 @@ fn replayed_tokens_track_the_recorded_prompt() {
         assert!(!e.is_empty(), "{name}: no request with recorded usage");
         let mean = e.iter().map(|x| x.3.abs()).sum::<f64>() / e.len() as f64;
         let max = e.iter().map(|x| x.3.abs()).fold(0.0, f64::max);
-        let detail: Vec<String> = e.iter().map(|(t, a, b, p)| format!("{t}:{a}/{b}({p:+.2})")).collect();
-        println!("{name:<8} {policy:<10} {:>8}  {mean:>9.2}  {max:>9.2}", e.len());
+        let detail: Vec<String> = e
+            .iter()
+            .map(|(t, a, b, p)| format!("{t}:{a}/{b}({p:+.2})"))
+            .collect();
+        println!(
+            "{name:<8} {policy:<10} {:>8}  {mean:>9.2}  {max:>9.2}",
+            e.len()
+        );
         println!("         {}", detail.join(" "));
         // The recordings count o200k tokens of what OpenCode sent; the system chunk carries the
         // rest, so the conversation must match within a few percent.
@@ -141,10 +184,16 @@ fn replayed_tokens_track_the_recorded_prompt() {
             let full = run(&s, "full", None);
             let last = full.frames.last().map(|f| f.tokens).unwrap_or(0);
             let last_oc = r.frames.last().map(|f| f.tokens).unwrap_or(0);
-            assert!(last > last_oc, "{name}: full {last} should exceed opencode {last_oc}");
+            assert!(
+                last > last_oc,
+                "{name}: full {last} should exceed opencode {last_oc}"
+            );
             let fe = errors(&full);
             let fmean = fe.iter().map(|x| x.3.abs()).sum::<f64>() / fe.len() as f64;
-            println!("{name:<8} full       {:>8}  {fmean:>9.2}  (counterfactual: no compaction)", fe.len());
+            println!(
+                "{name:<8} full       {:>8}  {fmean:>9.2}  (counterfactual: no compaction)",
+                fe.len()
+            );
         }
     }
 }

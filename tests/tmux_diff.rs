@@ -4,81 +4,34 @@
 //! diff, jump a hunk, edit a knob of B (both replays rerun), close, quit cleanly. tmux must be
 //! installed (`.ci/run` installs it); without it the test fails under CI and is skipped elsewhere.
 
-use std::process::Command;
-use std::time::{Duration, Instant};
+mod tmux_common;
 
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn run(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .unwrap_or_else(|e| panic!("tmux {args:?}: {e}"));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-    fn screen(&self) -> String {
-        self.run(&["capture-pane", "-p", "-t", "t"])
-    }
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "t"];
-        args.extend_from_slice(keys);
-        self.run(&args);
-    }
-    /// Polls the screen until `pred` holds (the app works off the UI thread: no fixed sleeps).
-    fn wait(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let s = self.screen();
-            if pred(&s) {
-                return s;
-            }
-            if Instant::now() > deadline {
-                panic!("timed out waiting for {what}; screen:\n{s}");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux").args(["-L", &self.socket, "kill-server"]).output();
-    }
-}
-
-fn have_tmux() -> bool {
-    Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success())
-}
+use tmux_common::{have_tmux, knob_row, Tmux};
 
 #[test]
 fn real_binary_in_tmux_opens_diff_mode_and_edits_b() {
     if !have_tmux() {
-        assert!(std::env::var_os("CI").is_none(), "tmux is required under CI");
-        eprintln!("tmux not installed: skipped");
         return;
     }
     let bin = env!("CARGO_BIN_EXE_tierscope");
     let rec = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces/M1.json");
-    let t = Tmux {
-        socket: format!("tierscope-diff-test-{}", std::process::id()),
-    };
+    let t = Tmux::new("tierscope-diff-test");
     let cmd = format!(
         "env TERM=xterm-256color NO_COLOR= {bin} {rec} --policy retention --budget 9000; echo __EXIT__ $?; stty -a; sleep 60"
     );
-    t.run(&["new-session", "-d", "-s", "t", "-x", "120", "-y", "40", &cmd]);
-    t.wait("the main screen", |s| s.contains("Episodes") && s.contains("t 0 / 23"));
+    t.start(&cmd);
+    t.wait("the main screen", |s| {
+        s.contains("Episodes") && s.contains("t 0 / 23")
+    });
 
     // `d` opens the chooser with `age` preselected (the current policy is retention).
     t.keys(&["d"]);
     t.wait("the chooser", |s| s.contains("compare with policy B"));
     t.keys(&["Enter"]);
     let s = t.wait("the diff screen", |s| {
-        s.contains("A retention vs B age") && s.contains("where A and B disagree") && s.contains("context at r0")
+        s.contains("A retention vs B age")
+            && s.contains("where A and B disagree")
+            && s.contains("context at r0")
     });
     assert!(s.contains("13 of 24 requests differ"), "{s}");
 
@@ -91,35 +44,36 @@ fn real_binary_in_tmux_opens_diff_mode_and_edits_b() {
     });
     assert!(s.contains("anchor!"), "E0 below its floor in B:\n{s}");
     assert!(s.contains("floor-viol +1"), "{s}");
-    assert!(s.contains("── E0 compact") && s.contains("── E0 anchor"), "{s}");
+    assert!(
+        s.contains("── E0 compact") && s.contains("── E0 anchor"),
+        "{s}"
+    );
     t.keys(&["n"]);
     t.wait("the second hunk", |s| s.contains("hunk 2/"));
 
     // B's knobs: raise anchor_after far enough that age stops taking E0 to anchor by request 18.
     t.keys(&["b"]);
     t.wait("B's knobs panel", |s| s.contains("knobs of B (age)"));
-    let age = tierscope::policy::load("age", &[]).unwrap_or_else(|e| panic!("{e}"));
-    let row = 1 + age
-        .specs
-        .iter()
-        .position(|s| s.name == "anchor_after")
-        .unwrap_or_else(|| panic!("no anchor_after"));
+    let row = knob_row("age", "anchor_after");
     for _ in 0..row {
         t.keys(&["Down"]);
     }
     t.keys(&["L"]);
     t.keys(&["Escape"]);
     let s = t.wait("both replays rerun", |s| {
-        s.contains("B age anchor_after=") && !s.contains("replaying") && s.contains("context at r18")
+        s.contains("B age anchor_after=")
+            && !s.contains("replaying")
+            && s.contains("context at r18")
     });
-    assert!(!s.contains("anchor!"), "E0 should stay above anchor now:\n{s}");
+    assert!(
+        !s.contains("anchor!"),
+        "E0 should stay above anchor now:\n{s}"
+    );
 
     // Esc back to the main screen, then quit and check the terminal is restored.
     t.keys(&["Escape"]);
-    t.wait("the main screen again", |s| s.contains("Episodes") && !s.contains("where A and B disagree"));
-    t.keys(&["q"]);
-    let done = t.wait("the exit", |s| s.contains("__EXIT__"));
-    assert!(done.contains("__EXIT__ 0"), "{done}");
-    assert_eq!(t.run(&["display", "-p", "-t", "t", "#{alternate_on}"]).trim(), "0");
-    assert!(done.contains(" icanon") && done.contains(" echo"), "tty left raw:\n{done}");
+    t.wait("the main screen again", |s| {
+        s.contains("Episodes") && !s.contains("where A and B disagree")
+    });
+    t.quit_and_check_restored();
 }

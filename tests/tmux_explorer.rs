@@ -3,103 +3,28 @@
 //! mouse reporting, cooked mode). tmux must be installed (`.ci/run` installs it); without it the
 //! test fails under CI and is skipped elsewhere.
 
-use std::process::Command;
-use std::time::{Duration, Instant};
+mod tmux_common;
 
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn run(&self, args: &[&str]) -> String {
-        // CI may run without a TERM; tmux needs one to describe its panes.
-        let out = Command::new("tmux")
-            .env("TERM", "xterm-256color")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .unwrap_or_else(|e| panic!("tmux {args:?}: {e}"));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-    fn screen(&self) -> String {
-        self.run(&["capture-pane", "-p", "-t", "t"])
-    }
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "t"];
-        args.extend_from_slice(keys);
-        self.run(&args);
-    }
-    /// Polls the screen until `pred` holds (the app works off the UI thread, so no fixed sleeps).
-    fn wait(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let s = self.screen();
-            if pred(&s) {
-                return s;
-            }
-            if Instant::now() > deadline {
-                panic!("timed out waiting for {what}; screen:\n{s}");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
-            .output();
-    }
-}
-
-fn have_tmux() -> bool {
-    Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
+use tmux_common::{have_tmux, knob_row, Tmux};
 
 #[test]
 fn real_binary_in_tmux_steps_changes_a_knob_and_restores_the_terminal() {
     if !have_tmux() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "tmux is required under CI"
-        );
-        eprintln!("tmux not installed: skipped");
         return;
     }
     let bin = env!("CARGO_BIN_EXE_tierscope");
     let rec = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces/M1.json");
-    let t = Tmux {
-        socket: format!("tierscope-test-{}", std::process::id()),
-    };
+    let t = Tmux::new("tierscope-test");
     // After the app exits the shell prints its exit code and the tty modes, then waits.
     let cmd = format!(
         "env TERM=xterm-256color NO_COLOR= {bin} {rec} --budget 9000; echo __EXIT__ $?; stty -a; sleep 60"
     );
-    t.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "t",
-        "-x",
-        "120",
-        "-y",
-        "40",
-        &cmd,
-    ]);
+    t.start(&cmd);
     let first = t.wait("the main screen", |s| {
         s.contains("Episodes") && s.contains("t 0 / 23")
     });
     assert!(first.contains("Migrate confmerge"), "{first}");
-    assert_eq!(
-        t.run(&["display", "-p", "-t", "t", "#{alternate_on}"])
-            .trim(),
-        "1"
-    );
+    assert_eq!(t.display("#{alternate_on}"), "1");
 
     // Step forward twice.
     t.keys(&["l", "l"]);
@@ -110,12 +35,7 @@ fn real_binary_in_tmux_steps_changes_a_knob_and_restores_the_terminal() {
     });
 
     // Change a knob: demote_at typed as 1.5 in the knobs panel.
-    let policy = tierscope::policy::load("retention", &[]).unwrap_or_else(|e| panic!("{e}"));
-    let row = 1 + policy
-        .specs
-        .iter()
-        .position(|s| s.name == "demote_at")
-        .unwrap_or_else(|| panic!("no demote_at"));
+    let row = knob_row("retention", "demote_at");
     t.keys(&["K"]);
     t.wait("the knobs panel", |s| s.contains("Knobs: retention"));
     for _ in 0..row {
@@ -146,21 +66,5 @@ fn real_binary_in_tmux_steps_changes_a_knob_and_restores_the_terminal() {
     t.wait("the panel closed", |s| !s.contains("Knobs:"));
 
     // Quit and check the terminal is back to normal.
-    t.keys(&["q"]);
-    let done = t.wait("the exit", |s| s.contains("__EXIT__"));
-    assert!(done.contains("__EXIT__ 0"), "{done}");
-    assert_eq!(
-        t.run(&["display", "-p", "-t", "t", "#{alternate_on}"])
-            .trim(),
-        "0"
-    );
-    assert_eq!(
-        t.run(&["display", "-p", "-t", "t", "#{mouse_any_flag}"])
-            .trim(),
-        "0"
-    );
-    assert!(
-        done.contains(" icanon") && done.contains(" echo"),
-        "tty left raw:\n{done}"
-    );
+    t.quit_and_check_restored();
 }

@@ -13,18 +13,11 @@ const THEMES: [&str; 2] = ["dark", "mono"];
 
 /// M1 under `retention` with a budget tight enough for changes, holds and deferrals.
 fn m1(theme: &str, w: u16, h: u16) -> App {
-    let mut app = open(sample("M1.json"), theme, w, h, "retention", Some(9000));
+    let mut app = open_m1(theme, w, h);
     // The last request: every episode closed, several changes and holds on screen.
     app.key(KeyCode::End);
     app.key(KeyCode::Up);
     app
-}
-
-fn snap(name: &str, body: String) {
-    let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path("snapshots/tui");
-    settings.set_prepend_module_to_snapshot(false);
-    settings.bind(|| insta::assert_snapshot!(name, body));
 }
 
 #[test]
@@ -53,18 +46,8 @@ fn knobs_panel() {
     for theme in THEMES {
         for (w, h) in SIZES {
             let mut app = m1(theme, w, h);
-            app.key(KeyCode::Char('K'));
             // Select demote_at and lower it two steps: the replay reruns and the panel shows it.
-            let demote = 1 + app
-                .state
-                .policy
-                .specs
-                .iter()
-                .position(|s| s.name == "demote_at")
-                .unwrap_or(0);
-            for _ in 0..demote {
-                app.key(KeyCode::Down);
-            }
+            app.knobs_at("demote_at");
             app.key(KeyCode::Left);
             app.key(KeyCode::Left);
             snap(&format!("knobs_{theme}_{w}x{h}"), styled(&app.draw()));

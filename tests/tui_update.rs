@@ -12,7 +12,7 @@ use tierscope::tui::widgets::chart::ChartKind;
 use tui_common::*;
 
 fn m1() -> App {
-    open(sample("M1.json"), "dark", 120, 40, "retention", Some(9000))
+    open_m1("dark", 120, 40)
 }
 
 fn num(app: &App, knob: &str) -> f64 {
@@ -24,17 +24,7 @@ fn num(app: &App, knob: &str) -> f64 {
 
 /// Opens the knobs panel with `knob` selected.
 fn knobs_at(app: &mut App, knob: &str) {
-    app.key(KeyCode::Char('K'));
-    let row = 1 + app
-        .state
-        .policy
-        .specs
-        .iter()
-        .position(|s| s.name == knob)
-        .unwrap_or_else(|| panic!("no knob {knob}"));
-    for _ in 0..row {
-        app.key(KeyCode::Down);
-    }
+    let row = app.knobs_at(knob);
     assert_eq!(app.state.overlay, Overlay::Knobs { selected: row });
 }
 

@@ -8,6 +8,7 @@ use clap::{Args, ValueEnum};
 use serde_json::json;
 
 use super::LoadArgs;
+use crate::compare::delta::{signed, signed_f};
 use crate::compare::{self, Comparison, FrameDiff, Metrics, SummaryDelta};
 use crate::policy::{self, Policy};
 use crate::replay::{render_at, Input, Summary};
@@ -150,30 +151,6 @@ fn header(c: &Comparison, labels: &(String, String)) -> String {
     out
 }
 
-fn signed(v: i64) -> String {
-    if v == 0 {
-        "·".into()
-    } else {
-        format!("{v:+}")
-    }
-}
-
-fn signed_f(v: f64, prec: usize) -> String {
-    let shown = format!("{v:+.prec$}");
-    if v == 0.0 {
-        "·".into()
-    } else if shown
-        .trim_start_matches(['+', '-'])
-        .chars()
-        .all(|c| c == '0' || c == '.')
-    {
-        // Not zero, but too small for the precision: say so instead of printing "-0.00000".
-        "~0".into()
-    } else {
-        shown
-    }
-}
-
 fn change_list(cs: &[crate::replay::Change]) -> String {
     if cs.is_empty() {
         return "none".into();
@@ -294,107 +271,111 @@ pub fn table(c: &Comparison, labels: &(String, String), only_at: bool) -> String
 
 /// The summaries of A and B side by side with B − A.
 pub fn summary_table(a: &Summary, b: &Summary, d: &SummaryDelta) -> String {
+    fn count(
+        name: &'static str,
+        a: impl ToString,
+        b: impl ToString,
+        d: i64,
+    ) -> (&'static str, String, String, String) {
+        (name, a.to_string(), b.to_string(), signed(d))
+    }
+    let opt_u = |v: Option<u64>| v.map_or("–".to_owned(), |x| x.to_string());
+    let opt_i = |v: Option<i64>| v.map_or("–".to_owned(), signed);
+    let pct = |v: Option<f64>| v.map_or("–".to_owned(), |x| format!("{:.1}", x * 100.0));
+    let rows = [
+        (
+            "mean tokens",
+            format!("{:.0}", a.mean_tokens),
+            format!("{:.0}", b.mean_tokens),
+            signed_f(d.mean_tokens, 0),
+        ),
+        count(
+            "max overflow",
+            a.max_overflow,
+            b.max_overflow,
+            d.max_overflow,
+        ),
+        (
+            "cost $",
+            format!("{:.4}", a.cost),
+            format!("{:.4}", b.cost),
+            signed_f(d.cost, 4),
+        ),
+        (
+            "cache hit %",
+            format!("{:.1}", a.cache_hit_ratio * 100.0),
+            format!("{:.1}", b.cache_hit_ratio * 100.0),
+            signed_f(d.cache_hit_ratio * 100.0, 1),
+        ),
+        count(
+            "divergence cost (tokens)",
+            a.divergence_cost.tokens,
+            b.divergence_cost.tokens,
+            d.divergence_cost_tokens,
+        ),
+        (
+            "divergence cost $",
+            format!("{:.4}", a.divergence_cost.dollars),
+            format!("{:.4}", b.divergence_cost.dollars),
+            signed_f(d.divergence_cost_dollars, 4),
+        ),
+        count("changes", a.changes, b.changes, d.changes),
+        (
+            "switches per 100",
+            format!("{:.1}", a.switches_per_100),
+            format!("{:.1}", b.switches_per_100),
+            signed_f(d.switches_per_100, 1),
+        ),
+        count("thrash", a.thrash, b.thrash, d.thrash),
+        count("holds", a.holds, b.holds, d.holds),
+        count("deferred", a.deferred, b.deferred, d.deferred),
+        count("emergencies", a.emergencies, b.emergencies, d.emergencies),
+        count(
+            "floor violations",
+            a.floor_violations,
+            b.floor_violations,
+            d.floor_violations,
+        ),
+        count(
+            "pin violations",
+            a.pin_violations,
+            b.pin_violations,
+            d.pin_violations,
+        ),
+        count("prunes", a.prunes, b.prunes, d.prunes),
+        count(
+            "synthetic calls",
+            a.synthetic_calls,
+            b.synthetic_calls,
+            d.synthetic_calls,
+        ),
+        (
+            "probe survival %",
+            pct(a.probe_survival),
+            pct(b.probe_survival),
+            d.probe_survival
+                .map_or("–".to_owned(), |x| signed_f(x * 100.0, 1)),
+        ),
+        (
+            "excess fidelity (tokens)",
+            opt_u(a.excess_fidelity_tokens),
+            opt_u(b.excess_fidelity_tokens),
+            opt_i(d.excess_fidelity_tokens),
+        ),
+        (
+            "under-fidelity misses",
+            opt_u(a.under_fidelity_misses),
+            opt_u(b.under_fidelity_misses),
+            opt_i(d.under_fidelity_misses),
+        ),
+    ];
     let mut out = format!(
         "{:<26} {:>12} {:>12} {:>12}\n",
         "summary", "A", "B", "B − A"
     );
-    let mut row = |name: &str, a: String, b: String, d: String| {
+    for (name, a, b, d) in rows {
         out.push_str(&format!("{name:<26} {a:>12} {b:>12} {d:>12}\n"));
-    };
-    let n = |v: u64| v.to_string();
-    let opt_u = |v: Option<u64>| v.map_or("–".to_owned(), |x| x.to_string());
-    let opt_i = |v: Option<i64>| v.map_or("–".to_owned(), signed);
-    row(
-        "mean tokens",
-        format!("{:.0}", a.mean_tokens),
-        format!("{:.0}", b.mean_tokens),
-        signed_f(d.mean_tokens, 0),
-    );
-    row(
-        "max overflow",
-        n(a.max_overflow),
-        n(b.max_overflow),
-        signed(d.max_overflow),
-    );
-    row(
-        "cost $",
-        format!("{:.4}", a.cost),
-        format!("{:.4}", b.cost),
-        signed_f(d.cost, 4),
-    );
-    row(
-        "cache hit %",
-        format!("{:.1}", a.cache_hit_ratio * 100.0),
-        format!("{:.1}", b.cache_hit_ratio * 100.0),
-        signed_f(d.cache_hit_ratio * 100.0, 1),
-    );
-    row(
-        "divergence cost (tokens)",
-        a.divergence_cost.tokens.to_string(),
-        b.divergence_cost.tokens.to_string(),
-        signed(d.divergence_cost_tokens),
-    );
-    row(
-        "divergence cost $",
-        format!("{:.4}", a.divergence_cost.dollars),
-        format!("{:.4}", b.divergence_cost.dollars),
-        signed_f(d.divergence_cost_dollars, 4),
-    );
-    row("changes", n(a.changes), n(b.changes), signed(d.changes));
-    row(
-        "switches per 100",
-        format!("{:.1}", a.switches_per_100),
-        format!("{:.1}", b.switches_per_100),
-        signed_f(d.switches_per_100, 1),
-    );
-    row("thrash", n(a.thrash), n(b.thrash), signed(d.thrash));
-    row("holds", n(a.holds), n(b.holds), signed(d.holds));
-    row("deferred", n(a.deferred), n(b.deferred), signed(d.deferred));
-    row(
-        "emergencies",
-        n(a.emergencies),
-        n(b.emergencies),
-        signed(d.emergencies),
-    );
-    row(
-        "floor violations",
-        n(a.floor_violations),
-        n(b.floor_violations),
-        signed(d.floor_violations),
-    );
-    row(
-        "pin violations",
-        n(a.pin_violations),
-        n(b.pin_violations),
-        signed(d.pin_violations),
-    );
-    row("prunes", n(a.prunes), n(b.prunes), signed(d.prunes));
-    row(
-        "synthetic calls",
-        n(a.synthetic_calls),
-        n(b.synthetic_calls),
-        signed(d.synthetic_calls),
-    );
-    let pct = |v: Option<f64>| v.map_or("–".to_owned(), |x| format!("{:.1}", x * 100.0));
-    row(
-        "probe survival %",
-        pct(a.probe_survival),
-        pct(b.probe_survival),
-        d.probe_survival
-            .map_or("–".to_owned(), |x| signed_f(x * 100.0, 1)),
-    );
-    row(
-        "excess fidelity (tokens)",
-        opt_u(a.excess_fidelity_tokens),
-        opt_u(b.excess_fidelity_tokens),
-        opt_i(d.excess_fidelity_tokens),
-    );
-    row(
-        "under-fidelity misses",
-        opt_u(a.under_fidelity_misses),
-        opt_u(b.under_fidelity_misses),
-        opt_i(d.under_fidelity_misses),
-    );
+    }
     if a.probe_survival.is_none() && b.probe_survival.is_none() {
         out.push_str(
             "(no probes sidecar: probe survival and the oracle yardsticks are not measured)\n",

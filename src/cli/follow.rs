@@ -11,20 +11,16 @@ use std::time::Duration;
 use anyhow::Context;
 
 use crate::cli::LoadArgs;
-use crate::episode::options::{EpisodeOptions, TierSource};
+use crate::episode::options::TierSource;
 use crate::episode::segment::Segmentation;
-use crate::episode::sidecar::{SidecarLocator, Sidecars};
 use crate::follow::{FollowConfig, FollowEvent, FollowStatus, Follower, Snapshot};
-use crate::loaded::{self, LoadedSession};
-use crate::tokens::Tokenizer;
-use crate::trace::Trace;
+use crate::loaded::{LoadedSession, Loader};
 
-/// Builds a [`LoadedSession`] from each followed [`Snapshot`] the way [`loaded::load`] does from
-/// a fresh load (same options, sidecars, children), keeping its tokenizer cache between reloads.
+/// Builds a [`LoadedSession`] from each followed [`Snapshot`] through the same [`Loader`] as
+/// [`crate::loaded::load`] (same options, sidecars, children), keeping its tokenizer cache between
+/// reloads.
 pub struct SessionBuilder {
-    base: EpisodeOptions,
-    locator: SidecarLocator,
-    tokenizer: Tokenizer,
+    loader: Loader,
     saved: bool,
 }
 
@@ -37,52 +33,22 @@ impl SessionBuilder {
         {
             anyhow::bail!("--follow does not follow Magic Context compartments; drop --episodes magic-context / --magic-context");
         }
-        let base = loaded::options_from_args(args)?;
-        let export_file = args
-            .path
-            .as_ref()
-            .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "json"))
-            .cloned();
         Ok(Self {
-            base,
-            locator: SidecarLocator {
-                dir: args.sidecars.clone(),
-                export_file,
-                data_dir: SidecarLocator::default_data_dir(),
-            },
-            tokenizer: Tokenizer::with_disk_cache(args.tokenizer, None),
+            loader: Loader::new(args)?,
             saved: false,
         })
     }
 
-    fn options(&self, trace: &Trace) -> Result<EpisodeOptions, String> {
-        let mut o = self.base.clone();
-        o.sidecars = Sidecars::find(&self.locator, &trace.session.id).map_err(|e| e.to_string())?;
-        Ok(o)
-    }
-
     pub fn build(&mut self, snap: Snapshot) -> Result<LoadedSession, String> {
-        let mut children = Vec::with_capacity(snap.children.len());
-        for c in snap.children {
-            let opts = self.options(&c)?;
-            children.push(loaded::from_trace_with(c, &opts, &self.tokenizer));
-        }
-        let opts = self.options(&snap.trace)?;
-        let mut l = loaded::from_trace_with(snap.trace, &opts, &self.tokenizer);
-        l.children = children;
-        l.warnings.extend(
-            snap.child_errors
-                .into_iter()
-                .map(|e| format!("sub-agent session not loaded: {e}")),
-        );
+        let mut l = self
+            .loader
+            .build(snap.trace, snap.children, snap.child_errors)
+            .map_err(|e| e.to_string())?;
         // The disk cache is written once, after the first (largest) batch of new counts.
         if !self.saved {
             self.saved = true;
-            if let Err(e) = self.tokenizer.save() {
-                l.warnings.push(e.to_string());
-            }
+            self.loader.save_into(&mut l);
         }
-        l.token_stats = self.tokenizer.stats();
         Ok(l)
     }
 }

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::sessions::write_stdout;
 use super::LoadArgs;
 use crate::text::sanitize_for_terminal;
-use crate::trace::{Diagnostic, RequestStatus, ToolStatus, Trace, UserKind};
+use crate::trace::{Diagnostic, RequestStatus, ToolStatus, Trace, Usage, UserKind};
 
 #[derive(Debug, Clone, Args)]
 pub struct InspectArgs {
@@ -58,13 +58,11 @@ pub struct Counts {
     pub child_sessions: usize,
 }
 
+/// The session's summed token usage and its cost (the JSON keeps them in one flat object).
 #[derive(Debug, Clone, Serialize)]
 pub struct UsageOut {
-    pub input: u64,
-    pub output: u64,
-    pub reasoning: u64,
-    pub cache_read: u64,
-    pub cache_write: u64,
+    #[serde(flatten)]
+    pub tokens: Usage,
     pub cost: f64,
 }
 
@@ -100,7 +98,6 @@ pub fn report(trace: &Trace, child_sessions: usize) -> InspectReport {
             .entry(r.status.as_str().to_owned())
             .or_insert(0) += 1;
     }
-    let usage = trace.total_usage();
     InspectReport {
         session: SessionOut {
             id: trace.session.id.clone(),
@@ -128,11 +125,7 @@ pub fn report(trace: &Trace, child_sessions: usize) -> InspectReport {
             child_sessions,
         },
         usage: UsageOut {
-            input: usage.input,
-            output: usage.output,
-            reasoning: usage.reasoning,
-            cache_read: usage.cache_read,
-            cache_write: usage.cache_write,
+            tokens: trace.total_usage(),
             cost: trace.total_cost(),
         },
         compaction_requests: trace
@@ -228,7 +221,12 @@ pub fn table(r: &InspectReport, source: &str) -> String {
         "usage",
         format!(
             "input {}, output {}, reasoning {}, cache read {}, cache write {}, cost ${:.4}",
-            u.input, u.output, u.reasoning, u.cache_read, u.cache_write, u.cost
+            u.tokens.input,
+            u.tokens.output,
+            u.tokens.reasoning,
+            u.tokens.cache_read,
+            u.tokens.cache_write,
+            u.cost
         ),
     );
     if r.diagnostics.is_empty() {

@@ -55,7 +55,13 @@ pub fn table(ps: &[Policy]) -> String {
                 _ if !k.choices.is_empty() => format!("[{}]", k.choices.join("|")),
                 _ => "[true|false]".to_owned(),
             };
-            out.push_str(&format!("    {:<26} {:<10} {:<26} {}\n", k.name, k.default.to_string(), range, k.help));
+            out.push_str(&format!(
+                "    {:<26} {:<10} {:<26} {}\n",
+                k.name,
+                k.default.to_string(),
+                range,
+                k.help
+            ));
         }
     }
     out

@@ -29,7 +29,10 @@ pub struct RenderArgs {
 
 fn label(c: &RenderedChunk) -> String {
     match (&c.episode, c.tier) {
-        (Some(e), Some(t)) => format!("{e} {t}{}", if c.kind == "active" { " (active)" } else { "" }),
+        (Some(e), Some(t)) => format!(
+            "{e} {t}{}",
+            if c.kind == "active" { " (active)" } else { "" }
+        ),
         _ => c.kind.clone(),
     }
 }
@@ -39,7 +42,10 @@ fn write_chunk(out: &mut String, c: &RenderedChunk, mark: &str) {
         "{mark}── {} · {} tokens{} ──\n",
         label(c),
         c.tokens,
-        c.message_id.as_deref().map(|m| format!(" · {m}")).unwrap_or_default()
+        c.message_id
+            .as_deref()
+            .map(|m| format!(" · {m}"))
+            .unwrap_or_default()
     ));
     for line in sanitize_for_terminal(&c.text).lines() {
         out.push_str(mark);
@@ -70,7 +76,11 @@ pub fn text(ctx: &RenderedContext, diff_prev: bool) -> String {
             }
             out.push_str(">>>>>> now:\n");
         }
-        let mark = if diff_prev && c.changed_since_prev { "+ " } else { "" };
+        let mark = if diff_prev && c.changed_since_prev {
+            "+ "
+        } else {
+            ""
+        };
         write_chunk(&mut out, c, mark);
     }
     if diff_prev && ctx.divergence_index == Some(ctx.chunks.len()) {

@@ -103,7 +103,11 @@ pub fn scalar_columns(f: &Frame) -> Vec<(String, Value)> {
         match v {
             Value::Object(m) => {
                 for (k, x) in m {
-                    let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                    let key = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
                     walk(&key, x, out);
                 }
             }
@@ -127,7 +131,9 @@ pub fn scalar_columns(f: &Frame) -> Vec<(String, Value)> {
 
 fn csv_cell(v: &Value) -> String {
     match v {
-        Value::String(s) if s.contains([',', '"', '\n']) => format!("\"{}\"", s.replace('"', "\"\"")),
+        Value::String(s) if s.contains([',', '"', '\n']) => {
+            format!("\"{}\"", s.replace('"', "\"\""))
+        }
         Value::String(s) => s.clone(),
         other => other.to_string(),
     }
@@ -170,7 +176,9 @@ pub fn table(r: &Replay) -> String {
             s.model,
             s.tokens,
             s.source,
-            s.from_request.map(|r| format!(" at request {r}")).unwrap_or_default()
+            s.from_request
+                .map(|r| format!(" at request {r}"))
+                .unwrap_or_default()
         ));
     }
     if let Some(n) = &r.trace.pricing.note {
@@ -185,7 +193,16 @@ pub fn table(r: &Replay) -> String {
         let mut changes: Vec<String> = f
             .changes
             .iter()
-            .map(|c| format!("{} {}→{} ({}, {})", c.episode, c.from, c.to, c.reason.as_str(), c.applied))
+            .map(|c| {
+                format!(
+                    "{} {}→{} ({}, {})",
+                    c.episode,
+                    c.from,
+                    c.to,
+                    c.reason.as_str(),
+                    c.applied
+                )
+            })
             .collect();
         if f.compaction {
             changes.insert(0, "compaction".into());

@@ -10,6 +10,7 @@ use super::output::{print_json, Format};
 use super::LoadArgs;
 use crate::episode::sidecar::{SidecarLocator, Sidecars};
 use crate::policy;
+use crate::research::experiment::TierShare;
 use crate::research::report::{csv, pct, table, thousands};
 use crate::research::survey::{combine, survey_session, Failure, Survey};
 use crate::tokens::Tokenizer;
@@ -160,7 +161,7 @@ fn session_rows(s: &Survey, pretty: bool) -> (Vec<&'static str>, Vec<Vec<String>
     let mut rows = Vec::new();
     for ss in &s.sessions {
         for p in &ss.policies {
-            rows.push(vec![
+            let mut row = vec![
                 ss.session.clone(),
                 p.policy.clone(),
                 ss.requests.to_string(),
@@ -168,20 +169,46 @@ fn session_rows(s: &Survey, pretty: bool) -> (Vec<&'static str>, Vec<Vec<String>
                 share(ss.old_context_share),
                 format!("{:.0}", ss.mean_full_tokens),
                 format!("{:.0}", p.mean_tokens),
-                share(p.tiers.full),
-                share(p.tiers.dense),
-                share(p.tiers.compact),
-                share(p.tiers.anchor),
-                share(p.tiers.dropped),
-                format!("{:.1}", p.switches_per_100),
-                share(p.saves_vs_full_tokens),
-                share(p.saves_vs_opencode_tokens),
-                share(p.saves_vs_full_cost),
-                share(p.saves_vs_opencode_cost),
-            ]);
+            ];
+            row.extend(mix_cells(
+                &p.tiers,
+                p.switches_per_100,
+                [
+                    p.saves_vs_full_tokens,
+                    p.saves_vs_opencode_tokens,
+                    p.saves_vs_full_cost,
+                    p.saves_vs_opencode_cost,
+                ],
+                share,
+            ));
+            rows.push(row);
         }
     }
     (h, rows)
+}
+
+/// The cells both tables share: the tier mix, switches per 100 requests, then the savings
+/// (`saves`: tokens vs full, tokens vs OpenCode, cost vs full, cost vs OpenCode); `share`
+/// formats a fraction.
+fn mix_cells(
+    tiers: &TierShare,
+    switches_per_100: f64,
+    saves: [f64; 4],
+    share: impl Fn(f64) -> String,
+) -> Vec<String> {
+    let mut cells: Vec<String> = [
+        tiers.full,
+        tiers.dense,
+        tiers.compact,
+        tiers.anchor,
+        tiers.dropped,
+    ]
+    .into_iter()
+    .map(&share)
+    .collect();
+    cells.push(format!("{switches_per_100:.1}"));
+    cells.extend(saves.into_iter().map(&share));
+    cells
 }
 
 fn print_table(s: &Survey) {
@@ -233,20 +260,19 @@ fn print_table(s: &Survey) {
         .policies
         .iter()
         .map(|p| {
-            vec![
-                p.policy.clone(),
-                p.sessions.to_string(),
-                pct(Some(p.tiers.full)),
-                pct(Some(p.tiers.dense)),
-                pct(Some(p.tiers.compact)),
-                pct(Some(p.tiers.anchor)),
-                pct(Some(p.tiers.dropped)),
-                format!("{:.1}", p.switches_per_100),
-                pct(Some(p.saves_vs_full_tokens)),
-                pct(Some(p.saves_vs_opencode_tokens)),
-                pct(Some(p.saves_vs_full_cost)),
-                pct(Some(p.saves_vs_opencode_cost)),
-            ]
+            let mut row = vec![p.policy.clone(), p.sessions.to_string()];
+            row.extend(mix_cells(
+                &p.tiers,
+                p.switches_per_100,
+                [
+                    p.saves_vs_full_tokens,
+                    p.saves_vs_opencode_tokens,
+                    p.saves_vs_full_cost,
+                    p.saves_vs_opencode_cost,
+                ],
+                |v| pct(Some(v)),
+            ));
+            row
         })
         .collect();
     print!("{}", table(&h, &rows));

@@ -6,6 +6,7 @@
 //! same pair always gives the same output. Deltas are always B − A.
 
 pub mod context;
+pub mod delta;
 
 use serde::Serialize;
 

@@ -252,16 +252,24 @@ pub struct Failure {
 }
 
 impl Failure {
-    /// e.g. `bash exit 1 in request 3: "…"`.
+    /// e.g. `bash exit 1 in request 3: "…"` (for reasons).
     pub fn describe(&self) -> String {
-        let what = match self.exit {
-            Some(c) if c != 0 => format!("{} exit {c}", self.tool),
-            _ => format!("{} error", self.tool),
-        };
         let at = self
             .request
             .map_or_else(String::new, |r| format!(" in request {r}"));
-        format!("{what}{at}: \"{}\"", self.line)
+        format!("{}{at}: \"{}\"", self.what(), self.line)
+    }
+
+    /// e.g. `bash exit 1: "…"`: what the model saw, without our request numbering (for tiers).
+    pub fn quote(&self) -> String {
+        format!("{}: \"{}\"", self.what(), self.line)
+    }
+
+    fn what(&self) -> String {
+        match self.exit {
+            Some(c) if c != 0 => format!("{} exit {c}", self.tool),
+            _ => format!("{} error", self.tool),
+        }
     }
 }
 
@@ -410,9 +418,11 @@ pub fn classify(
     for (off, m) in msgs.iter().enumerate() {
         let mi = seg.first_message + off;
         for p in &m.parts {
+            // OpenCode does not send patch parts to the model: name their files the way the
+            // model saw them, relative to the session directory.
             if let PartKind::Patch { files, .. } = &p.kind {
                 for f in files {
-                    push_unique(&mut facts.files, f);
+                    push_unique(&mut facts.files, relative_to(f, &trace.session.directory));
                 }
             }
         }
@@ -889,6 +899,15 @@ pub fn error_line(t: &ToolPart, rules: &Rules) -> String {
         .map_or_else(|| "(no output)".to_owned(), |l| (*l).to_owned())
 }
 
+/// `path` relative to `dir` when it lies under it, else unchanged.
+fn relative_to<'a>(path: &'a str, dir: &str) -> &'a str {
+    let dir = dir.trim_end_matches('/');
+    match path.strip_prefix(dir) {
+        Some(rest) if !dir.is_empty() && rest.starts_with('/') && rest.len() > 1 => &rest[1..],
+        _ => path,
+    }
+}
+
 fn first_line_of(s: &str) -> &str {
     s.lines()
         .find(|l| !l.trim().is_empty())
@@ -1140,6 +1159,17 @@ mod tests {
             "Hard constraint, never to be broken: it must run under /bin/sh."
         );
         assert!(s.iter().all(|x| t.contains(x)));
+    }
+
+    #[test]
+    fn patch_paths_relative_to_the_session_directory() {
+        assert_eq!(relative_to("/home/d/p/src/a.rs", "/home/d/p"), "src/a.rs");
+        assert_eq!(relative_to("/home/d/p/src/a.rs", "/home/d/p/"), "src/a.rs");
+        assert_eq!(
+            relative_to("/home/d/pq/a.rs", "/home/d/p"),
+            "/home/d/pq/a.rs"
+        );
+        assert_eq!(relative_to("/home/d/p/a.rs", ""), "/home/d/p/a.rs");
     }
 
     #[test]

@@ -3,6 +3,7 @@ pub mod classify;
 pub mod external;
 pub mod magic_context;
 pub mod model;
+pub mod needles;
 pub mod options;
 pub mod segment;
 pub mod sidecar;

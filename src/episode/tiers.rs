@@ -140,6 +140,7 @@ pub fn generate(
     };
 
     let full = draft(Tier::Full, per_message(&|m| render_full(m, false), true));
+    let full_text = join(&full.chunks);
     let mut out = match strategy {
         Strategy::Cascade => {
             let dense_chunks: Vec<DraftChunk> = full
@@ -165,14 +166,71 @@ pub fn generate(
         _ => vec![
             full,
             draft(Tier::Dense, per_message(&render_dense, false)),
-            draft(Tier::Compact, one(source_compact(episode_id, cl))),
+            draft(
+                Tier::Compact,
+                one(source_compact(episode_id, cl, &full_text)),
+            ),
             draft(Tier::Anchor, one(source_anchor(episode_id, cl))),
         ],
     };
     for d in &mut out {
         ensure_pins(d, &cl.pins);
     }
+    let error_lines: Vec<&str> = cl.facts.failures.iter().map(|f| f.line.as_str()).collect();
+    keep_lower_needles(&mut out, &full_text, &error_lines);
     out
+}
+
+/// Make the tiers monotonic by construction: every needle (an identifier of the full tier, or
+/// one of `extra`, e.g. the episode's error lines) that a lower tier holds is appended as
+/// `[kept] …` to each higher tier that lacks it, on the chunk of the message it comes from.
+/// `drafts` are in tier order, full first; the full tier holds every needle by definition.
+pub fn keep_lower_needles(drafts: &mut [Draft], full_text: &str, extra: &[&str]) {
+    let needles: Vec<String> = super::needles::identifiers(full_text)
+        .into_iter()
+        .chain(
+            extra
+                .iter()
+                .filter(|e| !e.trim().is_empty() && full_text.contains(**e))
+                .map(|e| (*e).to_owned()),
+        )
+        .collect();
+    let Some((full, lower)) = drafts.split_first_mut() else {
+        return;
+    };
+    // The first full chunk holding a needle names the message it belongs to.
+    let home = |n: &str| {
+        full.chunks
+            .iter()
+            .find(|c| c.text.contains(n))
+            .map(|c| c.message_id.as_str())
+    };
+    // Bottom up, so a tier's kept needles are already in the tier below it when it is read.
+    for hi in (0..lower.len().saturating_sub(1)).rev() {
+        let (above, below) = lower.split_at_mut(hi + 1);
+        let below_text = below
+            .iter()
+            .map(|d| join(&d.chunks))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let d = &mut above[hi];
+        let text = join(&d.chunks);
+        let mut missing: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
+        for n in &needles {
+            if below_text.contains(n.as_str()) && !text.contains(n.as_str()) {
+                let k = home(n)
+                    .and_then(|id| d.chunks.iter().position(|c| c.message_id == id))
+                    .unwrap_or(0);
+                missing.entry(k).or_default().push(n);
+            }
+        }
+        for (k, ns) in missing {
+            if let Some(c) = d.chunks.get_mut(k) {
+                c.text.push_str("\n[kept] ");
+                c.text.push_str(&ns.join(", "));
+            }
+        }
+    }
 }
 
 /// Append `[pinned] <span>` for any pin a draft's text lacks (to its first chunk), so every
@@ -212,16 +270,28 @@ fn join(chunks: &[DraftChunk]) -> String {
 
 /// One message as the model was sent it (see the module docs for the format).
 pub fn render_full(m: &Message, pruned: bool) -> String {
+    render(m, Fidelity::Full { pruned })
+}
+
+/// How [`render`] serializes a message: the full tier (as sent, optionally with the recorded
+/// prunes) or the dense tier (no reasoning, agent marks, attached file text or subtask prompts;
+/// long inputs and successful outputs clipped).
+#[derive(Clone, Copy)]
+enum Fidelity {
+    Full { pruned: bool },
+    Dense,
+}
+
+/// The one serializer of both per-message tiers, so dense is full with parts left out or
+/// clipped, never a different rendering of the same part.
+fn render(m: &Message, how: Fidelity) -> String {
+    let full = matches!(how, Fidelity::Full { .. });
     let mut out = String::from(if m.is_user() { "user:" } else { "assistant:" });
     for p in &m.parts {
         match &p.kind {
-            PartKind::Text { text, ignored, .. } => {
-                if !*ignored {
-                    line(&mut out, text);
-                }
-            }
+            PartKind::Text { text, ignored, .. } if !*ignored => line(&mut out, text),
             // Closed, so a text part after it is not taken for reasoning (cascade reads this).
-            PartKind::Reasoning { text } => {
+            PartKind::Reasoning { text } if full => {
                 line(&mut out, &format!("[reasoning] {text}"));
                 line(&mut out, "[/reasoning]");
             }
@@ -233,42 +303,46 @@ pub fn render_full(m: &Message, pruned: bool) -> String {
             } => {
                 let name = filename.as_deref().unwrap_or(url);
                 line(&mut out, &format!("[file {name} {mime}]"));
-                if let Some(s) = source_text {
+                if let Some(s) = source_text.as_ref().filter(|_| full) {
                     line(&mut out, s);
                 }
             }
-            PartKind::Agent { name } => line(&mut out, &format!("[agent {name}]")),
+            PartKind::Agent { name } if full => line(&mut out, &format!("[agent {name}]")),
             PartKind::Subtask {
                 prompt,
                 description,
                 agent,
-            } => line(
-                &mut out,
-                &format!("[subtask {agent}: {description}]\n{prompt}"),
-            ),
+            } => {
+                line(&mut out, &format!("[subtask {agent}: {description}]"));
+                if full {
+                    out.push('\n');
+                    out.push_str(prompt);
+                }
+            }
             PartKind::Compaction(_) => line(&mut out, "[compaction requested]"),
             PartKind::Tool(t) => {
-                line(
-                    &mut out,
-                    &format!("[tool {}] {}", t.tool, compact_json(&t.input)),
-                );
-                line(&mut out, &result_header(t));
-                let body = if pruned && t.time_compacted.is_some() {
-                    PRUNED_OUTPUT.to_owned()
+                let input = if full {
+                    compact_json(&t.input)
                 } else {
-                    tool_body(t)
+                    compact_json(&clip_json(&t.input))
+                };
+                line(&mut out, &format!("[tool {}] {input}", t.tool));
+                line(&mut out, &result_header(t));
+                let body = match how {
+                    Fidelity::Full { pruned: true } if t.time_compacted.is_some() => {
+                        PRUNED_OUTPUT.to_owned()
+                    }
+                    Fidelity::Dense if !t.failed() => {
+                        clip_lines(&tool_body(t), DENSE_HEAD_LINES, DENSE_TAIL_LINES)
+                    }
+                    _ => tool_body(t),
                 };
                 if !body.is_empty() {
                     line(&mut out, &body);
                 }
             }
-            // Bookkeeping parts the model is not sent.
-            PartKind::StepStart { .. }
-            | PartKind::StepFinish { .. }
-            | PartKind::Snapshot { .. }
-            | PartKind::Patch { .. }
-            | PartKind::Retry { .. }
-            | PartKind::Unknown { .. } => {}
+            // Ignored text, and bookkeeping parts the model is not sent (or dense leaves out).
+            _ => {}
         }
     }
     if let Some(e) = &m.error {
@@ -327,49 +401,7 @@ const DENSE_LINE_CHARS: usize = 200;
 const DENSE_INPUT_CHARS: usize = 160;
 
 fn render_dense(m: &Message) -> String {
-    let mut out = String::from(if m.is_user() { "user:" } else { "assistant:" });
-    for p in &m.parts {
-        match &p.kind {
-            PartKind::Text { text, ignored, .. } if !*ignored => line(&mut out, text),
-            PartKind::File {
-                mime,
-                filename,
-                url,
-                ..
-            } => line(
-                &mut out,
-                &format!("[file {} {mime}]", filename.as_deref().unwrap_or(url)),
-            ),
-            PartKind::Subtask {
-                description, agent, ..
-            } => line(&mut out, &format!("[subtask {agent}: {description}]")),
-            PartKind::Compaction(_) => line(&mut out, "[compaction requested]"),
-            PartKind::Tool(t) => {
-                line(
-                    &mut out,
-                    &format!("[tool {}] {}", t.tool, compact_json(&clip_json(&t.input))),
-                );
-                line(&mut out, &result_header(t));
-                let body = tool_body(t);
-                let body = if t.failed() {
-                    body
-                } else {
-                    clip_lines(&body, DENSE_HEAD_LINES, DENSE_TAIL_LINES)
-                };
-                if !body.is_empty() {
-                    line(&mut out, &body);
-                }
-            }
-            _ => {}
-        }
-    }
-    if let Some(e) = &m.error {
-        line(
-            &mut out,
-            &format!("[error {}: {}]", e.name, e.message.as_deref().unwrap_or("")),
-        );
-    }
-    out
+    render(m, Fidelity::Dense)
 }
 
 /// Long string values of a tool input clipped to head and tail.
@@ -415,7 +447,8 @@ fn clip_lines(s: &str, head: usize, tail: usize) -> String {
 // Compact and anchor (source)
 // ---------------------------------------------------------------------------------------------
 
-fn source_compact(id: &str, cl: &Classified) -> String {
+/// `full_text` is what the model saw: files it never saw named are left out.
+fn source_compact(id: &str, cl: &Classified, full_text: &str) -> String {
     let f = &cl.facts;
     let mut out = format!("[{id} compact] {}", cl.title);
     if !f.objective.is_empty() {
@@ -442,7 +475,7 @@ fn source_compact(id: &str, cl: &Classified) -> String {
                 &format!(
                     "- the approach behind `{}`, killed by {}; then {}",
                     r.failure.command,
-                    r.failure.describe(),
+                    r.failure.quote(),
                     r.evidence
                 ),
             );
@@ -451,7 +484,7 @@ fn source_compact(id: &str, cl: &Classified) -> String {
     if !f.failures.is_empty() {
         line(&mut out, "errors:");
         for e in &f.failures {
-            line(&mut out, &format!("- {}", e.describe()));
+            line(&mut out, &format!("- {}", e.quote()));
         }
     }
     if !f.todos.is_empty() {
@@ -460,7 +493,13 @@ fn source_compact(id: &str, cl: &Classified) -> String {
             line(&mut out, &format!("- {t}"));
         }
     }
-    list_line(&mut out, "files", &f.files, 12);
+    let files: Vec<String> = f
+        .files
+        .iter()
+        .filter(|p| full_text.contains(p.as_str()))
+        .cloned()
+        .collect();
+    list_line(&mut out, "files", &files, 12);
     let cmds: Vec<String> = f.commands.iter().map(|c| format!("`{c}`")).collect();
     list_line(&mut out, "commands", &cmds, 10);
     list_line(&mut out, "identifiers", &f.identifiers, 16);
@@ -478,7 +517,8 @@ fn list_line(out: &mut String, label: &str, items: &[String], max: usize) {
         .collect::<Vec<_>>()
         .join(", ");
     if items.len() > max {
-        s.push_str(&format!(" (+{} more)", items.len() - max));
+        // No count: a number the source does not hold would read as a claim about it.
+        s.push_str(", …");
     }
     line(out, &format!("{label}: {s}"));
 }
@@ -529,6 +569,12 @@ fn is_header(l: &str) -> bool {
     .any(|h| l.starts_with(h))
 }
 
+/// A `[result …]` header of a failed call: status error, or a non-zero exit.
+fn is_failed_result(l: &str) -> bool {
+    l.starts_with("[result ")
+        && (l.contains(" error") || (l.contains(", exit ") && !l.ends_with(", exit 0]")))
+}
+
 /// Dense from a full chunk: drop reasoning blocks, clip long inputs and successful results.
 fn cascade_dense(full: &str) -> String {
     let mut out: Vec<String> = Vec::new();
@@ -553,9 +599,7 @@ fn cascade_dense(full: &str) -> String {
             mode = if l.starts_with("[reasoning]") {
                 1
             } else if l.starts_with("[result ") {
-                let failed =
-                    l.contains(" error") || (l.contains(", exit ") && !l.ends_with(", exit 0]"));
-                if failed {
+                if is_failed_result(l) {
                     3
                 } else {
                     2
@@ -599,9 +643,7 @@ fn cascade_compact(id: &str, title: &str, dense: &str, rules: &Rules) -> String 
                     }
                 }
             }
-        } else if l.starts_with("[result ")
-            && (l.contains(" error") || (l.contains(", exit ") && !l.ends_with(", exit 0]")))
-        {
+        } else if is_failed_result(l) {
             let body: Vec<&str> = lines[i + 1..]
                 .iter()
                 .take_while(|x| !is_header(x))

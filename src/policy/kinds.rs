@@ -164,7 +164,11 @@ pub fn check_constraints(p: &Policy) -> Result<(), String> {
                     "knobs must satisfy promote_at < target < demote_at (got {pa} < {t} < {da})"
                 ));
             }
-            let (d, c, a) = (p.num("dense_after"), p.num("compact_after"), p.num("anchor_after"));
+            let (d, c, a) = (
+                p.num("dense_after"),
+                p.num("compact_after"),
+                p.num("anchor_after"),
+            );
             if !(d <= c && c <= a) {
                 return Err(format!(
                     "knobs must satisfy dense_after <= compact_after <= anchor_after (got {d}, {c}, {a})"
@@ -177,14 +181,15 @@ pub fn check_constraints(p: &Policy) -> Result<(), String> {
                 return Err(format!("knobs must satisfy z1 < z2 < z3 < z4 (got {z:?})"));
             }
         }
-        PolicyKind::Flat => {
-            if p.num("preserve_recent_min") > p.num("preserve_recent_max") {
-                return Err("knobs must satisfy preserve_recent_min <= preserve_recent_max".into());
-            }
+        PolicyKind::Flat if p.num("preserve_recent_min") > p.num("preserve_recent_max") => {
+            return Err("knobs must satisfy preserve_recent_min <= preserve_recent_max".into());
         }
         _ => {}
     }
-    if p.kind != PolicyKind::Decay && p.knobs.contains_key("boundary") && p.choice("boundary") == "fold" {
+    if p.kind != PolicyKind::Decay
+        && p.knobs.contains_key("boundary")
+        && p.choice("boundary") == "fold"
+    {
         return Err("boundary = fold is only for kind decay".into());
     }
     Ok(())

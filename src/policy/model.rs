@@ -150,10 +150,7 @@ impl KnobSpec {
                 if self.choices.iter().any(|c| c == &s) {
                     Ok(KnobValue::Choice(s))
                 } else {
-                    Err(format!(
-                        "{s:?} is not one of {}",
-                        self.choices.join(", ")
-                    ))
+                    Err(format!("{s:?} is not one of {}", self.choices.join(", ")))
                 }
             }
             (_, v) => Err(format!("{v} has the wrong type for this knob")),
@@ -324,14 +321,15 @@ pub fn parse_policy(
         .map(|s| (s.name.clone(), s.default.clone()))
         .collect();
     for (key, value) in &file.knobs {
-        let spec = specs
-            .iter()
-            .find(|s| &s.name == key)
-            .ok_or_else(|| PolicyError::UnknownKnob {
-                policy: name.clone(),
-                key: key.clone(),
-                known: specs.iter().map(|s| s.name.clone()).collect(),
-            })?;
+        let spec =
+            specs
+                .iter()
+                .find(|s| &s.name == key)
+                .ok_or_else(|| PolicyError::UnknownKnob {
+                    policy: name.clone(),
+                    key: key.clone(),
+                    known: specs.iter().map(|s| s.name.clone()).collect(),
+                })?;
         let typed = match value {
             toml::Value::Integer(i) => KnobValue::Num(*i as f64),
             toml::Value::Float(f) => KnobValue::Num(*f),
@@ -363,8 +361,7 @@ pub fn parse_policy(
             if file.respect_floors.is_some() {
                 return Err(PolicyError::Constraint {
                     policy: name,
-                    reason: "for kind decay, respect_floors is a knob: set it under [knobs]"
-                        .into(),
+                    reason: "for kind decay, respect_floors is a knob: set it under [knobs]".into(),
                 });
             }
             matches!(knobs.get("respect_floors"), Some(KnobValue::Bool(true)))

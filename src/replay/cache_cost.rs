@@ -139,7 +139,13 @@ pub struct CacheCost {
 
 /// Price one request of `tokens` prompt tokens whose first `divergence` tokens equal the
 /// previous request of its conversation, `fresh` when that request is within the cache TTL.
-pub fn price_request(p: &Price, tokens: u64, divergence: u64, fresh: bool, output: u64) -> CacheCost {
+pub fn price_request(
+    p: &Price,
+    tokens: u64,
+    divergence: u64,
+    fresh: bool,
+    output: u64,
+) -> CacheCost {
     let reusable = if fresh { divergence.min(tokens) } else { 0 };
     let cache_read = match p.style {
         CacheStyle::Openai => {

@@ -77,10 +77,15 @@ pub(crate) struct Engine<'p, 'a> {
     probes: &'p ProbeIndex,
     price: &'p Price,
     budget: u64,
+    /// Keep the tier matrices and render states (off for the `full` baseline of a replay).
+    pub(crate) keep_views: bool,
     n: usize,
     k: usize,
     applied: Vec<Tier>,
     desired: Vec<Tier>,
+    /// The matrix rows in the making (tier codes, active, future).
+    row_applied: Vec<u8>,
+    row_desired: Vec<u8>,
     want_reason: Vec<Reason>,
     cut: Vec<usize>,
     closed_at: Vec<usize>,
@@ -148,10 +153,13 @@ impl<'p, 'a> Engine<'p, 'a> {
             probes,
             price,
             budget,
+            keep_views: true,
             n,
             k: 0,
             applied: vec![Tier::Full; n],
             desired: vec![Tier::Full; n],
+            row_applied: vec![TierMatrix::FUTURE_CODE; n],
+            row_desired: vec![TierMatrix::FUTURE_CODE; n],
             want_reason: vec![Reason::Pressure; n],
             cut: vec![0; n],
             closed_at: vec![0; n],
@@ -288,6 +296,8 @@ impl<'p, 'a> Engine<'p, 'a> {
     }
 
     fn attach(&mut self, e: usize) {
+        self.row_applied[e] = TierMatrix::code(self.applied[e]);
+        self.row_desired[e] = TierMatrix::code(self.desired[e]);
         let tok = self.tokens_at(e, self.applied[e], None);
         let dtok = self.tokens_at(e, self.desired[e], None);
         self.ep_tok[e] = tok;
@@ -329,7 +339,7 @@ impl<'p, 'a> Engine<'p, 'a> {
 
     /// Keep `demotable` (retention's victims in order) in step with the desired tiers.
     fn refresh_demotable(&mut self, e: usize) {
-        if !(self.par.kind == PolicyKind::Progressive && !self.par.age_driver) {
+        if self.par.kind != PolicyKind::Progressive || self.par.age_driver {
             return;
         }
         if let Some(key) = self.in_demotable[e].take() {
@@ -387,6 +397,7 @@ impl<'p, 'a> Engine<'p, 'a> {
         }
         self.desired_sum -= self.des_tok[e];
         self.desired[e] = t;
+        self.row_desired[e] = TierMatrix::code(t);
         self.des_tok[e] = self.tokens_at(e, t, None);
         self.desired_sum += self.des_tok[e];
         self.want_reason[e] = reason;
@@ -484,8 +495,9 @@ impl<'p, 'a> Engine<'p, 'a> {
     pub fn run(mut self) -> Pass {
         let nreq = self.p.reqs.len();
         let mut frames = Vec::with_capacity(nreq);
-        let mut applied_m = TierMatrix::with_capacity(self.n, nreq);
-        let mut desired_m = TierMatrix::with_capacity(self.n, nreq);
+        let cap = if self.keep_views { nreq } else { 0 };
+        let mut applied_m = TierMatrix::with_capacity(self.n, cap);
+        let mut desired_m = TierMatrix::with_capacity(self.n, cap);
         let mut render_states = Vec::with_capacity(nreq);
         let mut synthetic = 0u64;
         let has_probes = !self.probes.is_empty();
@@ -602,7 +614,10 @@ impl<'p, 'a> Engine<'p, 'a> {
                     }
                 }
             }
-            if matches!(self.par.kind, PolicyKind::Progressive | PolicyKind::Truncate | PolicyKind::Oracle) {
+            if matches!(
+                self.par.kind,
+                PolicyKind::Progressive | PolicyKind::Truncate | PolicyKind::Oracle
+            ) {
                 self.schedule(sys + active_tok);
             }
             self.last_sys = Some(sys_key);
@@ -618,7 +633,8 @@ impl<'p, 'a> Engine<'p, 'a> {
             let c = &self.conv[conv_i];
             let fresh = c.has_prev && time - c.prev_time <= self.par.ttl_ms;
             let output = req.usage.output;
-            let cc = super::cache_cost::price_request(self.price, tokens, divergence, fresh, output);
+            let cc =
+                super::cache_cost::price_request(self.price, tokens, divergence, fresh, output);
             self.conv[conv_i] = Conv {
                 has_prev: true,
                 prev_tokens: tokens,
@@ -697,9 +713,9 @@ impl<'p, 'a> Engine<'p, 'a> {
                     let o = self.probes.oracle_tier(e);
                     let a = self.applied[e];
                     if a < o {
-                        excess += self.ep_tok[e].saturating_sub(self.p.td(e, o).map_or(0, |_| {
-                            self.tokens_at(e, o, None)
-                        }));
+                        excess += self.ep_tok[e].saturating_sub(
+                            self.p.td(e, o).map_or(0, |_| self.tokens_at(e, o, None)),
+                        );
                     } else if a > o {
                         under += 1;
                     }
@@ -753,13 +769,18 @@ impl<'p, 'a> Engine<'p, 'a> {
                 probes: probe_results,
                 recorded,
             });
-            let act = (active < self.n).then_some(active);
-            applied_m.push_row(&self.applied[..self.k], act);
-            desired_m.push_row(&self.desired[..self.k], act);
-            render_states.push(RenderState {
-                summary: self.summary.clone(),
-                cuts: self.cuts_list.clone(),
-            });
+            if active < self.n && active >= self.k {
+                self.row_applied[active] = TierMatrix::ACTIVE_CODE;
+                self.row_desired[active] = TierMatrix::ACTIVE_CODE;
+            }
+            if self.keep_views {
+                applied_m.push_raw(&self.row_applied);
+                desired_m.push_raw(&self.row_desired);
+                render_states.push(RenderState {
+                    summary: self.summary.clone(),
+                    cuts: self.cuts_list.clone(),
+                });
+            }
         }
         Pass {
             frames,
@@ -798,14 +819,46 @@ impl<'p, 'a> Engine<'p, 'a> {
             Some((e, old_tier, old_cut)) => {
                 let before = sys + self.summary_tokens + self.fen.prefix(e).max(0) as u64;
                 let old = if e < c.prev_k {
-                    Self::chunk_list(self.p, self.par.apply_prunes, e, old_tier, old_cut, None, c.prev_time)
+                    Self::chunk_list(
+                        self.p,
+                        self.par.apply_prunes,
+                        e,
+                        old_tier,
+                        old_cut,
+                        None,
+                        c.prev_time,
+                    )
                 } else {
-                    Self::chunk_list(self.p, self.par.apply_prunes, e, Tier::Full, old_cut, Some(c.prev_active_count), c.prev_time)
+                    Self::chunk_list(
+                        self.p,
+                        self.par.apply_prunes,
+                        e,
+                        Tier::Full,
+                        old_cut,
+                        Some(c.prev_active_count),
+                        c.prev_time,
+                    )
                 };
                 let new = if e < self.k {
-                    Self::chunk_list(self.p, self.par.apply_prunes, e, self.applied[e], self.cut[e], None, time)
+                    Self::chunk_list(
+                        self.p,
+                        self.par.apply_prunes,
+                        e,
+                        self.applied[e],
+                        self.cut[e],
+                        None,
+                        time,
+                    )
                 } else if e == active {
-                    Self::chunk_list(self.p, self.par.apply_prunes, e, Tier::Full, self.cut[e], Some(active_n), time)
+                    Self::chunk_list(
+                        self.p,
+                        self.par.apply_prunes,
+                        e,
+                        Tier::Full,
+                        self.cut[e],
+                        Some(active_n),
+                        time,
+                    )
                 } else {
                     Vec::new()
                 };
@@ -848,8 +901,8 @@ impl<'p, 'a> Engine<'p, 'a> {
         if let Some(how) = self.boundary_now() {
             let pend: Vec<usize> = self.pending.iter().copied().collect();
             for e in pend {
-                let dwell_ok = self.last_change[e]
-                    .is_none_or(|(r, _)| self.now - r >= self.par.min_dwell);
+                let dwell_ok =
+                    self.last_change[e].is_none_or(|(r, _)| self.now - r >= self.par.min_dwell);
                 if dwell_ok || self.par.min_dwell == 0 {
                     self.apply(e, how);
                 }
@@ -929,7 +982,9 @@ impl<'p, 'a> Engine<'p, 'a> {
                     continue;
                 };
                 let extra = self.tokens_at(e, up, None).saturating_sub(self.des_tok[e]);
-                if (base + self.summary_tokens + self.desired_sum + extra) as f64 / b <= self.par.target {
+                if (base + self.summary_tokens + self.desired_sum + extra) as f64 / b
+                    <= self.par.target
+                {
                     let reason = if self.rel_count[e] > 0 {
                         Reason::Relevance
                     } else {
@@ -992,21 +1047,19 @@ impl<'p, 'a> Engine<'p, 'a> {
             return;
         }
         let hb = self.budget as f64 * self.par.history_share;
-        let mut reason = None;
-        if !self.folded {
-            reason = Some("boundary:fold");
-        } else if !gap_ok {
-            reason = Some("boundary:fold");
-        } else if self.last_sys.is_some_and(|k| k != sys_key) {
-            reason = Some("boundary:fold");
-        } else if (self.m0_tokens >= 500
+        // Magic Context's HARD triggers: first render, cache expiry, agent or model change, and
+        // the pressure backstop; an overflow between folds forces one as an emergency.
+        let backstop = (self.m0_tokens >= 500
             && self.m1_tokens as f64 > self.par.backstop_m1_m0 * self.m0_tokens as f64)
-            || self.m1_tokens as f64 > self.par.backstop_m1_budget * hb
-        {
-            reason = Some("boundary:fold");
+            || self.m1_tokens as f64 > self.par.backstop_m1_budget * hb;
+        let changed = self.last_sys.is_some_and(|k| k != sys_key);
+        let reason = if !self.folded || !gap_ok || changed || backstop {
+            Some("boundary:fold")
         } else if sys + self.summary_tokens + self.applied_sum + active_tok > self.budget {
-            reason = Some("emergency");
-        }
+            Some("emergency")
+        } else {
+            None
+        };
         let Some(how) = reason else {
             return;
         };
@@ -1116,7 +1169,11 @@ impl<'p, 'a> Engine<'p, 'a> {
         for e in 0..limit {
             let ep = &self.p.episodes[e];
             if ep.last_message < start {
-                let missing = ep.pins.iter().filter(|p| !text.contains(p.text.as_str())).count() as u64;
+                let missing = ep
+                    .pins
+                    .iter()
+                    .filter(|p| !text.contains(p.text.as_str()))
+                    .count() as u64;
                 self.summarised.insert(e, missing);
                 if e < self.k {
                     if self.applied[e] != Tier::Dropped {
@@ -1156,8 +1213,10 @@ impl<'p, 'a> Engine<'p, 'a> {
         if base + self.summary_tokens + self.applied_sum < usable || self.k == 0 {
             return false;
         }
-        let preserve = ((usable as f64 * self.par.preserve_share) as u64)
-            .clamp(self.par.preserve_min, self.par.preserve_max.max(self.par.preserve_min));
+        let preserve = ((usable as f64 * self.par.preserve_share) as u64).clamp(
+            self.par.preserve_min,
+            self.par.preserve_max.max(self.par.preserve_min),
+        );
         // The tail_turns-th last human turn before this request.
         let msg = self.p.reqs[t].msg;
         let humans: Vec<usize> = self
@@ -1203,8 +1262,15 @@ impl<'p, 'a> Engine<'p, 'a> {
         let (tokens, text) = match text_from {
             Some(ci) => {
                 let c = &trace.compactions[ci];
-                let mut ms: Vec<usize> = trace.message_index(&c.user_message_id).into_iter().collect();
-                ms.extend(c.summary_message_id.as_deref().and_then(|id| trace.message_index(id)));
+                let mut ms: Vec<usize> = trace
+                    .message_index(&c.user_message_id)
+                    .into_iter()
+                    .collect();
+                ms.extend(
+                    c.summary_message_id
+                        .as_deref()
+                        .and_then(|id| trace.message_index(id)),
+                );
                 (
                     ms.iter().map(|&m| self.p.message_tokens(m)).sum::<u64>(),
                     c.summary_text.clone(),
@@ -1218,7 +1284,9 @@ impl<'p, 'a> Engine<'p, 'a> {
                         break;
                     }
                     tok += self.tokens_at(e, Tier::Compact, None);
-                    if let Some(r) = self.p.episodes[e].representation(self.p.effective(e, Tier::Compact)) {
+                    if let Some(r) =
+                        self.p.episodes[e].representation(self.p.effective(e, Tier::Compact))
+                    {
                         text.push_str(&r.text());
                         text.push('\n');
                     }

@@ -16,8 +16,8 @@
 //! - `oracle` without probes drops every episode (nothing is asked of them).
 //! - Summary calls (`synthetic_call`) are a conversation of their own for divergence and cache.
 
-mod engine;
 pub mod cache_cost;
+mod engine;
 pub mod limits;
 mod params;
 mod prepare;
@@ -76,17 +76,40 @@ pub fn resolve_budget(trace: &Trace, budget: Option<u64>) -> (u64, String) {
 /// deterministic: the same input, policy and budget give byte-identical output.
 pub fn replay(input: &Input<'_>, policy: &Policy, budget: Option<u64>) -> Replay {
     let (budget_v, budget_source) = resolve_budget(input.trace, budget);
-    let pass = run_pass(input, policy, budget_v);
-    // divergence_cost is measured against `full` on the same trace.
+    let par = params::Params::from_policy(policy);
+    let prep = prepare::Prep::new(
+        input,
+        engine::filter_for(&par),
+        par.apply_prunes,
+        par.system_tokens,
+    );
+    let pass = run_prepared(input, &prep, &par, budget_v, true);
+    // divergence_cost is measured against `full` on the same trace, with the same system chunk.
     let baseline = if policy.kind == PolicyKind::Full {
         None
     } else {
-        crate::policy::load("full", &[]).ok().map(|full| {
-            let b = run_pass(input, &full, budget_v);
-            let radius: u64 = b.pass.frames.iter().map(|f| f.radius).sum();
-            let cost: f64 = b.pass.frames.iter().map(|f| f.cost).sum();
-            (radius, cost)
-        })
+        let sys = policy.num("system_tokens").to_string();
+        crate::policy::load("full", &[("system_tokens".to_owned(), sys)])
+            .ok()
+            .map(|full| {
+                let fpar = params::Params::from_policy(&full);
+                let same = engine::filter_for(&fpar) == engine::filter_for(&par)
+                    && fpar.apply_prunes == par.apply_prunes;
+                let b = if same {
+                    run_prepared(input, &prep, &fpar, budget_v, false)
+                } else {
+                    let fprep = prepare::Prep::new(
+                        input,
+                        engine::filter_for(&fpar),
+                        fpar.apply_prunes,
+                        fpar.system_tokens,
+                    );
+                    run_prepared(input, &fprep, &fpar, budget_v, false)
+                };
+                let radius: u64 = b.pass.frames.iter().map(|f| f.radius).sum();
+                let cost: f64 = b.pass.frames.iter().map(|f| f.cost).sum();
+                (radius, cost)
+            })
     };
     assemble(input, policy, budget_v, budget_source, pass, baseline)
 }
@@ -104,9 +127,23 @@ pub(crate) struct PassOut {
 
 pub(crate) fn run_pass(input: &Input<'_>, policy: &Policy, budget: u64) -> PassOut {
     let par = params::Params::from_policy(policy);
-    let filter = engine::filter_for(&par);
-    let prep = prepare::Prep::new(input, filter, par.apply_prunes, par.system_tokens);
-    let probes = probes::ProbeIndex::new(&prep, input.probes);
+    let prep = prepare::Prep::new(
+        input,
+        engine::filter_for(&par),
+        par.apply_prunes,
+        par.system_tokens,
+    );
+    run_prepared(input, &prep, &par, budget, true)
+}
+
+fn run_prepared(
+    input: &Input<'_>,
+    prep: &prepare::Prep<'_>,
+    par: &params::Params,
+    budget: u64,
+    keep_views: bool,
+) -> PassOut {
+    let probes = probes::ProbeIndex::new(prep, input.probes);
     let model = input
         .trace
         .requests
@@ -114,7 +151,9 @@ pub(crate) fn run_pass(input: &Input<'_>, policy: &Policy, budget: u64) -> PassO
         .find_map(|r| r.model.as_ref())
         .or(input.trace.session.model.as_ref());
     let pricing = cache_cost::PricingTable::bundled().lookup(model);
-    let pass = engine::Engine::new(&prep, &par, &probes, &pricing.price, budget).run();
+    let mut engine = engine::Engine::new(prep, par, &probes, &pricing.price, budget);
+    engine.keep_views = keep_views;
+    let pass = engine.run();
     PassOut {
         pass,
         segments: prep.segments.clone(),
@@ -141,8 +180,12 @@ fn assemble(
     let mut err = RecordedError::default();
     let mut pct_sum = 0.0;
     let mut delta = 0i64;
-    for f in frames.iter().filter(|f| !f.synthetic_call && f.recorded.prompt > 0) {
-        let pct = (f.tokens as f64 - f.recorded.prompt as f64).abs() / f.recorded.prompt as f64 * 100.0;
+    for f in frames
+        .iter()
+        .filter(|f| !f.synthetic_call && f.recorded.prompt > 0)
+    {
+        let pct =
+            (f.tokens as f64 - f.recorded.prompt as f64).abs() / f.recorded.prompt as f64 * 100.0;
         err.requests += 1;
         pct_sum += pct;
         err.max_abs_pct = err.max_abs_pct.max(pct);
@@ -168,7 +211,11 @@ fn assemble(
             dollars: cost - base_cost,
         },
         changes,
-        switches_per_100: if n > 0 { changes as f64 * 100.0 / n as f64 } else { 0.0 },
+        switches_per_100: if n > 0 {
+            changes as f64 * 100.0 / n as f64
+        } else {
+            0.0
+        },
         thrash: frames.iter().map(|f| f.thrash).sum(),
         holds: frames.iter().map(|f| f.holds).sum(),
         deferred: frames.iter().map(|f| f.deferred).sum(),

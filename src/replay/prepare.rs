@@ -110,7 +110,11 @@ fn importance_of(e: &Episode) -> f64 {
     }
 }
 
-fn tier_data(e: &Episode, tier: Tier, include: &dyn Fn(&crate::episode::Chunk) -> bool) -> Option<TierData> {
+fn tier_data(
+    e: &Episode,
+    tier: Tier,
+    include: &dyn Fn(&crate::episode::Chunk) -> bool,
+) -> Option<TierData> {
     let rep = e.representation(tier)?;
     let mut d = TierData {
         idx: Vec::new(),
@@ -157,11 +161,14 @@ impl<'a> Prep<'a> {
             .compactions
             .iter()
             .flat_map(|c| {
-                [Some(c.user_message_id.as_str()), c.summary_message_id.as_deref()]
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|id| trace.message_index(id))
-                    .collect::<Vec<_>>()
+                [
+                    Some(c.user_message_id.as_str()),
+                    c.summary_message_id.as_deref(),
+                ]
+                .into_iter()
+                .flatten()
+                .filter_map(|id| trace.message_index(id))
+                .collect::<Vec<_>>()
             })
             .collect();
         let include = |c: &crate::episode::Chunk| match filter {
@@ -190,8 +197,11 @@ impl<'a> Prep<'a> {
             let mut missing_pins = [0u64; 5];
             for t in Tier::ALL {
                 let text = e.representation(t).map(|r| r.text()).unwrap_or_default();
-                missing_pins[t.depth()] =
-                    e.pins.iter().filter(|p| !text.contains(p.text.as_str())).count() as u64;
+                missing_pins[t.depth()] = e
+                    .pins
+                    .iter()
+                    .filter(|p| !text.contains(p.text.as_str()))
+                    .count() as u64;
             }
             if apply_prunes {
                 if let (Some(rep), Some(td)) = (e.representation(Tier::Full), &tiers[0]) {
@@ -280,7 +290,9 @@ impl<'a> Prep<'a> {
                 .as_ref()
                 .map(|m| format!("{}/{}", m.provider_id, m.model_id))
                 .unwrap_or_default();
-            let pos = out.iter().position(|s| s.agent == agent && s.model == model);
+            let pos = out
+                .iter()
+                .position(|s| s.agent == agent && s.model == model);
             let prompt = recorded_prompt(self.trace, r.index);
             match (pos, knob) {
                 (None, Some(tokens)) => out.push(SystemSegment {
@@ -366,8 +378,15 @@ impl<'a> Prep<'a> {
     pub fn recorded_summary(&self, ci: usize) -> (usize, Vec<usize>) {
         let trace = self.trace;
         let msgs_of = |c: &crate::trace::CompactionEvent| -> Vec<usize> {
-            let mut ms: Vec<usize> = trace.message_index(&c.user_message_id).into_iter().collect();
-            ms.extend(c.summary_message_id.as_deref().and_then(|id| trace.message_index(id)));
+            let mut ms: Vec<usize> = trace
+                .message_index(&c.user_message_id)
+                .into_iter()
+                .collect();
+            ms.extend(
+                c.summary_message_id
+                    .as_deref()
+                    .and_then(|id| trace.message_index(id)),
+            );
             ms
         };
         let Some(c) = trace.compactions.get(ci) else {
@@ -392,7 +411,10 @@ impl<'a> Prep<'a> {
     }
 
     /// The full-tier chunks of one message.
-    pub fn message_chunks(&self, mi: usize) -> impl Iterator<Item = &'a crate::episode::Chunk> + '_ {
+    pub fn message_chunks(
+        &self,
+        mi: usize,
+    ) -> impl Iterator<Item = &'a crate::episode::Chunk> + '_ {
         let e = self.episodes.partition_point(|e| e.last_message < mi);
         self.episodes
             .get(e)
@@ -434,6 +456,13 @@ fn requests(input: &Input<'_>, trace: &Trace, episodes: &[Episode]) -> Vec<ReqDa
         .map(|m| m.id.as_str())
         .collect();
     let mut seen_user: BTreeSet<&str> = BTreeSet::new();
+    // Message lookups by id (a linear `Trace::message` per request would be quadratic).
+    let by_id: HashMap<&str, usize> = trace
+        .messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m.id.as_str(), i))
+        .collect();
     let mut out = Vec::with_capacity(trace.requests.len());
     for r in &trace.requests {
         let active = episodes
@@ -459,7 +488,12 @@ fn requests(input: &Input<'_>, trace: &Trace, episodes: &[Episode]) -> Vec<ReqDa
             }
         }
         if user_turn {
-            if let Some(m) = r.user_message_id.as_deref().and_then(|u| trace.message(u)) {
+            if let Some(m) = r
+                .user_message_id
+                .as_deref()
+                .and_then(|u| by_id.get(u))
+                .and_then(|&i| trace.messages.get(i))
+            {
                 strings.push(m.text());
             }
         }

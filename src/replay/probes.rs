@@ -67,8 +67,15 @@ impl ProbeIndex {
             .compactions
             .iter()
             .map(|c| {
-                let mut ms: Vec<usize> = trace.message_index(&c.user_message_id).into_iter().collect();
-                ms.extend(c.summary_message_id.as_deref().and_then(|id| trace.message_index(id)));
+                let mut ms: Vec<usize> = trace
+                    .message_index(&c.user_message_id)
+                    .into_iter()
+                    .collect();
+                ms.extend(
+                    c.summary_message_id
+                        .as_deref()
+                        .and_then(|id| trace.message_index(id)),
+                );
                 let mut s: Vec<String> = ms
                     .iter()
                     .flat_map(|&m| p.message_chunks(m).map(|c| c.text.clone()))
@@ -89,9 +96,12 @@ impl ProbeIndex {
                 if !pr.is_answered_by(full) {
                     continue;
                 }
-                let by_tier = [0, 1, 2, 3].map(|d| tx[d].as_deref().is_some_and(|s| pr.is_answered_by(s)));
+                let by_tier =
+                    [0, 1, 2, 3].map(|d| tx[d].as_deref().is_some_and(|s| pr.is_answered_by(s)));
                 let (mut chunks, mut len) = (Vec::new(), 0);
-                if let (Some(td), Some(rep)) = (&p.eps[e].tiers[0], p.episodes[e].representation(Tier::Full)) {
+                if let (Some(td), Some(rep)) =
+                    (&p.eps[e].tiers[0], p.episodes[e].representation(Tier::Full))
+                {
                     len = td.len();
                     for (pos, &ci) in td.idx.iter().enumerate() {
                         if pr.is_answered_by(&rep.chunks[ci as usize].text) {
@@ -183,7 +193,8 @@ impl ProbeIndex {
     ) -> bool {
         let pe = &self.probes[pi];
         let in_range = |h: &EpHits, from: usize, to: usize| {
-            h.chunks.iter().any(|&c| c >= from && c < to) || (from == 0 && to >= h.len && h.by_tier[0])
+            h.chunks.iter().any(|&c| c >= from && c < to)
+                || (from == 0 && to >= h.len && h.by_tier[0])
         };
         for h in &pe.hits {
             let e = h.episode;
@@ -206,7 +217,9 @@ impl ProbeIndex {
             }
         }
         match summary {
-            Some(SummaryPiece::Recorded { compaction }) => pe.summaries.get(*compaction).copied().unwrap_or(false),
+            Some(SummaryPiece::Recorded { compaction }) => {
+                pe.summaries.get(*compaction).copied().unwrap_or(false)
+            }
             Some(SummaryPiece::Simulated {
                 text_from: Some(c), ..
             }) => pe.summaries.get(*c).copied().unwrap_or(false),

@@ -70,10 +70,21 @@ pub fn render_at(
     }
     let (budget, _) = super::resolve_budget(input.trace, budget);
     let par = Params::from_policy(policy);
-    let prep = prepare::Prep::new(input, engine::filter_for(&par), par.apply_prunes, par.system_tokens);
+    let prep = prepare::Prep::new(
+        input,
+        engine::filter_for(&par),
+        par.apply_prunes,
+        par.system_tokens,
+    );
     let out = super::run_pass(input, policy, budget);
     let pass = &out.pass;
-    let chunks = materialize(&prep, &par, &pass.applied, &pass.render_states[request], request);
+    let chunks = materialize(
+        &prep,
+        &par,
+        &pass.applied,
+        &pass.render_states[request],
+        request,
+    );
     let conv = prep.reqs[request].conv;
     let prev_request = (0..request).rev().find(|&r| prep.reqs[r].conv == conv);
     let mut ctx = RenderedContext {
@@ -135,8 +146,15 @@ fn materialize(
     let trace = p.trace;
     let summary_msgs = |ci: usize| -> Vec<usize> {
         let c = &trace.compactions[ci];
-        let mut ms: Vec<usize> = trace.message_index(&c.user_message_id).into_iter().collect();
-        ms.extend(c.summary_message_id.as_deref().and_then(|id| trace.message_index(id)));
+        let mut ms: Vec<usize> = trace
+            .message_index(&c.user_message_id)
+            .into_iter()
+            .collect();
+        ms.extend(
+            c.summary_message_id
+                .as_deref()
+                .and_then(|id| trace.message_index(id)),
+        );
         ms
     };
     let push_msgs = |out: &mut Vec<RenderedChunk>, ms: Vec<usize>| {
@@ -156,12 +174,23 @@ fn materialize(
         }
     };
     match &rs.summary {
-        Some(SummaryPiece::Recorded { compaction }) => push_msgs(&mut out, p.recorded_summary(*compaction).1),
+        Some(SummaryPiece::Recorded { compaction }) => {
+            push_msgs(&mut out, p.recorded_summary(*compaction).1)
+        }
         Some(SummaryPiece::Simulated {
-            text_from: Some(ci), ..
+            text_from: Some(ci),
+            ..
         }) => push_msgs(&mut out, summary_msgs(*ci)),
-        Some(SummaryPiece::Simulated { covers, tokens, number, .. }) => {
-            let mut text = format!("[simulated compaction {number}: compact tiers of {} episodes]\n", covers.len());
+        Some(SummaryPiece::Simulated {
+            covers,
+            tokens,
+            number,
+            ..
+        }) => {
+            let mut text = format!(
+                "[simulated compaction {number}: compact tiers of {} episodes]\n",
+                covers.len()
+            );
             for &e in covers {
                 if let Some(r) = p.episodes[e].representation(p.effective(e, Tier::Compact)) {
                     text.push_str(&r.text());
@@ -197,7 +226,9 @@ fn materialize(
         let Some(rep) = p.episodes[e].representation(eff) else {
             continue;
         };
-        for (hash, tokens, ci) in Engine::chunk_list(p, par.apply_prunes, e, tier, cut(e), upto, rq.time) {
+        for (hash, tokens, ci) in
+            Engine::chunk_list(p, par.apply_prunes, e, tier, cut(e), upto, rq.time)
+        {
             let c = &rep.chunks[ci];
             let text = match &c.pruned {
                 Some(pc) if pc.hash == hash && pc.hash != c.hash => pc.text.clone(),

@@ -128,7 +128,10 @@ pub fn generate(spec: &SynthSpec) -> Synth {
     let mut episodes: Vec<Episode> = Vec::new();
     let mut probes: Vec<Probe> = Vec::new();
     let mut time: i64 = 1_700_000_000_000;
-    let (lo, hi) = (u64::from(spec.chunk_tokens.0), u64::from(spec.chunk_tokens.1.max(spec.chunk_tokens.0)));
+    let (lo, hi) = (
+        u64::from(spec.chunk_tokens.0),
+        u64::from(spec.chunk_tokens.1.max(spec.chunk_tokens.0)),
+    );
     let mut full_so_far = 0u64;
     for e in 0..n_ep {
         let share = spec.requests / n_ep + usize::from(e < spec.requests % n_ep);
@@ -190,7 +193,12 @@ pub fn generate(spec: &SynthSpec) -> Synth {
         });
         let ut = rng.range(lo, hi) as u32;
         full.push(chunk(&uid, first_message, format!("user: {utext}"), ut));
-        dense.push(chunk(&uid, first_message, format!("user (dense): {utext}"), ut.div_ceil(2).max(1)));
+        dense.push(chunk(
+            &uid,
+            first_message,
+            format!("user (dense): {utext}"),
+            ut.div_ceil(2).max(1),
+        ));
         ids.push(uid.clone());
         for _ in 0..share {
             let mi = messages.len();
@@ -209,10 +217,17 @@ pub fn generate(spec: &SynthSpec) -> Synth {
             let tok = rng.range(lo, hi) as u32;
             let text = format!("assistant {aid}: read {t_key} ({tok})");
             full.push(chunk(&aid, mi, text.clone(), tok));
-            dense.push(chunk(&aid, mi, format!("{text} [dense]"), tok.div_ceil(2).max(1)));
+            dense.push(chunk(
+                &aid,
+                mi,
+                format!("{text} [dense]"),
+                tok.div_ceil(2).max(1),
+            ));
             ids.push(aid.clone());
             let recorded_prompt = if spec.recorded_system > 0 {
-                spec.recorded_system + full_so_far + full.iter().map(|c| u64::from(c.tokens)).sum::<u64>()
+                spec.recorded_system
+                    + full_so_far
+                    + full.iter().map(|c| u64::from(c.tokens)).sum::<u64>()
                     - u64::from(tok)
             } else {
                 0
@@ -274,15 +289,28 @@ pub fn generate(spec: &SynthSpec) -> Synth {
         let last_message = messages.len() - 1;
         let full_tokens: u64 = full.iter().map(|c| u64::from(c.tokens)).sum();
         full_so_far += full_tokens;
-        let keep = if pinned { format!(" {pin_text}") } else { String::new() };
-        let needle_c = if with_probe && e % 8 == 1 { format!(" {needle}") } else { String::new() };
+        let keep = if pinned {
+            format!(" {pin_text}")
+        } else {
+            String::new()
+        };
+        let needle_c = if with_probe && e % 8 == 1 {
+            format!(" {needle}")
+        } else {
+            String::new()
+        };
         let compact = vec![chunk(
             &ids[0],
             first_message,
             format!("[{eid} compact] task {e} on {key}{keep}{needle_c}"),
             (full_tokens * 15 / 100).max(3) as u32,
         )];
-        let anchor = vec![chunk(&ids[0], first_message, format!("[{eid}] task {e}{keep}"), 2)];
+        let anchor = vec![chunk(
+            &ids[0],
+            first_message,
+            format!("[{eid}] task {e}{keep}"),
+            2,
+        )];
         let mut tiers = BTreeMap::new();
         tiers.insert(Tier::Full, rep(&eid, Tier::Full, &ids, full));
         tiers.insert(Tier::Dense, rep(&eid, Tier::Dense, &ids, dense));

@@ -286,17 +286,17 @@ impl TierMatrix {
             cells: Vec::with_capacity(episodes.saturating_mul(requests)),
         }
     }
-    /// Append one request's row: closed episodes' tiers, then the active one, then future.
-    pub(crate) fn push_row(&mut self, closed: &[Tier], active: Option<usize>) {
-        for t in closed {
-            self.cells.push(t.depth() as u8);
-        }
-        for e in closed.len()..self.episodes {
-            self.cells
-                .push(if Some(e) == active { ACTIVE } else { FUTURE });
-        }
+    /// Append one request's row given as raw bytes (0..=4 tiers, 5 active, 6 future).
+    pub(crate) fn push_raw(&mut self, row: &[u8]) {
+        self.cells.extend_from_slice(row);
         self.requests += 1;
     }
+    /// Raw byte of a closed tier.
+    pub(crate) fn code(t: Tier) -> u8 {
+        t.depth() as u8
+    }
+    pub(crate) const ACTIVE_CODE: u8 = ACTIVE;
+    pub(crate) const FUTURE_CODE: u8 = FUTURE;
     /// The cell at (request, episode); `Future` outside the matrix.
     pub fn get(&self, request: usize, episode: usize) -> Cell {
         if request >= self.requests || episode >= self.episodes {

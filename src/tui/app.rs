@@ -166,6 +166,8 @@ pub struct State {
     pub diff: Option<Box<crate::tui::diff::DiffState>>,
     /// The policy before the last knob edits, for diff mode's "before the last edits".
     pub diff_memo: crate::tui::diff::Memo,
+    /// Sweep pane (`S`), when open.
+    pub sweep: Option<Box<crate::tui::sweep::SweepState>>,
 }
 
 #[derive(Debug)]
@@ -198,6 +200,8 @@ pub enum Msg {
     Follow(crate::tui::follow::FollowMsg),
     /// Diff mode's results.
     Diff(crate::tui::diff::DiffMsg),
+    /// Sweep pane's progress and results.
+    Sweep(crate::tui::sweep::SweepMsg),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -227,6 +231,8 @@ pub enum Effect {
     Follow(crate::tui::follow::FollowCmd),
     /// Diff mode's work (latest wins per kind).
     Diff(crate::tui::diff::DiffJob),
+    /// The sweep pane's grid (latest wins).
+    Sweep(crate::tui::sweep::SweepJob),
 }
 
 impl Effect {
@@ -241,6 +247,7 @@ impl Effect {
             Effect::SavePolicy { .. } => "save",
             Effect::Follow(_) => "follow",
             Effect::Diff(j) => j.job_key(),
+            Effect::Sweep(j) => j.job_key(),
         }
     }
 }
@@ -297,6 +304,7 @@ impl State {
             follow: Default::default(),
             diff: None,
             diff_memo: Default::default(),
+            sweep: None,
         }
     }
 
@@ -319,6 +327,9 @@ impl State {
             Overlay::Policies { .. } => Mode::PolicyPick,
             Overlay::None => match (&self.screen, &self.diff) {
                 (Screen::Picker, _) => Mode::Picker,
+                (Screen::Main, _) if self.sweep.is_some() => {
+                    self.sweep.as_ref().map_or(Mode::Main, |s| s.mode())
+                }
                 (Screen::Main, Some(d)) => d.mode(),
                 _ => Mode::Main,
             },
@@ -411,10 +422,11 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
     match msg {
         Msg::Key(k) => {
             // Windows reports releases too; only presses (and repeats) act.
-            if k.kind != KeyEventKind::Release && !crate::tui::follow::on_key(state, &k, &mut fx) {
+            if k.kind != KeyEventKind::Release {
                 on_key(state, k, &mut fx);
             }
         }
+        Msg::Mouse(_) if state.sweep.is_some() => {}
         Msg::Mouse(m) if state.diff.is_some() => crate::tui::diff::on_mouse(state, m),
         Msg::Mouse(m) => on_mouse(state, m, &mut fx),
         Msg::Resize(w, h) => {
@@ -477,11 +489,15 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
                 Ok(r) => {
                     state.replay = Some(r);
                     state.replay_error = None;
-                    fx.push(Effect::Context {
-                        gen,
-                        at: state.cursor,
-                    });
-                    state.context_pending = true;
+                    // A session without requests has no context to render (the main screen
+                    // says so instead).
+                    if state.requests() > 0 {
+                        fx.push(Effect::Context {
+                            gen,
+                            at: state.cursor,
+                        });
+                        state.context_pending = true;
+                    }
                 }
                 Err(e) => {
                     state.replay_error = Some(e.clone());
@@ -507,6 +523,7 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
         Msg::Failed(e) => state.screen = Screen::Failed(e),
         Msg::Follow(m) => crate::tui::follow::on_msg(state, m, &mut fx),
         Msg::Diff(m) => crate::tui::diff::on_msg(state, m, &mut fx),
+        Msg::Sweep(m) => crate::tui::sweep::on_msg(state, m),
     }
     fx
 }
@@ -567,7 +584,9 @@ impl State {
     }
 }
 
-fn request_replay(state: &mut State, fx: &mut Vec<Effect>) {
+/// Asks for a replay of the shown session under the current policy (a new generation: the
+/// result of an older one is dropped).
+pub fn request_replay(state: &mut State, fx: &mut Vec<Effect>) {
     state.replay_gen += 1;
     state.replay_pending = true;
     fx.push(Effect::Replay {
@@ -669,6 +688,9 @@ fn on_key(state: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
         Mode::PolicyPick => on_policy_key(state, action, fx),
         Mode::Diff | Mode::DiffKnobs | Mode::DiffPick => {
             crate::tui::diff::on_key(state, action, fx)
+        }
+        Mode::Sweep | Mode::SweepSetup | Mode::SweepEdit => {
+            crate::tui::sweep::on_key(state, &k, action, fx)
         }
         Mode::Main => {
             if let Some(a) = action {
@@ -845,6 +867,7 @@ fn on_main_action(state: &mut State, a: Action, fx: &mut Vec<Effect>) {
             state.overlay = Overlay::Knobs { selected: 0 }
         }
         Action::OpenDiff => crate::tui::diff::open(state),
+        Action::OpenSweep => crate::tui::sweep::open(state),
         Action::SwitchPolicy => open_policies(state),
         Action::SavePolicy => start_save(state),
         Action::DrillIn => drill_in(state, fx),
@@ -874,6 +897,7 @@ fn on_main_action(state: &mut State, a: Action, fx: &mut Vec<Effect>) {
             }
         }
         Action::Copy => copy_tier_text(state, fx),
+        Action::ToggleFollow => crate::tui::follow::toggle(state, fx),
         _ => {}
     }
 }
@@ -1143,52 +1167,15 @@ pub fn step_knob(state: &mut State, row: usize, steps: f64, fx: &mut Vec<Effect>
         if b == 0 {
             return;
         }
-        // 1 % of the budget per step, at least 1,000 tokens.
-        let step = ((b as f64 * 0.01).round()).max(1000.0);
-        let nb = (b as f64 + steps * step).max(1000.0) as u64;
-        set_budget(state, Some(nb), fx);
+        set_budget(state, Some(crate::tui::model::stepped_budget(b, steps)), fx);
         return;
     }
     let Some(spec) = state.policy.specs.get(row - 1).cloned() else {
         return;
     };
-    let cur = state.policy.knobs.get(&spec.name).cloned();
-    let text = match (&spec.default, cur) {
-        (KnobValue::Num(_), Some(KnobValue::Num(v))) => {
-            let step = spec.step.unwrap_or(if spec.integer { 1.0 } else { 0.01 });
-            let mut nv = v + steps * step;
-            if let Some(lo) = spec.min {
-                nv = nv.max(lo);
-            }
-            if let Some(hi) = spec.max {
-                nv = nv.min(hi);
-            }
-            // Snap to the step grid so repeated steps do not accumulate float noise.
-            if step > 0.0 {
-                let base = spec.min.unwrap_or(0.0);
-                nv = base + ((nv - base) / step).round() * step;
-                nv = (nv * 1e9).round() / 1e9;
-            }
-            if spec.integer {
-                nv = nv.round();
-            }
-            crate::tui::model::fmt_knob(nv, spec.integer)
-        }
-        (KnobValue::Bool(_), Some(KnobValue::Bool(b))) => (!b).to_string(),
-        (KnobValue::Choice(_), Some(KnobValue::Choice(c))) => {
-            let n = spec.choices.len();
-            if n == 0 {
-                return;
-            }
-            let i = spec.choices.iter().position(|x| *x == c).unwrap_or(0);
-            let j = if steps >= 0.0 {
-                (i + 1) % n
-            } else {
-                (i + n - 1) % n
-            };
-            spec.choices[j].clone()
-        }
-        _ => return,
+    let cur = state.policy.knobs.get(&spec.name);
+    let Some(text) = crate::tui::model::stepped_knob(&spec, cur, steps) else {
+        return;
     };
     if let Err(e) = set_knob(state, &spec.name, &text, fx) {
         state.flash(e, Level::Warn);

@@ -2,7 +2,7 @@
 //! it, with the view state (selection, scrolls, knobs, policy) kept.
 //!
 //! Three pieces, each hooked into the app with a line or two:
-//! * [`FollowState`] in the [`State`], and [`on_msg`] / [`on_key`] / [`on_session_shown`] called
+//! * [`FollowState`] in the [`State`], and [`on_msg`] / [`toggle`] / [`on_session_shown`] called
 //!   from `update` (pure, like the rest of it);
 //! * [`FollowDriver`], owned by the worker: starts and steers a [`Follower`], builds each new
 //!   [`LoadedSession`] off the UI thread and leaves it in a slot the worker adopts before its
@@ -13,7 +13,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::text::Span;
 
 use crate::cli::follow::{follow_path, SessionBuilder};
@@ -80,15 +79,9 @@ pub fn on_session_shown(state: &mut State, fx: &mut Vec<Effect>) {
     }
 }
 
-/// Handles the toggle key; returns true when the key was consumed.
-pub fn on_key(state: &mut State, k: &KeyEvent, fx: &mut Vec<Effect>) -> bool {
-    let plain = k.modifiers.difference(KeyModifiers::SHIFT).is_empty();
-    if !(plain && k.code == KeyCode::Char(TOGGLE_KEY) && state.screen == Screen::Main) {
-        return false;
-    }
-    if state.input.is_some() || state.mode() != crate::tui::keymap::Mode::Main {
-        return false;
-    }
+/// The toggle key ([`TOGGLE_KEY`], bound in the keymap as `Action::ToggleFollow`, so only on
+/// the main screen with nothing open): start following, else pause or resume.
+pub fn toggle(state: &mut State, fx: &mut Vec<Effect>) {
     match (&state.follow.session, state.follow.status.as_ref()) {
         // Never started: start now.
         (None, _) => {
@@ -111,7 +104,6 @@ pub fn on_key(state: &mut State, k: &KeyEvent, fx: &mut Vec<Effect>) -> bool {
             flash(state, "following paused", Level::Info);
         }
     }
-    true
 }
 
 /// Handles a message of the follower.
@@ -164,13 +156,7 @@ fn on_reloaded(
         state.cursor = state.cursor.min(n.saturating_sub(1));
     }
     state.selected = state.selected.min(episodes.saturating_sub(1));
-    state.replay_gen += 1;
-    state.replay_pending = true;
-    fx.push(Effect::Replay {
-        gen: state.replay_gen,
-        policy: Box::new(state.policy.clone()),
-        budget: state.budget,
-    });
+    crate::tui::app::request_replay(state, fx);
 }
 
 /// Status-bar spans: `● following 12:03:41 · 3 new requests · W pause`.

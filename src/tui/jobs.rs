@@ -162,6 +162,11 @@ impl Worker {
                     .map_err(|e| format!("{path}: {e}")),
             )),
             Effect::Diff(job) => Some(crate::tui::diff::work::run(self.current.as_ref(), job)),
+            Effect::Sweep(job) => Some(crate::tui::sweep::work::run(
+                self.current.as_ref(),
+                job,
+                progress,
+            )),
             // Writing to the terminal is the runner's business.
             Effect::Copy(_) => None,
         }

@@ -19,6 +19,12 @@ pub enum Mode {
     DiffKnobs,
     /// Diff mode's list to choose B from.
     DiffPick,
+    /// Sweep pane: browsing the grid (or waiting for it).
+    Sweep,
+    /// Sweep pane: choosing the knobs, their ranges and the metric.
+    SweepSetup,
+    /// Sweep pane: typing a range.
+    SweepEdit,
 }
 
 impl Mode {
@@ -33,6 +39,9 @@ impl Mode {
             Mode::Diff => "Diff mode (A vs B)",
             Mode::DiffKnobs => "Diff mode: knobs of A or B",
             Mode::DiffPick => "Diff mode: choose policy B",
+            Mode::Sweep => "Sweep pane (two knobs as a grid)",
+            Mode::SweepSetup => "Sweep pane: knobs, ranges, metric",
+            Mode::SweepEdit => "Sweep pane: typing a range",
         }
     }
 }
@@ -84,6 +93,8 @@ pub enum Action {
     SearchNext,
     SearchPrev,
     Copy,
+    /// Follow the session live (pause / resume); see `tui::follow`.
+    ToggleFollow,
     // knobs panel
     KnobUp,
     KnobDown,
@@ -108,6 +119,12 @@ pub enum Action {
     EditB,
     PickB,
     SwapSides,
+    // sweep pane
+    OpenSweep,
+    SweepEditRange,
+    SweepNextMetric,
+    SweepPrevMetric,
+    SweepSetup,
 }
 
 /// One key, as bound and as shown.
@@ -439,6 +456,13 @@ pub static BINDINGS: &[Binding] = &[
     ),
     b(
         Mode::Main,
+        &[C('d')],
+        A::OpenDiff,
+        "diff mode: compare with a second policy (A/B)",
+        Some("diff"),
+    ),
+    b(
+        Mode::Main,
         &[Code(K::Enter)],
         A::DrillIn,
         "open the selected episode's sub-agent session",
@@ -481,6 +505,13 @@ pub static BINDINGS: &[Binding] = &[
     ),
     b(
         Mode::Main,
+        &[C(crate::tui::follow::TOGGLE_KEY)],
+        A::ToggleFollow,
+        "follow the session live as OpenCode writes it (pause / resume)",
+        None,
+    ),
+    b(
+        Mode::Main,
         &[C('?'), Code(K::F(1))],
         A::Help,
         "this help",
@@ -496,9 +527,9 @@ pub static BINDINGS: &[Binding] = &[
     b(Mode::Main, &[Ctrl('c')], A::ForceQuit, "quit at once", None),
     b(
         Mode::Main,
-        &[C('d')],
-        A::OpenDiff,
-        "diff mode: compare with a second policy (A/B)",
+        &[C('S')],
+        A::OpenSweep,
+        "sweep pane: two knobs as a grid of a metric",
         None,
     ),
     // knobs panel
@@ -938,6 +969,176 @@ pub static BINDINGS: &[Binding] = &[
     ),
     b(
         Mode::DiffPick,
+        &[Ctrl('c')],
+        A::ForceQuit,
+        "quit at once",
+        None,
+    ),
+    // sweep pane
+    b(
+        Mode::Sweep,
+        &[Code(K::Up), C('k')],
+        A::SelectUp,
+        "previous row (y value)",
+        None,
+    ),
+    b(
+        Mode::Sweep,
+        &[Code(K::Down), C('j')],
+        A::SelectDown,
+        "next row (y value)",
+        None,
+    ),
+    b(
+        Mode::Sweep,
+        &[Code(K::Left), C('h')],
+        A::StepPrev,
+        "previous column (x value)",
+        None,
+    ),
+    b(
+        Mode::Sweep,
+        &[Code(K::Right), C('l')],
+        A::StepNext,
+        "next column (x value)",
+        Some("move"),
+    ),
+    b(
+        Mode::Sweep,
+        &[Code(K::Home), C('g')],
+        A::First,
+        "first point",
+        None,
+    ),
+    b(
+        Mode::Sweep,
+        &[Code(K::End), C('G')],
+        A::Last,
+        "last point",
+        None,
+    ),
+    b(
+        Mode::Sweep,
+        &[Code(K::Enter)],
+        A::Accept,
+        "load the point's knobs into the main view",
+        Some("load"),
+    ),
+    b(
+        Mode::Sweep,
+        &[C('m')],
+        A::SweepNextMetric,
+        "colour by the next metric",
+        Some("metric"),
+    ),
+    b(
+        Mode::Sweep,
+        &[C('M')],
+        A::SweepPrevMetric,
+        "colour by the previous metric",
+        None,
+    ),
+    b(
+        Mode::Sweep,
+        &[C('s'), C('e')],
+        A::SweepSetup,
+        "change the knobs, ranges or metric",
+        Some("setup"),
+    ),
+    b(
+        Mode::Sweep,
+        &[C('?'), Code(K::F(1))],
+        A::Help,
+        "this help",
+        None,
+    ),
+    b(
+        Mode::Sweep,
+        &[Code(K::Esc), C('q'), C('S')],
+        A::CloseOverlay,
+        "close the pane (while sweeping: cancel)",
+        Some("close"),
+    ),
+    b(Mode::Sweep, &[Ctrl('c')], A::ForceQuit, "quit at once", None),
+    b(
+        Mode::SweepSetup,
+        &[Code(K::Up), C('k')],
+        A::ListUp,
+        "previous row",
+        None,
+    ),
+    b(
+        Mode::SweepSetup,
+        &[Code(K::Down), C('j')],
+        A::ListDown,
+        "next row",
+        None,
+    ),
+    b(
+        Mode::SweepSetup,
+        &[Code(K::Right), C('l')],
+        A::KnobInc,
+        "next knob (or metric)",
+        Some("change"),
+    ),
+    b(
+        Mode::SweepSetup,
+        &[Code(K::Left), C('h')],
+        A::KnobDec,
+        "previous knob (or metric)",
+        None,
+    ),
+    b(
+        Mode::SweepSetup,
+        &[C('e')],
+        A::SweepEditRange,
+        "type the range as FROM:TO:STEP",
+        Some("range"),
+    ),
+    b(
+        Mode::SweepSetup,
+        &[Code(K::Enter)],
+        A::Accept,
+        "run the sweep",
+        Some("run"),
+    ),
+    b(
+        Mode::SweepSetup,
+        &[C('?'), Code(K::F(1))],
+        A::Help,
+        "this help",
+        None,
+    ),
+    b(
+        Mode::SweepSetup,
+        &[Code(K::Esc), C('q')],
+        A::CloseOverlay,
+        "back to the grid, else close the pane",
+        Some("close"),
+    ),
+    b(
+        Mode::SweepSetup,
+        &[Ctrl('c')],
+        A::ForceQuit,
+        "quit at once",
+        None,
+    ),
+    b(
+        Mode::SweepEdit,
+        &[Code(K::Enter)],
+        A::Accept,
+        "use the range",
+        Some("accept"),
+    ),
+    b(
+        Mode::SweepEdit,
+        &[Code(K::Esc)],
+        A::CloseOverlay,
+        "keep the old range",
+        Some("cancel"),
+    ),
+    b(
+        Mode::SweepEdit,
         &[Ctrl('c')],
         A::ForceQuit,
         "quit at once",

@@ -39,6 +39,7 @@ pub mod diff;
 pub mod follow;
 pub mod jobs;
 pub mod run;
+pub mod sweep;
 pub mod ui;
 pub mod widgets;
 

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::episode::model::Tier;
+use crate::policy::{KnobSpec, KnobValue, Policy};
 
 /// One session, prepared for display.
 #[derive(Debug, Clone, Default)]
@@ -178,6 +179,60 @@ pub fn fmt_knob(v: f64, integer: bool) -> String {
         let s = format!("{v:.4}");
         let s = s.trim_end_matches('0').trim_end_matches('.');
         s.to_owned()
+    }
+}
+
+/// The value a policy runs knob `spec` with: its override, else the default.
+pub fn knob_value(p: &Policy, spec: &KnobSpec) -> KnobValue {
+    p.knobs
+        .get(&spec.name)
+        .cloned()
+        .unwrap_or_else(|| spec.default.clone())
+}
+
+/// The budget `steps` steps away from `b` (a step is 1 % of it, at least 1,000 tokens), never
+/// under 1,000: the knobs panels of the main screen and of diff mode step it alike.
+pub fn stepped_budget(b: u64, steps: f64) -> u64 {
+    let step = (b as f64 * 0.01).round().max(1000.0);
+    (b as f64 + steps * step).max(1000.0) as u64
+}
+
+/// The text of knob `spec` `steps` steps away from `cur` (its current value): numbers move by
+/// the spec's step within its range, flags flip, choices cycle. `None` when it cannot step.
+pub fn stepped_knob(spec: &KnobSpec, cur: Option<&KnobValue>, steps: f64) -> Option<String> {
+    match (&spec.default, cur) {
+        (KnobValue::Num(_), Some(KnobValue::Num(v))) => {
+            let step = spec.step.unwrap_or(if spec.integer { 1.0 } else { 0.01 });
+            let mut nv = v + steps * step;
+            if let Some(lo) = spec.min {
+                nv = nv.max(lo);
+            }
+            if let Some(hi) = spec.max {
+                nv = nv.min(hi);
+            }
+            // Snap to the step grid so repeated steps do not accumulate float noise.
+            if step > 0.0 {
+                let base = spec.min.unwrap_or(0.0);
+                nv = base + ((nv - base) / step).round() * step;
+                nv = (nv * 1e9).round() / 1e9;
+            }
+            Some(fmt_knob(nv, spec.integer))
+        }
+        (KnobValue::Bool(_), Some(KnobValue::Bool(b))) => Some((!b).to_string()),
+        (KnobValue::Choice(_), Some(KnobValue::Choice(c))) => {
+            let n = spec.choices.len();
+            if n == 0 {
+                return None;
+            }
+            let i = spec.choices.iter().position(|x| x == c).unwrap_or(0);
+            let j = if steps >= 0.0 {
+                (i + 1) % n
+            } else {
+                (i + n - 1) % n
+            };
+            Some(spec.choices[j].clone())
+        }
+        _ => None,
     }
 }
 

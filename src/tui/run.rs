@@ -105,6 +105,7 @@ fn panicked(job: &Effect) -> Option<Msg> {
         Effect::SavePolicy { .. } => Msg::Saved(Err(e)),
         Effect::ListSessions => Msg::Failed(e),
         Effect::Diff(j) => Msg::Diff(j.failed(e)),
+        Effect::Sweep(j) => Msg::Sweep(j.failed(e)),
         Effect::Copy(_) | Effect::Follow(_) => return None,
     })
 }

@@ -11,12 +11,29 @@ use ratatui::buffer::Buffer;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use tierscope::cli::LoadArgs;
+use tierscope::policy::KnobSpec;
 use tierscope::tui::app::{update, Effect, Msg, StartOptions, State};
 use tierscope::tui::jobs::{run_sync, Worker};
 use tierscope::tui::theme::Theme;
 
 pub fn sample(name: &str) -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces")).join(name)
+}
+
+/// Checks (or, with `INSTA_UPDATE`, writes) snapshot `name` in `tests/snapshots/tui`.
+pub fn snap(name: &str, body: String) {
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path("snapshots/tui");
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| insta::assert_snapshot!(name, body));
+}
+
+/// The row of knob `name` in a knobs panel (row 0 is the budget).
+pub fn knob_row(specs: &[KnobSpec], name: &str) -> usize {
+    1 + specs
+        .iter()
+        .position(|s| s.name == name)
+        .unwrap_or_else(|| panic!("no knob {name}"))
 }
 
 pub struct App {
@@ -26,6 +43,12 @@ pub struct App {
 
 pub fn theme(name: &str) -> Theme {
     Theme::builtin(name).unwrap_or_else(|| panic!("no built-in theme {name}"))
+}
+
+/// M1 (a dependency migration with a sub-agent) under `retention` at a budget of 9,000: tight
+/// enough for changes, holds and deferrals.
+pub fn open_m1(theme_name: &str, w: u16, h: u16) -> App {
+    open(sample("M1.json"), theme_name, w, h, "retention", Some(9000))
 }
 
 /// Opens `path` like `tierscope PATH --policy P [--budget N]` would, at `w`×`h`.
@@ -73,6 +96,18 @@ impl App {
         for c in s.chars() {
             self.key(KeyCode::Char(c));
         }
+    }
+    pub fn down(&mut self, times: usize) {
+        for _ in 0..times {
+            self.key(KeyCode::Down);
+        }
+    }
+    /// Opens the main knobs panel (`K`) with `knob` selected; returns its row.
+    pub fn knobs_at(&mut self, knob: &str) -> usize {
+        self.key(KeyCode::Char('K'));
+        let row = knob_row(&self.state.policy.specs, knob);
+        self.down(row);
+        row
     }
     pub fn resize(&mut self, w: u16, h: u16) {
         let fx = update(&mut self.state, Msg::Resize(w, h));

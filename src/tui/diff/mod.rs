@@ -16,7 +16,7 @@ pub mod work;
 use std::sync::Arc;
 
 use crate::compare::ContextDiff;
-use crate::policy::{KnobValue, Policy};
+use crate::policy::Policy;
 use crate::tui::app::{Effect, Level, State};
 use crate::tui::keymap::{Action, Mode};
 use model::DiffModel;
@@ -237,6 +237,10 @@ pub fn choices(state: &State) -> Vec<Choice> {
 pub fn open(state: &mut State) {
     if state.session.is_none() {
         flash(state, "no session loaded", Level::Info);
+        return;
+    }
+    if state.requests() == 0 {
+        flash(state, "no requests yet: nothing to compare", Level::Info);
         return;
     }
     let list = choices(state);
@@ -610,9 +614,7 @@ fn step(d: &mut DiffState, k: KnobEdit, steps: f64, fx: &mut Vec<Effect>) -> Res
         if b == 0 {
             return Ok(());
         }
-        // 1 % of the budget per step, at least 1,000 tokens (as on the main screen).
-        let s = (b as f64 * 0.01).round().max(1000.0);
-        d.budget = Some((b as f64 + steps * s).max(1000.0) as u64);
+        d.budget = Some(crate::tui::model::stepped_budget(b, steps));
         request_replay(d, fx);
         return Ok(());
     }
@@ -620,39 +622,8 @@ fn step(d: &mut DiffState, k: KnobEdit, steps: f64, fx: &mut Vec<Effect>) -> Res
     let Some(spec) = p.specs.get(k.selected - 1).cloned() else {
         return Ok(());
     };
-    let text = match (&spec.default, p.knobs.get(&spec.name)) {
-        (KnobValue::Num(_), Some(KnobValue::Num(v))) => {
-            let st = spec.step.unwrap_or(if spec.integer { 1.0 } else { 0.01 });
-            let mut nv = v + steps * st;
-            if let Some(lo) = spec.min {
-                nv = nv.max(lo);
-            }
-            if let Some(hi) = spec.max {
-                nv = nv.min(hi);
-            }
-            // Snap to the step grid so repeated steps do not accumulate float noise.
-            if st > 0.0 {
-                let base = spec.min.unwrap_or(0.0);
-                nv = base + ((nv - base) / st).round() * st;
-                nv = (nv * 1e9).round() / 1e9;
-            }
-            crate::tui::model::fmt_knob(nv, spec.integer)
-        }
-        (KnobValue::Bool(_), Some(KnobValue::Bool(b))) => (!b).to_string(),
-        (KnobValue::Choice(_), Some(KnobValue::Choice(c))) => {
-            let n = spec.choices.len();
-            if n == 0 {
-                return Ok(());
-            }
-            let i = spec.choices.iter().position(|x| x == c).unwrap_or(0);
-            let j = if steps >= 0.0 {
-                (i + 1) % n
-            } else {
-                (i + n - 1) % n
-            };
-            spec.choices[j].clone()
-        }
-        _ => return Ok(()),
+    let Some(text) = crate::tui::model::stepped_knob(&spec, p.knobs.get(&spec.name), steps) else {
+        return Ok(());
     };
     let np = p
         .with_overrides(&[(spec.name.clone(), text)])

@@ -13,9 +13,10 @@ use ratatui::Frame;
 use super::model::DiffModel;
 use super::{DiffState, Side};
 use crate::compare::context::{RowKind, SideLine};
+use crate::compare::delta::{signed, signed_f};
 use crate::episode::Tier;
 use crate::policy::KnobValue;
-use crate::tui::app::{Level, State};
+use crate::tui::app::State;
 use crate::tui::keymap;
 use crate::tui::theme::Theme;
 use crate::tui::ui::{centered, key_spans, pane_block, rule_block, thousands};
@@ -304,29 +305,6 @@ fn chart(t: &Theme, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rect) {
     f.render_widget(chart, area);
 }
 
-fn signed(v: i64) -> String {
-    if v == 0 {
-        "·".into()
-    } else {
-        format!("{v:+}")
-    }
-}
-
-fn signed_f(v: f64, prec: usize) -> String {
-    let s = format!("{v:+.prec$}");
-    if v == 0.0 {
-        "·".into()
-    } else if s
-        .trim_start_matches(['+', '-'])
-        .chars()
-        .all(|c| c == '0' || c == '.')
-    {
-        "~0".into()
-    } else {
-        s
-    }
-}
-
 fn deltas(t: &Theme, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rect) {
     let mut lines = Vec::new();
     // Only what differs: a strip of zeros would hide the numbers that matter.
@@ -561,16 +539,7 @@ fn side_line(
 
 fn status(state: &State, d: &DiffState, f: &mut Frame, area: Rect) {
     let t = &state.theme;
-    let mut spans = Vec::new();
-    if let Some((msg, level)) = &state.flash {
-        let st = match level {
-            Level::Info => t.status_key,
-            Level::Warn => t.warn,
-            Level::Error => t.error,
-        };
-        spans.push(Span::styled(format!(" {msg} "), st));
-        spans.push(Span::styled("│", t.status));
-    }
+    let mut spans = crate::tui::ui::status::flash_spans(state);
     let hints: Vec<(String, &str)> = keymap::hints(d.mode()).collect();
     spans.extend(key_spans(&hints, t.status_key, t.status));
     f.render_widget(Paragraph::new(Line::from(spans)).style(t.status), area);
@@ -658,11 +627,7 @@ fn knobs(
             ("budget (both)".to_owned(), thousands(b), false)
         } else {
             let spec = &p.specs[row - 1];
-            let v = p
-                .knobs
-                .get(&spec.name)
-                .cloned()
-                .unwrap_or(spec.default.clone());
+            let v = crate::tui::model::knob_value(p, spec);
             let shown = match &v {
                 KnobValue::Num(n) => crate::tui::model::fmt_knob(*n, spec.integer),
                 other => other.to_string(),

@@ -64,6 +64,9 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
     let (Some(replay), Some(s)) = (&state.replay, &state.session) else {
         return;
     };
+    if state.requests() == 0 {
+        return;
+    }
     f.render_widget(
         StripChart {
             replay,

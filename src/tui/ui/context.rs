@@ -17,6 +17,8 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     let Some(c) = &state.context else {
         let msg = if state.context_pending || state.replay_pending {
             "rendering…"
+        } else if state.session.is_some() && state.requests() == 0 {
+            "no requests: no context was sent to the model yet"
         } else {
             "no context yet"
         };

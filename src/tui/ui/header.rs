@@ -46,10 +46,12 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         .and_then(|s| s.model.requests.get(state.cursor))
         .map(|r| clock(r.time))
         .unwrap_or_default();
-    spans.push(Span::styled(
-        format!("t {} / {} {time}", state.cursor, n.saturating_sub(1)),
-        t.header,
-    ));
+    let at = if n == 0 && state.session.is_some() {
+        "no requests yet".to_owned()
+    } else {
+        format!("t {} / {} {time}", state.cursor, n.saturating_sub(1))
+    };
+    spans.push(Span::styled(at, t.header));
     if state.playing {
         let ms = SPEEDS_MS[state.speed.min(SPEEDS_MS.len() - 1)];
         spans.push(Span::styled(format!(" ▶ {ms} ms/req"), t.header));

@@ -10,6 +10,9 @@ use crate::episode::model::Tier;
 use crate::tui::app::{Pane, State};
 use crate::tui::widgets::heatmap::{tier_glyph, Heatmap};
 
+/// What the heatmap says for a session without requests (the model was never called yet).
+pub const EMPTY_SESSION: &str = "No requests yet: OpenCode records one each time it calls the model, so there is nothing to replay. The episodes below come from the messages so far.";
+
 pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
     let t = &state.theme;
     let vp = state.viewport();
@@ -42,6 +45,15 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
         return;
     };
     let Some(s) = &state.session else { return };
+    if state.requests() == 0 {
+        f.render_widget(
+            Paragraph::new(EMPTY_SESSION)
+                .style(t.dim)
+                .wrap(ratatui::widgets::Wrap { trim: true }),
+            r.heat_body,
+        );
+        return;
+    }
     let labels: Vec<&str> = s.model.episodes.iter().map(|e| e.id.as_str()).collect();
     f.render_widget(
         Heatmap {

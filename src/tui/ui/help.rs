@@ -23,6 +23,9 @@ pub fn lines(state: &State) -> Vec<Line<'static>> {
         Mode::Diff,
         Mode::DiffKnobs,
         Mode::DiffPick,
+        Mode::Sweep,
+        Mode::SweepSetup,
+        Mode::SweepEdit,
     ];
     for (i, m) in modes.iter().enumerate() {
         if i > 0 {

@@ -58,11 +58,7 @@ pub fn render(state: &State, f: &mut Frame, area: Rect, selected: usize) {
             )
         } else {
             let spec = &p.specs[row - 1];
-            let v = p
-                .knobs
-                .get(&spec.name)
-                .cloned()
-                .unwrap_or(spec.default.clone());
+            let v = crate::tui::model::knob_value(p, spec);
             let modified = v != spec.default;
             let name = format!("{}{}", spec.name, if modified { " *" } else { "" });
             match (&v, spec.min, spec.max) {

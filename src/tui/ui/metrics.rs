@@ -16,7 +16,13 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         .as_ref()
         .and_then(|r| r.frames.get(state.cursor))
     else {
-        f.render_widget(Paragraph::new(" no replay yet").style(t.dim), area);
+        let msg = match &state.replay {
+            Some(r) if r.frames.is_empty() => " no requests: no metrics to show",
+            Some(_) => " no frame at the cursor",
+            None if state.replay_pending => " replaying…",
+            None => " no replay yet",
+        };
+        f.render_widget(Paragraph::new(msg).style(t.dim), area);
         return;
     };
     let p = fr.pressure;

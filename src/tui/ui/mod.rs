@@ -42,6 +42,9 @@ pub fn view(state: &State, f: &mut Frame) {
                 Some(d) => crate::tui::diff::view::render(state, d, f, area),
                 None => main_screen::render(state, f, &r),
             }
+            if let Some(s) = &state.sweep {
+                crate::tui::sweep::view::render(state, s, f, area);
+            }
         }
         Screen::Picker => picker::render(state, f, area),
         Screen::Loading(what) => screens::loading(state, f, area, what),

@@ -1,0 +1,464 @@
+//! The explorer's sweep pane (`S`): two numeric knobs of the current policy swept over a grid
+//! (on the worker thread, latest wins, progress shown, Esc cancels) and drawn as a coloured grid
+//! of a chosen metric, with invalid points, the Pareto front and the current knobs marked. The
+//! arrow keys move over the grid with the point's full metrics shown; Enter loads that point's
+//! knobs into the main view (its replay reruns) and returns to it.
+//!
+//! Self-contained like diff mode: its state hangs off [`State::sweep`], its keys are the
+//! `Sweep*` modes of the keymap, its work is [`SweepJob`] (run by [`work::run`]) and its results
+//! come back as [`SweepMsg`]. It sweeps a copy of the policy; only Enter on a point changes the
+//! main view.
+
+pub mod model;
+pub mod view;
+pub mod work;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use crate::policy::Policy;
+use crate::sweep::{format_value, Axis};
+use crate::tui::app::{Effect, Level, State};
+use crate::tui::keymap::{Action, Mode};
+use model::{KnobChoice, Metric, SweepGrid};
+
+/// Rows of the setup form.
+pub const ROW_X: usize = 0;
+pub const ROW_Y: usize = 1;
+pub const ROW_METRIC: usize = 2;
+const FORM_ROWS: usize = 3;
+
+/// Stops a running sweep between grid rows. Compared by identity (two tokens are equal when
+/// they are the same token), so jobs stay comparable in tests.
+#[derive(Debug, Clone, Default)]
+pub struct CancelToken(Arc<AtomicBool>);
+
+impl CancelToken {
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl PartialEq for CancelToken {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// Work for the worker thread.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepJob {
+    pub gen: u64,
+    pub policy: Box<Policy>,
+    pub budget: Option<u64>,
+    /// Columns.
+    pub x: Axis,
+    /// Rows.
+    pub y: Axis,
+    pub cancel: CancelToken,
+}
+
+impl SweepJob {
+    /// Latest wins.
+    pub fn job_key(&self) -> &'static str {
+        "sweep"
+    }
+    /// The answer when the job failed (e.g. panicked) with `e`.
+    pub fn failed(&self, e: String) -> SweepMsg {
+        SweepMsg::Done {
+            gen: self.gen,
+            result: Err(e),
+        }
+    }
+}
+
+/// Results of a [`SweepJob`].
+#[derive(Debug)]
+pub enum SweepMsg {
+    /// `done` of `total` points replayed.
+    Progress { gen: u64, done: usize, total: usize },
+    Done {
+        gen: u64,
+        result: Result<Arc<SweepGrid>, String>,
+    },
+}
+
+/// Where the pane is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Choosing knobs, ranges and the metric.
+    Setup,
+    /// The grid is being replayed: `done` of `total` points.
+    Running { done: usize, total: usize },
+    /// Browsing the finished grid.
+    Grid,
+}
+
+pub struct SweepState {
+    /// The policy swept (the main view's, when the pane opened).
+    pub policy: Policy,
+    pub budget: Option<u64>,
+    /// The policy's numeric knobs.
+    pub knobs: Vec<KnobChoice>,
+    /// Indices into `knobs` of the column (x) and row (y) knobs.
+    pub x: usize,
+    pub y: usize,
+    pub x_axis: Axis,
+    pub y_axis: Axis,
+    pub metric: Metric,
+    pub phase: Phase,
+    /// The focused row of the setup form.
+    pub form_row: usize,
+    /// The range being typed (`FROM:TO:STEP`) for the focused axis row, and why the last
+    /// attempt was refused.
+    pub edit: Option<(String, Option<String>)>,
+    pub gen: u64,
+    pub cancel: Option<CancelToken>,
+    pub grid: Option<Arc<SweepGrid>>,
+    pub error: Option<String>,
+    /// The selected cell (row, column).
+    pub sel: (usize, usize),
+}
+
+impl SweepState {
+    /// Where keys go.
+    pub fn mode(&self) -> Mode {
+        if self.edit.is_some() {
+            Mode::SweepEdit
+        } else if self.phase == Phase::Setup {
+            Mode::SweepSetup
+        } else {
+            Mode::Sweep
+        }
+    }
+
+    /// The knob of the column axis.
+    pub fn x_knob(&self) -> Option<&KnobChoice> {
+        self.knobs.get(self.x)
+    }
+    pub fn y_knob(&self) -> Option<&KnobChoice> {
+        self.knobs.get(self.y)
+    }
+}
+
+fn flash(state: &mut State, text: impl Into<String>, level: Level) {
+    state.flash = Some((text.into(), level));
+}
+
+/// `S` on the main screen: open the setup form for the current policy.
+pub fn open(state: &mut State) {
+    if state.session.is_none() {
+        flash(state, "no session loaded", Level::Info);
+        return;
+    }
+    let knobs = model::numeric_knobs(&state.policy);
+    let Some((x, y)) = model::default_pair(&knobs) else {
+        let name = crate::tui::safe_line(&state.policy.name);
+        flash(
+            state,
+            format!("policy {name} has fewer than two numeric knobs to sweep"),
+            Level::Info,
+        );
+        return;
+    };
+    state.playing = false;
+    state.sweep = Some(Box::new(SweepState {
+        policy: state.policy.clone(),
+        budget: state.budget,
+        x_axis: model::default_axis(&knobs[x]),
+        y_axis: model::default_axis(&knobs[y]),
+        knobs,
+        x,
+        y,
+        metric: Metric::Cost,
+        phase: Phase::Setup,
+        form_row: ROW_X,
+        edit: None,
+        gen: 0,
+        cancel: None,
+        grid: None,
+        error: None,
+        sel: (0, 0),
+    }));
+}
+
+/// Starts (or restarts: latest wins) the sweep of the form's grid.
+fn run(s: &mut SweepState, fx: &mut Vec<Effect>) {
+    if let Some(c) = s.cancel.take() {
+        c.cancel();
+    }
+    s.gen += 1;
+    let cancel = CancelToken::default();
+    s.cancel = Some(cancel.clone());
+    s.error = None;
+    s.phase = Phase::Running {
+        done: 0,
+        total: s.x_axis.len() * s.y_axis.len(),
+    };
+    fx.push(Effect::Sweep(SweepJob {
+        gen: s.gen,
+        policy: Box::new(s.policy.clone()),
+        budget: s.budget,
+        x: s.x_axis.clone(),
+        y: s.y_axis.clone(),
+        cancel,
+    }));
+}
+
+/// Stops the running sweep: back to the last grid, else to the form.
+fn cancel(s: &mut SweepState) {
+    if let Some(c) = s.cancel.take() {
+        c.cancel();
+    }
+    s.gen += 1; // whatever the worker still sends is stale
+    s.phase = if s.grid.is_some() {
+        Phase::Grid
+    } else {
+        Phase::Setup
+    };
+}
+
+/// Closes the pane (cancelling any sweep).
+fn close(state: &mut State) {
+    if let Some(s) = state.sweep.as_deref_mut() {
+        if let Some(c) = s.cancel.take() {
+            c.cancel();
+        }
+    }
+    state.sweep = None;
+}
+
+/// Results from the worker.
+pub fn on_msg(state: &mut State, msg: SweepMsg) {
+    let Some(s) = state.sweep.as_deref_mut() else {
+        return; // the pane was closed meanwhile
+    };
+    match msg {
+        SweepMsg::Progress { gen, done, total } => {
+            if gen == s.gen && matches!(s.phase, Phase::Running { .. }) {
+                s.phase = Phase::Running { done, total };
+            }
+        }
+        SweepMsg::Done { gen, result } => {
+            if gen != s.gen {
+                return; // cancelled, or a newer grid is on its way
+            }
+            s.cancel = None;
+            match result {
+                Ok(g) => {
+                    // Start on the current knobs' cell: the point to beat.
+                    s.sel = g.current.unwrap_or((0, 0));
+                    s.grid = Some(g);
+                    s.phase = Phase::Grid;
+                }
+                Err(e) => {
+                    let e = crate::tui::safe_line(&e);
+                    s.error = Some(e.clone());
+                    s.phase = if s.grid.is_some() {
+                        Phase::Grid
+                    } else {
+                        Phase::Setup
+                    };
+                    flash(state, format!("sweep failed: {e}"), Level::Error);
+                }
+            }
+        }
+    }
+}
+
+/// Keys in the sweep modes (`k` for typing into the range field).
+pub fn on_key(state: &mut State, k: &KeyEvent, action: Option<Action>, fx: &mut Vec<Effect>) {
+    let Some(mode) = state.sweep.as_ref().map(|s| s.mode()) else {
+        return;
+    };
+    if action == Some(Action::ForceQuit) {
+        close(state);
+        state.quit = true;
+        return;
+    }
+    match mode {
+        Mode::SweepEdit => on_edit(state, k, action),
+        Mode::SweepSetup => on_setup(state, action, fx),
+        _ => on_grid(state, action, fx),
+    }
+}
+
+fn on_edit(state: &mut State, k: &KeyEvent, action: Option<Action>) {
+    let Some(s) = state.sweep.as_deref_mut() else {
+        return;
+    };
+    let Some((mut text, _)) = s.edit.take() else {
+        return;
+    };
+    match action {
+        Some(Action::CloseOverlay) => return,
+        Some(Action::Accept) => {
+            let knob = if s.form_row == ROW_X {
+                s.x_knob()
+            } else {
+                s.y_knob()
+            };
+            let Some(knob) = knob.cloned() else { return };
+            match model::parse_axis(&knob, &text) {
+                Ok(a) if s.form_row == ROW_X => s.x_axis = a,
+                Ok(a) => s.y_axis = a,
+                Err(e) => s.edit = Some((text, Some(crate::tui::safe_line(&e)))),
+            }
+            return;
+        }
+        _ => {}
+    }
+    match k.code {
+        KeyCode::Backspace => {
+            text.pop();
+        }
+        KeyCode::Char(c) if !k.modifiers.contains(KeyModifiers::CONTROL) => text.push(c),
+        _ => {}
+    }
+    s.edit = Some((text, None));
+}
+
+fn on_setup(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
+    let Some(s) = state.sweep.as_deref_mut() else {
+        return;
+    };
+    let Some(a) = action else { return };
+    match a {
+        Action::ListUp => s.form_row = s.form_row.saturating_sub(1),
+        Action::ListDown => s.form_row = (s.form_row + 1).min(FORM_ROWS - 1),
+        Action::KnobInc | Action::KnobDec => {
+            let by: isize = if a == Action::KnobInc { 1 } else { -1 };
+            match s.form_row {
+                ROW_METRIC => s.metric = s.metric.cycle(by),
+                row => change_knob(s, row, by),
+            }
+        }
+        Action::SweepEditRange => {
+            let axis = match s.form_row {
+                ROW_X => &s.x_axis,
+                ROW_Y => &s.y_axis,
+                _ => return,
+            };
+            s.edit = Some((model::axis_text(axis), None));
+        }
+        Action::Accept => run(s, fx),
+        Action::CloseOverlay => {
+            // Back to the grid when there is one; else the pane closes.
+            if s.grid.is_some() {
+                s.phase = Phase::Grid;
+            } else {
+                close(state);
+            }
+        }
+        Action::Help => state.overlay = crate::tui::app::Overlay::Help { scroll: 0 },
+        _ => {}
+    }
+}
+
+/// Moves axis `row`'s knob to the next numeric knob not used by the other axis; its range
+/// starts over at the default.
+fn change_knob(s: &mut SweepState, row: usize, by: isize) {
+    let n = s.knobs.len() as isize;
+    let (cur, other) = if row == ROW_X { (s.x, s.y) } else { (s.y, s.x) };
+    let mut i = cur as isize;
+    for _ in 0..n {
+        i = (i + by).rem_euclid(n);
+        if i as usize != other {
+            break;
+        }
+    }
+    let i = i as usize;
+    if i == cur || i == other {
+        return;
+    }
+    let axis = model::default_axis(&s.knobs[i]);
+    if row == ROW_X {
+        s.x = i;
+        s.x_axis = axis;
+    } else {
+        s.y = i;
+        s.y_axis = axis;
+    }
+}
+
+fn on_grid(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
+    let Some(s) = state.sweep.as_deref_mut() else {
+        return;
+    };
+    let Some(a) = action else { return };
+    if let Phase::Running { .. } = s.phase {
+        match a {
+            Action::CloseOverlay => cancel(s),
+            Action::Help => state.overlay = crate::tui::app::Overlay::Help { scroll: 0 },
+            _ => {}
+        }
+        return;
+    }
+    let (rows, cols) = s.grid.as_ref().map_or((0, 0), |g| (g.rows(), g.cols()));
+    let (r, c) = s.sel;
+    match a {
+        Action::SelectUp => s.sel.0 = r.saturating_sub(1),
+        Action::SelectDown => s.sel.0 = (r + 1).min(rows.saturating_sub(1)),
+        Action::StepPrev => s.sel.1 = c.saturating_sub(1),
+        Action::StepNext => s.sel.1 = (c + 1).min(cols.saturating_sub(1)),
+        Action::First => s.sel = (0, 0),
+        Action::Last => s.sel = (rows.saturating_sub(1), cols.saturating_sub(1)),
+        Action::SweepNextMetric => s.metric = s.metric.cycle(1),
+        Action::SweepPrevMetric => s.metric = s.metric.cycle(-1),
+        Action::SweepSetup => s.phase = Phase::Setup,
+        Action::Accept => load_point(state, fx),
+        Action::CloseOverlay | Action::Quit => close(state),
+        Action::Help => state.overlay = crate::tui::app::Overlay::Help { scroll: 0 },
+        _ => {}
+    }
+}
+
+/// Enter on a cell: the main view's policy takes the point's knobs, its replay reruns, and the
+/// pane closes. An invalid point says why and stays.
+fn load_point(state: &mut State, fx: &mut Vec<Effect>) {
+    let Some(s) = state.sweep.as_deref() else {
+        return;
+    };
+    let Some(g) = s.grid.clone() else { return };
+    let (r, c) = s.sel;
+    let Some(i) = g.index(r, c) else { return };
+    let Some(p) = g.result.points.get(i) else {
+        return;
+    };
+    if !p.is_valid() {
+        let why = g.reasons.get(i).cloned().flatten().unwrap_or_default();
+        flash(state, format!("this point is invalid: {why}"), Level::Warn);
+        return;
+    }
+    let overrides: Vec<(String, String)> = p
+        .knobs
+        .iter()
+        .map(|(k, v)| (k.clone(), format_value(*v)))
+        .collect();
+    let shown = p
+        .knobs
+        .iter()
+        .map(|(k, v)| format!("{}={}", crate::tui::safe_line(k), format_value(*v)))
+        .collect::<Vec<_>>()
+        .join(" ");
+    match state.policy.clone().with_overrides(&overrides) {
+        Ok(np) => {
+            close(state);
+            if np.knobs != state.policy.knobs {
+                state.diff_memo.knob_changing(&state.policy);
+                state.policy = np;
+                crate::tui::app::request_replay(state, fx);
+            }
+            flash(state, format!("loaded {shown} from the sweep"), Level::Info);
+        }
+        Err(e) => {
+            let e = crate::tui::safe_line(&e.to_string());
+            flash(state, format!("cannot load {shown}: {e}"), Level::Error);
+        }
+    }
+}

@@ -1,0 +1,76 @@
+//! The worker side of the sweep pane: the grid is replayed one row at a time (each row's points
+//! in parallel, by [`crate::sweep::run_with`]), so progress is reported and a cancel takes
+//! effect between rows; the rows are then joined and the Pareto front marked over the whole
+//! grid, exactly as one `sweep::run` over both axes would.
+
+use std::sync::Arc;
+
+use super::model::SweepGrid;
+use super::{SweepJob, SweepMsg};
+use crate::loaded::LoadedSession;
+use crate::sweep::{self, Axis, SweepResult};
+use crate::tui::app::Msg;
+
+/// Runs one sweep job against the current session; `progress` receives a message per row.
+pub fn run(session: Option<&Arc<LoadedSession>>, job: SweepJob, progress: &dyn Fn(Msg)) -> Msg {
+    let Some(s) = session else {
+        return Msg::Sweep(job.failed("no session loaded".to_owned()));
+    };
+    let gen = job.gen;
+    let result = sweep_rows(s, &job, &|done, total| {
+        progress(Msg::Sweep(SweepMsg::Progress { gen, done, total }))
+    });
+    let x_cur = current(&job.policy, &job.x.key);
+    let y_cur = current(&job.policy, &job.y.key);
+    Msg::Sweep(SweepMsg::Done {
+        gen,
+        result: result.map(|r| Arc::new(SweepGrid::build(r, x_cur, y_cur))),
+    })
+}
+
+fn current(p: &crate::policy::Policy, key: &str) -> f64 {
+    match p.knobs.get(key) {
+        Some(crate::policy::KnobValue::Num(v)) => *v,
+        _ => f64::NAN,
+    }
+}
+
+/// The grid of `job` (axes `[y, x]`), row by row; `Err` when cancelled or invalid.
+pub fn sweep_rows(
+    s: &LoadedSession,
+    job: &SweepJob,
+    progress: &dyn Fn(usize, usize),
+) -> Result<SweepResult, String> {
+    let axes = [job.y.clone(), job.x.clone()];
+    sweep::validate(&job.policy, &axes).map_err(|e| e.to_string())?;
+    let total = job.y.len() * job.x.len();
+    let mut out: Option<SweepResult> = None;
+    for (i, y) in job.y.values().into_iter().enumerate() {
+        if job.cancel.is_cancelled() {
+            return Err("cancelled".to_owned());
+        }
+        let row_axis = Axis {
+            key: job.y.key.clone(),
+            from: y,
+            to: y,
+            step: job.y.step,
+        };
+        let row = sweep::run_with(
+            s,
+            &job.policy,
+            &[row_axis, job.x.clone()],
+            job.budget,
+            &|| {},
+        )
+        .map_err(|e| e.to_string())?;
+        match out.as_mut() {
+            None => out = Some(row),
+            Some(o) => o.points.extend(row.points),
+        }
+        progress((i + 1) * job.x.len(), total);
+    }
+    let mut r = out.ok_or_else(|| "the grid is empty".to_owned())?;
+    r.axes = axes.to_vec();
+    sweep::mark_pareto(&mut r.points);
+    Ok(r)
+}
