@@ -16,9 +16,9 @@ const SHARED: &str = concat!(
 );
 const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces");
 
-/// Every export file: the shared ones and the sample traces (sidecars and the manifest are not
-/// exports).
-fn exports() -> Vec<PathBuf> {
+/// Every recording: the export files, shared and sample (sidecars and the manifest are not
+/// exports), then the databases.
+fn recordings() -> Vec<PathBuf> {
     let mut v = Vec::new();
     for dir in [Path::new(SHARED).join("exports"), PathBuf::from(SAMPLES)] {
         let Ok(rd) = std::fs::read_dir(&dir) else {
@@ -34,12 +34,21 @@ fn exports() -> Vec<PathBuf> {
         }));
     }
     v.sort();
+    // The databases hold the same sessions as recorded by OpenCode itself (patch parts included).
+    v.extend(
+        [
+            Path::new(SHARED).join("data/opencode.db"),
+            Path::new(SAMPLES).join("opencode.db"),
+        ]
+        .into_iter()
+        .filter(|p| p.exists()),
+    );
     v
 }
 
 #[test]
 fn tiers_are_monotonic_and_add_nothing_on_every_recording() {
-    let files = exports();
+    let files = recordings();
     assert!(files.len() >= 2, "recordings found: {files:?}");
     let mut problems = Vec::new();
     let mut audited = 0;

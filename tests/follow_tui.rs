@@ -12,7 +12,7 @@ use follow_common::*;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use tierscope::cli::LoadArgs;
 use tierscope::follow::FollowStatus;
-use tierscope::tui::app::{update, Effect, Msg, StartOptions, State};
+use tierscope::tui::app::{update, Effect, Msg, Screen, StartOptions, State};
 use tierscope::tui::jobs::{run_sync, Worker};
 use tierscope::tui::theme::Theme;
 
@@ -132,4 +132,56 @@ fn the_explorer_follows_a_growing_session() {
     assert!(app.until(Duration::from_secs(10), |s| {
         s.follow.status == Some(FollowStatus::Following)
     }));
+}
+
+#[test]
+fn following_a_database_without_sessions_waits_and_shows_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = copy_recording(dir.path());
+    let w = writer(&db);
+    let session = session_row(&w, E1);
+    let messages = session_rows(&w, E1);
+    // OpenCode has created its database, but no session yet.
+    w.execute_batch(
+        "PRAGMA foreign_keys = OFF; DELETE FROM part; DELETE FROM message; DELETE FROM session; \
+         PRAGMA foreign_keys = ON;",
+    )
+    .unwrap();
+
+    let policy = tierscope::policy::load("retention", &[]).unwrap();
+    let theme = Theme::builtin("dark").unwrap();
+    let start = StartOptions {
+        picker: true,
+        ..StartOptions::default()
+    };
+    let mut state = State::new(theme, policy, None, start);
+    state.width = 120;
+    state.height = 40;
+    state.follow.enabled = true;
+    let mut worker = Worker::new(LoadArgs {
+        path: Some(db.clone()),
+        ..LoadArgs::default()
+    });
+    let (tx, rx) = mpsc::channel();
+    worker.enable_follow(Arc::new(move |m| {
+        let _ = tx.send(Msg::Follow(m));
+    }));
+    let mut app = App { state, worker, rx };
+    run_sync(&mut app.state, &mut app.worker, vec![Effect::ListSessions]);
+    match &app.state.screen {
+        Screen::Loading(what) => assert!(what.starts_with("waiting for a session"), "{what}"),
+        other => panic!("expected to wait for a session, got {other:?}"),
+    }
+    assert!(app.state.follow.waiting);
+
+    // The session starts: its row, then its messages as OpenCode writes them.
+    insert(&w, "session", &session);
+    append_like_opencode(&w, &messages, Duration::from_millis(2));
+    let n = fresh_load(&db, E1).requests.len();
+    assert!(app.until(Duration::from_secs(20), |s| s.requests() == n
+        && replay_matches(s)));
+    assert_eq!(app.state.screen, Screen::Main);
+    assert!(!app.state.follow.waiting);
+    assert_eq!(app.state.follow.session.as_deref(), Some(E1));
+    assert!(app.state.flash.is_none(), "{:?}", app.state.flash);
 }

@@ -435,3 +435,36 @@ fn start_options_place_cursor_and_selection() {
     assert!(state.playing);
     assert_eq!(state.context.as_ref().map(|c| c.request), Some(7));
 }
+
+#[test]
+fn a_session_without_requests_shows_an_empty_state_not_an_error() {
+    // M1 cut to its first message: a human turn the model has not answered yet.
+    let text = std::fs::read_to_string(sample("M1.json")).unwrap_or_else(|e| panic!("{e}"));
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+    let messages = doc["messages"].as_array_mut().expect("messages");
+    messages.truncate(1);
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("zero.json");
+    std::fs::write(&path, doc.to_string()).unwrap_or_else(|e| panic!("{e}"));
+
+    let mut app = open(path, "dark", 80, 24, "retention", None);
+    assert_eq!(app.state.requests(), 0);
+    assert!(app.state.flash.is_none(), "{:?}", app.state.flash);
+    assert!(app.state.context.is_none() && !app.state.context_pending);
+    // Stepping and diff mode have nothing to act on; neither asks for a context.
+    for c in ['l', 'G', 'd'] {
+        let fx = app.key(KeyCode::Char(c));
+        assert!(
+            !fx.iter().any(|e| matches!(e, Effect::Context { .. })),
+            "{c}: {fx:?}"
+        );
+    }
+    assert!(app.state.diff.is_none());
+    let screen = text(&app.draw());
+    assert!(screen.contains("no requests yet"), "{screen}");
+    assert!(
+        screen.contains("No requests yet: OpenCode records one"),
+        "{screen}"
+    );
+    assert!(!screen.contains("out of range"), "{screen}");
+}

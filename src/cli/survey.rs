@@ -132,7 +132,7 @@ pub fn run(a: &SurveyArgs) -> anyhow::Result<()> {
 }
 
 fn session_rows(s: &Survey, pretty: bool) -> (Vec<&'static str>, Vec<Vec<String>>) {
-    let h = vec![
+    let mut h = vec![
         "session",
         "policy",
         "requests",
@@ -140,17 +140,9 @@ fn session_rows(s: &Survey, pretty: bool) -> (Vec<&'static str>, Vec<Vec<String>
         "old_share",
         "mean_full",
         "mean_tokens",
-        "full",
-        "dense",
-        "compact",
-        "anchor",
-        "dropped",
-        "switch/100",
-        "saves_vs_full",
-        "saves_vs_opencode",
-        "cost_saves_vs_full",
-        "cost_saves_vs_opencode",
     ];
+    h.extend(MIX_COLUMNS);
+    h.extend(["cost_saves_vs_full", "cost_saves_vs_opencode"]);
     let share = |v: f64| {
         if pretty {
             pct(Some(v))
@@ -186,6 +178,18 @@ fn session_rows(s: &Survey, pretty: bool) -> (Vec<&'static str>, Vec<Vec<String>
     }
     (h, rows)
 }
+
+/// The columns of [`mix_cells`] but its last two (the cost savings, named per table).
+const MIX_COLUMNS: [&str; 8] = [
+    "full",
+    "dense",
+    "compact",
+    "anchor",
+    "dropped",
+    "switch/100",
+    "saves_vs_full",
+    "saves_vs_opencode",
+];
 
 /// The cells both tables share: the tier mix, switches per 100 requests, then the savings
 /// (`saves`: tokens vs full, tokens vs OpenCode, cost vs full, cost vs OpenCode); `share`
@@ -242,20 +246,9 @@ fn print_table(s: &Survey) {
     println!("aged history by class: {}", mix(&s.aged_by_class));
     println!("aged history by kind:  {}", mix(&s.aged_by_kind));
     println!();
-    let h = [
-        "policy",
-        "sessions",
-        "full",
-        "dense",
-        "compact",
-        "anchor",
-        "dropped",
-        "switch/100",
-        "saves_vs_full",
-        "saves_vs_opencode",
-        "cost_vs_full",
-        "cost_vs_opencode",
-    ];
+    let mut h = vec!["policy", "sessions"];
+    h.extend(MIX_COLUMNS);
+    h.extend(["cost_vs_full", "cost_vs_opencode"]);
     let rows: Vec<Vec<String>> = s
         .policies
         .iter()

@@ -16,7 +16,7 @@ static IDENT: Lazy<Regex> = Lazy::new(|| {
         r"|/?(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]\w*(?::\d+)*",
         r"|\bE\d{4}\b",
     ))
-    .unwrap_or_else(|_| Regex::new("$^").unwrap_or_else(|_| unreachable!("empty regex")))
+    .expect("static identifier pattern")
 });
 
 /// A hex run is a hash only if it mixes digits and letters (not a word like "deadbeef" alone,

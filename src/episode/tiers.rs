@@ -784,3 +784,58 @@ pub fn legal_chain(mut reps: Vec<Representation>) -> (BTreeMap<Tier, Representat
 pub fn hash(text: &str) -> u64 {
     xxhash_rust::xxh3::xxh3_64(text.as_bytes())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn draft(tier: Tier, texts: &[(&str, &str)]) -> Draft {
+        Draft {
+            tier,
+            strategy: Strategy::Source,
+            generator: SOURCE_GENERATOR.to_owned(),
+            contract: contract(tier).to_owned(),
+            source_message_ids: texts.iter().map(|(id, _)| (*id).to_owned()).collect(),
+            chunks: texts
+                .iter()
+                .enumerate()
+                .map(|(k, (id, t))| DraftChunk {
+                    message_id: (*id).to_owned(),
+                    message_index: k,
+                    text: (*t).to_owned(),
+                    artefact: false,
+                    pruned: None,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn lower_needles_reach_every_higher_tier_on_their_message() {
+        let full = draft(
+            Tier::Full,
+            &[
+                ("m1", "user: go"),
+                ("m2", "ls: vendor/a-0.2.3/Cargo.toml\nerror: boom"),
+            ],
+        );
+        let full_text = join(&full.chunks);
+        let mut d = vec![
+            full,
+            draft(Tier::Dense, &[("m1", "user: go"), ("m2", "ls: …")]),
+            draft(Tier::Compact, &[("m1", "files: vendor/a-0.2.3/Cargo.toml")]),
+            draft(Tier::Anchor, &[("m1", "[E0] go — error: boom")]),
+        ];
+        keep_lower_needles(&mut d, &full_text, &["error: boom"]);
+        assert_eq!(d[1].chunks[0].text, "user: go");
+        assert_eq!(
+            d[1].chunks[1].text,
+            "ls: …\n[kept] vendor/a-0.2.3/Cargo.toml, error: boom"
+        );
+        assert_eq!(
+            d[2].chunks[0].text,
+            "files: vendor/a-0.2.3/Cargo.toml\n[kept] error: boom"
+        );
+        assert_eq!(d[3].chunks[0].text, "[E0] go — error: boom");
+    }
+}

@@ -18,17 +18,6 @@ use crate::episode::sidecar::Probe;
 use crate::episode::{Episode, Tier};
 use crate::loaded::LoadedSession;
 
-/// Identifiers: advisories and tickets, versions, hashes, paths (with line numbers), error codes.
-static IDENT: Lazy<Regex> = Lazy::new(|| {
-    Regex::new(concat!(
-        r"\b[A-Z][A-Z0-9]+-\d{2,}(?:-\d+)?\b",
-        r"|\bv?\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?\b",
-        r"|\b[0-9a-f]{7,40}\b",
-        r"|/?(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]\w*(?::\d+)*",
-        r"|\bE\d{4}\b",
-    ))
-    .expect("static identifier pattern")
-});
 /// A generator's own clipping marker (`…[152 chars clipped]…`): its number is not a claim.
 static CLIP_MARKER: Lazy<Regex> =
     Lazy::new(|| Regex::new(r"\[\d+ [a-z ]*clipped\]").expect("static marker pattern"));
@@ -44,23 +33,8 @@ static KEY_VALUE: Lazy<Regex> = Lazy::new(|| {
     .expect("static key-value pattern")
 });
 
-/// A hex run is a hash only if it mixes digits and letters (not a word like "deadbeef" alone,
-/// not a plain number).
-fn is_identifier(s: &str) -> bool {
-    if s.len() >= 7 && s.chars().all(|c| c.is_ascii_hexdigit()) {
-        return s.chars().any(|c| c.is_ascii_digit()) && s.chars().any(|c| c.is_ascii_alphabetic());
-    }
-    true
-}
-
-/// The identifiers in `text`, sorted and unique.
-pub fn identifiers(text: &str) -> BTreeSet<String> {
-    IDENT
-        .find_iter(text)
-        .map(|m| m.as_str().to_owned())
-        .filter(|s| is_identifier(s))
-        .collect()
-}
+/// The identifiers in `text` (one definition, shared with the tier generators).
+pub use crate::episode::needles::identifiers;
 
 fn key_values(text: &str) -> BTreeMap<String, BTreeSet<String>> {
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();

@@ -476,7 +476,7 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
             } else if !state.picker.sessions.is_empty() {
                 state.screen = Screen::Picker;
                 state.flash(e, Level::Error);
-            } else {
+            } else if !crate::tui::follow::wait_for_session(state, &e, &mut fx) {
                 state.screen = Screen::Failed(e);
             }
         }
@@ -528,7 +528,8 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
     fx
 }
 
-fn on_loaded(state: &mut State, view: Arc<SessionView>, fx: &mut Vec<Effect>) {
+/// Shows a loaded session: cursor and selection placed, its replay requested.
+pub fn on_loaded(state: &mut State, view: Arc<SessionView>, fx: &mut Vec<Effect>) {
     let n = view.model.requests.len();
     let fresh = state.session.is_none();
     state.session = Some(view);

@@ -38,6 +38,9 @@ pub struct FollowState {
     pub new_requests: usize,
     /// The session being followed.
     pub session: Option<String>,
+    /// No session to show yet: following the source until it gets one (`--follow` on a
+    /// database that has none), which is then shown.
+    pub waiting: bool,
 }
 
 /// What the follower tells the UI.
@@ -54,8 +57,10 @@ pub enum FollowMsg {
 /// The follow the UI wants: a desired state, so that a newer command replaces a queued one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FollowCmd {
-    /// Session to follow; `None` stops following.
+    /// Session to follow; `None` stops following, unless `first`.
     pub session: Option<String>,
+    /// With no `session`: follow the session the source gets first (pinned once it loads).
+    pub first: bool,
     /// Loading paused (changes are noticed, loaded on resume).
     pub paused: bool,
 }
@@ -75,6 +80,7 @@ pub fn on_session_shown(state: &mut State, fx: &mut Vec<Effect>) {
         fx.push(Effect::Follow(FollowCmd {
             session: id,
             paused: false,
+            first: false,
         }));
     }
 }
@@ -93,6 +99,7 @@ pub fn toggle(state: &mut State, fx: &mut Vec<Effect>) {
             fx.push(Effect::Follow(FollowCmd {
                 session: Some(id.clone()),
                 paused: false,
+                first: false,
             }));
             flash(state, "following resumed", Level::Info);
         }
@@ -100,10 +107,32 @@ pub fn toggle(state: &mut State, fx: &mut Vec<Effect>) {
             fx.push(Effect::Follow(FollowCmd {
                 session: Some(id.clone()),
                 paused: true,
+                first: false,
             }));
             flash(state, "following paused", Level::Info);
         }
     }
+}
+
+/// Called by `update` when loading failed with no session to show: with following on, wait for
+/// the source to get a session (as `replay --follow` does) instead of failing. Returns false
+/// when following is off (the caller shows the error).
+pub fn wait_for_session(state: &mut State, error: &str, fx: &mut Vec<Effect>) -> bool {
+    if !state.follow.enabled || state.follow.session.is_some() {
+        return false;
+    }
+    state.follow.waiting = true;
+    state.follow.status = None;
+    state.screen = Screen::Loading(format!(
+        "waiting for a session… ({}; following, q quits)",
+        crate::tui::safe_line(error)
+    ));
+    fx.push(Effect::Follow(FollowCmd {
+        session: None,
+        paused: false,
+        first: true,
+    }));
+    true
 }
 
 /// Handles a message of the follower.
@@ -111,9 +140,15 @@ pub fn on_msg(state: &mut State, m: FollowMsg, fx: &mut Vec<Effect>) {
     match m {
         FollowMsg::Status(s) => {
             if let FollowStatus::SourceGone(reason) = &s {
+                if state.follow.waiting {
+                    state.screen = Screen::Failed(format!("source gone: {reason}"));
+                }
                 flash(state, format!("source gone: {reason}"), Level::Warn);
             }
             state.follow.status = Some(s);
+        }
+        FollowMsg::Error(e) if state.follow.waiting => {
+            state.screen = Screen::Failed(format!("follow: {e}"));
         }
         FollowMsg::Error(e) => flash(state, format!("follow: {e}"), Level::Error),
         FollowMsg::Reloaded { view, stats } => on_reloaded(state, view, &stats, fx),
@@ -126,6 +161,14 @@ fn on_reloaded(
     stats: &ReloadStats,
     fx: &mut Vec<Effect>,
 ) {
+    if state.follow.waiting {
+        // The first session the source got: shown like a loaded one, then followed as usual.
+        state.follow.waiting = false;
+        state.follow.session = Some(view.model.id.clone());
+        state.follow.last_change = Some(stats.at);
+        crate::tui::app::on_loaded(state, view, fx);
+        return;
+    }
     // A state of another session (the user moved on meanwhile) is not shown.
     if state.follow.session.as_deref() != Some(view.model.id.as_str()) {
         return;
@@ -212,7 +255,8 @@ pub struct FollowDriver {
     args: LoadArgs,
     send: Arc<dyn Fn(FollowMsg) + Send + Sync>,
     slot: AdoptSlot,
-    running: Option<(String, Follower)>,
+    /// The followed session (`None`: the first the source gets) and its follower.
+    running: Option<(Option<String>, Follower)>,
 }
 
 impl FollowDriver {
@@ -233,13 +277,14 @@ impl FollowDriver {
 
     /// Bring the follower to the state `cmd` asks for.
     pub fn apply(&mut self, cmd: FollowCmd) {
-        let Some(id) = cmd.session else {
+        if cmd.session.is_none() && !cmd.first {
             self.running = None; // dropping the follower stops it
             return;
-        };
+        }
+        let id = cmd.session;
         if self.running.as_ref().map(|(s, _)| s) != Some(&id) {
             self.running = None;
-            match self.spawn(&id) {
+            match self.spawn(id.clone()) {
                 Ok(f) => self.running = Some((id, f)),
                 Err(e) => {
                     (self.send)(FollowMsg::Error(format!("{e:#}")));
@@ -256,10 +301,10 @@ impl FollowDriver {
         }
     }
 
-    fn spawn(&self, session: &str) -> anyhow::Result<Follower> {
+    fn spawn(&self, session: Option<String>) -> anyhow::Result<Follower> {
         let path = follow_path(&self.args)?;
         let mut builder = SessionBuilder::new(&self.args)?;
-        let cfg = FollowConfig::new(path, Some(session.to_owned()));
+        let cfg = FollowConfig::new(path, session);
         let slot = self.slot.clone();
         let send = self.send.clone();
         let f = Follower::spawn(

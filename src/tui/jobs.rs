@@ -106,10 +106,11 @@ impl Worker {
             return;
         };
         self.remember(&l);
+        // No current session: following waited for the first one, which is shown now.
         if self
             .current
             .as_ref()
-            .is_some_and(|c| c.trace.session.id == l.trace.session.id)
+            .is_none_or(|c| c.trace.session.id == l.trace.session.id)
         {
             self.current = Some(l);
             self.replay = None;

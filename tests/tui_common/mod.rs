@@ -23,7 +23,8 @@ pub fn sample(name: &str) -> PathBuf {
 /// Checks (or, with `INSTA_UPDATE`, writes) snapshot `name` in `tests/snapshots/tui`.
 pub fn snap(name: &str, body: String) {
     let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path("snapshots/tui");
+    // Relative to this file: the snapshots live beside the test files, not in tui_common/.
+    settings.set_snapshot_path("../snapshots/tui");
     settings.set_prepend_module_to_snapshot(false);
     settings.bind(|| insta::assert_snapshot!(name, body));
 }

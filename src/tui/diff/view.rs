@@ -17,9 +17,8 @@ use crate::compare::delta::{signed, signed_f};
 use crate::episode::Tier;
 use crate::policy::KnobValue;
 use crate::tui::app::State;
-use crate::tui::keymap;
 use crate::tui::theme::Theme;
-use crate::tui::ui::{centered, key_spans, pane_block, rule_block, thousands};
+use crate::tui::ui::{centered, pane_block, rule_block, thousands};
 use crate::tui::widgets::Viewport;
 
 /// The screen's rectangles at a size.
@@ -538,11 +537,8 @@ fn side_line(
 }
 
 fn status(state: &State, d: &DiffState, f: &mut Frame, area: Rect) {
-    let t = &state.theme;
-    let mut spans = crate::tui::ui::status::flash_spans(state);
-    let hints: Vec<(String, &str)> = keymap::hints(d.mode()).collect();
-    spans.extend(key_spans(&hints, t.status_key, t.status));
-    f.render_widget(Paragraph::new(Line::from(spans)).style(t.status), area);
+    let lead = crate::tui::ui::status::flash_spans(state);
+    crate::tui::ui::status::draw_bar(state, lead, d.mode(), Vec::new(), f, area);
 }
 
 fn picker(t: &Theme, list: &[super::Choice], sel: usize, f: &mut Frame, area: Rect) {

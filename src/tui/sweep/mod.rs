@@ -103,6 +103,8 @@ pub struct SweepState {
     /// The policy swept (the main view's, when the pane opened).
     pub policy: Policy,
     pub budget: Option<u64>,
+    /// The budget the main view's replay used (shown until the sweep reports its own).
+    pub main_budget: u64,
     /// The policy's numeric knobs.
     pub knobs: Vec<KnobChoice>,
     /// Indices into `knobs` of the column (x) and row (y) knobs.
@@ -170,6 +172,7 @@ pub fn open(state: &mut State) {
     state.sweep = Some(Box::new(SweepState {
         policy: state.policy.clone(),
         budget: state.budget,
+        main_budget: crate::tui::app::effective_budget(state),
         x_axis: model::default_axis(&knobs[x]),
         y_axis: model::default_axis(&knobs[y]),
         knobs,

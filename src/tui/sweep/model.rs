@@ -70,7 +70,8 @@ impl Metric {
     pub fn format(&self, v: f64) -> String {
         match self {
             Metric::Cost => format!("${v:.3}"),
-            Metric::Survival => format!("{v:.2}"),
+            // Survival moves in small steps between neighbours: three decimals.
+            Metric::Survival => format!("{v:.3}"),
             Metric::MeanTokens | Metric::Divergence => compact(v),
             _ => format!("{}", v.round() as i64),
         }

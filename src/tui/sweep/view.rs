@@ -100,8 +100,12 @@ fn header_line(state: &State, s: &SweepState, f: &mut Frame, area: Rect) {
     let policy = crate::tui::safe_line(&s.policy.name);
     let budget = match (s.budget, &s.grid) {
         (Some(b), _) => format!("budget {} (set)", thousands(b)),
-        (None, Some(g)) => format!("budget {} (default)", thousands(g.result.budget)),
-        (None, None) => "default budget".to_owned(),
+        (None, Some(g)) => format!(
+            "budget {} ({})",
+            thousands(g.result.budget),
+            crate::tui::safe_line(&g.result.budget_source)
+        ),
+        (None, None) => format!("budget {} (default)", thousands(s.main_budget)),
     };
     let mut text = format!(" sweep  {policy} │ {budget}");
     if let Some(g) = &s.grid {
@@ -331,7 +335,9 @@ fn grid(t: &Theme, s: &SweepState, g: &SweepGrid, ch: usize, f: &mut Frame, area
             t.key
         };
         let text: String = format_value(*v).chars().take(iw).collect();
-        put(buf, label_w + c * cw, y0 + 1, &text, st);
+        // Centred over its column.
+        let pad = (iw - text.chars().count()) / 2;
+        put(buf, label_w + c * cw + pad, y0 + 1, &text, st);
     }
     for (i, r) in (first..rows).take(shown_rows).enumerate() {
         let y = y0 + 2 + (i * ch) as u16;
@@ -456,14 +462,14 @@ fn metric_fields(m: &Metrics) -> Vec<(&'static str, String)> {
             "overflow",
             format!(
                 "{} req (max {} tok)",
-                m.overflow_requests,
+                thousands(m.overflow_requests),
                 thousands(m.max_overflow)
             ),
         ),
-        ("thrash", m.thrash.to_string()),
-        ("holds", m.holds.to_string()),
-        ("violations", m.violations.to_string()),
-        ("changes", m.changes.to_string()),
+        ("thrash", thousands(m.thrash)),
+        ("holds", thousands(m.holds)),
+        ("violations", thousands(m.violations)),
+        ("changes", thousands(m.changes)),
         (
             "survival",
             m.probe_survival

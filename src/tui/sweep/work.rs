@@ -1,15 +1,20 @@
 //! The worker side of the sweep pane: the grid is replayed one row at a time (each row's points
-//! in parallel, by [`crate::sweep::run_with`]), so progress is reported and a cancel takes
-//! effect between rows; the rows are then joined and the Pareto front marked over the whole
+//! in parallel, by [`crate::sweep::run_with`]), progress is reported per finished point, and a
+//! cancel takes effect between rows; the rows are then joined and the Pareto front marked over the whole
 //! grid, exactly as one `sweep::run` over both axes would.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::model::SweepGrid;
 use super::{SweepJob, SweepMsg};
 use crate::loaded::LoadedSession;
 use crate::sweep::{self, Axis, SweepResult};
 use crate::tui::app::Msg;
+
+/// How often a running row's progress is looked at.
+const POLL: Duration = Duration::from_millis(100);
 
 /// Runs one sweep job against the current session; `progress` receives a message per row.
 pub fn run(session: Option<&Arc<LoadedSession>>, job: SweepJob, progress: &dyn Fn(Msg)) -> Msg {
@@ -45,6 +50,7 @@ pub fn sweep_rows(
     sweep::validate(&job.policy, &axes).map_err(|e| e.to_string())?;
     let total = job.y.len() * job.x.len();
     let mut out: Option<SweepResult> = None;
+    let done = AtomicUsize::new(0);
     for (i, y) in job.y.values().into_iter().enumerate() {
         if job.cancel.is_cancelled() {
             return Err("cancelled".to_owned());
@@ -55,19 +61,33 @@ pub fn sweep_rows(
             to: y,
             step: job.y.step,
         };
-        let row = sweep::run_with(
-            s,
-            &job.policy,
-            &[row_axis, job.x.clone()],
-            job.budget,
-            &|| {},
-        )
+        let axes = [row_axis, job.x.clone()];
+        // The row replays on a helper thread (its points in parallel) while this thread
+        // reports every finished point: `progress` may only be called from here.
+        let row = std::thread::scope(|sc| {
+            let h = sc.spawn(|| {
+                sweep::run_with(s, &job.policy, &axes, job.budget, &|| {
+                    done.fetch_add(1, Ordering::Relaxed);
+                })
+            });
+            let mut last = usize::MAX;
+            while !h.is_finished() {
+                let d = done.load(Ordering::Relaxed);
+                if d != last {
+                    progress(d, total);
+                    last = d;
+                }
+                std::thread::sleep(POLL);
+            }
+            h.join()
+        })
+        .map_err(|_| format!("a replay of row {} panicked", i + 1))?
         .map_err(|e| e.to_string())?;
         match out.as_mut() {
             None => out = Some(row),
             Some(o) => o.points.extend(row.points),
         }
-        progress((i + 1) * job.x.len(), total);
+        progress(done.load(Ordering::Relaxed), total);
     }
     let mut r = out.ok_or_else(|| "the grid is empty".to_owned())?;
     r.axes = axes.to_vec();

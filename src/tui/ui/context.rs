@@ -25,6 +25,7 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         f.render_widget(
             Paragraph::new(msg)
                 .style(t.dim)
+                .wrap(ratatui::widgets::Wrap { trim: true })
                 .block(pane_block(" Context ", focused, t)),
             area,
         );

@@ -125,6 +125,25 @@ pub fn key_spans<'a>(pairs: &[(String, &'a str)], key: Style, text: Style) -> Ve
     v
 }
 
+/// The hints of `pairs` that fit in `width` cells as [`key_spans`] draws them: a hint is shown
+/// whole or not at all, and the rightmost ones go first, except `help` (it lists every key) and
+/// `quit` / `close` (the way out).
+pub fn fit_hints<'a>(pairs: &[(String, &'a str)], width: usize) -> Vec<(String, &'a str)> {
+    use unicode_width::UnicodeWidthStr;
+    let cost = |(k, d): &(String, &str)| k.width() + d.width() + 3;
+    let keep = |d: &str| matches!(d, "help" | "quit" | "close");
+    let mut shown: Vec<(String, &'a str)> = pairs.to_vec();
+    while shown.iter().map(cost).sum::<usize>() > width {
+        match shown.iter().rposition(|(_, d)| !keep(d)) {
+            Some(i) => {
+                shown.remove(i);
+            }
+            None => break,
+        }
+    }
+    shown
+}
+
 /// Local time of a unix-ms timestamp as `HH:MM:SS` (UTC, so output does not depend on the
 /// machine).
 pub fn clock(ms: i64) -> String {
@@ -137,4 +156,24 @@ pub fn date(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms)
         .map(|d| d.format("%Y-%m-%d %H:%M").to_string())
         .unwrap_or_else(|| "-".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hints_are_dropped_whole_from_the_right_keeping_help_and_quit() {
+        let pairs: Vec<(String, &str)> =
+            [("→", "step"), ("d", "diff"), ("?", "help"), ("q", "quit")]
+                .iter()
+                .map(|(k, d)| (k.to_string(), *d))
+                .collect();
+        // " → step " is 8 cells, " d diff " 8, " ? help " 8, " q quit " 8.
+        assert_eq!(fit_hints(&pairs, 32).len(), 4);
+        let fit: Vec<&str> = fit_hints(&pairs, 31).iter().map(|p| p.1).collect();
+        assert_eq!(fit, ["step", "help", "quit"]);
+        let fit: Vec<&str> = fit_hints(&pairs, 5).iter().map(|p| p.1).collect();
+        assert_eq!(fit, ["help", "quit"]);
+    }
 }

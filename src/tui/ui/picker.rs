@@ -6,9 +6,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 use ratatui::Frame;
 
-use super::{date, key_spans, pane_block, thousands};
+use super::{date, pane_block, thousands};
 use crate::tui::app::State;
-use crate::tui::keymap::{self, Mode};
+use crate::tui::keymap::Mode;
 
 pub fn render(state: &State, f: &mut Frame, area: Rect) {
     let t = &state.theme;
@@ -85,12 +85,10 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     .column_spacing(1)
     .block(pane_block(" Sessions ", true, t));
     f.render_widget(table, body);
-    let mut spans = Vec::new();
+    let mut lead = Vec::new();
     if let Some((msg, _)) = &state.flash {
-        spans.push(Span::styled(format!(" {msg} │"), t.error));
+        lead.push(Span::styled(format!(" {msg} │"), t.error));
     }
-    let hints: Vec<(String, &str)> = keymap::hints(Mode::Picker).collect();
-    spans.extend(key_spans(&hints, t.status_key, t.status));
-    spans.push(Span::styled("  type to filter", t.status));
-    f.render_widget(Paragraph::new(Line::from(spans)).style(t.status), status);
+    let tail = vec![Span::styled("  type to filter", t.status)];
+    super::status::draw_bar(state, lead, Mode::Picker, tail, f, status);
 }

@@ -5,7 +5,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use super::key_spans;
+use super::{fit_hints, key_spans};
 use crate::tui::app::{Level, State};
 use crate::tui::keymap;
 
@@ -28,13 +28,32 @@ pub fn flash_spans(state: &State) -> Vec<Span<'static>> {
 
 pub fn render(state: &State, f: &mut Frame, area: Rect) {
     let t = &state.theme;
-    let mut spans = flash_spans(state);
-    spans.extend(crate::tui::follow::status_spans(state));
-    let hints: Vec<(String, &str)> = keymap::hints(state.mode()).collect();
-    spans.extend(key_spans(&hints, t.status_key, t.status));
+    let mut lead = flash_spans(state);
+    lead.extend(crate::tui::follow::status_spans(state));
+    let mut tail = Vec::new();
     if !state.stack.is_empty() {
-        spans.push(Span::styled(" Bksp", t.status_key));
-        spans.push(Span::styled(" back ", t.status));
+        tail.push(Span::styled(" Bksp", t.status_key));
+        tail.push(Span::styled(" back ", t.status));
     }
+    draw_bar(state, lead, state.mode(), tail, f, area);
+}
+
+/// A status bar: `lead`, then the hints of `mode` that fit whole in what is left of the width
+/// (see [`fit_hints`]), then `tail`.
+pub fn draw_bar(
+    state: &State,
+    lead: Vec<Span<'static>>,
+    mode: keymap::Mode,
+    tail: Vec<Span<'static>>,
+    f: &mut Frame,
+    area: Rect,
+) {
+    let t = &state.theme;
+    let used: usize = lead.iter().chain(&tail).map(Span::width).sum();
+    let hints: Vec<(String, &str)> = keymap::hints(mode).collect();
+    let hints = fit_hints(&hints, usize::from(area.width).saturating_sub(used));
+    let mut spans = lead;
+    spans.extend(key_spans(&hints, t.status_key, t.status));
+    spans.extend(tail);
     f.render_widget(Paragraph::new(Line::from(spans)).style(t.status), area);
 }
