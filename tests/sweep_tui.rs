@@ -231,6 +231,18 @@ fn the_grid_runs_moves_and_enter_loads_the_point_into_the_main_view() {
     assert!(app.state.replay_gen > gen_before);
     assert!(!app.state.replay_pending);
     assert!(app.state.replay.is_some());
+    // The knobs panel of the main view shows the loaded values.
+    app.key(KeyCode::Char('K'));
+    let t = text(&app.draw());
+    let row = |name: &str| {
+        t.lines()
+            .find(|l| l.contains(name) && l.contains('├'))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(row("demote_at").contains("1.08"), "{t}");
+    assert!(row("promote_at").contains("0.54"), "{t}");
+    app.key(KeyCode::Esc);
     // Diff mode offers the knobs before the sweep as "before the last edits".
     let before = app.state.diff_memo.before.as_ref().expect("memo");
     assert_eq!(before.knobs.get("demote_at"), Some(&KnobValue::Num(0.9)));
@@ -253,6 +265,8 @@ fn esc_cancels_a_running_sweep_and_its_late_result_is_ignored() {
     assert_eq!(sw(&app).phase, Phase::Running { done: 0, total: 49 });
     let buf = app.draw();
     assert!(text(&buf).contains("0 of 49 points done"), "{}", text(&buf));
+    assert_inert(&buf);
+    snap("sweep_running_dark_80x24", styled(&buf));
     app.key(KeyCode::Esc);
     assert!(job.cancel.is_cancelled(), "the worker is told to stop");
     assert_eq!(sw(&app).phase, Phase::Setup);

@@ -439,8 +439,8 @@ fn start_options_place_cursor_and_selection() {
 #[test]
 fn a_session_without_requests_shows_an_empty_state_not_an_error() {
     // M1 cut to its first message: a human turn the model has not answered yet.
-    let text = std::fs::read_to_string(sample("M1.json")).unwrap_or_else(|e| panic!("{e}"));
-    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+    let json = std::fs::read_to_string(sample("M1.json")).unwrap_or_else(|e| panic!("{e}"));
+    let mut doc: serde_json::Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}"));
     let messages = doc["messages"].as_array_mut().expect("messages");
     messages.truncate(1);
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
@@ -467,4 +467,40 @@ fn a_session_without_requests_shows_an_empty_state_not_an_error() {
         "{screen}"
     );
     assert!(!screen.contains("out of range"), "{screen}");
+}
+
+#[test]
+fn help_pages_and_stops_at_its_end() {
+    let mut app = m1();
+    app.key(KeyCode::Char('?'));
+    let (page, max) = tierscope::tui::ui::help::page_and_max_scroll(&app.state);
+    assert!(
+        max > page,
+        "the help should be longer than a page at 120x40"
+    );
+    app.key(KeyCode::PageDown);
+    assert_eq!(app.state.overlay, Overlay::Help { scroll: page });
+    app.key(KeyCode::End);
+    assert_eq!(app.state.overlay, Overlay::Help { scroll: max });
+    // Past the end nothing moves, so one ↑ is always one line back.
+    app.key(KeyCode::Down);
+    app.key(KeyCode::Up);
+    assert_eq!(app.state.overlay, Overlay::Help { scroll: max - 1 });
+    app.key(KeyCode::Home);
+    assert_eq!(app.state.overlay, Overlay::Help { scroll: 0 });
+    // W (follow) is listed, as every key is.
+    let text: String = tierscope::tui::ui::help::lines(&app.state)
+        .iter()
+        .map(|l| {
+            l.spans
+                .iter()
+                .map(|s| s.content.as_ref())
+                .collect::<String>()
+                + "\n"
+        })
+        .collect();
+    assert!(
+        text.contains("  W ") && text.contains("follow the session live"),
+        "{text}"
+    );
 }

@@ -15,6 +15,23 @@ use crate::research::report::{csv, pct, table, thousands};
 use crate::research::survey::{combine, survey_session, Failure, Survey};
 use crate::tokens::Tokenizer;
 
+/// [`mix_cells`] of a per-session policy row or of a policy's totals (two types, same fields).
+macro_rules! mix_of {
+    ($p:expr, $share:expr) => {
+        mix_cells(
+            &$p.tiers,
+            $p.switches_per_100,
+            [
+                $p.saves_vs_full_tokens,
+                $p.saves_vs_opencode_tokens,
+                $p.saves_vs_full_cost,
+                $p.saves_vs_opencode_cost,
+            ],
+            $share,
+        )
+    };
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct SurveyArgs {
     /// The data dir (or database, storage dir, export file); loading flags apply to every session.
@@ -162,17 +179,7 @@ fn session_rows(s: &Survey, pretty: bool) -> (Vec<&'static str>, Vec<Vec<String>
                 format!("{:.0}", ss.mean_full_tokens),
                 format!("{:.0}", p.mean_tokens),
             ];
-            row.extend(mix_cells(
-                &p.tiers,
-                p.switches_per_100,
-                [
-                    p.saves_vs_full_tokens,
-                    p.saves_vs_opencode_tokens,
-                    p.saves_vs_full_cost,
-                    p.saves_vs_opencode_cost,
-                ],
-                share,
-            ));
+            row.extend(mix_of!(p, share));
             rows.push(row);
         }
     }
@@ -254,17 +261,7 @@ fn print_table(s: &Survey) {
         .iter()
         .map(|p| {
             let mut row = vec![p.policy.clone(), p.sessions.to_string()];
-            row.extend(mix_cells(
-                &p.tiers,
-                p.switches_per_100,
-                [
-                    p.saves_vs_full_tokens,
-                    p.saves_vs_opencode_tokens,
-                    p.saves_vs_full_cost,
-                    p.saves_vs_opencode_cost,
-                ],
-                |v| pct(Some(v)),
-            ));
+            row.extend(mix_of!(p, |v| pct(Some(v))));
             row
         })
         .collect();

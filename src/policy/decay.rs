@@ -29,16 +29,31 @@ impl Curve {
     /// The z-score of an episode: age ÷ half-life. `index` is 1 for the newest episode;
     /// importance is clamped to 1..=100.
     pub fn z(&self, index: usize, importance: f64, pressure: f64) -> f64 {
+        self.z_with_factor(index, self.factor(importance), pressure)
+    }
+
+    /// The half-life factor of an importance, 2^((I − 50) / D) with I clamped to 1..=100
+    /// (constant per episode, so callers may compute it once).
+    pub fn factor(&self, importance: f64) -> f64 {
+        2f64.powf((importance.clamp(1.0, 100.0) - 50.0) / self.d)
+    }
+
+    /// [`Curve::z`] with the importance factor precomputed.
+    pub fn z_with_factor(&self, index: usize, factor: f64, pressure: f64) -> f64 {
         let a = index.max(1) as f64 - 1.0;
-        let i = importance.clamp(1.0, 100.0);
-        let h = self.h50 * 2f64.powf((i - 50.0) / self.d) / pressure.max(self.p_floor);
+        let h = self.h50 * factor / pressure.max(self.p_floor);
         a / h
     }
 
     /// Magic Context's tier, 1 (P1 = full) … 5 (archived = omitted). The anchor-overlap term
     /// `G·o` is left out: Magic Context always passes `o = 0`.
     pub fn tier(&self, index: usize, importance: f64, pressure: f64) -> u8 {
-        let z = self.z(index, importance, pressure);
+        self.tier_with_factor(index, self.factor(importance), pressure)
+    }
+
+    /// [`Curve::tier`] with the importance factor precomputed.
+    pub fn tier_with_factor(&self, index: usize, factor: f64, pressure: f64) -> u8 {
+        let z = self.z_with_factor(index, factor, pressure);
         if z < self.z[0] {
             1
         } else if z < self.z[1] {

@@ -123,6 +123,7 @@ pub(crate) struct Engine<'p, 'a> {
     // truncate
     trunc_next: usize,
     // decay
+    imp_factor: Vec<f64>,
     folded: bool,
     m0_tokens: u64,
     m1_tokens: u64,
@@ -190,6 +191,7 @@ impl<'p, 'a> Engine<'p, 'a> {
             conv: [Conv::default(), Conv::default()],
             rel_count: vec![0; n],
             trunc_next: 0,
+            imp_factor: Vec::new(),
             folded: false,
             m0_tokens: 0,
             m1_tokens: 0,
@@ -217,7 +219,9 @@ impl<'p, 'a> Engine<'p, 'a> {
         let Some(td) = self.p.td(e, t) else {
             return 0;
         };
-        if self.p.effective(e, t) != Tier::Full {
+        if self.p.effective(e, t) != Tier::Full
+            || (upto.is_none() && self.cut[e] == 0 && self.pruned[e].is_empty())
+        {
             return td.tokens();
         }
         let end = upto.unwrap_or(td.len()).min(td.len());
@@ -1074,23 +1078,35 @@ impl<'p, 'a> Engine<'p, 'a> {
 
     fn fold(&mut self, hb: f64, how: &str) {
         let k = self.k;
-        let costs: Vec<[f64; 4]> = (0..k)
-            .map(|e| {
-                if self.par.measured_cost {
-                    Tier::TIERS.map(|t| self.tokens_at(e, t, None) as f64)
-                } else {
-                    self.par.const_costs
-                }
-            })
-            .collect();
         let curve = self.par.curve;
-        let pressure = curve.pressure(
-            (0..k).map(|e| (k - e, self.p.eps[e].importance, &costs[e])),
-            hb,
-        );
+        if self.imp_factor.len() < k {
+            let start = self.imp_factor.len();
+            for e in start..self.n {
+                self.imp_factor.push(curve.factor(self.p.eps[e].importance));
+            }
+        }
+        // Pressure once per fold: Σ cost of each episode's tier at p = 1 ÷ history budget.
+        let natural: f64 = (0..k)
+            .map(|e| match curve.tier_with_factor(k - e, self.imp_factor[e], 1.0) {
+                t @ 1..=4 => {
+                    let d = usize::from(t) - 1;
+                    if self.par.measured_cost {
+                        self.tokens_at(e, Tier::TIERS[d], None) as f64
+                    } else {
+                        self.par.const_costs[d]
+                    }
+                }
+                _ => 0.0,
+            })
+            .sum();
+        let pressure = if hb <= 0.0 {
+            1.0
+        } else {
+            (natural / hb).max(curve.p_floor)
+        };
         let mut tiers: Vec<Tier> = (0..k)
             .map(|e| {
-                let mc = curve.tier(k - e, self.p.eps[e].importance, pressure);
+                let mc = curve.tier_with_factor(k - e, self.imp_factor[e], pressure);
                 let t = Tier::from_depth(usize::from(mc) - 1).unwrap_or(Tier::Dropped);
                 let c = self.clamp(e, t);
                 if c < self.p.effective(e, t) {

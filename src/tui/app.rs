@@ -465,6 +465,10 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
             }
         }
         Msg::Loaded(Ok(view)) => {
+            // "opening …" and loading progress are done with; warnings and errors stay.
+            if matches!(state.flash, Some((_, Level::Info))) {
+                state.flash = None;
+            }
             on_loaded(state, view, &mut fx);
             crate::tui::diff::on_session_changed(state, &mut fx);
         }
@@ -671,19 +675,24 @@ fn on_key(state: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
         Mode::Input => on_input_key(state, k, action, fx),
         Mode::Picker => on_picker_key(state, k, action, fx),
         Mode::Help => match action {
-            Some(Action::ScrollDown) => {
-                if let Overlay::Help { scroll } = &mut state.overlay {
-                    *scroll += 1;
-                }
-            }
-            Some(Action::ScrollUp) => {
-                if let Overlay::Help { scroll } = &mut state.overlay {
-                    *scroll = scroll.saturating_sub(1);
-                }
-            }
             Some(Action::CloseOverlay) => state.overlay = Overlay::None,
             Some(Action::ForceQuit) => state.quit = true,
-            _ => {}
+            Some(a) => {
+                let (page, max) = crate::tui::ui::help::page_and_max_scroll(state);
+                if let Overlay::Help { scroll } = &mut state.overlay {
+                    *scroll = match a {
+                        Action::ScrollDown => *scroll + 1,
+                        Action::ScrollUp => scroll.saturating_sub(1),
+                        Action::ListPageDown => *scroll + page,
+                        Action::ListPageUp => scroll.saturating_sub(page),
+                        Action::First => 0,
+                        Action::Last => max,
+                        _ => *scroll,
+                    }
+                    .min(max);
+                }
+            }
+            None => {}
         },
         Mode::Knobs => on_knobs_key(state, action, fx),
         Mode::PolicyPick => on_policy_key(state, action, fx),
@@ -821,8 +830,14 @@ fn on_main_action(state: &mut State, a: Action, fx: &mut Vec<Effect>) {
             } else if cw > 1 {
                 (1, cw / 2)
             } else {
-                // Zooming out past "the whole trace fits" would only leave columns empty.
                 ((per * 2).min(fit.0), 1)
+            };
+            // Zooming out past "the whole trace fits" would only leave columns empty: stop
+            // there (requests per cell: next.0 / next.1 against fit.0 / fit.1).
+            let next = if a == Action::ZoomOut && next.0 * fit.1 > fit.0 * next.1 {
+                fit
+            } else {
+                next
             };
             state.zoom = if next == fit { None } else { Some(next) };
             state.heat_first = state.heat_first / next.0 * next.0;
@@ -1348,7 +1363,10 @@ fn on_picker_key(state: &mut State, k: KeyEvent, action: Option<Action>, fx: &mu
                 state.picker.selected = 0;
             }
         }
-        Some(Action::Help) => state.overlay = Overlay::Help { scroll: 0 },
+        Some(Action::Help) => {
+            let scroll = crate::tui::ui::help::scroll_to(state, Mode::Picker);
+            state.overlay = Overlay::Help { scroll };
+        }
         Some(Action::ForceQuit) => state.quit = true,
         _ => match k.code {
             KeyCode::Backspace => {

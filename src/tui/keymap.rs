@@ -727,6 +727,22 @@ pub static BINDINGS: &[Binding] = &[
     ),
     b(
         Mode::Help,
+        &[Code(K::PageDown), C(' ')],
+        A::ListPageDown,
+        "page down",
+        None,
+    ),
+    b(
+        Mode::Help,
+        &[Code(K::PageUp)],
+        A::ListPageUp,
+        "page up",
+        None,
+    ),
+    b(Mode::Help, &[Code(K::Home), C('g')], A::First, "top", None),
+    b(Mode::Help, &[Code(K::End), C('G')], A::Last, "bottom", None),
+    b(
+        Mode::Help,
         &[Code(K::Esc), C('?'), C('q'), Code(K::F(1))],
         A::CloseOverlay,
         "close",
@@ -859,7 +875,7 @@ pub static BINDINGS: &[Binding] = &[
         &[C('?'), Code(K::F(1))],
         A::Help,
         "this help",
-        None,
+        Some("help"),
     ),
     b(
         Mode::Diff,

@@ -441,7 +441,10 @@ fn on_diff(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
             state.diff = None;
         }
         Action::ForceQuit => state.quit = true,
-        Action::Help => state.overlay = crate::tui::app::Overlay::Help { scroll: 0 },
+        Action::Help => {
+            let scroll = crate::tui::ui::help::scroll_to(state, Mode::Diff);
+            state.overlay = crate::tui::app::Overlay::Help { scroll };
+        }
         Action::StepNext => move_cursor(d, c + 1, fx),
         Action::StepPrev => move_cursor(d, c.saturating_sub(1), fx),
         Action::StepNextFast => move_cursor(d, c + 10, fx),

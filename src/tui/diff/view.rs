@@ -130,26 +130,38 @@ fn header(state: &State, d: &DiffState, f: &mut Frame, area: Rect) {
     spans.push(Span::styled(" vs ", t.header));
     spans.push(Span::styled("B ", t.header));
     spans.push(Span::styled(b, hs(Side::B)));
+    // Then the parts that fit whole (a number cut in half misleads), the title clipped last.
+    let mut parts: Vec<Vec<Span>> = Vec::new();
     if let Some(m) = &d.model {
         let src = if d.budget.is_some() { "set" } else { "default" };
-        spans.push(Span::styled(
-            format!(
-                " │ budget {} ({src}) │ request {}/{} │ {} of {} requests differ",
-                thousands(m.budget),
-                d.cursor,
-                m.requests.saturating_sub(1),
-                m.differing.len(),
-                m.requests
-            ),
-            t.header,
-        ));
+        for text in [
+            format!("budget {} ({src})", thousands(m.budget)),
+            format!("request {}/{}", d.cursor, m.requests.saturating_sub(1)),
+            format!("{} of {} requests differ", m.differing.len(), m.requests),
+        ] {
+            parts.push(vec![Span::styled(text, t.header)]);
+        }
     }
     if d.pending || d.context_pending {
-        spans.push(Span::styled(" │ replaying…", t.header));
+        parts.push(vec![Span::styled("replaying…", t.header)]);
     }
-    if let Some(s) = &state.session {
+    let sep = Span::styled(" │ ", t.header);
+    let lead: usize = spans.iter().map(Span::width).sum::<usize>() + sep.width();
+    let fitted = crate::tui::ui::fit_groups(
+        parts,
+        sep.clone(),
+        usize::from(area.width).saturating_sub(lead),
+    );
+    if !fitted.is_empty() {
+        spans.push(sep.clone());
+        spans.extend(fitted);
+    }
+    let used: usize = spans.iter().map(Span::width).sum::<usize>() + sep.width();
+    let room = usize::from(area.width).saturating_sub(used);
+    if let (Some(s), true) = (&state.session, room >= 8) {
+        spans.push(sep);
         spans.push(Span::styled(
-            format!(" │ {}", crate::tui::safe_line(&s.model.title)),
+            crate::text::clip_chars(&crate::tui::safe_line(&s.model.title), room),
             t.header,
         ));
     }
@@ -160,14 +172,24 @@ const LABEL_W: u16 = 6;
 
 fn heatmap(state: &State, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rect) {
     let t = &state.theme;
+    // The legend's long form needs about 90 columns; narrower, the short one.
+    let wide = area.width >= 90;
     let title = Line::from(vec![
-        Span::raw(" where A and B disagree: "),
+        Span::raw(if wide {
+            " where A and B disagree: "
+        } else {
+            " A vs B: "
+        }),
         Span::styled("▲", side_style(t, Side::A)),
         Span::raw(" A higher "),
         Span::styled("▼", side_style(t, Side::B)),
         Span::raw(" B higher "),
         Span::styled("▲▼", t.error),
-        Span::raw(" lower side below its floor  ─ same "),
+        Span::raw(if wide {
+            " lower side below its floor  ─ same "
+        } else {
+            " below floor ─ same "
+        }),
     ]);
     let block = rule_block(title, false, t);
     let inner = block.inner(area);
@@ -560,6 +582,7 @@ fn picker(t: &Theme, list: &[super::Choice], sel: usize, f: &mut Frame, area: Re
         .max()
         .unwrap_or(0)
         .min(36);
+    let desc_w = usize::from(inner.width).saturating_sub(label_w + 2);
     let lines: Vec<Line> = list
         .iter()
         .enumerate()
@@ -572,7 +595,10 @@ fn picker(t: &Theme, list: &[super::Choice], sel: usize, f: &mut Frame, area: Re
                     format!(" {:<label_w$} ", crate::text::clip_chars(&c.label, label_w)),
                     st,
                 ),
-                Span::styled(crate::tui::safe_line(&c.desc), t.dim),
+                Span::styled(
+                    crate::text::clip_chars(&crate::tui::safe_line(&c.desc), desc_w),
+                    t.dim,
+                ),
             ])
         })
         .collect();

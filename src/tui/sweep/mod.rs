@@ -159,7 +159,7 @@ pub fn open(state: &mut State) {
         return;
     }
     let knobs = model::numeric_knobs(&state.policy);
-    let Some((x, y)) = model::default_pair(&knobs) else {
+    let Some((x, y)) = model::default_pair(&state.policy, &knobs) else {
         let name = crate::tui::safe_line(&state.policy.name);
         flash(
             state,

@@ -154,10 +154,13 @@ const PREFERRED: &[(&str, &str)] = &[
 const GENERIC: &[&str] = &["system_tokens", "thrash_window", "ttl_s"];
 
 /// The two knobs the pane starts with (x, y), as indices into `knobs`; `None` with fewer than
-/// two numeric knobs.
-pub fn default_pair(knobs: &[KnobChoice]) -> Option<(usize, usize)> {
+/// two numeric knobs. A progressive policy on the age driver ignores its pressure thresholds,
+/// so its age steps come first.
+pub fn default_pair(p: &Policy, knobs: &[KnobChoice]) -> Option<(usize, usize)> {
     let idx = |n: &str| knobs.iter().position(|k| k.name == n);
-    for (a, b) in PREFERRED {
+    let age = matches!(p.knobs.get("driver"), Some(KnobValue::Choice(c)) if c == "age");
+    let first = age.then_some(&("dense_after", "compact_after"));
+    for (a, b) in first.into_iter().chain(PREFERRED) {
         if let (Some(x), Some(y)) = (idx(a), idx(b)) {
             return Some((x, y));
         }
@@ -355,6 +358,21 @@ mod tests {
             axis_text(&parse_axis(&k, "1:2:0.5").unwrap()),
             "1:2:0.5".to_owned()
         );
+    }
+
+    #[test]
+    fn default_pairs_follow_the_policy() {
+        let pair = |name: &str| {
+            let p = crate::policy::load(name, &[]).unwrap();
+            let k = numeric_knobs(&p);
+            default_pair(&p, &k).map(|(x, y)| (k[x].name.clone(), k[y].name.clone()))
+        };
+        let s = |a: &str, b: &str| Some((a.to_owned(), b.to_owned()));
+        assert_eq!(pair("retention"), s("demote_at", "promote_at"));
+        assert_eq!(pair("age"), s("dense_after", "compact_after"));
+        assert_eq!(pair("decay"), s("h50", "d"));
+        // Only generic knobs: still two of them.
+        assert!(pair("full").is_some());
     }
 
     #[test]

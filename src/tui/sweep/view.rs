@@ -103,7 +103,8 @@ fn header_line(state: &State, s: &SweepState, f: &mut Frame, area: Rect) {
         (None, Some(g)) => format!(
             "budget {} ({})",
             thousands(g.result.budget),
-            crate::tui::safe_line(&g.result.budget_source)
+            // "session-limits:<session id>" → "session-limits": the header is one line.
+            crate::tui::safe_line(g.result.budget_source.split(':').next().unwrap_or_default())
         ),
         (None, None) => format!("budget {} (default)", thousands(s.main_budget)),
     };

@@ -33,18 +33,28 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     };
     let stale = c.request != state.cursor;
     let changed = c.chunks.iter().filter(|x| x.changed).count();
-    let title = format!(
-        " Context t {}{}: {} chunks {} tok, kept {}, {} changed ",
+    // The title's parts go in whole while they fit the top border (its corners take two).
+    let mut title = format!(
+        " Context t {}{}: {} chunks {} tok",
         c.request,
         if stale { "…" } else { "" },
         c.chunks.len(),
         short(c.total_tokens as f64),
-        short(c.divergence_tokens as f64),
-        changed
     );
+    for part in [
+        format!(", kept {}", short(c.divergence_tokens as f64)),
+        format!(", {changed} changed"),
+    ] {
+        if title.chars().count() + part.chars().count() + 3 > usize::from(area.width) {
+            break;
+        }
+        title.push_str(&part);
+    }
+    title.push(' ');
     let inner_h = usize::from(area.height.saturating_sub(2));
+    let inner_w = usize::from(area.width.saturating_sub(2));
     if state.context_expanded {
-        let lines = expanded(state, c, inner_h);
+        let lines = expanded(state, c, inner_h, inner_w);
         f.render_widget(
             Paragraph::new(lines).block(pane_block(title, focused, t)),
             area,
@@ -55,14 +65,7 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     let mut i = state.context_scroll.min(c.chunks.len().saturating_sub(1));
     while lines.len() < inner_h && i < c.chunks.len() {
         if c.divergence_chunk == Some(i) {
-            lines.push(Line::from(Span::styled(
-                format!(
-                    "── divergence: {} tok of prefix kept, {} to reprocess ──",
-                    thousands(c.divergence_tokens),
-                    thousands(c.total_tokens.saturating_sub(c.divergence_tokens))
-                ),
-                t.divergence,
-            )));
+            lines.push(divergence_line(c, t, inner_w));
             if lines.len() >= inner_h {
                 break;
             }
@@ -91,7 +94,11 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     }
     if c.divergence_chunk.is_none() && lines.len() < inner_h && i >= c.chunks.len() {
         lines.push(Line::from(Span::styled(
-            "── no divergence: the previous context is a prefix ──",
+            if inner_w >= 54 {
+                "── no divergence: the previous context is a prefix ──"
+            } else {
+                "── no divergence ──"
+            },
             t.dim,
         )));
     }
@@ -101,15 +108,25 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     );
 }
 
-fn divergence_line<'a>(c: &ContextModel, t: &crate::tui::theme::Theme) -> Line<'a> {
-    Line::from(Span::styled(
-        format!(
-            "── divergence: {} tok of prefix kept, {} to reprocess ──",
-            thousands(c.divergence_tokens),
-            thousands(c.total_tokens.saturating_sub(c.divergence_tokens))
-        ),
-        t.divergence,
-    ))
+/// The divergence marker, in words that fit `width` (a narrow pane gets the short form).
+fn divergence_line<'a>(c: &ContextModel, t: &crate::tui::theme::Theme, width: usize) -> Line<'a> {
+    let kept = c.divergence_tokens;
+    let redo = c.total_tokens.saturating_sub(kept);
+    let long = format!(
+        "── divergence: {} tok of prefix kept, {} to reprocess",
+        thousands(kept),
+        thousands(redo)
+    );
+    let brief = format!(
+        "── ↯ kept {}, redo {} ──",
+        short(kept as f64),
+        short(redo as f64)
+    );
+    let text = [format!("{long} ──"), long]
+        .into_iter()
+        .find(|s| s.chars().count() <= width)
+        .unwrap_or(brief);
+    Line::from(Span::styled(text, t.divergence))
 }
 
 fn header<'a>(ch: &ChunkRow, t: &crate::tui::theme::Theme) -> Line<'a> {
@@ -138,7 +155,7 @@ fn header<'a>(ch: &ChunkRow, t: &crate::tui::theme::Theme) -> Line<'a> {
 }
 
 /// Every chunk's text from the scroll line on, each chunk under a header line.
-fn expanded<'a>(state: &State, c: &'a ContextModel, h: usize) -> Vec<Line<'a>> {
+fn expanded<'a>(state: &State, c: &'a ContextModel, h: usize, w: usize) -> Vec<Line<'a>> {
     let t = &state.theme;
     let mut out: Vec<Line> = Vec::with_capacity(h);
     let n = c.chunks.len();
@@ -161,7 +178,7 @@ fn expanded<'a>(state: &State, c: &'a ContextModel, h: usize) -> Vec<Line<'a>> {
             .unwrap_or(c.lines.len());
         if li <= start {
             if c.divergence_chunk == Some(chunk) {
-                out.push(divergence_line(c, t));
+                out.push(divergence_line(c, t, w));
             }
             if out.len() < h {
                 out.push(header(&c.chunks[chunk], t));

@@ -79,7 +79,6 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         }
         knobs.pop();
     }
-    spans.push(sep());
     let b = effective_budget(state);
     let src = match (&state.budget, &state.replay) {
         (Some(_), _) => "set".to_owned(),
@@ -87,16 +86,43 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         (None, Some(r)) => r.budget_source.split(':').next().unwrap_or("").to_owned(),
         (None, None) => "…".to_owned(),
     };
-    spans.push(Span::styled(
+    // From here on nothing is cut mid-word: the budget shows whole or not at all, the titles
+    // are clipped with "…".
+    let width = usize::from(area.width);
+    let used = |spans: &[Span]| spans.iter().map(|s| s.width()).sum::<usize>();
+    let budget = [
         format!("budget {} ({src})", thousands(b)),
-        t.header,
-    ));
-    spans.push(sep());
-    for c in &state.stack {
-        spans.push(Span::styled(format!("{} › ", c.title), t.header));
+        format!("budget {}", thousands(b)),
+    ]
+    .into_iter()
+    .find(|b| used(&spans) + 3 + b.chars().count() <= width);
+    if let Some(budget) = budget {
+        spans.push(sep());
+        spans.push(Span::styled(budget, t.header));
     }
-    if let Some(s) = &state.session {
-        spans.push(Span::styled(s.model.title.clone(), t.header));
+    let room = width.saturating_sub(used(&spans) + 3);
+    // Inside a sub-agent: the parents' titles first, shortened to "… › " before the shown
+    // session's own title is.
+    let own = state
+        .session
+        .as_ref()
+        .map_or(String::new(), |s| s.model.title.clone());
+    let parents: String = state
+        .stack
+        .iter()
+        .map(|c| format!("{} › ", c.title))
+        .collect();
+    let title = if parents.chars().count() + own.chars().count() <= room || parents.is_empty() {
+        parents + &own
+    } else {
+        format!("… › {own}")
+    };
+    if !title.is_empty() && room >= 8 {
+        spans.push(sep());
+        spans.push(Span::styled(
+            crate::text::clip_chars(&title, room),
+            t.header,
+        ));
     }
     let line = Line::from(spans).style(t.header);
     f.render_widget(Paragraph::new(line).style(t.header), area);

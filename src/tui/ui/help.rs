@@ -61,18 +61,39 @@ pub fn lines(state: &State) -> Vec<Line<'static>> {
     out
 }
 
+/// The overlay's rectangle in `area` for `n` lines of help.
+fn rect(area: Rect, n: usize) -> Rect {
+    let h = (n as u16 + 2).min(area.height.saturating_sub(2)).max(3);
+    centered(area, 88, h)
+}
+
+/// Lines the overlay shows at once, and the furthest it scrolls, at the state's size.
+pub fn page_and_max_scroll(state: &State) -> (usize, usize) {
+    let n = lines(state).len();
+    let r = rect(Rect::new(0, 0, state.width, state.height), n);
+    let page = usize::from(r.height.saturating_sub(2)).max(1);
+    (page, n.saturating_sub(page))
+}
+
+/// The scroll that opens the overlay at `mode`'s section (the keys of where the user is).
+pub fn scroll_to(state: &State, mode: Mode) -> usize {
+    let title = mode.title();
+    let at = lines(state)
+        .iter()
+        .position(|l| l.spans.first().is_some_and(|s| s.content == title))
+        .unwrap_or(0);
+    at.min(page_and_max_scroll(state).1)
+}
+
 pub fn render(state: &State, f: &mut Frame, area: Rect, scroll: usize) {
     let t = &state.theme;
     let all = lines(state);
-    let h = (all.len() as u16 + 2)
-        .min(area.height.saturating_sub(2))
-        .max(3);
-    let rect = centered(area, 88, h);
+    let rect = rect(area, all.len());
     let inner_h = usize::from(rect.height.saturating_sub(2));
     let scroll = scroll.min(all.len().saturating_sub(inner_h));
     let shown: Vec<Line> = all.into_iter().skip(scroll).take(inner_h).collect();
     f.render_widget(Clear, rect);
-    let title = " Help: every key (↑/↓ scroll, Esc close) ";
+    let title = " Help: every key (↑/↓ PgUp/PgDn scroll, Esc close) ";
     f.render_widget(
         Paragraph::new(shown)
             .style(t.base)

@@ -161,6 +161,8 @@ pub fn render_policies(state: &State, f: &mut Frame, area: Rect, selected: usize
     let n = state.policy_names.len();
     let rect = centered(area, area.width.saturating_sub(4).min(100), n as u16 + 2);
     f.render_widget(Clear, rect);
+    // Inside the borders, after "● name         " (15) and a space: descriptions end in "…".
+    let desc_w = usize::from(rect.width.saturating_sub(2 + 16));
     let mut lines = Vec::new();
     for (i, name) in state.policy_names.iter().enumerate() {
         let desc = state.policy_descs.get(i).cloned().unwrap_or_default();
@@ -172,7 +174,10 @@ pub fn render_policies(state: &State, f: &mut Frame, area: Rect, selected: usize
         let st = if i == selected { t.selection } else { t.base };
         lines.push(Line::from(vec![
             Span::styled(format!("{cur} {name:<13}"), st),
-            Span::styled(format!(" {desc}"), if i == selected { st } else { t.dim }),
+            Span::styled(
+                format!(" {}", crate::text::clip_chars(&desc, desc_w)),
+                if i == selected { st } else { t.dim },
+            ),
         ]));
     }
     f.render_widget(

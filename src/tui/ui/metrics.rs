@@ -36,75 +36,85 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     let gw = 10usize;
     let filled = ((p.clamp(0.0, 1.0)) * gw as f64).round() as usize;
     let gauge = format!("{}{}", "█".repeat(filled), "░".repeat(gw - filled));
-    let sep = || Span::styled(" │ ", t.border);
     let kv = |k: &str, v: String| {
         vec![
             Span::styled(format!("{k} "), t.dim),
             Span::styled(v, t.base),
         ]
     };
-    let mut spans = vec![
-        Span::styled(" tok ", t.dim),
-        Span::styled(
-            format!("{}/{} ", short(fr.tokens as f64), short(fr.budget as f64)),
-            t.base,
+    // Most important first; a part that does not fit whole is left out, never cut.
+    let mut groups = vec![
+        vec![
+            Span::styled(" tok ", t.dim),
+            Span::styled(
+                format!("{}/{} ", short(fr.tokens as f64), short(fr.budget as f64)),
+                t.base,
+            ),
+            Span::styled(gauge, gauge_style),
+            Span::styled(format!(" {:.0}%", p * 100.0), gauge_style),
+        ],
+        [
+            kv("div", short(fr.divergence as f64)),
+            vec![Span::raw(" ")],
+            kv("radius", short(fr.radius as f64)),
+        ]
+        .concat(),
+        kv(
+            "cache r/w",
+            format!(
+                "{}/{}",
+                short(fr.cache_read as f64),
+                short(fr.cache_write as f64)
+            ),
         ),
-        Span::styled(gauge, gauge_style),
-        Span::styled(format!(" {:.0}%", p * 100.0), gauge_style),
-        sep(),
     ];
-    spans.extend(kv("div", short(fr.divergence as f64)));
-    spans.push(Span::raw(" "));
-    spans.extend(kv("radius", short(fr.radius as f64)));
-    spans.push(sep());
-    spans.extend(kv(
-        "cache r/w",
-        format!(
-            "{}/{}",
-            short(fr.cache_read as f64),
-            short(fr.cache_write as f64)
-        ),
-    ));
-    spans.push(sep());
-    spans.extend(kv("$", format!("{:.4} Σ{:.4}", fr.cost, fr.cum_cost)));
-    spans.push(sep());
-    spans.extend(kv("chg", fr.changes.to_string()));
-    spans.push(Span::raw(" "));
-    spans.extend(kv("def", fr.deferred.to_string()));
-    spans.push(Span::raw(" "));
-    spans.push(Span::styled("hold ", t.dim));
-    spans.push(Span::styled(
-        fr.holds.to_string(),
-        if fr.holds > 0 { t.mark_hold } else { t.base },
-    ));
-    spans.push(Span::raw(" "));
-    spans.push(Span::styled("thrash ", t.dim));
-    spans.push(Span::styled(
-        fr.thrash.to_string(),
-        if fr.thrash > 0 { t.mark_thrash } else { t.base },
-    ));
+    let mut moves = [
+        kv("chg", fr.changes.to_string()),
+        vec![Span::raw(" ")],
+        kv("def", fr.deferred.to_string()),
+        vec![
+            Span::raw(" "),
+            Span::styled("hold ", t.dim),
+            Span::styled(
+                fr.holds.to_string(),
+                if fr.holds > 0 { t.mark_hold } else { t.base },
+            ),
+            Span::raw(" "),
+            Span::styled("thrash ", t.dim),
+            Span::styled(
+                fr.thrash.to_string(),
+                if fr.thrash > 0 { t.mark_thrash } else { t.base },
+            ),
+        ],
+    ]
+    .concat();
     if fr.floor_violations + fr.pin_violations > 0 {
-        spans.push(Span::raw(" "));
-        spans.push(Span::styled(
+        moves.push(Span::raw(" "));
+        moves.push(Span::styled(
             format!("viol {}f/{}p", fr.floor_violations, fr.pin_violations),
             t.error,
         ));
     }
+    groups.push(kv("$", format!("{:.4} Σ{:.4}", fr.cost, fr.cum_cost)));
+    groups.push(moves);
     if fr.probes_due > 0 {
-        spans.push(sep());
         let st = if fr.probes_ok < fr.probes_due {
             t.warn
         } else {
             t.ok
         };
-        spans.extend([
+        groups.push(vec![
             Span::styled("probes ", t.dim),
             Span::styled(format!("{}/{}", fr.probes_ok, fr.probes_due), st),
         ]);
     }
     if !fr.status.is_empty() && fr.status != "ok" {
-        spans.push(sep());
-        spans.push(Span::styled(fr.status.clone(), t.warn));
+        groups.push(vec![Span::styled(fr.status.clone(), t.warn)]);
     }
+    let spans = super::fit_groups(
+        groups,
+        Span::styled(" │ ", t.border),
+        usize::from(area.width),
+    );
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }

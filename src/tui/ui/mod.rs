@@ -144,6 +144,27 @@ pub fn fit_hints<'a>(pairs: &[(String, &'a str)], width: usize) -> Vec<(String, 
     shown
 }
 
+/// Groups of spans joined by `sep`, each shown whole or not at all: in order, a group that does
+/// not fit in what is left of `width` is left out and the next (often shorter) one tried. For
+/// lines whose parts are each meaningful alone (the metrics strip, the header).
+pub fn fit_groups<'a>(groups: Vec<Vec<Span<'a>>>, sep: Span<'a>, width: usize) -> Vec<Span<'a>> {
+    let mut out: Vec<Span<'a>> = Vec::new();
+    let mut used = 0usize;
+    for g in groups.into_iter().filter(|g| !g.is_empty()) {
+        let sep_w = if out.is_empty() { 0 } else { sep.width() };
+        let w: usize = g.iter().map(Span::width).sum();
+        if used + sep_w + w > width {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push(sep.clone());
+        }
+        out.extend(g);
+        used += sep_w + w;
+    }
+    out
+}
+
 /// Local time of a unix-ms timestamp as `HH:MM:SS` (UTC, so output does not depend on the
 /// machine).
 pub fn clock(ms: i64) -> String {
@@ -175,5 +196,19 @@ mod tests {
         assert_eq!(fit, ["step", "help", "quit"]);
         let fit: Vec<&str> = fit_hints(&pairs, 5).iter().map(|p| p.1).collect();
         assert_eq!(fit, ["help", "quit"]);
+    }
+
+    #[test]
+    fn groups_are_shown_whole_or_left_out() {
+        let g = |s: &'static str| vec![Span::raw(s)];
+        let text = |v: Vec<Span>| v.iter().map(|s| s.content.to_string()).collect::<String>();
+        let groups = || vec![g("aaaa"), g("bbbbbbbb"), g("cc")];
+        assert_eq!(
+            text(fit_groups(groups(), Span::raw("|"), 20)),
+            "aaaa|bbbbbbbb|cc"
+        );
+        // "bbbbbbbb" would be cut: it is left out and "cc" still fits.
+        assert_eq!(text(fit_groups(groups(), Span::raw("|"), 10)), "aaaa|cc");
+        assert_eq!(text(fit_groups(groups(), Span::raw("|"), 3)), "cc");
     }
 }

@@ -43,6 +43,9 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         ])),
         filter,
     );
+    // Narrow: no id column (a cut id is no use), and directories keep their end (the project).
+    let wide = body.width >= 110;
+    let dir_w = 16usize;
     let inner_h = usize::from(body.height.saturating_sub(3));
     let sel = state.picker.selected.min(matches.len().saturating_sub(1));
     let first = sel.saturating_sub(inner_h.saturating_sub(1));
@@ -55,14 +58,22 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
             let s = &state.picker.sessions[i];
             let indent = "  ".repeat(s.depth);
             let tree = if s.depth > 0 { "└ " } else { "" };
-            let row = Row::new(vec![
+            let dir = if wide {
+                s.directory.clone()
+            } else {
+                clip_left(&s.directory, dir_w)
+            };
+            let mut cells = vec![
                 Cell::from(format!("{indent}{tree}{}", s.title)),
-                Cell::from(Span::styled(s.directory.clone(), t.dim)),
+                Cell::from(Span::styled(dir, t.dim)),
                 Cell::from(date(s.updated)),
                 Cell::from(Line::from(s.requests.to_string()).right_aligned()),
                 Cell::from(Line::from(thousands(s.tokens)).right_aligned()),
-                Cell::from(Span::styled(s.id.clone(), t.dim)),
-            ]);
+            ];
+            if wide {
+                cells.push(Cell::from(Span::styled(s.id.clone(), t.dim)));
+            }
+            let row = Row::new(cells);
             if vis == sel {
                 row.style(t.selection)
             } else {
@@ -70,20 +81,34 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
             }
         })
         .collect();
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Fill(3),
-            Constraint::Fill(2),
-            Constraint::Length(16),
-            Constraint::Length(8),
-            Constraint::Length(11),
-            Constraint::Fill(1),
-        ],
-    )
-    .header(Row::new(["title", "directory", "updated", "requests", "tokens", "id"]).style(t.title))
-    .column_spacing(1)
-    .block(pane_block(" Sessions ", true, t));
+    let (widths, header) = if wide {
+        (
+            vec![
+                Constraint::Fill(3),
+                Constraint::Fill(2),
+                Constraint::Length(16),
+                Constraint::Length(8),
+                Constraint::Length(11),
+                Constraint::Fill(1),
+            ],
+            vec!["title", "directory", "updated", "requests", "tokens", "id"],
+        )
+    } else {
+        (
+            vec![
+                Constraint::Fill(1),
+                Constraint::Length(dir_w as u16),
+                Constraint::Length(16),
+                Constraint::Length(8),
+                Constraint::Length(11),
+            ],
+            vec!["title", "directory", "updated", "requests", "tokens"],
+        )
+    };
+    let table = Table::new(rows, widths)
+        .header(Row::new(header).style(t.title))
+        .column_spacing(1)
+        .block(pane_block(" Sessions ", true, t));
     f.render_widget(table, body);
     let mut lead = Vec::new();
     if let Some((msg, _)) = &state.flash {
@@ -91,4 +116,15 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     }
     let tail = vec![Span::styled("  type to filter", t.status)];
     super::status::draw_bar(state, lead, Mode::Picker, tail, f, status);
+}
+
+/// The end of `s` in at most `max` chars, "…" in front when cut (a path's last components say
+/// the most).
+fn clip_left(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        return s.to_owned();
+    }
+    let tail: String = s.chars().skip(n + 1 - max.max(1)).collect();
+    format!("…{tail}")
 }

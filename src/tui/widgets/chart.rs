@@ -99,7 +99,7 @@ impl Widget for StripChart<'_> {
         let lw = usize::from(self.label_width.saturating_sub(1));
         let top = match self.kind {
             ChartKind::Pressure => short(y_max),
-            ChartKind::Cost => format!("${y_max:.2}"),
+            ChartKind::Cost => money_label(y_max, lw),
         };
         buf.set_stringn(area.x, area.y, &top, lw, t.dim);
         buf.set_stringn(area.x, area.y + plot_h - 1, "0", lw, t.dim);
@@ -185,6 +185,22 @@ impl Widget for StripChart<'_> {
         };
         buf.set_stringn(area.x, area.y + plot_h, legend, lw, t.divergence);
     }
+}
+
+/// A dollar amount in at most `width` chars for the cost chart's top label: `$0.05`, or in
+/// cents (`5¢`) or whole dollars (`$12`) when the label column is narrow.
+fn money_label(v: f64, width: usize) -> String {
+    [
+        format!("${v:.2}"),
+        if v < 1.0 {
+            format!("{:.0}¢", (v * 100.0).ceil())
+        } else {
+            format!("${:.0}", v.ceil())
+        },
+    ]
+    .into_iter()
+    .find(|s| s.chars().count() <= width)
+    .unwrap_or_else(|| short(v))
 }
 
 #[cfg(test)]
