@@ -31,13 +31,13 @@ def names(out, prefix):
 
 
 def fmt_t(r):
-    """mean ± stddev in ms (seconds when long)."""
+    """mean ± stddev (no ± for a single run), in ms below 1 s."""
     if r is None:
         return "—"
-    m, sd = r["mean"], r.get("stddev") or 0.0
-    if m >= 10:
-        return f"{m:.1f} s ± {sd:.1f}"
-    return f"{m * 1000:.1f} ± {sd * 1000:.1f} ms"
+    m, sd = r["mean"], r.get("stddev")
+    if m >= 1:
+        return f"{m:.2f} s" + (f" ± {sd:.2f}" if sd else "")
+    return f"{m * 1000:.1f} ms" + (f" ± {sd * 1000:.1f}" if sd else "")
 
 
 def cpu(r):

@@ -8,9 +8,11 @@ use std::process::Command;
 
 use loader_support::*;
 use serde_json::json;
+use tierscope::episode::options::EpisodeOptions;
 use tierscope::trace::load::open;
 use tierscope::trace::opencode::export::{load_export, parse_export};
 use tierscope::trace::{DiagnosticKind, LoadError, ToolStatus, Trace};
+use tierscope::{loaded, policy, replay};
 
 fn e1_export() -> std::path::PathBuf {
     Path::new(SHARED).join("opencode-1.18.33/exports/E1.json")
@@ -30,10 +32,40 @@ fn inspect(path: &Path) -> (bool, String, String) {
 }
 
 fn load_one(db: &TestDb) -> Trace {
-    open(Some(&db.path))
+    let t = open(Some(&db.path))
         .expect("open")
         .load_session(None)
-        .expect("load")
+        .expect("load");
+    survives_stages(&t);
+    t
+}
+
+/// What loaded must also get through the later stages: episodes (with tiers and tokens) and a
+/// replay under a pressure policy and under the never-forget baseline, one frame per request.
+fn survives_stages(t: &Trace) {
+    let l = loaded::from_trace(t.clone(), &EpisodeOptions::default());
+    assert_eq!(l.trace.requests.len(), t.requests.len());
+    if !t.messages.is_empty() {
+        assert!(!l.episodes.is_empty(), "{}: no episodes", t.session.id);
+    }
+    for name in ["retention", "full"] {
+        let p = policy::load(name, &[]).expect("built-in policy");
+        let r = replay::replay_session(&l, &p, None);
+        assert_eq!(
+            r.frames.len(),
+            t.requests.len(),
+            "{name} on {}",
+            t.session.id
+        );
+        // A small budget forces demotions on whatever did load.
+        let r = replay::replay_session(&l, &p, Some(500));
+        assert_eq!(
+            r.frames.len(),
+            t.requests.len(),
+            "{name} at 500 on {}",
+            t.session.id
+        );
+    }
 }
 
 #[test]
@@ -92,6 +124,7 @@ fn an_export_cut_in_the_middle_keeps_its_complete_messages() {
     let whole = load_export(&e1_export()).expect("whole");
     let cut = &full[..full.len() / 2];
     let t = parse_export(cut, Path::new("cut.json")).expect("a cut export still loads");
+    survives_stages(&t);
     assert!(!t.messages.is_empty());
     assert!(t.messages.len() < whole.messages.len());
     assert_eq!(t.diagnostics.count(DiagnosticKind::TruncatedExport), 1);
@@ -176,6 +209,7 @@ fn non_utf8_bytes_are_replaced_and_reported() {
         .expect("a word to break");
     raw[at] = 0xff;
     let t = parse_export(&raw, Path::new("bad.json")).expect("loads");
+    survives_stages(&t);
     assert_eq!(t.diagnostics.count(DiagnosticKind::NonUtf8), 1);
     assert!(!t.messages.is_empty());
     // In a database data column (stored as a blob).
@@ -216,6 +250,7 @@ fn a_session_with_zero_requests() {
         .expect("open")
         .load_session(Some("ses_2"))
         .expect("load");
+    survives_stages(&t);
     assert!(t.messages.is_empty());
 }
 
@@ -231,11 +266,13 @@ fn a_cyclic_parent_id_is_reported_not_followed() {
     let source = open(Some(&db.path)).expect("open");
     // No main session: the newest of all is the default.
     let t = source.load_session(None).expect("load");
+    survives_stages(&t);
     assert_eq!(t.session.id, "ses_b");
     assert_eq!(t.diagnostics.count(DiagnosticKind::CyclicParent), 1);
     // Its only child (ses_a) is its own parent: never loaded as a child.
     assert!(source.load_children(&t).is_empty());
     let me = source.load_session(Some("ses_self")).expect("self");
+    survives_stages(&me);
     assert_eq!(me.diagnostics.count(DiagnosticKind::CyclicParent), 1);
     assert!(source.load_children(&me).is_empty());
     let list = source.list_sessions().expect("list");
@@ -248,6 +285,29 @@ fn a_cyclic_parent_id_is_reported_not_followed() {
         .output()
         .expect("run");
     assert!(out.status.success());
+}
+
+#[test]
+fn a_part_of_an_unknown_type_is_kept_and_reported() {
+    let db = TestDb::new();
+    db.session("ses_1", None, "future", 1, 2);
+    db.user("msg_1", "ses_1", 10, "go");
+    db.assistant("msg_2", "ses_1", "msg_1", 20, "done", 4);
+    db.part(
+        "prt_h",
+        "msg_2",
+        "ses_1",
+        r#"{"type":"hologram","beam":{"colour":"green"},"text":"from a newer OpenCode"}"#,
+    );
+    let t = load_one(&db);
+    assert_eq!(t.requests.len(), 1);
+    assert!(t.messages[1]
+        .parts
+        .iter()
+        .any(|p| p.kind.type_name() == "hologram"));
+    assert_eq!(t.diagnostics.count(DiagnosticKind::UnknownPartType), 1);
+    let (ok, stdout, _) = inspect(&db.path);
+    assert!(ok && stdout.contains("unknown_part_type"), "{stdout}");
 }
 
 #[test]
@@ -345,11 +405,17 @@ fn messages_without_a_session_row_are_reported() {
 #[test]
 fn cuts_at_many_offsets_never_panic() {
     let raw = bytes(&e1_export());
-    for len in (0..raw.len()).step_by(997) {
+    for (i, len) in (0..raw.len()).step_by(997).enumerate() {
         match parse_export(&raw[..len], Path::new("cut.json")) {
-            Ok(t) => assert!(
-                t.diagnostics.count(DiagnosticKind::TruncatedExport) == 1 || len == raw.len()
-            ),
+            Ok(t) => {
+                assert!(
+                    t.diagnostics.count(DiagnosticKind::TruncatedExport) == 1 || len == raw.len()
+                );
+                // The later stages on a sample of the cuts (each replay costs a little).
+                if i % 16 == 0 {
+                    survives_stages(&t);
+                }
+            }
             Err(e) => assert!(!e.to_string().is_empty()),
         }
     }

@@ -1087,17 +1087,19 @@ impl<'p, 'a> Engine<'p, 'a> {
         }
         // Pressure once per fold: Σ cost of each episode's tier at p = 1 ÷ history budget.
         let natural: f64 = (0..k)
-            .map(|e| match curve.tier_with_factor(k - e, self.imp_factor[e], 1.0) {
-                t @ 1..=4 => {
-                    let d = usize::from(t) - 1;
-                    if self.par.measured_cost {
-                        self.tokens_at(e, Tier::TIERS[d], None) as f64
-                    } else {
-                        self.par.const_costs[d]
+            .map(
+                |e| match curve.tier_with_factor(k - e, self.imp_factor[e], 1.0) {
+                    t @ 1..=4 => {
+                        let d = usize::from(t) - 1;
+                        if self.par.measured_cost {
+                            self.tokens_at(e, Tier::TIERS[d], None) as f64
+                        } else {
+                            self.par.const_costs[d]
+                        }
                     }
-                }
-                _ => 0.0,
-            })
+                    _ => 0.0,
+                },
+            )
             .sum();
         let pressure = if hb <= 0.0 {
             1.0
