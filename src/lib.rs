@@ -4,18 +4,18 @@
 //! Data flows one way: [`trace`] (formats → neutral model) → episodes + tiers → replay →
 //! compare / sweep → reporters (CLI) and the TUI. Everything but the front ends is pure.
 
-pub mod text;
 pub mod cli;
 pub mod compare;
 pub mod episode;
 pub mod fixture;
+pub mod follow;
 pub mod loaded;
-pub mod tokens;
 pub mod policy;
 pub mod replay;
 pub mod research;
 pub mod sweep;
+pub mod text;
+pub mod tokens;
 pub mod trace;
 pub mod tui;
 pub mod watch;
-pub mod follow;

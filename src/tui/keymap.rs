@@ -1075,7 +1075,13 @@ pub static BINDINGS: &[Binding] = &[
         "close the pane (while sweeping: cancel)",
         Some("close"),
     ),
-    b(Mode::Sweep, &[Ctrl('c')], A::ForceQuit, "quit at once", None),
+    b(
+        Mode::Sweep,
+        &[Ctrl('c')],
+        A::ForceQuit,
+        "quit at once",
+        None,
+    ),
     b(
         Mode::SweepSetup,
         &[Code(K::Up), C('k')],
