@@ -65,3 +65,28 @@ fn replay_and_sweep_figures_are_svg() {
     };
     assert!(sweep_figure(&three, SweepMetric::Cost, &map, (800, 600)).is_err());
 }
+
+/// A session title with a terminal escape (as an attacker-controlled trace may hold) must not
+/// end up raw in the SVG: ESC and BEL are not allowed in XML, so one would break the whole file.
+#[test]
+fn control_characters_in_a_title_keep_the_svg_well_formed() {
+    let export = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/B1.json");
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(export).unwrap()).unwrap();
+    v["info"]["title"] = "evil <b> & \u{1b}]0;owned\u{7}\u{1b}[2J".into();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("evil.json");
+    std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+    let s = tierscope::loaded::load(&LoadArgs {
+        path: Some(path),
+        ..LoadArgs::default()
+    })
+    .unwrap();
+    let policy = tierscope::policy::load("retention", &[]).unwrap();
+    let r = tierscope::replay::replay_session(&s, &policy, None);
+    let fig = dir.path().join("fig.svg");
+    replay_figure(&r, &fig, (1400, 900)).unwrap();
+    let svg = std::fs::read_to_string(&fig).unwrap();
+    assert!(!svg.contains('\u{1b}') && !svg.contains('\u{7}'));
+    assert!(svg.contains("\\x1b]0;owned"), "the escape is shown as text");
+    assert!(svg.contains("&lt;b&gt;"));
+}

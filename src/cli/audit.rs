@@ -5,7 +5,7 @@
 use anyhow::Context;
 use clap::Args;
 
-use super::output::{print_json, Format};
+use super::output::{out, outln, print_json, print_jsonl, Format};
 use super::LoadArgs;
 use crate::episode::options::TierSource;
 use crate::research::audit::{audit, Audit};
@@ -48,14 +48,26 @@ pub fn run(a: &AuditArgs) -> anyhow::Result<()> {
     let refs: Vec<_> = loads.iter().collect();
     let au = audit(&refs);
     match a.format {
-        Format::Json | Format::Jsonl => print_json(&au),
+        Format::Json => print_json(&au),
+        Format::Jsonl => {
+            for s in &au.strategies {
+                print_jsonl(
+                    &s.episodes,
+                    &[
+                        ("session", au.session.clone().into()),
+                        ("strategy", s.strategy.clone().into()),
+                    ],
+                )?;
+            }
+            Ok(())
+        }
         Format::Csv => {
             let (h, rows) = episode_rows(&au, false);
-            print!("{}", csv(&h, &rows));
+            out!("{}", csv(&h, &rows));
             Ok(())
         }
         Format::Table => {
-            println!("{} — {} ({} probes)", au.session, au.title, au.probes);
+            outln!("{} — {} ({} probes)", au.session, au.title, au.probes);
             let h = [
                 "strategy",
                 "tier",
@@ -87,9 +99,9 @@ pub fn run(a: &AuditArgs) -> anyhow::Result<()> {
                     ]);
                 }
             }
-            print!("{}", table(&h, &rows));
+            out!("{}", table(&h, &rows));
             for s in &au.strategies {
-                println!(
+                outln!(
                     "generation cost ({}): {} representations, read {} tokens, wrote {} tokens",
                     s.strategy,
                     s.generation.representations,
@@ -97,11 +109,11 @@ pub fn run(a: &AuditArgs) -> anyhow::Result<()> {
                     thousands(s.generation.output_tokens as i64)
                 );
             }
-            println!();
+            outln!();
             let (h, rows) = episode_rows(&au, true);
-            print!("{}", table(&h, &rows));
+            out!("{}", table(&h, &rows));
             if a.details {
-                print_details(&au);
+                print_details(&au)?;
             }
             Ok(())
         }
@@ -162,7 +174,7 @@ fn episode_rows(au: &Audit, pretty: bool) -> ([&'static str; 14], Vec<Vec<String
     (h, rows)
 }
 
-fn print_details(au: &Audit) {
+fn print_details(au: &Audit) -> anyhow::Result<()> {
     for s in &au.strategies {
         for e in &s.episodes {
             for t in &e.tiers {
@@ -180,12 +192,13 @@ fn print_details(au: &Audit) {
                     lines.push(format!("  contradictions: {}", t.contradictions.join("; ")));
                 }
                 if !lines.is_empty() {
-                    println!("{} {} {}:", s.strategy, e.episode, t.tier);
+                    outln!("{} {} {}:", s.strategy, e.episode, t.tier);
                     for l in lines {
-                        println!("{}", crate::text::sanitize_for_terminal(&l));
+                        outln!("{}", crate::text::sanitize_for_terminal(&l));
                     }
                 }
             }
         }
     }
+    Ok(())
 }

@@ -7,6 +7,7 @@ use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use serde_json::json;
 
+use super::output::out;
 use super::LoadArgs;
 use crate::compare::delta::{signed, signed_f};
 use crate::compare::{self, Comparison, FrameDiff, Metrics, SummaryDelta};
@@ -29,7 +30,7 @@ pub struct DiffArgs {
     #[arg(long, short = 'p', value_name = "POLICY", required = true)]
     pub policy: Vec<String>,
     /// Token budget for both (default: the usable input limit of the recorded model).
-    #[arg(long)]
+    #[arg(long, value_parser = super::output::budget_value)]
     pub budget: Option<u64>,
     /// Override a knob of A: KEY=VALUE (repeatable).
     #[arg(long = "set-a", value_name = "KEY=VALUE")]
@@ -100,7 +101,7 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<()> {
                 "identical": unified.is_empty(),
                 "unified": unified,
             }))?,
-            DiffFormat::Table => print!(
+            DiffFormat::Table => out!(
                 "{}",
                 context_report(&cmp, &labels, at, ca.tokens, cb.tokens, &unified)
             ),
@@ -113,7 +114,7 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<()> {
     match a.format {
         DiffFormat::Json => super::output::print_json(&cmp),
         DiffFormat::Table => {
-            print!("{}", table(&cmp, &labels, a.at.is_some()));
+            out!("{}", table(&cmp, &labels, a.at.is_some()));
             Ok(())
         }
     }

@@ -9,6 +9,7 @@ use anyhow::Context as _;
 use clap::Args;
 use serde_json::{json, Value};
 
+use super::output::plural;
 use super::sessions::{format_time, write_stdout};
 use super::LoadArgs;
 use crate::episode::{Episode, Representation, Strategy, Tier};
@@ -94,16 +95,42 @@ fn all_sessions(l: &LoadedSession) -> impl Iterator<Item = &LoadedSession> {
     std::iter::once(l).chain(l.children.iter())
 }
 
+/// Whole kinds, comma-separated, as many as fit in `width`, then `+N` for the rest (a kind cut
+/// in half reads as a different word).
+fn kinds_cell(kinds: &[crate::episode::EpisodeKind], width: usize) -> String {
+    if kinds.is_empty() {
+        return "-".to_owned();
+    }
+    let mut out = String::new();
+    for (i, k) in kinds.iter().enumerate() {
+        let rest = kinds.len() - i - 1;
+        let sep = if out.is_empty() { "" } else { "," };
+        let more = if rest > 0 {
+            format!(",+{rest}")
+        } else {
+            String::new()
+        };
+        if out.len() + sep.len() + k.as_str().len() + more.len() > width && !out.is_empty() {
+            out.push_str(&format!(",+{}", rest + 1));
+            return out;
+        }
+        out.push_str(sep);
+        out.push_str(k.as_str());
+    }
+    out
+}
+
 /// The table, for people.
 pub fn table(l: &LoadedSession) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "session {}  {}  ({} episodes, {} requests; episodes {}, tiers {}, {}, rules {})",
+        "session {}  {}  ({}, {}; episodes {}, tiers {}, {}, rules {})",
         sanitize_for_terminal(&l.trace.session.id),
-        sanitize_for_terminal(&clip_chars(&l.trace.session.title, 50)),
-        l.episodes.len(),
-        l.trace.requests.len(),
+        // Sanitize before clipping: an escape shown as `\x1b` must not be cut in half.
+        clip_chars(&sanitize_for_terminal(&l.trace.session.title), 50),
+        plural(l.episodes.len(), "episode"),
+        plural(l.trace.requests.len(), "request"),
         l.segmentation.as_str(),
         l.tier_source.as_str(),
         l.tokenizer,
@@ -111,7 +138,7 @@ pub fn table(l: &LoadedSession) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<4} {:>7} {:<5} {:<40} {:<28} {:<12} {:<7} {:>6} {:>6} {:>6} {:>6} {:>4}",
+        "{:<4} {:>7} {:<5} {:<40} {:<28} {:<12} {:<7} {:>6} {:>6} {:>7} {:>6} {:>4}",
         "id",
         "reqs",
         "time",
@@ -121,7 +148,7 @@ pub fn table(l: &LoadedSession) -> String {
         "floor",
         "full",
         "dense",
-        "compct",
+        "compact",
         "anchor",
         "pins"
     );
@@ -131,15 +158,6 @@ pub fn table(l: &LoadedSession) -> String {
             (Some(a), Some(b)) => format!("{a}-{b}"),
             _ => "-".to_owned(),
         };
-        let mut kinds = e
-            .kinds
-            .iter()
-            .map(|k| k.as_str())
-            .collect::<Vec<_>>()
-            .join(",");
-        if kinds.is_empty() {
-            kinds.push('-');
-        }
         let tok = |t: Tier| {
             e.representation(t)
                 .map_or("-".to_owned(), |r| r.tokens.to_string())
@@ -147,12 +165,12 @@ pub fn table(l: &LoadedSession) -> String {
         let time = format_time(e.time_start);
         let _ = writeln!(
             out,
-            "{:<4} {:>7} {:<5} {:<40} {:<28} {:<12} {:<7} {:>6} {:>6} {:>6} {:>6} {:>4}",
+            "{:<4} {:>7} {:<5} {:<40} {:<28} {:<12} {:<7} {:>6} {:>6} {:>7} {:>6} {:>4}",
             e.id,
             reqs,
             time.get(11..).unwrap_or(&time),
-            sanitize_for_terminal(&clip_chars(&e.title.replace('\n', " "), 40)),
-            clip_chars(&kinds, 28),
+            clip_chars(&sanitize_for_terminal(&e.title.replace('\n', " ")), 40),
+            kinds_cell(&e.kinds, 28),
             e.class.as_str(),
             e.floor.as_str(),
             tok(Tier::Full),

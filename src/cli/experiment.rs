@@ -4,7 +4,7 @@
 use anyhow::Context;
 use clap::Args;
 
-use super::output::{print_json, Format};
+use super::output::{out, outln, print_json, print_jsonl, Format};
 use super::LoadArgs;
 use crate::policy;
 use crate::research::experiment::{run, BudgetMode, Experiment};
@@ -18,7 +18,7 @@ pub struct ExperimentArgs {
     #[arg(long = "policy", short = 'p', value_name = "POLICY")]
     pub policies: Vec<String>,
     /// One token budget for every policy (default: the usable input limit of the recorded model).
-    #[arg(long, conflicts_with = "match_mean_tokens")]
+    #[arg(long, conflicts_with = "match_mean_tokens", value_parser = super::output::budget_value)]
     pub budget: Option<u64>,
     /// Tune each policy's budget so its mean tokens match TOKENS (default: the mean tokens of
     /// `retention` at the default budget).
@@ -60,13 +60,14 @@ pub fn run_cli(a: &ExperimentArgs) -> anyhow::Result<()> {
     }
     let e = run(&session, &policies, mode);
     match a.format {
-        Format::Json | Format::Jsonl => print_json(&e),
+        Format::Json => print_json(&e),
+        Format::Jsonl => print_jsonl(&e.rows, &[("session", e.session.clone().into())]),
         Format::Csv => {
-            print!("{}", csv(&HEADERS, &cells(&e, false)));
+            out!("{}", csv(&HEADERS, &cells(&e, false)));
             Ok(())
         }
         Format::Table => {
-            println!(
+            outln!(
                 "{} — {} requests, {} episodes, {} probes; {}",
                 e.session,
                 e.requests,
@@ -80,7 +81,7 @@ pub fn run_cli(a: &ExperimentArgs) -> anyhow::Result<()> {
                     None => "one budget for every policy".to_string(),
                 }
             );
-            print!("{}", table(&HEADERS, &cells(&e, true)));
+            out!("{}", table(&HEADERS, &cells(&e, true)));
             Ok(())
         }
     }

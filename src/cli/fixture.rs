@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Args;
 
-use crate::cli::output::{print_json, Format};
+use crate::cli::output::{outln, print_json, print_jsonl, Format};
 use crate::fixture::{write_fixture, FixtureConfig};
 
 #[derive(Debug, Args)]
@@ -33,12 +33,16 @@ pub struct FixtureArgs {
     /// File stem; default `fixture-<seed>-<requests>`.
     #[arg(long)]
     pub name: Option<String>,
-    /// `table` prints a summary; `json` the full report.
+    /// `table` prints a summary; `json` the full report (`jsonl`: on one line; no `csv`).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
 }
 
 pub fn run(a: &FixtureArgs) -> anyhow::Result<()> {
+    // Checked before anything is written: a report is one record, not a table of rows.
+    if a.format == Format::Csv {
+        anyhow::bail!("fixture has no CSV form (use --format table, json or jsonl)");
+    }
     let cfg = FixtureConfig {
         seed: a.seed,
         requests: a.requests as usize,
@@ -52,17 +56,19 @@ pub fn run(a: &FixtureArgs) -> anyhow::Result<()> {
         .with_context(|| format!("writing fixture into {}", a.out.display()))?;
     let secs = started.elapsed().as_secs_f64();
     match a.format {
-        Format::Json | Format::Jsonl => print_json(&report),
+        Format::Json => print_json(&report),
+        // One record: the report on one line.
+        Format::Jsonl => print_jsonl([&report], &[]),
         Format::Table | Format::Csv => {
             let path = |p: &Option<PathBuf>| {
                 p.as_ref()
                     .map(|p| p.display().to_string())
                     .unwrap_or_default()
             };
-            println!("export   {}", path(&report.export_path));
-            println!("probes   {}", path(&report.probes_path));
-            println!("session  {}", report.session_id);
-            println!(
+            outln!("export   {}", path(&report.export_path));
+            outln!("probes   {}", path(&report.probes_path));
+            outln!("session  {}", report.session_id);
+            outln!(
                 "{} requests, {} messages, {} episodes ({} revisits), {} probes, {:.1} MB",
                 report.requests,
                 report.messages,
@@ -76,7 +82,7 @@ pub fn run(a: &FixtureArgs) -> anyhow::Result<()> {
                 .iter()
                 .map(|(d, n)| format!("{d} {n}"))
                 .collect();
-            println!("probes by dimension: {}", dims.join(", "));
+            outln!("probes by dimension: {}", dims.join(", "));
             eprintln!("generated in {secs:.2}s");
             Ok(())
         }

@@ -31,7 +31,7 @@ pub struct LoadArgs {
     #[arg(long, value_name = "DIR")]
     pub sidecars: Option<PathBuf>,
     /// Split a long turn into episodes of at most N requests.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
     pub max_requests: Option<usize>,
     /// Magic Context database (default: $XDG_DATA_HOME/cortexkit/magic-context/context.db).
     #[arg(long, value_name = "FILE")]
@@ -50,5 +50,14 @@ impl LoadArgs {
         let source = self.open()?;
         let trace = source.load_session(self.session.as_deref())?;
         Ok((source, trace))
+    }
+}
+
+/// `--max-requests 0` would be an episode of no requests: refused rather than ignored.
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_owned()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
     }
 }

@@ -44,12 +44,7 @@ pub fn run(args: &SessionsArgs) -> anyhow::Result<()> {
 
 /// Write to stdout; a closed pipe (`| head`) ends the output quietly instead of panicking.
 pub(crate) fn write_stdout(s: &str) -> anyhow::Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(s.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(()),
-    }
+    super::output::write_stdout(s)
 }
 
 /// Unix ms as `YYYY-MM-DD HH:MM` UTC.

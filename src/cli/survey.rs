@@ -6,7 +6,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 
-use super::output::{print_json, Format};
+use super::output::{out, outln, plural, print_json, print_jsonl, Format};
 use super::LoadArgs;
 use crate::episode::sidecar::{SidecarLocator, Sidecars};
 use crate::policy;
@@ -135,16 +135,14 @@ pub fn run(a: &SurveyArgs) -> anyhow::Result<()> {
     }
     let survey = combine(source.describe(), sessions, failures);
     match a.format {
-        Format::Json | Format::Jsonl => print_json(&survey),
+        Format::Json => print_json(&survey),
+        Format::Jsonl => print_jsonl(&survey.sessions, &[]),
         Format::Csv => {
             let (h, rows) = session_rows(&survey, false);
-            print!("{}", csv(&h, &rows));
+            out!("{}", csv(&h, &rows));
             Ok(())
         }
-        Format::Table => {
-            print_table(&survey);
-            Ok(())
-        }
+        Format::Table => print_table(&survey),
     }
 }
 
@@ -186,7 +184,7 @@ fn session_rows(s: &Survey, pretty: bool) -> (Vec<&'static str>, Vec<Vec<String>
     (h, rows)
 }
 
-/// The columns of [`mix_cells`] but its last two (the cost savings, named per table).
+/// The columns of [`mix_cells`] but its last two (the cost savings).
 const MIX_COLUMNS: [&str; 8] = [
     "full",
     "dense",
@@ -222,16 +220,16 @@ fn mix_cells(
     cells
 }
 
-fn print_table(s: &Survey) {
+fn print_table(s: &Survey) -> anyhow::Result<()> {
     let reqs: usize = s.sessions.iter().map(|x| x.requests).sum();
-    println!(
-        "{}: {} sessions surveyed ({} requests), {} skipped",
+    outln!(
+        "{}: {} surveyed ({} requests), {} skipped",
         s.source,
-        s.sessions.len(),
+        plural(s.sessions.len(), "session"),
         reqs,
         s.failures.len()
     );
-    println!(
+    outln!(
         "old context: {} of the context under `full`, requests-weighted",
         pct(Some(s.old_context_share))
     );
@@ -250,12 +248,17 @@ fn print_table(s: &Survey) {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    println!("aged history by class: {}", mix(&s.aged_by_class));
-    println!("aged history by kind:  {}", mix(&s.aged_by_kind));
-    println!();
+    let mix = |m: &std::collections::BTreeMap<String, u64>| match mix(m) {
+        s if s.is_empty() => "none (no episode closed before the last request)".to_string(),
+        s => s,
+    };
+    outln!("aged history by class: {}", mix(&s.aged_by_class));
+    outln!("aged history by kind:  {}", mix(&s.aged_by_kind));
+    outln!();
     let mut h = vec!["policy", "sessions"];
     h.extend(MIX_COLUMNS);
-    h.extend(["cost_vs_full", "cost_vs_opencode"]);
+    // The same names as the session table: these are savings (positive = cheaper), not costs.
+    h.extend(["cost_saves_vs_full", "cost_saves_vs_opencode"]);
     let rows: Vec<Vec<String>> = s
         .policies
         .iter()
@@ -265,8 +268,9 @@ fn print_table(s: &Survey) {
             row
         })
         .collect();
-    print!("{}", table(&h, &rows));
-    println!();
+    out!("{}", table(&h, &rows));
+    outln!();
     let (h, rows) = session_rows(s, true);
-    print!("{}", table(&h, &rows));
+    out!("{}", table(&h, &rows));
+    Ok(())
 }

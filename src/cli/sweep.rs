@@ -6,7 +6,7 @@ use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::output::{print_json, Format};
+use super::output::{out, outln, plural, print_json, print_jsonl, Format};
 use super::LoadArgs;
 use crate::policy;
 use crate::research::report::{csv, pct, table, thousands};
@@ -26,7 +26,7 @@ pub struct SweepArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
     /// Token budget (default: the usable input limit of the recorded model).
-    #[arg(long)]
+    #[arg(long, value_parser = super::output::budget_value)]
     pub budget: Option<u64>,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -57,21 +57,28 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
     let result = sweep::run_with(&session, &policy, &axes, a.budget, &|| bar.inc(1))?;
     bar.finish_and_clear();
     eprintln!(
-        "{} points ({} invalid) in {:.1}s",
-        result.points.len(),
+        "{} ({} invalid) in {:.1}s",
+        plural(result.points.len(), "point"),
         result.points.len() - result.valid(),
         started.elapsed().as_secs_f64()
     );
     match a.format {
-        Format::Json | Format::Jsonl => print_json(&result),
+        Format::Json => print_json(&result),
+        Format::Jsonl => print_jsonl(
+            &result.points,
+            &[
+                ("policy", result.policy.clone().into()),
+                ("budget", result.budget.into()),
+            ],
+        ),
         Format::Csv => {
             let (h, rows) = cells(&result, false);
             let h: Vec<&str> = h.iter().map(String::as_str).collect();
-            print!("{}", csv(&h, &rows));
+            out!("{}", csv(&h, &rows));
             Ok(())
         }
         Format::Table => {
-            println!(
+            outln!(
                 "sweep of {} at budget {} ({}); * = Pareto front (lower cost and thrash, higher survival)",
                 result.policy,
                 thousands(result.budget as i64),
@@ -79,7 +86,7 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
             );
             let (h, rows) = cells(&result, true);
             let h: Vec<&str> = h.iter().map(String::as_str).collect();
-            print!("{}", table(&h, &rows));
+            out!("{}", table(&h, &rows));
             // Each distinct reason once, with how many points it ruled out.
             let mut reasons: Vec<(String, usize)> = Vec::new();
             for r in result.points.iter().filter_map(|p| p.reason.as_ref()) {
@@ -89,7 +96,7 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
                 }
             }
             for (r, n) in reasons {
-                println!("invalid ({n} points): {r}");
+                outln!("invalid ({}): {r}", plural(n, "point"));
             }
             Ok(())
         }

@@ -454,6 +454,8 @@ fn short_count(v: f64) -> String {
     }
 }
 
+/// Trace text for the figure: control characters made visible first (they are not allowed in
+/// XML, so a raw ESC in a title would make the whole SVG unreadable), then clipped.
 fn clip(s: &str, n: usize) -> String {
-    crate::text::clip_chars(s, n)
+    crate::text::clip_chars(&crate::text::sanitize_for_terminal(s), n)
 }

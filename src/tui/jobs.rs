@@ -156,7 +156,7 @@ impl Worker {
                 policy,
                 budget,
             } => Some(self.replay(gen, &policy, budget)),
-            Effect::Context { gen, at } => Some(self.context(gen, at)),
+            Effect::Context { gen, at } => self.context(gen, at),
             Effect::SavePolicy { path, toml } => Some(Msg::Saved(
                 std::fs::write(&path, toml)
                     .map(|()| path.clone())
@@ -239,14 +239,16 @@ impl Worker {
         }
     }
 
-    fn context(&mut self, gen: u64, at: usize) -> Msg {
-        let result = match (&self.current, &self.replay) {
+    /// The context at `at` for replay `gen`. `None` when the worker holds another replay: the
+    /// job is stale (latest wins), and the `Replayed` message of the current replay asks again.
+    fn context(&mut self, gen: u64, at: usize) -> Option<Msg> {
+        match (&self.current, &self.replay) {
             (Some(l), Some((g, policy, budget, _))) if *g == gen => {
-                adapt::context_model(l, policy, *budget, at).map(Arc::new)
+                let result = adapt::context_model(l, policy, *budget, at).map(Arc::new);
+                Some(Msg::Context { gen, at, result })
             }
-            _ => Err("the replay changed; a newer context is on its way".to_owned()),
-        };
-        Msg::Context { gen, at, result }
+            _ => None,
+        }
     }
 }
 
