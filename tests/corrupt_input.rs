@@ -371,6 +371,7 @@ fn escape_sequences_in_trace_text_are_made_visible() {
         2,
     );
     db.user("msg_1", "ses_1", 10, "hi");
+    db.assistant("msg_2", "ses_1", "msg_1", 20, "hello", 4);
     for cmd in ["sessions", "inspect"] {
         let out = Command::new(BIN)
             .args([cmd, db.path.to_str().expect("utf-8")])
@@ -380,6 +381,28 @@ fn escape_sequences_in_trace_text_are_made_visible() {
         let s = String::from_utf8_lossy(&out.stdout);
         assert!(!s.contains('\u{1b}') && !s.contains('\u{7}'), "{cmd}: {s}");
         assert!(s.contains("\\x1b"), "{cmd}: {s}");
+    }
+    // Every other command that prints the title: whatever it prints, nothing raw.
+    for args in [
+        &["episodes"][..],
+        &["audit"],
+        &["experiment", "-p", "full"],
+        &["survey"],
+    ] {
+        let out = Command::new(BIN)
+            .args(args)
+            .arg(&db.path)
+            .env("TIERSCOPE_CACHE_DIR", db.path.with_extension("cache"))
+            .output()
+            .expect("run");
+        assert!(out.status.success(), "{args:?}");
+        for s in [&out.stdout, &out.stderr] {
+            let s = String::from_utf8_lossy(s);
+            assert!(
+                !s.contains('\u{1b}') && !s.contains('\u{7}'),
+                "{args:?}: {s}"
+            );
+        }
     }
 }
 

@@ -22,6 +22,7 @@ pub struct AuditArgs {
     /// additions and the contradictions.
     #[arg(long)]
     pub details: bool,
+    /// Output: table, json (one document), csv (one row per episode and tier) or jsonl (one line per episode and strategy).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
 }
@@ -43,7 +44,19 @@ pub fn run(a: &AuditArgs) -> anyhow::Result<()> {
         for w in &l.warnings {
             eprintln!("warning: {w}");
         }
+        // Without a tiers sidecar or Magic Context every episode falls back to source tiers;
+        // auditing those under the name "external" would report someone else's numbers.
+        if *s == TierSource::External && !has_external_tiers(&l) {
+            eprintln!(
+                "warning: --strategy external: no external tiers found (no `*.tiers.json` sidecar \
+                 or Magic Context compartments for this session); skipped"
+            );
+            continue;
+        }
         loads.push(l);
+    }
+    if loads.is_empty() {
+        anyhow::bail!("nothing to audit: no tier strategy could be loaded");
     }
     let refs: Vec<_> = loads.iter().collect();
     let au = audit(&refs);
@@ -67,7 +80,12 @@ pub fn run(a: &AuditArgs) -> anyhow::Result<()> {
             Ok(())
         }
         Format::Table => {
-            outln!("{} — {} ({} probes)", au.session, au.title, au.probes);
+            outln!(
+                "{} — {} ({} probes)",
+                au.session,
+                crate::text::sanitize_for_terminal(&au.title),
+                au.probes
+            );
             let h = [
                 "strategy",
                 "tier",
@@ -201,4 +219,13 @@ fn print_details(au: &Audit) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether any episode has a tier written by someone else.
+fn has_external_tiers(l: &crate::loaded::LoadedSession) -> bool {
+    l.episodes.iter().any(|e| {
+        e.tiers
+            .values()
+            .any(|r| r.strategy == crate::episode::Strategy::External)
+    })
 }

@@ -24,6 +24,7 @@ pub struct ExperimentArgs {
     /// `retention` at the default budget).
     #[arg(long, value_name = "TOKENS", num_args = 0..=1, default_missing_value = "auto")]
     pub match_mean_tokens: Option<String>,
+    /// Output: table, json (one document), csv or jsonl (one line per policy).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
 }
@@ -94,7 +95,7 @@ const HEADERS: [&str; 22] = [
     "p50",
     "p95",
     "max",
-    "overflow",
+    "max_overflow",
     "full",
     "dense",
     "compact",

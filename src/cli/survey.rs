@@ -40,6 +40,7 @@ pub struct SurveyArgs {
     /// Policies to evaluate (repeatable). Default: full, truncate, opencode, age, retention, decay.
     #[arg(long = "policy", short = 'p', value_name = "POLICY")]
     pub policies: Vec<String>,
+    /// Output: table, json (one document), csv or jsonl (one line per session).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
 }
@@ -57,6 +58,13 @@ fn bar(len: u64, what: &str) -> ProgressBar {
 }
 
 pub fn run(a: &SurveyArgs) -> anyhow::Result<()> {
+    if let Some(id) = &a.load.session {
+        // Silently surveying everything anyway would answer a different question.
+        anyhow::bail!(
+            "survey covers every main session of the source; --session {id} does not apply \
+             (use `tierscope inspect --session {id}` or `experiment --session {id}`)"
+        );
+    }
     let names: Vec<String> = if a.policies.is_empty() {
         ["full", "truncate", "opencode", "age", "retention", "decay"]
             .iter()
@@ -131,7 +139,11 @@ pub fn run(a: &SurveyArgs) -> anyhow::Result<()> {
         }
     }
     for f in &failures {
-        eprintln!("skipped {}: {}", f.session, f.error);
+        eprintln!(
+            "skipped {}: {}",
+            crate::text::sanitize_for_terminal(&f.session),
+            crate::text::sanitize_for_terminal(&f.error)
+        );
     }
     let survey = combine(source.describe(), sessions, failures);
     match a.format {

@@ -28,6 +28,7 @@ pub struct SweepArgs {
     /// Token budget (default: the usable input limit of the recorded model).
     #[arg(long, value_parser = super::output::budget_value)]
     pub budget: Option<u64>,
+    /// Output: table, json (one document), csv or jsonl (one line per grid point).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
 }
@@ -40,6 +41,13 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
         .iter()
         .map(|v| Axis::parse(v))
         .collect::<Result<Vec<_>, _>>()?;
+    // A knob both fixed and varied: the grid would silently override the --set.
+    if let Some((k, _)) = overrides
+        .iter()
+        .find(|(k, _)| axes.iter().any(|ax| &ax.key == k))
+    {
+        anyhow::bail!("{k} is both set (--set) and varied (--vary); give it once");
+    }
     let n = sweep::validate(&policy, &axes)?;
     let session = crate::loaded::load(&a.load).context("loading the session")?;
     for w in &session.warnings {
