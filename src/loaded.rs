@@ -313,6 +313,7 @@ pub fn from_trace_with(
 
     // Classify and draft every episode, then count all texts in one batch.
     let mut pending: Vec<(Episode, Vec<Draft>, Vec<String>)> = Vec::new();
+    let mut episodes_without_external = 0usize;
     for (k, seg) in segments.iter().enumerate() {
         let id = format!("E{k}");
         let mut cl = classify::classify(&trace, seg, &rules, &req_of);
@@ -392,6 +393,7 @@ pub fn from_trace_with(
                 drafts = ext;
             } else if opts.tiers == TierSource::External {
                 notes.push("no external tiers for this episode; source tiers used".to_owned());
+                episodes_without_external += 1;
             }
         }
         let (first_request, last_request) =
@@ -422,6 +424,14 @@ pub fn from_trace_with(
             importance,
         };
         pending.push((ep, drafts, notes));
+    }
+    if episodes_without_external > 0 {
+        // Said once for the session, not only per episode: the header claims external tiers.
+        warnings.push(format!(
+            "--tiers external: {episodes_without_external} of {} episodes have no external tiers \
+             (no *.tiers.json or Magic Context compartment covers them); their source tiers are used",
+            segments.len()
+        ));
     }
 
     let texts: Vec<&str> = pending

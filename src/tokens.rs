@@ -70,7 +70,7 @@ impl std::fmt::Display for TokenizerKind {
 
 #[derive(Debug, thiserror::Error)]
 pub enum TokenCacheError {
-    #[error("cannot write token cache {path}: {source}")]
+    #[error("cannot write token cache {path}")]
     Write {
         path: PathBuf,
         #[source]

@@ -76,7 +76,7 @@ pub fn run(a: &PoliciesArgs) -> anyhow::Result<()> {
         let v: Vec<PolicyListing> = ps.iter().map(listing).collect();
         super::output::print_json(&v)
     } else {
-        print!("{}", table(&ps));
+        crate::cli::output::write_stdout(&table(&ps))?;
         Ok(())
     }
 }

@@ -100,7 +100,7 @@ pub fn run(a: &RenderArgs) -> anyhow::Result<()> {
     if a.json {
         super::output::print_json(&ctx)
     } else {
-        print!("{}", text(&ctx, a.diff_prev));
+        crate::cli::output::write_stdout(&text(&ctx, a.diff_prev))?;
         Ok(())
     }
 }

@@ -20,7 +20,7 @@ pub const DEFAULT_RULES: &str = include_str!("rules.toml");
 
 #[derive(Debug, thiserror::Error)]
 pub enum RulesError {
-    #[error("cannot read rules {path}: {source}")]
+    #[error("cannot read rules {path}")]
     Io {
         path: std::path::PathBuf,
         #[source]

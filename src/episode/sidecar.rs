@@ -18,7 +18,7 @@ use super::model::{RetentionClass, Tier};
 /// Errors reading a sidecar that exists (a missing sidecar is not an error).
 #[derive(Debug, thiserror::Error)]
 pub enum SidecarError {
-    #[error("cannot read sidecar {path}: {source}")]
+    #[error("cannot read sidecar {path}")]
     Io {
         path: PathBuf,
         #[source]

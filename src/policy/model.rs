@@ -249,7 +249,7 @@ impl Policy {
 pub enum PolicyError {
     #[error("no built-in policy named {name:?} and no such file (built-ins: {})", builtins.join(", "))]
     NotFound { name: String, builtins: Vec<String> },
-    #[error("cannot read policy file {path}: {source}")]
+    #[error("cannot read policy file {path}")]
     Io {
         path: PathBuf,
         #[source]

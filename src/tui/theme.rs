@@ -27,7 +27,7 @@ pub const DEFAULT_THEME: &str = "dark";
 pub enum ThemeError {
     #[error("unknown theme {0:?} (built-in: dark, light, high-contrast, mono; or a file in {1})")]
     Unknown(String, String),
-    #[error("theme {name}: {source}")]
+    #[error("theme {name}")]
     Toml {
         name: String,
         #[source]
@@ -39,7 +39,7 @@ pub enum ThemeError {
         key: String,
         msg: String,
     },
-    #[error("theme file {path}: {source}")]
+    #[error("theme file {path}")]
     Io {
         path: PathBuf,
         #[source]
