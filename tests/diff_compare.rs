@@ -190,13 +190,13 @@ fn retention_keeps_the_rejected_approach_at_its_floor_where_age_goes_below() {
 fn two_knob_sets_of_one_policy_compare_and_name_their_differences() {
     let s = load(&PathBuf::from(SAMPLES).join("C1.json"));
     let a = policy::load("retention", &[]).unwrap_or_else(|e| panic!("{e}"));
-    let b = policy::load("retention", &[("min_dwell".into(), "10".into())])
+    let b = policy::load("retention", &[("target".into(), "0.65".into())])
         .unwrap_or_else(|e| panic!("{e}"));
-    let (ra, rb, c) = compare::compare_policies(&Input::from(&s), &a, &b, Some(6000))
+    let (ra, rb, c) = compare::compare_policies(&Input::from(&s), &a, &b, Some(11000))
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(
         c.summary.requests_differing > 0,
-        "a longer dwell should change something on C1"
+        "a lower target should change something on C1"
     );
     // Deltas are B − A, frame by frame and in the summary.
     for (f, (fa, fb)) in c.frames.iter().zip(ra.frames.iter().zip(&rb.frames)) {

@@ -601,9 +601,13 @@ impl<'p, 'a> Engine<'p, 'a> {
             } else {
                 0
             };
-            // 2–3. Decide and schedule.
+            // 2–3. Decide and schedule. A recorded compaction's summary call is a side call with
+            // its own, atypically small context: counterfactual policies hold their schedule
+            // through it, or its low pressure would promote what the next step demotes again.
             let mut compaction = false;
+            let hold_schedule = req.synthetic_call && self.par.kind != PolicyKind::Flat;
             match self.par.kind {
+                _ if hold_schedule => {}
                 PolicyKind::Full => {}
                 PolicyKind::Truncate => self.truncate(sys + active_tok),
                 PolicyKind::Progressive if self.par.age_driver => self.age(),
@@ -618,10 +622,12 @@ impl<'p, 'a> Engine<'p, 'a> {
                     }
                 }
             }
-            if matches!(
-                self.par.kind,
-                PolicyKind::Progressive | PolicyKind::Truncate | PolicyKind::Oracle
-            ) {
+            if !hold_schedule
+                && matches!(
+                    self.par.kind,
+                    PolicyKind::Progressive | PolicyKind::Truncate | PolicyKind::Oracle
+                )
+            {
                 self.schedule(sys + active_tok);
             }
             self.last_sys = Some(sys_key);
