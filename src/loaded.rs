@@ -305,6 +305,7 @@ pub fn from_trace_with(
         covered_until,
     );
     let req_of = classify::request_of_message(&trace);
+    let todos = crate::episode::segment::todo_changes(&trace);
     let artefacts = tiers::artefact_ids(&trace);
     let strategy = match opts.tiers {
         TierSource::Cascade => Strategy::Cascade,
@@ -316,7 +317,7 @@ pub fn from_trace_with(
     let mut episodes_without_external = 0usize;
     for (k, seg) in segments.iter().enumerate() {
         let id = format!("E{k}");
-        let mut cl = classify::classify(&trace, seg, &rules, &req_of);
+        let mut cl = classify::classify_with_todos(&trace, seg, &rules, &req_of, &todos);
         let mut notes = Vec::new();
         let mut class_reasons = std::mem::take(&mut cl.class_reasons);
         let mut floor_reasons = std::mem::take(&mut cl.floor_reasons);
@@ -509,14 +510,16 @@ fn empty(
 }
 
 fn request_range(trace: &Trace, a: usize, b: usize) -> (Option<usize>, Option<usize>) {
-    let mut it = trace
-        .requests
-        .iter()
-        .filter(|r| r.message_index >= a && r.message_index <= b)
-        .map(|r| r.index);
-    let first = it.next();
-    let last = it.next_back().or(first);
-    (first, last)
+    // Requests are in message order (derive builds them so): two binary searches instead of a
+    // scan of every request per episode, which made loading quadratic.
+    let reqs = &trace.requests;
+    let lo = reqs.partition_point(|r| r.message_index < a);
+    let hi = reqs.partition_point(|r| r.message_index <= b);
+    if lo < hi {
+        (Some(reqs[lo].index), Some(reqs[hi - 1].index))
+    } else {
+        (None, None)
+    }
 }
 
 /// A continuation continues the last non-compaction episode before it.

@@ -329,6 +329,24 @@ pub fn classify(
     rules: &Rules,
     req_of: &[Option<usize>],
 ) -> Classified {
+    classify_with_todos(
+        trace,
+        seg,
+        rules,
+        req_of,
+        &super::segment::todo_changes(trace),
+    )
+}
+
+/// [`classify`] with the session's todo changes computed once by the caller (they cover the
+/// whole trace; recomputing them per episode made classification quadratic).
+pub fn classify_with_todos(
+    trace: &Trace,
+    seg: &Segment,
+    rules: &Rules,
+    req_of: &[Option<usize>],
+    todos: &[super::segment::TodoChange],
+) -> Classified {
     let msgs = &trace.messages[seg.first_message..=seg.last_message];
     let mut kinds: BTreeSet<EpisodeKind> = BTreeSet::new();
     let mut facts = Facts::default();
@@ -590,14 +608,14 @@ pub fn classify(
     ids.truncate(24);
     facts.identifiers = ids;
 
-    facts.todos = super::segment::todo_changes(trace)
-        .into_iter()
+    facts.todos = todos
+        .iter()
         .filter(|c| c.message_index >= seg.first_message && c.message_index <= seg.last_message)
         .map(|c| format!("{}: {} → {}", c.content, c.from, c.to))
         .collect();
     facts.objective = objective(msgs, compaction_msg.is_some());
     facts.outcome = outcome(msgs, &facts);
-    let title = title(trace, seg, msgs, compaction_msg);
+    let title = title(seg, msgs, compaction_msg, todos);
 
     let kinds: Vec<EpisodeKind> = kinds.into_iter().collect();
     let failed_request = msgs.iter().find_map(|m| {
@@ -1068,7 +1086,12 @@ fn title_sentence(text: &str) -> Option<String> {
     Some(clip_chars(&t, 72))
 }
 
-fn title(trace: &Trace, seg: &Segment, msgs: &[Message], compaction: Option<&Message>) -> String {
+fn title(
+    seg: &Segment,
+    msgs: &[Message],
+    compaction: Option<&Message>,
+    todos: &[super::segment::TodoChange],
+) -> String {
     if let Some(c) = compaction.and_then(|m| m.compaction_part()) {
         return format!(
             "compaction ({}{})",
@@ -1093,10 +1116,10 @@ fn title(trace: &Trace, seg: &Segment, msgs: &[Message], compaction: Option<&Mes
         _ => {}
     }
     // A split inside a turn: the todo that started, else the first words of the episode.
-    let started = super::segment::todo_changes(trace)
-        .into_iter()
+    let started = todos
+        .iter()
         .filter(|c| c.message_index + 1 == seg.first_message && c.to == "in_progress")
-        .map(|c| c.content)
+        .map(|c| c.content.clone())
         .next();
     if let Some(s) = started {
         return clip_chars(&s, 72);

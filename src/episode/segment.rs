@@ -211,7 +211,10 @@ fn user_turn_starts(
         if rest_of_turn == 0 {
             continue;
         }
-        let milestone: Vec<&TodoChange> = changes.iter().filter(|c| c.message_index == i).collect();
+        // `changes` is in message order: the ones at `i` are one contiguous run.
+        let lo = changes.partition_point(|c| c.message_index < i);
+        let hi = changes.partition_point(|c| c.message_index <= i);
+        let milestone: Vec<&TodoChange> = changes[lo..hi].iter().collect();
         if !milestone.is_empty() && rest_of_turn >= MIN_REQUESTS_AFTER_SPLIT {
             let what = milestone
                 .iter()
