@@ -1286,15 +1286,7 @@ impl<'p, 'a> Engine<'p, 'a> {
         let (tokens, text) = match text_from {
             Some(ci) => {
                 let c = &trace.compactions[ci];
-                let mut ms: Vec<usize> = trace
-                    .message_index(&c.user_message_id)
-                    .into_iter()
-                    .collect();
-                ms.extend(
-                    c.summary_message_id
-                        .as_deref()
-                        .and_then(|id| trace.message_index(id)),
-                );
+                let ms = trace.compaction_message_indices(c);
                 (
                     ms.iter().map(|&m| self.p.message_tokens(m)).sum::<u64>(),
                     c.summary_text.clone(),

@@ -377,18 +377,7 @@ impl<'a> Prep<'a> {
     /// moves where a later change would diverge.
     pub fn recorded_summary(&self, ci: usize) -> (usize, Vec<usize>) {
         let trace = self.trace;
-        let msgs_of = |c: &crate::trace::CompactionEvent| -> Vec<usize> {
-            let mut ms: Vec<usize> = trace
-                .message_index(&c.user_message_id)
-                .into_iter()
-                .collect();
-            ms.extend(
-                c.summary_message_id
-                    .as_deref()
-                    .and_then(|id| trace.message_index(id)),
-            );
-            ms
-        };
+        let msgs_of = |c: &crate::trace::CompactionEvent| trace.compaction_message_indices(c);
         let Some(c) = trace.compactions.get(ci) else {
             return (0, Vec::new());
         };

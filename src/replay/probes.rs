@@ -67,15 +67,7 @@ impl ProbeIndex {
             .compactions
             .iter()
             .map(|c| {
-                let mut ms: Vec<usize> = trace
-                    .message_index(&c.user_message_id)
-                    .into_iter()
-                    .collect();
-                ms.extend(
-                    c.summary_message_id
-                        .as_deref()
-                        .and_then(|id| trace.message_index(id)),
-                );
+                let ms = trace.compaction_message_indices(c);
                 let mut s: Vec<String> = ms
                     .iter()
                     .flat_map(|&m| p.message_chunks(m).map(|c| c.text.clone()))

@@ -144,19 +144,7 @@ fn materialize(
         changed_since_prev: false,
     });
     let trace = p.trace;
-    let summary_msgs = |ci: usize| -> Vec<usize> {
-        let c = &trace.compactions[ci];
-        let mut ms: Vec<usize> = trace
-            .message_index(&c.user_message_id)
-            .into_iter()
-            .collect();
-        ms.extend(
-            c.summary_message_id
-                .as_deref()
-                .and_then(|id| trace.message_index(id)),
-        );
-        ms
-    };
+    let summary_msgs = |ci: usize| trace.compaction_message_indices(&trace.compactions[ci]);
     let push_msgs = |out: &mut Vec<RenderedChunk>, ms: Vec<usize>| {
         for m in ms {
             for c in p.message_chunks(m) {

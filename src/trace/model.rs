@@ -440,6 +440,17 @@ impl Trace {
             _ => self.messages.iter().position(|m| m.id == id),
         }
     }
+    /// Message indices of a compaction's own messages: the compaction user message and, once it
+    /// exists, the summary.
+    pub fn compaction_message_indices(&self, c: &CompactionEvent) -> Vec<usize> {
+        let mut ms: Vec<usize> = self.message_index(&c.user_message_id).into_iter().collect();
+        ms.extend(
+            c.summary_message_id
+                .as_deref()
+                .and_then(|id| self.message_index(id)),
+        );
+        ms
+    }
     /// Messages that are human turns (MODEL §1).
     pub fn human_turns(&self) -> impl Iterator<Item = &Message> {
         self.messages
