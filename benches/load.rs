@@ -20,9 +20,9 @@ use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use serde_json::Value;
-use tierscope::episode::options::EpisodeOptions;
-use tierscope::tokens::{Tokenizer, TokenizerKind};
-use tierscope::trace::opencode::export::parse_export;
+use tierscope_engine::episode::options::EpisodeOptions;
+use tierscope_engine::tokens::{Tokenizer, TokenizerKind};
+use tierscope_engine::trace::opencode::export::parse_export;
 
 const DEFAULT_EXPORT: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -97,7 +97,7 @@ fn load(c: &mut Criterion) {
     });
     let opts = EpisodeOptions::default();
     let tokenizer = Tokenizer::in_memory(TokenizerKind::O200k);
-    drop(tierscope::loaded::from_trace_with(
+    drop(tierscope_engine::loaded::from_trace_with(
         trace.clone(),
         &opts,
         &tokenizer,
@@ -105,7 +105,7 @@ fn load(c: &mut Criterion) {
     g.bench_function("episodes_warm", |b| {
         b.iter_batched(
             || trace.clone(),
-            |t| tierscope::loaded::from_trace_with(t, &opts, &tokenizer),
+            |t| tierscope_engine::loaded::from_trace_with(t, &opts, &tokenizer),
             BatchSize::LargeInput,
         )
     });
@@ -148,19 +148,19 @@ fn replay(c: &mut Criterion) {
     let path = std::env::var_os("TIERSCOPE_BENCH_REPLAY")
         .map(PathBuf::from)
         .unwrap_or_else(export_path);
-    let args = tierscope::cli::LoadArgs {
+    let args = tierscope_engine::loaded::LoadOptions {
         path: Some(path),
         ..Default::default()
     };
     let Some(session) = or_skip(
         "replay",
-        tierscope::loaded::load(&args).map_err(|e| e.to_string()),
+        tierscope_engine::loaded::load(&args).map_err(|e| e.to_string()),
     ) else {
         return;
     };
     let Some(policies) = or_skip(
         "replay",
-        tierscope::policy::builtins().map_err(|e| e.to_string()),
+        tierscope_engine::policy::builtins().map_err(|e| e.to_string()),
     ) else {
         return;
     };
@@ -173,7 +173,7 @@ fn replay(c: &mut Criterion) {
     g.sample_size(10);
     for p in &policies {
         g.bench_function(p.name.as_str(), |b| {
-            b.iter(|| tierscope::replay::replay_session(black_box(&session), p, None))
+            b.iter(|| tierscope_engine::replay::replay_session(black_box(&session), p, None))
         });
     }
     g.finish();

@@ -4,9 +4,9 @@
 //! each replay, as the CLI runs it.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use tierscope::policy;
-use tierscope::replay::synth::{generate, SynthSpec};
-use tierscope::replay::{self, Input};
+use tierscope_engine::policy;
+use tierscope_engine::replay::synth::{generate, SynthSpec};
+use tierscope_engine::replay::{self, Input};
 
 fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("replay");
@@ -25,7 +25,7 @@ fn bench(c: &mut Criterion) {
         let total: u64 = s
             .episodes
             .iter()
-            .map(|e| u64::from(e.tokens(tierscope::episode::Tier::Full)))
+            .map(|e| u64::from(e.tokens(tierscope_engine::episode::Tier::Full)))
             .sum();
         // A budget that keeps the policies busy: a tenth of never-forget's final size.
         let budget = Some(total / 10);

@@ -15,22 +15,22 @@ use tierscope::tui::theme::Theme;
 const REQUESTS: usize = 2000;
 
 fn setup() -> (State, Worker) {
-    let cfg = tierscope::fixture::FixtureConfig {
+    let cfg = tierscope_engine::fixture::FixtureConfig {
         requests: REQUESTS,
         ..Default::default()
     };
     let (bytes, _, _) =
-        tierscope::fixture::generate_in_memory(&cfg).unwrap_or_else(|e| panic!("{e}"));
+        tierscope_engine::fixture::generate_in_memory(&cfg).unwrap_or_else(|e| panic!("{e}"));
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let path = dir.path().join("bench-2000.json");
     std::fs::write(&path, bytes).unwrap_or_else(|e| panic!("{e}"));
-    let args = tierscope::cli::LoadArgs {
+    let args = tierscope_engine::loaded::LoadOptions {
         path: Some(path),
         ..Default::default()
     };
-    let loaded = tierscope::loaded::load(&args).unwrap_or_else(|e| panic!("{e}"));
+    let loaded = tierscope_engine::loaded::load(&args).unwrap_or_else(|e| panic!("{e}"));
     assert!(loaded.trace.requests.len() >= REQUESTS);
-    let policy = tierscope::policy::load("retention", &[]).unwrap_or_else(|e| panic!("{e}"));
+    let policy = tierscope_engine::policy::load("retention", &[]).unwrap_or_else(|e| panic!("{e}"));
     let theme = Theme::builtin("dark").unwrap_or_else(|| panic!("no theme"));
     let mut state = State::new(theme, policy, Some(60_000), StartOptions::default());
     state.width = 160;

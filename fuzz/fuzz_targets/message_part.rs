@@ -4,8 +4,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use tierscope::trace::parse::{parse_message, parse_part, parse_session, parse_usage};
-use tierscope::trace::Diagnostics;
+use tierscope_engine::trace::parse::{parse_message, parse_part, parse_session, parse_usage};
+use tierscope_engine::trace::Diagnostics;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(v) = serde_json::from_slice::<Value>(data) else {

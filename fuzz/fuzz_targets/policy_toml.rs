@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tierscope::policy::{parse_overrides, parse_policy, PolicySource};
+use tierscope_engine::policy::{parse_overrides, parse_policy, PolicySource};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

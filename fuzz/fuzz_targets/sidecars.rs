@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use tierscope::episode::sidecar::{parse_annotations, parse_probes, parse_tiers};
+use tierscope_engine::episode::sidecar::{parse_annotations, parse_probes, parse_tiers};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

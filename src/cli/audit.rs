@@ -7,9 +7,9 @@ use clap::Args;
 
 use super::output::{out, outln, print_json, print_jsonl, Format};
 use super::LoadArgs;
-use crate::episode::options::TierSource;
-use crate::research::audit::{audit, Audit};
-use crate::research::report::{csv, table, thousands};
+use tierscope_engine::episode::options::TierSource;
+use tierscope_engine::research::audit::{audit, Audit};
+use tierscope_engine::research::report::{csv, table, thousands};
 
 #[derive(Debug, Clone, Args)]
 pub struct AuditArgs {
@@ -35,11 +35,11 @@ pub fn run(a: &AuditArgs) -> anyhow::Result<()> {
     };
     let mut loads = Vec::new();
     for s in &strategies {
-        let args = LoadArgs {
+        let args = tierscope_engine::loaded::LoadOptions {
             tiers: *s,
-            ..a.load.clone()
+            ..a.load.options()
         };
-        let l = crate::loaded::load(&args)
+        let l = tierscope_engine::loaded::load(&args)
             .with_context(|| format!("loading the session with {} tiers", s.as_str()))?;
         for w in &l.warnings {
             eprintln!("warning: {w}");
@@ -83,7 +83,7 @@ pub fn run(a: &AuditArgs) -> anyhow::Result<()> {
             outln!(
                 "{} — {} ({} probes)",
                 au.session,
-                crate::text::sanitize_for_terminal(&au.title),
+                tierscope_engine::text::sanitize_for_terminal(&au.title),
                 au.probes
             );
             let h = [
@@ -212,7 +212,7 @@ fn print_details(au: &Audit) -> anyhow::Result<()> {
                 if !lines.is_empty() {
                     outln!("{} {} {}:", s.strategy, e.episode, t.tier);
                     for l in lines {
-                        outln!("{}", crate::text::sanitize_for_terminal(&l));
+                        outln!("{}", tierscope_engine::text::sanitize_for_terminal(&l));
                     }
                 }
             }
@@ -222,10 +222,10 @@ fn print_details(au: &Audit) -> anyhow::Result<()> {
 }
 
 /// Whether any episode has a tier written by someone else.
-fn has_external_tiers(l: &crate::loaded::LoadedSession) -> bool {
+fn has_external_tiers(l: &tierscope_engine::loaded::LoadedSession) -> bool {
     l.episodes.iter().any(|e| {
         e.tiers
             .values()
-            .any(|r| r.strategy == crate::episode::Strategy::External)
+            .any(|r| r.strategy == tierscope_engine::episode::Strategy::External)
     })
 }

@@ -9,10 +9,10 @@ use serde_json::json;
 
 use super::output::out;
 use super::LoadArgs;
-use crate::compare::delta::{signed, signed_f};
-use crate::compare::{self, Comparison, FrameDiff, Metrics, SummaryDelta};
-use crate::policy::{self, Policy};
-use crate::replay::{render_at, Input, Summary};
+use tierscope_engine::compare::delta::{signed, signed_f};
+use tierscope_engine::compare::{self, Comparison, FrameDiff, Metrics, SummaryDelta};
+use tierscope_engine::policy::{self, Policy};
+use tierscope_engine::replay::{render_at, Input, Summary};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum DiffFormat {
@@ -68,7 +68,8 @@ impl DiffArgs {
 
 pub fn run(a: &DiffArgs) -> anyhow::Result<()> {
     let (pa, pb) = a.resolve()?;
-    let session = crate::loaded::load(&a.load).context("loading the session")?;
+    let session =
+        tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
     let input = Input::from(&session);
     let (_, _, mut cmp) = compare::compare_policies(&input, &pa, &pb, a.budget)?;
     let labels = (compare::side_label(&pa, &pb), compare::side_label(&pb, &pa));
@@ -126,7 +127,7 @@ fn header(c: &Comparison, labels: &(String, String)) -> String {
     let mut out = format!(
         "session {} \"{}\" · {} requests · {} episodes · budget {} ({})\n",
         c.session,
-        crate::text::sanitize_for_terminal(&c.title),
+        tierscope_engine::text::sanitize_for_terminal(&c.title),
         c.requests,
         c.episodes.len(),
         c.a.budget,
@@ -152,7 +153,7 @@ fn header(c: &Comparison, labels: &(String, String)) -> String {
     out
 }
 
-fn change_list(cs: &[crate::replay::Change]) -> String {
+fn change_list(cs: &[tierscope_engine::replay::Change]) -> String {
     if cs.is_empty() {
         return "none".into();
     }

@@ -12,9 +12,9 @@ use serde_json::{json, Value};
 use super::output::plural;
 use super::sessions::{format_time, write_stdout};
 use super::LoadArgs;
-use crate::episode::{Episode, Representation, Strategy, Tier};
-use crate::loaded::LoadedSession;
-use crate::text::{clip_chars, sanitize_for_terminal};
+use tierscope_engine::episode::{Episode, Representation, Strategy, Tier};
+use tierscope_engine::loaded::LoadedSession;
+use tierscope_engine::text::{clip_chars, sanitize_for_terminal};
 
 #[derive(Debug, Clone, Args)]
 pub struct EpisodesArgs {
@@ -41,7 +41,7 @@ pub struct EpisodesArgs {
 }
 
 pub fn run(args: &EpisodesArgs) -> anyhow::Result<()> {
-    let loaded = crate::loaded::load(&args.load)?;
+    let loaded = tierscope_engine::loaded::load(&args.load.options())?;
     for w in &loaded.warnings {
         eprintln!("warning: {}", sanitize_for_terminal(w));
     }
@@ -97,7 +97,7 @@ fn all_sessions(l: &LoadedSession) -> impl Iterator<Item = &LoadedSession> {
 
 /// Whole kinds, comma-separated, as many as fit in `width`, then `+N` for the rest (a kind cut
 /// in half reads as a different word).
-fn kinds_cell(kinds: &[crate::episode::EpisodeKind], width: usize) -> String {
+fn kinds_cell(kinds: &[tierscope_engine::episode::EpisodeKind], width: usize) -> String {
     if kinds.is_empty() {
         return "-".to_owned();
     }

@@ -6,9 +6,9 @@ use clap::Args;
 
 use super::output::{out, outln, print_json, print_jsonl, Format};
 use super::LoadArgs;
-use crate::policy;
-use crate::research::experiment::{run, BudgetMode, Experiment};
-use crate::research::report::{csv, pct, table, thousands};
+use tierscope_engine::policy;
+use tierscope_engine::research::experiment::{run, BudgetMode, Experiment};
+use tierscope_engine::research::report::{csv, pct, table, thousands};
 
 #[derive(Debug, Clone, Args)]
 pub struct ExperimentArgs {
@@ -50,7 +50,8 @@ pub fn run_cli(a: &ExperimentArgs) -> anyhow::Result<()> {
                 })?,
         )),
     };
-    let session = crate::loaded::load(&a.load).context("loading the session")?;
+    let session =
+        tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
     for w in &session.warnings {
         eprintln!("warning: {w}");
     }

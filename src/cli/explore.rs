@@ -49,8 +49,8 @@ pub struct ExploreArgs {
 }
 
 pub fn run_explorer(a: &ExploreArgs) -> anyhow::Result<()> {
-    let overrides = crate::policy::parse_overrides(&a.set)?;
-    let policy = crate::policy::load(&a.policy, &overrides)?;
+    let overrides = tierscope_engine::policy::parse_overrides(&a.set)?;
+    let policy = tierscope_engine::policy::load(&a.policy, &overrides)?;
     let theme = Theme::load(a.theme.as_deref(), config_dir().as_deref())?;
     if a.budget == Some(0) {
         anyhow::bail!("--budget must be above 0");
@@ -85,7 +85,7 @@ pub fn run_explorer(a: &ExploreArgs) -> anyhow::Result<()> {
     run(
         state,
         RunOptions {
-            load: a.load.clone(),
+            load: a.load.options(),
             mouse: !a.no_mouse,
             initial,
         },

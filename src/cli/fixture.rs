@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::Args;
 
 use crate::cli::output::{outln, print_json, print_jsonl, Format};
-use crate::fixture::{write_fixture, FixtureConfig};
+use tierscope_engine::fixture::{write_fixture, FixtureConfig};
 
 #[derive(Debug, Args)]
 pub struct FixtureArgs {

@@ -1,71 +1,17 @@
-//! The command-line side of `--follow`: turning followed snapshots into [`LoadedSession`]s with
-//! one tokenizer kept across reloads (unchanged text is never counted twice), and streaming
-//! replay frames as JSON lines where the last line for a request wins.
+//! The command-line side of `--follow`: streaming replay frames as JSON lines where the last line
+//! for a request wins.
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::cli::LoadArgs;
-use crate::episode::options::TierSource;
-use crate::episode::segment::Segmentation;
-use crate::follow::{FollowConfig, FollowEvent, FollowStatus, Follower, Snapshot};
-use crate::loaded::{LoadedSession, Loader};
-
-/// Builds a [`LoadedSession`] from each followed [`Snapshot`] through the same [`Loader`] as
-/// [`crate::loaded::load`] (same options, sidecars, children), keeping its tokenizer cache between
-/// reloads.
-pub struct SessionBuilder {
-    loader: Loader,
-    saved: bool,
-}
-
-impl SessionBuilder {
-    /// Options from the loading flags. Magic Context segmentation and tiers are not followed
-    /// (their rows live in another database, which is not watched).
-    pub fn new(args: &LoadArgs) -> anyhow::Result<Self> {
-        if args.episodes == Segmentation::MagicContext
-            || (args.tiers == TierSource::External && args.magic_context.is_some())
-        {
-            anyhow::bail!("--follow does not follow Magic Context compartments; drop --episodes magic-context / --magic-context");
-        }
-        Ok(Self {
-            loader: Loader::new(args)?,
-            saved: false,
-        })
-    }
-
-    pub fn build(&mut self, snap: Snapshot) -> Result<LoadedSession, String> {
-        let mut l = self
-            .loader
-            .build(snap.trace, snap.children, snap.child_errors)
-            .map_err(|e| e.to_string())?;
-        // The disk cache is written once, after the first (largest) batch of new counts.
-        if !self.saved {
-            self.saved = true;
-            self.loader.save_into(&mut l);
-        }
-        Ok(l)
-    }
-}
-
-/// The path to follow: the flag's, else what a plain load would open.
-pub fn follow_path(args: &LoadArgs) -> anyhow::Result<PathBuf> {
-    use crate::trace::discover::{self, Env, Input};
-    if let Some(p) = &args.path {
-        return Ok(p.clone());
-    }
-    match discover::discover(&Env::from_process())? {
-        Some(Input::Database(p)) | Some(Input::Export(p)) => Ok(p),
-        Some(Input::Storage(t)) => Ok(t.root().to_owned()),
-        Some(Input::DataDir { root, .. }) => Ok(root),
-        None => anyhow::bail!("no OpenCode data found to follow; pass a path"),
-    }
-}
+use tierscope_engine::follow::{
+    follow_path, FollowConfig, FollowEvent, FollowStatus, Follower, SessionBuilder,
+};
+use tierscope_engine::loaded::{LoadOptions, LoadedSession};
 
 /// JSON lines of frames, one per request; a frame is written again only when it changed, so
 /// the last line for a request is its current frame. Each line is flushed.
@@ -119,7 +65,7 @@ pub enum FollowEnd {
 /// until the source is gone, nothing changed for `timeout`, or the process is interrupted (every
 /// line is flushed as written, so Ctrl-C loses nothing). Status goes to stderr.
 pub fn stream_frames<W, F>(
-    args: &LoadArgs,
+    args: &LoadOptions,
     timeout: Option<Duration>,
     mut frames: F,
     out: W,
@@ -173,7 +119,7 @@ where
 /// the summary line of the last state, as `replay --format jsonl` ends.
 pub fn replay_follow(
     a: &crate::cli::replay::ReplayArgs,
-    policy: &crate::policy::Policy,
+    policy: &tierscope_engine::policy::Policy,
 ) -> anyhow::Result<()> {
     if a.format != crate::cli::output::Format::Jsonl {
         anyhow::bail!("--follow streams JSON lines: use it with --format jsonl");
@@ -190,10 +136,10 @@ pub fn replay_follow(
     let mut summary = None;
     let stdout = std::io::stdout();
     stream_frames(
-        &a.load,
+        &a.load.options(),
         timeout,
         |s| {
-            let r = crate::replay::replay_session(s, policy, budget);
+            let r = tierscope_engine::replay::replay_session(s, policy, budget);
             let lines = r
                 .frames
                 .iter()

@@ -8,8 +8,8 @@ use serde::Serialize;
 
 use super::sessions::write_stdout;
 use super::LoadArgs;
-use crate::text::sanitize_for_terminal;
-use crate::trace::{Diagnostic, RequestStatus, ToolStatus, Trace, Usage, UserKind};
+use tierscope_engine::text::sanitize_for_terminal;
+use tierscope_engine::trace::{Diagnostic, RequestStatus, ToolStatus, Trace, Usage, UserKind};
 
 #[derive(Debug, Clone, Args)]
 pub struct InspectArgs {

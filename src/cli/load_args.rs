@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use tierscope_engine::loaded::LoadOptions;
 
 #[derive(Debug, Clone, Default, Args)]
 pub struct LoadArgs {
@@ -16,14 +17,14 @@ pub struct LoadArgs {
     /// Episode segmentation: user-turn, request, annotations (starts from the annotations
     /// sidecar) or magic-context (compartment ranges).
     #[arg(long, value_name = "STRATEGY", default_value = "user-turn")]
-    pub episodes: crate::episode::segment::Segmentation,
+    pub episodes: tierscope_engine::episode::segment::Segmentation,
     /// Where tiers come from: source (each tier from the raw parts), cascade (each from the tier
     /// above) or external (`*.tiers.json`, Magic Context).
     #[arg(long, value_name = "SOURCE", default_value = "source")]
-    pub tiers: crate::episode::options::TierSource,
+    pub tiers: tierscope_engine::episode::options::TierSource,
     /// Tokenizer for every count: o200k or cl100k.
     #[arg(long, value_name = "NAME", default_value = "o200k")]
-    pub tokenizer: crate::tokens::TokenizerKind,
+    pub tokenizer: tierscope_engine::tokens::TokenizerKind,
     /// Classification rules (TOML) replacing the embedded defaults.
     #[arg(long, value_name = "FILE")]
     pub rules: Option<PathBuf>,
@@ -39,17 +40,36 @@ pub struct LoadArgs {
 }
 
 impl LoadArgs {
-    /// Open the source these flags name (see [`crate::trace::load::open`]).
-    pub fn open(&self) -> anyhow::Result<crate::trace::Source> {
-        Ok(crate::trace::open(self.path.as_deref())?)
+    /// The engine's loading options these flags name.
+    pub fn options(&self) -> LoadOptions {
+        LoadOptions {
+            path: self.path.clone(),
+            session: self.session.clone(),
+            episodes: self.episodes,
+            tiers: self.tiers,
+            tokenizer: self.tokenizer,
+            rules: self.rules.clone(),
+            sidecars: self.sidecars.clone(),
+            max_requests: self.max_requests,
+            magic_context: self.magic_context.clone(),
+            token_cache_dir: None,
+        }
+    }
+
+    /// Open the source these flags name (see [`tierscope_engine::trace::load::open`]).
+    pub fn open(&self) -> anyhow::Result<tierscope_engine::trace::Source> {
+        Ok(self.options().open()?)
     }
 
     /// Open the source and load the chosen session (`--session`, default: the most recently
     /// updated main session).
-    pub fn load(&self) -> anyhow::Result<(crate::trace::Source, crate::trace::Trace)> {
-        let source = self.open()?;
-        let trace = source.load_session(self.session.as_deref())?;
-        Ok((source, trace))
+    pub fn load(
+        &self,
+    ) -> anyhow::Result<(
+        tierscope_engine::trace::Source,
+        tierscope_engine::trace::Trace,
+    )> {
+        Ok(self.options().load_trace()?)
     }
 }
 

@@ -7,10 +7,10 @@ use anyhow::Context;
 use clap::Args;
 
 use super::LoadArgs;
-use crate::policy;
-use crate::replay;
-use crate::research::plot::{replay_figure, sweep_figure, SweepMetric};
-use crate::sweep::{self, Axis};
+use tierscope_engine::policy;
+use tierscope_engine::replay;
+use tierscope_engine::research::plot::{replay_figure, sweep_figure, SweepMetric};
+use tierscope_engine::sweep::{self, Axis};
 
 #[derive(Debug, Clone, Args)]
 pub struct PlotArgs {
@@ -46,7 +46,8 @@ pub fn run(a: &PlotArgs) -> anyhow::Result<()> {
     let policy = policy::load(&a.policy, &overrides)?;
     let size = (a.width.max(300), a.height.max(200));
     if a.sweep.is_empty() {
-        let session = crate::loaded::load(&a.load).context("loading the session")?;
+        let session =
+            tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
         let r = replay::replay_session(&session, &policy, a.budget);
         replay_figure(&r, &a.out, size)?;
     } else {
@@ -65,7 +66,8 @@ pub fn run(a: &PlotArgs) -> anyhow::Result<()> {
             );
         }
         sweep::validate(&policy, &axes)?;
-        let session = crate::loaded::load(&a.load).context("loading the session")?;
+        let session =
+            tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
         let res = sweep::run_with(&session, &policy, &axes, a.budget, &|| {})?;
         sweep_figure(&res, metric, &a.out, size)?;
     }

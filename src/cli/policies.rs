@@ -4,7 +4,7 @@
 use clap::Args;
 use serde::Serialize;
 
-use crate::policy::{self, KnobSpec, Policy};
+use tierscope_engine::policy::{self, KnobSpec, Policy};
 
 #[derive(Debug, Clone, Args)]
 pub struct PoliciesArgs {

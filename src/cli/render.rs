@@ -7,8 +7,8 @@ use clap::Args;
 
 use super::replay::PolicyArgs;
 use super::LoadArgs;
-use crate::replay::{self, Input, RenderedChunk, RenderedContext};
-use crate::text::sanitize_for_terminal;
+use tierscope_engine::replay::{self, Input, RenderedChunk, RenderedContext};
+use tierscope_engine::text::sanitize_for_terminal;
 
 #[derive(Debug, Clone, Args)]
 pub struct RenderArgs {
@@ -95,7 +95,8 @@ pub fn text(ctx: &RenderedContext, diff_prev: bool) -> String {
 
 pub fn run(a: &RenderArgs) -> anyhow::Result<()> {
     let policy = a.policy.resolve()?;
-    let session = crate::loaded::load(&a.load).context("loading the session")?;
+    let session =
+        tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
     let ctx = replay::render_at(&Input::from(&session), &policy, a.policy.budget, a.at)?;
     if a.json {
         super::output::print_json(&ctx)

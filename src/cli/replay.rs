@@ -12,9 +12,9 @@ use serde_json::{json, Value};
 
 use super::output::Format;
 use super::LoadArgs;
-use crate::episode::Tier;
-use crate::policy::{self, Policy};
-use crate::replay::{self, records, Frame, Replay};
+use tierscope_engine::episode::Tier;
+use tierscope_engine::policy::{self, Policy};
+use tierscope_engine::replay::{self, records, Frame, Replay};
 
 /// Policy flags shared by `replay` and `render`.
 #[derive(Debug, Clone, Args)]
@@ -64,7 +64,8 @@ pub fn run(a: &ReplayArgs) -> anyhow::Result<()> {
     if a.follow {
         return super::follow::replay_follow(a, &policy);
     }
-    let session = crate::loaded::load(&a.load).context("loading the session")?;
+    let session =
+        tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
     let r = replay::replay_session(&session, &policy, a.policy.budget);
     if let Some(path) = &a.records {
         let mut f = std::io::BufWriter::new(

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::text::{clip_chars, sanitize_for_terminal};
-use crate::trace::SessionSummary;
+use tierscope_engine::text::{clip_chars, sanitize_for_terminal};
+use tierscope_engine::trace::SessionSummary;
 
 #[derive(Debug, Clone, Args)]
 pub struct SessionsArgs {
@@ -21,7 +21,7 @@ pub struct SessionsArgs {
 }
 
 pub fn run(args: &SessionsArgs) -> anyhow::Result<()> {
-    let source = crate::trace::open(args.path.as_deref())?;
+    let source = tierscope_engine::trace::open(args.path.as_deref())?;
     let sessions = source.list_sessions()?;
     if args.json {
         return write_stdout(&(serde_json::to_string_pretty(&sessions)? + "\n"));

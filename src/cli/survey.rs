@@ -8,12 +8,12 @@ use rayon::prelude::*;
 
 use super::output::{out, outln, plural, print_json, print_jsonl, Format};
 use super::LoadArgs;
-use crate::episode::sidecar::{SidecarLocator, Sidecars};
-use crate::policy;
-use crate::research::experiment::TierShare;
-use crate::research::report::{csv, pct, table, thousands};
-use crate::research::survey::{combine, survey_session, Failure, Survey};
-use crate::tokens::Tokenizer;
+use tierscope_engine::episode::sidecar::{SidecarLocator, Sidecars};
+use tierscope_engine::policy;
+use tierscope_engine::research::experiment::TierShare;
+use tierscope_engine::research::report::{csv, pct, table, thousands};
+use tierscope_engine::research::survey::{combine, survey_session, Failure, Survey};
+use tierscope_engine::tokens::Tokenizer;
 
 /// [`mix_cells`] of a per-session policy row or of a policy's totals (two types, same fields).
 macro_rules! mix_of {
@@ -77,10 +77,11 @@ pub fn run(a: &SurveyArgs) -> anyhow::Result<()> {
         .iter()
         .map(|n| policy::load(n, &[]))
         .collect::<Result<Vec<_>, _>>()?;
-    let source = crate::trace::open(a.load.path.as_deref()).context("opening the data dir")?;
+    let source =
+        tierscope_engine::trace::open(a.load.path.as_deref()).context("opening the data dir")?;
     let list = source.list_sessions().context("listing sessions")?;
     let main: Vec<_> = list.into_iter().filter(|s| s.parent_id.is_none()).collect();
-    let base = crate::loaded::options_from_args(&a.load)?;
+    let base = tierscope_engine::loaded::options_from_args(&a.load.options())?;
     let locator = SidecarLocator {
         dir: a.load.sidecars.clone(),
         export_file: a
@@ -116,7 +117,7 @@ pub fn run(a: &SurveyArgs) -> anyhow::Result<()> {
             let r = Sidecars::find(&locator, &id)
                 .map(|sc| {
                     opts.sidecars = sc;
-                    let s = crate::loaded::from_trace_with(t, &opts, &tokenizer);
+                    let s = tierscope_engine::loaded::from_trace_with(t, &opts, &tokenizer);
                     survey_session(&s, &policies)
                 })
                 .map_err(|e| Failure {
@@ -141,8 +142,8 @@ pub fn run(a: &SurveyArgs) -> anyhow::Result<()> {
     for f in &failures {
         eprintln!(
             "skipped {}: {}",
-            crate::text::sanitize_for_terminal(&f.session),
-            crate::text::sanitize_for_terminal(&f.error)
+            tierscope_engine::text::sanitize_for_terminal(&f.session),
+            tierscope_engine::text::sanitize_for_terminal(&f.error)
         );
     }
     let survey = combine(source.describe(), sessions, failures);

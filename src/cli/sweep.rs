@@ -8,9 +8,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::output::{out, outln, plural, print_json, print_jsonl, Format};
 use super::LoadArgs;
-use crate::policy;
-use crate::research::report::{csv, pct, table, thousands};
-use crate::sweep::{self, format_value, Axis, SweepResult};
+use tierscope_engine::policy;
+use tierscope_engine::research::report::{csv, pct, table, thousands};
+use tierscope_engine::sweep::{self, format_value, Axis, SweepResult};
 
 #[derive(Debug, Clone, Args)]
 pub struct SweepArgs {
@@ -49,7 +49,8 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
         anyhow::bail!("{k} is both set (--set) and varied (--vary); give it once");
     }
     let n = sweep::validate(&policy, &axes)?;
-    let session = crate::loaded::load(&a.load).context("loading the session")?;
+    let session =
+        tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
     for w in &session.warnings {
         eprintln!("warning: {w}");
     }

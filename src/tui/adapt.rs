@@ -3,12 +3,12 @@
 
 use std::collections::HashMap;
 
-use crate::episode::model::Tier;
-use crate::loaded::LoadedSession;
-use crate::trace::load::SessionSummary;
-use crate::trace::model::UserKind;
 use crate::tui::model::{EpisodeRow, RequestRow, SessionEntry, SessionModel, TierText};
 use crate::tui::{safe_line, safe_text};
+use tierscope_engine::episode::model::Tier;
+use tierscope_engine::loaded::LoadedSession;
+use tierscope_engine::trace::load::SessionSummary;
+use tierscope_engine::trace::model::UserKind;
 
 /// Prepares a loaded session for display.
 pub fn session_model(l: &LoadedSession) -> SessionModel {
@@ -79,7 +79,7 @@ pub fn session_model(l: &LoadedSession) -> SessionModel {
     }
 }
 
-fn episode_row(e: &crate::episode::model::Episode) -> EpisodeRow {
+fn episode_row(e: &tierscope_engine::episode::model::Episode) -> EpisodeRow {
     let mut haystack = e.title.to_lowercase();
     let tiers: Vec<TierText> = Tier::TIERS
         .iter()
@@ -188,12 +188,12 @@ pub fn session_entries(list: &[SessionSummary]) -> Vec<SessionEntry> {
 /// per-episode change histories and the jump lists.
 pub fn replay_model(
     l: &LoadedSession,
-    r: &crate::replay::Replay,
+    r: &tierscope_engine::replay::Replay,
     thrash_window: usize,
-    knobs: &crate::policy::Policy,
+    knobs: &tierscope_engine::policy::Policy,
 ) -> crate::tui::model::ReplayModel {
-    use crate::replay::Cell as RCell;
     use crate::tui::model::{cell, ChangeRow, FrameRow, Grid, ReplayModel};
+    use tierscope_engine::replay::Cell as RCell;
 
     let n_req = r.frames.len();
     let n_ep = l.episodes.len();
@@ -309,11 +309,11 @@ pub fn replay_model(
         });
     }
     let knob = |k: &str| match knobs.knobs.get(k) {
-        Some(crate::policy::KnobValue::Num(v)) => Some(*v),
+        Some(tierscope_engine::policy::KnobValue::Num(v)) => Some(*v),
         _ => None,
     };
-    let pressure_driven =
-        knobs.kind == crate::policy::PolicyKind::Progressive && knobs.choice("driver") != "age";
+    let pressure_driven = knobs.kind == tierscope_engine::policy::PolicyKind::Progressive
+        && knobs.choice("driver") != "age";
     // Scale the chart to the data; take the budget lines in only when the data gets near them
     // (a budget 20× the context would flatten every bar).
     let budget = r.policy.budget;
@@ -378,16 +378,16 @@ pub fn replay_model(
 /// Replays the session and prepares the result.
 pub fn run_replay(
     l: &LoadedSession,
-    policy: &crate::policy::Policy,
+    policy: &tierscope_engine::policy::Policy,
     budget: Option<u64>,
 ) -> (
-    std::sync::Arc<crate::replay::Replay>,
+    std::sync::Arc<tierscope_engine::replay::Replay>,
     crate::tui::model::ReplayModel,
 ) {
-    let input = crate::replay::Input::from(l);
-    let r = crate::replay::replay(&input, policy, budget);
+    let input = tierscope_engine::replay::Input::from(l);
+    let r = tierscope_engine::replay::replay(&input, policy, budget);
     let window = match policy.knobs.get("thrash_window") {
-        Some(crate::policy::KnobValue::Num(w)) if *w >= 0.0 => *w as usize,
+        Some(tierscope_engine::policy::KnobValue::Num(w)) if *w >= 0.0 => *w as usize,
         _ => 20,
     };
     let model = replay_model(l, &r, window, policy);
@@ -400,13 +400,14 @@ const PREVIEW_CHARS: usize = 400;
 /// The rendered context at request `at`, chunk by chunk.
 pub fn context_model(
     l: &LoadedSession,
-    policy: &crate::policy::Policy,
+    policy: &tierscope_engine::policy::Policy,
     budget: Option<u64>,
     at: usize,
 ) -> Result<crate::tui::model::ContextModel, String> {
     use crate::tui::model::{ChunkRow, ContextModel};
-    let input = crate::replay::Input::from(l);
-    let ctx = crate::replay::render_at(&input, policy, budget, at).map_err(|e| e.to_string())?;
+    let input = tierscope_engine::replay::Input::from(l);
+    let ctx = tierscope_engine::replay::render_at(&input, policy, budget, at)
+        .map_err(|e| e.to_string())?;
     let chunks: Vec<ChunkRow> = ctx
         .chunks
         .iter()

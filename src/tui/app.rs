@@ -9,14 +9,14 @@ use ratatui::crossterm::event::{
 };
 use ratatui::layout::{Position, Rect};
 
-use crate::episode::model::Tier;
-use crate::policy::{KnobValue, Policy};
 use crate::tui::keymap::{self, Action, Mode};
 use crate::tui::model::{ContextModel, ReplayModel, SessionEntry, SessionModel};
 use crate::tui::theme::Theme;
 use crate::tui::ui::layout::{self, MainRects};
 use crate::tui::widgets::chart::ChartKind;
 use crate::tui::widgets::Viewport;
+use tierscope_engine::episode::model::Tier;
+use tierscope_engine::policy::{KnobValue, Policy};
 
 /// Auto-advance intervals for play, slowest first (ms per request).
 pub const SPEEDS_MS: [u64; 7] = [2000, 1000, 500, 250, 120, 60, 30];
@@ -274,8 +274,8 @@ impl State {
             context_pending: false,
             policy,
             budget,
-            policy_names: crate::policy::builtin_names(),
-            policy_descs: crate::policy::builtins()
+            policy_names: tierscope_engine::policy::builtin_names(),
+            policy_descs: tierscope_engine::policy::builtins()
                 .map(|v| v.into_iter().map(|p| p.description).collect())
                 .unwrap_or_default(),
             cursor: 0,
@@ -1058,7 +1058,7 @@ fn on_policy_key(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>
             let name = state.policy_names.get(*selected).cloned();
             state.overlay = Overlay::None;
             if let Some(name) = name {
-                match crate::policy::load(&name, &[]) {
+                match tierscope_engine::policy::load(&name, &[]) {
                     Ok(p) => {
                         state.policy = p;
                         state.flash(format!("policy {name}"), Level::Info);
@@ -1311,7 +1311,7 @@ pub fn policy_toml(p: &Policy) -> String {
         toml::Value::String(format!("{} with knobs tuned in the explorer", p.name)),
     );
     root.insert("version".into(), toml::Value::Integer(i64::from(p.version)));
-    if p.kind != crate::policy::PolicyKind::Decay {
+    if p.kind != tierscope_engine::policy::PolicyKind::Decay {
         root.insert(
             "respect_floors".into(),
             toml::Value::Boolean(p.respect_floors),

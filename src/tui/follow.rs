@@ -15,12 +15,12 @@ use std::time::SystemTime;
 
 use ratatui::text::Span;
 
-use crate::cli::follow::{follow_path, SessionBuilder};
-use crate::cli::LoadArgs;
-use crate::follow::{FollowConfig, FollowEvent, FollowStatus, Follower, ReloadStats};
-use crate::loaded::LoadedSession;
 use crate::tui::app::{Effect, Level, Screen, SessionView, State};
 use crate::tui::widgets::Viewport;
+use tierscope_engine::follow::{follow_path, SessionBuilder};
+use tierscope_engine::follow::{FollowConfig, FollowEvent, FollowStatus, Follower, ReloadStats};
+use tierscope_engine::loaded::LoadOptions;
+use tierscope_engine::loaded::LoadedSession;
 
 /// The key that turns following on and off (`F` is "previous hold").
 pub const TOGGLE_KEY: char = 'W';
@@ -252,7 +252,7 @@ pub type AdoptSlot = Arc<Mutex<Option<Arc<LoadedSession>>>>;
 
 /// Runs the [`Follower`] for the worker: see the module docs.
 pub struct FollowDriver {
-    args: LoadArgs,
+    args: LoadOptions,
     send: Arc<dyn Fn(FollowMsg) + Send + Sync>,
     slot: AdoptSlot,
     /// The followed session (`None`: the first the source gets) and its follower.
@@ -261,7 +261,7 @@ pub struct FollowDriver {
 
 impl FollowDriver {
     /// `send` delivers a message to the UI loop (the runner wraps it in its `Msg`).
-    pub fn new(args: LoadArgs, send: Arc<dyn Fn(FollowMsg) + Send + Sync>) -> Self {
+    pub fn new(args: LoadOptions, send: Arc<dyn Fn(FollowMsg) + Send + Sync>) -> Self {
         Self {
             args,
             send,

@@ -6,10 +6,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex};
 
-use crate::cli::LoadArgs;
-use crate::loaded::LoadedSession;
 use crate::tui::adapt;
 use crate::tui::app::{Effect, Msg, SessionView};
+use tierscope_engine::loaded::LoadOptions;
+use tierscope_engine::loaded::LoadedSession;
 
 /// Pending jobs, at most one per key.
 #[derive(Default)]
@@ -63,22 +63,22 @@ impl JobQueue {
 /// Executes jobs. Holds the engine's loaded sessions (by id, sub-agents included) and the
 /// latest replay, which the context renders read.
 pub struct Worker {
-    args: LoadArgs,
+    args: LoadOptions,
     sessions: HashMap<String, Arc<LoadedSession>>,
     current: Option<Arc<LoadedSession>>,
     /// The latest replay: its generation, policy and budget (context renders reuse them).
     replay: Option<(
         u64,
-        crate::policy::Policy,
+        tierscope_engine::policy::Policy,
         Option<u64>,
-        Arc<crate::replay::Replay>,
+        Arc<tierscope_engine::replay::Replay>,
     )>,
     /// Live follow, when enabled by the runner.
     follow: Option<crate::tui::follow::FollowDriver>,
 }
 
 impl Worker {
-    pub fn new(args: LoadArgs) -> Worker {
+    pub fn new(args: LoadOptions) -> Worker {
         Worker {
             args,
             sessions: HashMap::new(),
@@ -119,7 +119,7 @@ impl Worker {
 
     /// A worker over an already loaded session (tests, benchmarks).
     pub fn with_session(l: LoadedSession) -> Worker {
-        let mut w = Worker::new(LoadArgs::default());
+        let mut w = Worker::new(LoadOptions::default());
         let l = Arc::new(l);
         w.remember(&l);
         w.current = Some(l);
@@ -175,7 +175,7 @@ impl Worker {
 
     fn list(&mut self, progress: &dyn Fn(Msg)) -> Msg {
         progress(Msg::Progress("looking for sessions…".to_owned()));
-        let source = match crate::trace::load::open(self.args.path.as_deref()) {
+        let source = match tierscope_engine::trace::load::open(self.args.path.as_deref()) {
             Ok(s) => s,
             Err(e) => return Msg::Failed(e.to_string()),
         };
@@ -210,7 +210,7 @@ impl Worker {
         )));
         let mut args = self.args.clone();
         args.session = id;
-        match crate::loaded::load(&args) {
+        match tierscope_engine::loaded::load(&args) {
             Ok(l) => {
                 let l = Arc::new(l);
                 self.remember(&l);
@@ -224,7 +224,12 @@ impl Worker {
         }
     }
 
-    fn replay(&mut self, gen: u64, policy: &crate::policy::Policy, budget: Option<u64>) -> Msg {
+    fn replay(
+        &mut self,
+        gen: u64,
+        policy: &tierscope_engine::policy::Policy,
+        budget: Option<u64>,
+    ) -> Msg {
         let Some(l) = self.current.clone() else {
             return Msg::Replayed {
                 gen,

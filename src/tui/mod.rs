@@ -11,11 +11,11 @@ pub mod model;
 pub mod theme;
 
 /// Trace text made safe and single-width-friendly for a buffer: control characters and escape
-/// sequences visible and inert ([`crate::text::sanitize_for_terminal`]), tabs expanded (a raw
+/// sequences visible and inert ([`tierscope_engine::text::sanitize_for_terminal`]), tabs expanded (a raw
 /// tab would move the terminal's cursor), bidi overrides and line/paragraph separators shown as
 /// `<U+XXXX>`.
 pub fn safe_text(s: &str) -> String {
-    let clean = crate::text::sanitize_for_terminal(s);
+    let clean = tierscope_engine::text::sanitize_for_terminal(s);
     let mut out = String::with_capacity(clean.len());
     for c in clean.chars() {
         match c {

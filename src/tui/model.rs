@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::episode::model::Tier;
-use crate::policy::{KnobSpec, KnobValue, Policy};
+use tierscope_engine::episode::model::Tier;
+use tierscope_engine::policy::{KnobSpec, KnobValue, Policy};
 
 /// One session, prepared for display.
 #[derive(Debug, Clone, Default)]

@@ -17,10 +17,10 @@ use ratatui::crossterm::terminal::{
 use ratatui::crossterm::{cursor, execute};
 use ratatui::Terminal;
 
-use crate::cli::LoadArgs;
 use crate::tui::app::{update, Effect, Msg, State};
 use crate::tui::jobs::{JobQueue, Worker};
 use crate::tui::ui;
+use tierscope_engine::loaded::LoadOptions;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -138,7 +138,7 @@ impl Drop for TerminalGuard {
 }
 
 pub struct RunOptions {
-    pub load: LoadArgs,
+    pub load: LoadOptions,
     pub mouse: bool,
     /// Effects to start with (list sessions for the picker, or load one session).
     pub initial: Vec<Effect>,

@@ -272,8 +272,8 @@ impl Theme {
     }
 
     /// The style of a heatmap cell at `tier`.
-    pub fn tier(&self, tier: crate::episode::model::Tier) -> Style {
-        use crate::episode::model::Tier;
+    pub fn tier(&self, tier: tierscope_engine::episode::model::Tier) -> Style {
+        use tierscope_engine::episode::model::Tier;
         match tier {
             Tier::Full => self.tier_full,
             Tier::Dense => self.tier_dense,

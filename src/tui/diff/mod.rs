@@ -15,11 +15,11 @@ pub mod work;
 
 use std::sync::Arc;
 
-use crate::compare::ContextDiff;
-use crate::policy::Policy;
 use crate::tui::app::{Effect, Level, State};
 use crate::tui::keymap::{Action, Mode};
 use model::DiffModel;
+use tierscope_engine::compare::ContextDiff;
+use tierscope_engine::policy::Policy;
 
 /// A side of the comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -221,7 +221,7 @@ pub fn choices(state: &State) -> Vec<Choice> {
             });
         }
     }
-    if let Ok(list) = crate::policy::builtins() {
+    if let Ok(list) = tierscope_engine::policy::builtins() {
         for p in list {
             out.push(Choice {
                 label: p.name.clone(),

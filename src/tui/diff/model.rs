@@ -2,11 +2,11 @@
 //! comparison: tier grids of both sides, the pressure series, per-request deltas, and the
 //! rendered-context diff with every text made safe for the terminal.
 
-use crate::compare::{Comparison, ContextDiff, FrameDiff, SummaryDiff};
-use crate::episode::Tier;
-use crate::policy::Policy;
-use crate::replay::{Cell, Replay};
 use crate::tui::model::{cell, Grid};
+use tierscope_engine::compare::{Comparison, ContextDiff, FrameDiff, SummaryDiff};
+use tierscope_engine::episode::Tier;
+use tierscope_engine::policy::Policy;
+use tierscope_engine::replay::{Cell, Replay};
 
 /// Two replays compared, for display.
 #[derive(Debug, Clone, Default)]
@@ -30,7 +30,7 @@ pub struct DiffModel {
     pub summary: Option<SummaryDiff>,
 }
 
-pub use crate::compare::side_label;
+pub use tierscope_engine::compare::side_label;
 
 fn grid_of(r: &Replay) -> Grid {
     let (eps, reqs) = (r.applied.episodes, r.applied.requests);

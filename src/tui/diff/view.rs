@@ -12,14 +12,14 @@ use ratatui::Frame;
 
 use super::model::DiffModel;
 use super::{DiffState, Side};
-use crate::compare::context::{RowKind, SideLine};
-use crate::compare::delta::{signed, signed_f};
-use crate::episode::Tier;
-use crate::policy::KnobValue;
 use crate::tui::app::State;
 use crate::tui::theme::Theme;
 use crate::tui::ui::{centered, pane_block, rule_block, thousands};
 use crate::tui::widgets::Viewport;
+use tierscope_engine::compare::context::{RowKind, SideLine};
+use tierscope_engine::compare::delta::{signed, signed_f};
+use tierscope_engine::episode::Tier;
+use tierscope_engine::policy::KnobValue;
 
 /// The screen's rectangles at a size.
 pub struct DiffRects {
@@ -161,7 +161,7 @@ fn header(state: &State, d: &DiffState, f: &mut Frame, area: Rect) {
     if let (Some(s), true) = (&state.session, room >= 8) {
         spans.push(sep);
         spans.push(Span::styled(
-            crate::text::clip_chars(&crate::tui::safe_line(&s.model.title), room),
+            tierscope_engine::text::clip_chars(&crate::tui::safe_line(&s.model.title), room),
             t.header,
         ));
     }
@@ -592,11 +592,14 @@ fn picker(t: &Theme, list: &[super::Choice], sel: usize, f: &mut Frame, area: Re
             let st = if i == sel { t.selection } else { t.base };
             Line::from(vec![
                 Span::styled(
-                    format!(" {:<label_w$} ", crate::text::clip_chars(&c.label, label_w)),
+                    format!(
+                        " {:<label_w$} ",
+                        tierscope_engine::text::clip_chars(&c.label, label_w)
+                    ),
                     st,
                 ),
                 Span::styled(
-                    crate::text::clip_chars(&crate::tui::safe_line(&c.desc), desc_w),
+                    tierscope_engine::text::clip_chars(&crate::tui::safe_line(&c.desc), desc_w),
                     t.dim,
                 ),
             ])
@@ -678,7 +681,7 @@ fn knobs(
     f.render_widget(Paragraph::new(lines).style(t.base), inner);
 }
 
-fn other_value(p: &crate::policy::Policy, name: &str) -> String {
+fn other_value(p: &tierscope_engine::policy::Policy, name: &str) -> String {
     match (p.knobs.get(name), p.spec(name)) {
         (Some(KnobValue::Num(n)), Some(s)) => crate::tui::model::fmt_knob(*n, s.integer),
         (Some(v), _) => v.to_string(),

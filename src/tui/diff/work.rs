@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 
 use super::model::{safe_context, DiffModel};
 use super::{DiffJob, DiffMsg};
-use crate::compare;
-use crate::loaded::LoadedSession;
-use crate::replay::Input;
 use crate::tui::app::Msg;
+use tierscope_engine::compare;
+use tierscope_engine::loaded::LoadedSession;
+use tierscope_engine::replay::Input;
 
 /// How long the line and word diff may search for a minimal diff before settling for a coarser
 /// one: the rendered contexts of a long session run to thousands of lines.

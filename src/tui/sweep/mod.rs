@@ -18,11 +18,11 @@ use std::sync::Arc;
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use crate::policy::Policy;
-use crate::sweep::{format_value, Axis};
 use crate::tui::app::{Effect, Level, State};
 use crate::tui::keymap::{Action, Mode};
 use model::{KnobChoice, Metric, SweepGrid};
+use tierscope_engine::policy::Policy;
+use tierscope_engine::sweep::{format_value, Axis};
 
 /// Rows of the setup form.
 pub const ROW_X: usize = 0;

@@ -2,8 +2,8 @@
 //! default ranges it proposes), and a finished sweep prepared for display (texts made safe,
 //! value range of the chosen metric, where the current knobs sit).
 
-use crate::policy::{KnobValue, Policy};
-use crate::sweep::{Axis, Metrics, SweepResult};
+use tierscope_engine::policy::{KnobValue, Policy};
+use tierscope_engine::sweep::{Axis, Metrics, SweepResult};
 
 /// The most values one axis may have in the explorer (the grid must fit 80 columns); the CLI
 /// `tierscope sweep` has no such limit.
@@ -212,7 +212,7 @@ pub fn default_axis(k: &KnobChoice) -> Axis {
 
 /// An axis as the range field shows and takes it: `FROM:TO:STEP`.
 pub fn axis_text(a: &Axis) -> String {
-    use crate::sweep::format_value;
+    use tierscope_engine::sweep::format_value;
     format!(
         "{}:{}:{}",
         format_value(a.from),
@@ -363,7 +363,7 @@ mod tests {
     #[test]
     fn default_pairs_follow_the_policy() {
         let pair = |name: &str| {
-            let p = crate::policy::load(name, &[]).unwrap();
+            let p = tierscope_engine::policy::load(name, &[]).unwrap();
             let k = numeric_knobs(&p);
             default_pair(&p, &k).map(|(x, y)| (k[x].name.clone(), k[y].name.clone()))
         };

@@ -13,11 +13,11 @@ use ratatui::Frame;
 
 use super::model::{Metric, SweepGrid};
 use super::{Phase, SweepState, ROW_METRIC, ROW_X, ROW_Y};
-use crate::sweep::{format_value, Metrics};
 use crate::tui::app::{Level, State};
 use crate::tui::keymap;
 use crate::tui::theme::Theme;
 use crate::tui::ui::{key_spans, pane_block, rule_block, thousands};
+use tierscope_engine::sweep::{format_value, Metrics};
 
 /// Shades from best to worst: the value reads without colour.
 pub const SHADES: [char; 4] = ['░', '▒', '▓', '█'];

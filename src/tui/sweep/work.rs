@@ -1,5 +1,5 @@
 //! The worker side of the sweep pane: the grid is replayed one row at a time (each row's points
-//! in parallel, by [`crate::sweep::run_with`]), progress is reported per finished point, and a
+//! in parallel, by [`tierscope_engine::sweep::run_with`]), progress is reported per finished point, and a
 //! cancel takes effect between rows; the rows are then joined and the Pareto front marked over the whole
 //! grid, exactly as one `sweep::run` over both axes would.
 
@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use super::model::SweepGrid;
 use super::{SweepJob, SweepMsg};
-use crate::loaded::LoadedSession;
-use crate::sweep::{self, Axis, SweepResult};
 use crate::tui::app::Msg;
+use tierscope_engine::loaded::LoadedSession;
+use tierscope_engine::sweep::{self, Axis, SweepResult};
 
 /// How often a running row's progress is looked at.
 const POLL: Duration = Duration::from_millis(100);
@@ -33,9 +33,9 @@ pub fn run(session: Option<&Arc<LoadedSession>>, job: SweepJob, progress: &dyn F
     })
 }
 
-fn current(p: &crate::policy::Policy, key: &str) -> f64 {
+fn current(p: &tierscope_engine::policy::Policy, key: &str) -> f64 {
     match p.knobs.get(key) {
-        Some(crate::policy::KnobValue::Num(v)) => *v,
+        Some(tierscope_engine::policy::KnobValue::Num(v)) => *v,
         _ => f64::NAN,
     }
 }

@@ -81,7 +81,7 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         tiers.push(Span::styled(format!("{mark}{} {}", tt.tier, tt.tokens), st));
         tiers.push(Span::raw("  "));
     }
-    if applied == Some(crate::episode::model::Tier::Dropped) {
+    if applied == Some(tierscope_engine::episode::model::Tier::Dropped) {
         tiers.push(Span::styled("●dropped", t.tier_dropped));
     }
     lines.push(Line::from(tiers));
@@ -161,7 +161,7 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         });
         let label = if Some(tier) == applied {
             "applied at the cursor; [ ] other tiers"
-        } else if active && tier == crate::episode::model::Tier::Full {
+        } else if active && tier == tierscope_engine::episode::model::Tier::Full {
             "active: rendered as it stands; [ ] other tiers"
         } else {
             "not applied at the cursor; [ ] other tiers"

@@ -56,7 +56,7 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
                     cell::ACTIVE => (
                         "active".to_owned(),
                         t.tier_active,
-                        e.tier_text(crate::episode::model::Tier::Full)
+                        e.tier_text(tierscope_engine::episode::model::Tier::Full)
                             .map(|x| short(x.tokens as f64))
                             .unwrap_or_default(),
                     ),

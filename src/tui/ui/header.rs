@@ -6,8 +6,8 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::{clock, thousands};
-use crate::policy::PolicyKind;
 use crate::tui::app::{effective_budget, State, SPEEDS_MS};
+use tierscope_engine::policy::PolicyKind;
 
 /// The knobs worth a place in the header for a policy: those overridden, then the kind's main ones.
 pub fn key_knobs(state: &State) -> Vec<String> {
@@ -120,7 +120,7 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     if !title.is_empty() && room >= 8 {
         spans.push(sep());
         spans.push(Span::styled(
-            crate::text::clip_chars(&title, room),
+            tierscope_engine::text::clip_chars(&title, room),
             t.header,
         ));
     }

@@ -6,9 +6,9 @@ use ratatui::Frame;
 
 use super::layout::MainRects;
 use super::rule_block;
-use crate::episode::model::Tier;
 use crate::tui::app::{Pane, State};
 use crate::tui::widgets::heatmap::{tier_glyph, Heatmap};
+use tierscope_engine::episode::model::Tier;
 
 /// What the heatmap says for a session without requests (the model was never called yet).
 pub const EMPTY_SESSION: &str = "No requests yet: OpenCode records one each time it calls the model, so there is nothing to replay. The episodes below come from the messages so far.";

@@ -110,7 +110,8 @@ mod tests {
 
     #[test]
     fn help_lists_every_binding() {
-        let policy = crate::policy::load("retention", &[]).unwrap_or_else(|e| panic!("{e}"));
+        let policy =
+            tierscope_engine::policy::load("retention", &[]).unwrap_or_else(|e| panic!("{e}"));
         let state = State::new(
             Theme::default_for_env(),
             policy,

@@ -7,9 +7,9 @@ use ratatui::widgets::{Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
 use super::{centered, pane_block, thousands};
-use crate::policy::KnobValue;
 use crate::tui::app::{effective_budget, State};
 use crate::tui::widgets::slider::Slider;
+use tierscope_engine::policy::KnobValue;
 
 /// Value, shown minimum, shown maximum and default of a slider.
 type SliderRange = (f64, f64, f64, Option<f64>);
@@ -175,7 +175,7 @@ pub fn render_policies(state: &State, f: &mut Frame, area: Rect, selected: usize
         lines.push(Line::from(vec![
             Span::styled(format!("{cur} {name:<13}"), st),
             Span::styled(
-                format!(" {}", crate::text::clip_chars(&desc, desc_w)),
+                format!(" {}", tierscope_engine::text::clip_chars(&desc, desc_w)),
                 if i == selected { st } else { t.dim },
             ),
         ]));

@@ -8,9 +8,9 @@ use ratatui::style::Style;
 use ratatui::widgets::Widget;
 
 use super::Viewport;
-use crate::episode::model::Tier;
 use crate::tui::model::{cell, Grid};
 use crate::tui::theme::Theme;
+use tierscope_engine::episode::model::Tier;
 
 pub fn tier_glyph(t: Tier) -> &'static str {
     match t {

@@ -1,0 +1,21 @@
+//! tierscope's engine: OpenCode formats → the neutral [`trace`] model → episodes and tiers
+//! ([`episode`], [`tokens`], [`loaded`]) → the schedule [`replay`] under a [`policy`] →
+//! [`compare`], [`sweep`] and [`research`].
+//!
+//! Everything here is plain data and pure functions: no terminal and no argument parsing. The
+//! `tierscope` crate (the CLI reporters and the explorer) is the only front end, and data flows
+//! one way, from this crate to it.
+
+pub mod compare;
+pub mod episode;
+pub mod fixture;
+pub mod follow;
+pub mod loaded;
+pub mod policy;
+pub mod replay;
+pub mod research;
+pub mod sweep;
+pub mod text;
+pub mod tokens;
+pub mod trace;
+pub mod watch;

@@ -1,0 +1,683 @@
+//! The one call every command uses to load a session with its episodes, tiers and probes:
+//! [`load`] (from the command-line loading flags) or [`from_trace`] (tests, generated traces).
+//!
+//! Everything is computed here, once: segmentation, classification, every tier's text and token
+//! count (in one parallel, cached batch). Nothing downstream tokenizes.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use crate::episode::classify::{self, Rules, RulesError};
+use crate::episode::external;
+use crate::episode::magic_context::{self, MagicContextError};
+use crate::episode::options::{EpisodeOptions, TierSource};
+use crate::episode::segment::{self, Segmentation};
+use crate::episode::sidecar::{Probe, SidecarError, SidecarLocator, Sidecars};
+use crate::episode::tiers::{self, Draft};
+use crate::episode::{Episode, EpisodeKind, Pin, RetentionClass, Strategy};
+use crate::tokens::{TokenStats, Tokenizer};
+use crate::trace::load::Source;
+use crate::trace::{LoadError, Trace, UserKind};
+
+/// Everything that can stop a load.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadSessionError {
+    #[error(transparent)]
+    Trace(#[from] LoadError),
+    #[error(transparent)]
+    Rules(#[from] RulesError),
+    #[error(transparent)]
+    Sidecar(#[from] SidecarError),
+    #[error(transparent)]
+    MagicContext(#[from] MagicContextError),
+    #[error("--follow does not follow Magic Context compartments; drop --episodes magic-context / --magic-context")]
+    FollowMagicContext,
+    #[error("no OpenCode data found to follow; pass a path")]
+    NothingToFollow,
+    #[error("--episodes magic-context: no Magic Context database (pass --magic-context FILE; looked for {0})")]
+    NoMagicContext(String),
+}
+
+/// A session ready for every command: its trace, episodes with tiers, probes and milestones.
+#[derive(Debug, Clone)]
+pub struct LoadedSession {
+    pub trace: Trace,
+    pub episodes: Vec<Episode>,
+    pub probes: Vec<Probe>,
+    /// Request indices where a todo changed status (the request whose message holds the
+    /// `todowrite`) or a compaction happened (the summary request).
+    pub milestones: BTreeSet<usize>,
+    /// Tokenizer label, e.g. `o200k_base@tiktoken-rs-0.12`.
+    pub tokenizer: String,
+    /// Sub-agent sessions, each loaded the same way (their own episodes and numbering).
+    pub children: Vec<LoadedSession>,
+    /// Segmentation and tier strategy used.
+    pub segmentation: Segmentation,
+    pub tier_source: TierSource,
+    /// Where the rules came from ("embedded" or a path).
+    pub rules_origin: String,
+    /// Sidecars found: (kind, path).
+    pub sidecar_paths: Vec<(String, PathBuf)>,
+    /// Token counting of this load (the children's included).
+    pub token_stats: TokenStats,
+    /// Non-fatal problems (an unloadable child, an unmatched external tier, a missing pin).
+    pub warnings: Vec<String>,
+}
+
+impl LoadedSession {
+    /// The episode holding request `r`.
+    pub fn episode_of_request(&self, r: usize) -> Option<&Episode> {
+        let mi = self.trace.requests.get(r)?.message_index;
+        self.episode_of_message(mi)
+    }
+    /// The episode holding message index `mi`.
+    pub fn episode_of_message(&self, mi: usize) -> Option<&Episode> {
+        let k = self.episodes.partition_point(|e| e.last_message < mi);
+        self.episodes
+            .get(k)
+            .filter(|e| e.first_message <= mi && mi <= e.last_message)
+    }
+    pub fn episode(&self, id: &str) -> Option<&Episode> {
+        self.episodes.iter().find(|e| e.id.eq_ignore_ascii_case(id))
+    }
+}
+
+/// What to load and how: the engine's side of every command's loading flags (the CLI converts
+/// its arguments into this; the explorer keeps one for reloads).
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// An opencode.db file, an OpenCode data dir, a storage dir or an export file (none: the
+    /// OpenCode data dir, else the bundled sample session).
+    pub path: Option<PathBuf>,
+    /// Session id (none: the most recently updated main session).
+    pub session: Option<String>,
+    pub episodes: Segmentation,
+    pub tiers: TierSource,
+    pub tokenizer: crate::tokens::TokenizerKind,
+    /// Classification rules (TOML) replacing the embedded defaults.
+    pub rules: Option<PathBuf>,
+    /// Directory to look in first for sidecars.
+    pub sidecars: Option<PathBuf>,
+    /// Split a long turn into episodes of at most N requests.
+    pub max_requests: Option<usize>,
+    /// Magic Context database.
+    pub magic_context: Option<PathBuf>,
+    /// Where the token cache lives (none: `$TIERSCOPE_CACHE_DIR`, else the platform cache dir).
+    pub token_cache_dir: Option<PathBuf>,
+}
+
+impl LoadOptions {
+    /// Open the source these options name (see [`crate::trace::load::open`]).
+    pub fn open(&self) -> Result<Source, LoadError> {
+        crate::trace::load::open(self.path.as_deref())
+    }
+
+    /// Open the source and read the chosen session's trace.
+    pub fn load_trace(&self) -> Result<(Source, Trace), LoadError> {
+        let source = self.open()?;
+        let trace = source.load_session(self.session.as_deref())?;
+        Ok((source, trace))
+    }
+}
+
+/// Episode options from the loading options (rules read, sidecars not yet looked up).
+pub fn options_from_args(args: &LoadOptions) -> Result<EpisodeOptions, LoadSessionError> {
+    let rules = match &args.rules {
+        Some(p) => Some(Rules::from_file(p)?),
+        None => None,
+    };
+    Ok(EpisodeOptions {
+        segmentation: args.episodes,
+        tiers: args.tiers,
+        tokenizer: args.tokenizer,
+        rules,
+        max_requests: args.max_requests,
+        ..EpisodeOptions::default()
+    })
+}
+
+/// Load the session the flags name: open the source, load the trace and its children, then
+/// [`Loader::build`]. The token cache on disk is used and updated (a failure to write it is a
+/// warning).
+pub fn load(args: &LoadOptions) -> Result<LoadedSession, LoadSessionError> {
+    let source = crate::trace::load::open(args.path.as_deref())?;
+    let trace = source.load_session(args.session.as_deref())?;
+    load_from(&Loader::new(args)?, &source, trace)
+}
+
+/// [`load`] for a source already open and its session's trace already read.
+pub fn load_from(
+    loader: &Loader,
+    source: &Source,
+    trace: Trace,
+) -> Result<LoadedSession, LoadSessionError> {
+    let mut children = Vec::new();
+    let mut child_errors = Vec::new();
+    for child in source.load_children(&trace) {
+        match child {
+            Ok(t) => children.push(t),
+            Err(e) => child_errors.push(e.to_string()),
+        }
+    }
+    let mut loaded = loader.build(trace, children, child_errors)?;
+    loader.save_into(&mut loaded);
+    Ok(loaded)
+}
+
+/// The set-up every loading path shares (a fresh load and each `--follow` reload): the
+/// options from the loading flags, where sidecars and Magic Context rows are found, and one
+/// tokenizer whose cache is kept across [`Loader::build`]s, so unchanged text is counted once.
+pub struct Loader {
+    base: EpisodeOptions,
+    locator: SidecarLocator,
+    magic_context: Option<PathBuf>,
+    tokenizer: Tokenizer,
+}
+
+impl Loader {
+    /// Rules read; the tokenizer with the disk cache under the XDG cache dir.
+    pub fn new(args: &LoadOptions) -> Result<Self, LoadSessionError> {
+        Ok(Loader {
+            base: options_from_args(args)?,
+            locator: SidecarLocator {
+                dir: args.sidecars.clone(),
+                export_file: export_path(args.path.as_deref()).map(Path::to_path_buf),
+                data_dir: SidecarLocator::default_data_dir(),
+            },
+            magic_context: args.magic_context.clone(),
+            tokenizer: Tokenizer::with_disk_cache(args.tokenizer, args.token_cache_dir.as_deref()),
+        })
+    }
+
+    /// A session with its sub-agent sessions (`child_errors`: those that did not load, kept as
+    /// warnings). `token_stats` are the tokenizer's so far; the disk cache is not written here
+    /// (see [`Loader::save_into`]).
+    pub fn build(
+        &self,
+        trace: Trace,
+        children: Vec<Trace>,
+        child_errors: Vec<String>,
+    ) -> Result<LoadedSession, LoadSessionError> {
+        let child_locator = self.locator.for_child();
+        let mut built = Vec::with_capacity(children.len());
+        for t in children {
+            let opts = self.options_for(&child_locator, &t)?;
+            built.push(from_trace_with(t, &opts, &self.tokenizer));
+        }
+        let opts = self.options_for(&self.locator, &trace)?;
+        let mut loaded = from_trace_with(trace, &opts, &self.tokenizer);
+        loaded.children = built;
+        loaded.warnings.extend(
+            child_errors
+                .into_iter()
+                .map(|e| format!("sub-agent session not loaded: {e}")),
+        );
+        loaded.token_stats = self.tokenizer.stats();
+        Ok(loaded)
+    }
+
+    /// Write the token cache to disk (a failure is a warning of `loaded`) and refresh its stats.
+    pub fn save_into(&self, loaded: &mut LoadedSession) {
+        if let Err(e) = self.tokenizer.save() {
+            loaded.warnings.push(e.to_string());
+        }
+        loaded.token_stats = self.tokenizer.stats();
+    }
+
+    /// Sidecars and Magic Context rows of one session.
+    fn options_for(
+        &self,
+        locator: &SidecarLocator,
+        trace: &Trace,
+    ) -> Result<EpisodeOptions, LoadSessionError> {
+        options_for(&self.base, locator, trace, self.magic_context.as_deref())
+    }
+}
+
+/// Sidecars and Magic Context rows of one session.
+fn options_for(
+    base: &EpisodeOptions,
+    locator: &SidecarLocator,
+    trace: &Trace,
+    mc_db: Option<&Path>,
+) -> Result<EpisodeOptions, LoadSessionError> {
+    let mut o = base.clone();
+    o.sidecars = Sidecars::find(locator, &trace.session.id)?;
+    let wants_mc = o.segmentation == Segmentation::MagicContext
+        || (o.tiers == TierSource::External && mc_db.is_some());
+    if wants_mc {
+        let db = mc_db
+            .map(Path::to_path_buf)
+            .or_else(magic_context::default_db_path);
+        match db {
+            Some(db) if db.is_file() => {
+                o.compartments = magic_context::read_compartments(&db, &trace.session.id)?;
+                o.magic_context_db = Some(db);
+            }
+            other => {
+                if o.segmentation == Segmentation::MagicContext {
+                    return Err(LoadSessionError::NoMagicContext(other.map_or_else(
+                        || "(no data dir)".to_owned(),
+                        |p| p.display().to_string(),
+                    )));
+                }
+            }
+        }
+    }
+    Ok(o)
+}
+
+/// Build a loaded session from a trace with an in-memory tokenizer (tests, generated traces).
+pub fn from_trace(trace: Trace, opts: &EpisodeOptions) -> LoadedSession {
+    let tokenizer = Tokenizer::in_memory(opts.tokenizer);
+    let mut l = from_trace_with(trace, opts, &tokenizer);
+    l.token_stats = tokenizer.stats();
+    l
+}
+
+/// Build a loaded session from a trace with a given tokenizer (its cache is shared).
+pub fn from_trace_with(
+    trace: Trace,
+    opts: &EpisodeOptions,
+    tokenizer: &Tokenizer,
+) -> LoadedSession {
+    let mut warnings = Vec::new();
+    let rules = match &opts.rules {
+        Some(r) => r.clone(),
+        None => match Rules::embedded() {
+            Ok(r) => r,
+            Err(e) => {
+                // Only a broken build can get here (the embedded file is tested).
+                warnings.push(format!("embedded rules invalid: {e}"));
+                return empty(trace, opts, tokenizer, warnings);
+            }
+        },
+    };
+    let annotations = opts.sidecars.annotations.as_ref().map(|(_, a)| a);
+
+    // Explicit starts for annotations / magic-context segmentation.
+    let mut explicit = BTreeSet::new();
+    let mut covered_until = None;
+    // Compartment ranges (first, last message index, row).
+    let mut compartments: Vec<(usize, usize, usize)> = Vec::new();
+    for (k, c) in opts.compartments.iter().enumerate() {
+        match magic_context::resolve_range(c, &trace) {
+            Some((a, b)) => compartments.push((a, b, k)),
+            None => warnings.push(format!(
+                "magic-context: compartment {} ({}..{}) does not fit the trace",
+                c.sequence, c.start_message, c.end_message
+            )),
+        }
+    }
+    match opts.segmentation {
+        Segmentation::Annotations => {
+            for id in annotations
+                .map(|a| a.episode_starts.as_slice())
+                .unwrap_or(&[])
+            {
+                match trace.message_index(id) {
+                    Some(i) => {
+                        explicit.insert(i);
+                    }
+                    None => {
+                        warnings.push(format!("annotations: episode start {id} not in the trace"))
+                    }
+                }
+            }
+            if annotations.is_none() {
+                warnings.push(
+                    "--episodes annotations: no annotations sidecar found; one episode".to_owned(),
+                );
+            }
+        }
+        Segmentation::MagicContext => {
+            for &(a, b, _) in &compartments {
+                explicit.insert(a);
+                covered_until = Some(covered_until.map_or(b, |x: usize| x.max(b)));
+            }
+        }
+        _ => {}
+    }
+    let segments = segment::segment(
+        &trace,
+        opts.segmentation,
+        opts.max_requests,
+        &explicit,
+        covered_until,
+    );
+    let req_of = classify::request_of_message(&trace);
+    let todos = crate::episode::segment::todo_changes(&trace);
+    let artefacts = tiers::artefact_ids(&trace);
+    let strategy = match opts.tiers {
+        TierSource::Cascade => Strategy::Cascade,
+        _ => Strategy::Source,
+    };
+
+    // Classify and draft every episode, then count all texts in one batch.
+    let mut pending: Vec<(Episode, Vec<Draft>, Vec<String>)> = Vec::new();
+    let mut episodes_without_external = 0usize;
+    for (k, seg) in segments.iter().enumerate() {
+        let id = format!("E{k}");
+        let mut cl = classify::classify_with_todos(&trace, seg, &rules, &req_of, &todos);
+        let mut notes = Vec::new();
+        let mut class_reasons = std::mem::take(&mut cl.class_reasons);
+        let mut floor_reasons = std::mem::take(&mut cl.floor_reasons);
+        let (mut class, mut floor) = (cl.class, cl.floor);
+        if let Some(a) = annotations {
+            apply_annotations(
+                &trace,
+                seg,
+                a,
+                &mut cl.pins,
+                &mut class,
+                &mut floor,
+                &mut class_reasons,
+                &mut floor_reasons,
+                &mut warnings,
+            );
+            if !cl.pins.is_empty() && !cl.kinds.contains(&EpisodeKind::Constraint) {
+                cl.kinds.push(EpisodeKind::Constraint);
+                cl.kinds.sort();
+            }
+        }
+        let ids: Vec<String> = trace.messages[seg.first_message..=seg.last_message]
+            .iter()
+            .map(|m| m.id.clone())
+            .collect();
+        let mut drafts = tiers::generate(&trace, &id, seg, &cl, strategy, &rules, &artefacts);
+        let mut importance = None;
+        if opts.tiers == TierSource::External || opts.segmentation == Segmentation::MagicContext {
+            let mut ext: Vec<Draft> = Vec::new();
+            if let Some((_, tf)) = &opts.sidecars.tiers {
+                let first = &trace.messages[seg.first_message].id;
+                let last = &trace.messages[seg.last_message].id;
+                if let Some(e) = tf
+                    .episodes
+                    .iter()
+                    .find(|e| &e.first_message_id == first && &e.last_message_id == last)
+                {
+                    let (d, n) = external::from_tiers_file(e, &ids, seg.first_message);
+                    ext = d;
+                    notes.extend(n);
+                    importance = e.importance;
+                }
+            }
+            if ext.is_empty() {
+                // Under magic-context segmentation the episode starts at its compartment; under
+                // another segmentation the compartment must cover exactly the episode.
+                let by_mc = opts.segmentation == Segmentation::MagicContext;
+                let hit = compartments
+                    .iter()
+                    .find(|(a, b, _)| *a == seg.first_message && (by_mc || *b == seg.last_message));
+                if let Some(&(_, _, row)) = hit {
+                    let c = &opts.compartments[row];
+                    ext = external::from_compartment(c, &ids, seg.first_message);
+                    importance = Some(c.importance as f64 / 100.0);
+                    if !c.title.is_empty() {
+                        cl.title = c.title.clone();
+                    }
+                    if let Some(t) = &c.episode_type {
+                        notes.push(format!("magic-context episode_type: {t}"));
+                    }
+                }
+            }
+            if !ext.is_empty() {
+                // Someone else's text may lack a pin; append it as our generators do, and say so.
+                for d in &mut ext {
+                    for p in tiers::ensure_pins(d, &cl.pins) {
+                        notes.push(format!(
+                            "external {} lacked pinned span \"{}\"; appended",
+                            d.tier,
+                            crate::text::clip_chars(&p, 60)
+                        ));
+                    }
+                }
+                drafts = ext;
+            } else if opts.tiers == TierSource::External {
+                notes.push("no external tiers for this episode; source tiers used".to_owned());
+                episodes_without_external += 1;
+            }
+        }
+        let (first_request, last_request) =
+            request_range(&trace, seg.first_message, seg.last_message);
+        let ep = Episode {
+            id: id.clone(),
+            index: k,
+            first_message: seg.first_message,
+            last_message: seg.last_message,
+            first_request,
+            last_request,
+            time_start: trace.messages[seg.first_message].time_created,
+            time_end: trace.messages[seg.last_message]
+                .time_completed
+                .unwrap_or(trace.messages[seg.last_message].time_created),
+            title: cl.title,
+            kinds: cl.kinds,
+            class,
+            floor,
+            class_reasons,
+            floor_reasons,
+            pins: cl.pins,
+            keys: cl.keys,
+            continues: None,
+            children: cl.children,
+            tiers: BTreeMap::new(),
+            tier_notes: Vec::new(),
+            importance,
+        };
+        pending.push((ep, drafts, notes));
+    }
+    if episodes_without_external > 0 {
+        // Said once for the session, not only per episode: the header claims external tiers.
+        warnings.push(format!(
+            "--tiers external: {episodes_without_external} of {} episodes have no external tiers \
+             (no *.tiers.json or Magic Context compartment covers them); their source tiers are used",
+            segments.len()
+        ));
+    }
+
+    let texts: Vec<&str> = pending
+        .iter()
+        .flat_map(|(_, ds, _)| ds.iter().flat_map(|d| d.texts()))
+        .collect();
+    let counts = tokenizer.count_many(&texts);
+    let mut counts = counts.into_iter();
+    let mut episodes = Vec::with_capacity(pending.len());
+    for (mut ep, drafts, notes) in pending {
+        let (reps, mut tier_notes) = tiers::finalize(&ep.id, drafts, &mut counts);
+        tier_notes.extend(notes);
+        ep.tiers = reps;
+        ep.tier_notes = tier_notes;
+        episodes.push(ep);
+    }
+    link_continuations(&trace, &mut episodes);
+
+    let probes = opts
+        .sidecars
+        .probes
+        .as_ref()
+        .map(|(_, p)| p.clone())
+        .unwrap_or_default();
+    let milestones = milestones(&trace);
+    let mut sidecar_paths = Vec::new();
+    if let Some((p, _)) = &opts.sidecars.annotations {
+        sidecar_paths.push(("annotations".to_owned(), p.clone()));
+    }
+    if let Some((p, _)) = &opts.sidecars.tiers {
+        sidecar_paths.push(("tiers".to_owned(), p.clone()));
+    }
+    if let Some((p, _)) = &opts.sidecars.probes {
+        sidecar_paths.push(("probes".to_owned(), p.clone()));
+    }
+    if let Some(p) = &opts.magic_context_db {
+        sidecar_paths.push(("magic-context".to_owned(), p.clone()));
+    }
+    LoadedSession {
+        trace,
+        episodes,
+        probes,
+        milestones,
+        tokenizer: tokenizer.label(),
+        children: Vec::new(),
+        segmentation: opts.segmentation,
+        tier_source: opts.tiers,
+        rules_origin: rules.origin.clone(),
+        sidecar_paths,
+        token_stats: tokenizer.stats(),
+        warnings,
+    }
+}
+
+fn empty(
+    trace: Trace,
+    opts: &EpisodeOptions,
+    tokenizer: &Tokenizer,
+    warnings: Vec<String>,
+) -> LoadedSession {
+    LoadedSession {
+        trace,
+        episodes: Vec::new(),
+        probes: Vec::new(),
+        milestones: BTreeSet::new(),
+        tokenizer: tokenizer.label(),
+        children: Vec::new(),
+        segmentation: opts.segmentation,
+        tier_source: opts.tiers,
+        rules_origin: String::new(),
+        sidecar_paths: Vec::new(),
+        token_stats: tokenizer.stats(),
+        warnings,
+    }
+}
+
+fn request_range(trace: &Trace, a: usize, b: usize) -> (Option<usize>, Option<usize>) {
+    // Requests are in message order (derive builds them so): two binary searches instead of a
+    // scan of every request per episode, which made loading quadratic.
+    let reqs = &trace.requests;
+    let lo = reqs.partition_point(|r| r.message_index < a);
+    let hi = reqs.partition_point(|r| r.message_index <= b);
+    if lo < hi {
+        (Some(reqs[lo].index), Some(reqs[hi - 1].index))
+    } else {
+        (None, None)
+    }
+}
+
+/// A continuation continues the last non-compaction episode before it.
+fn link_continuations(trace: &Trace, episodes: &mut [Episode]) {
+    for k in 0..episodes.len() {
+        let first = &trace.messages[episodes[k].first_message];
+        let is_cont = matches!(
+            first.user_kind,
+            Some(UserKind::SyntheticContinue) | Some(UserKind::OverflowReplay)
+        );
+        if !is_cont {
+            continue;
+        }
+        let prev = episodes[..k]
+            .iter()
+            .rev()
+            .find(|e| !e.has_kind(EpisodeKind::Compaction))
+            .map(|e| e.id.clone());
+        episodes[k].continues = prev;
+    }
+}
+
+/// Request indices of todo status changes and compaction summaries.
+pub fn milestones(trace: &Trace) -> BTreeSet<usize> {
+    let req_of = classify::request_of_message(trace);
+    let mut s: BTreeSet<usize> = segment::todo_changes(trace)
+        .iter()
+        .filter_map(|c| req_of.get(c.message_index).copied().flatten())
+        .collect();
+    s.extend(trace.compactions.iter().filter_map(|c| c.summary_request));
+    s
+}
+
+#[allow(clippy::too_many_arguments)]
+fn apply_annotations(
+    trace: &Trace,
+    seg: &segment::Segment,
+    a: &crate::episode::sidecar::Annotations,
+    pins: &mut Vec<Pin>,
+    class: &mut RetentionClass,
+    floor: &mut crate::episode::Tier,
+    class_reasons: &mut Vec<String>,
+    floor_reasons: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) {
+    let inside = |id: &str| {
+        trace
+            .message_index(id)
+            .is_some_and(|i| i >= seg.first_message && i <= seg.last_message)
+    };
+    for o in a.overrides.iter().filter(|o| inside(&o.message_id)) {
+        let why = o
+            .reason
+            .clone()
+            .unwrap_or_else(|| "no reason given".to_owned());
+        if let Some(c) = o.class {
+            *class = c;
+            class_reasons.push(format!(
+                "class {}: annotation on {} — {why}",
+                c.as_str(),
+                o.message_id
+            ));
+        }
+        if let Some(f) = o.floor {
+            *floor = f;
+            floor_reasons.push(format!("floor {f}: annotation on {} — {why}", o.message_id));
+        }
+    }
+    // Keep the floor within what the class permits.
+    if *class == RetentionClass::Pin && *floor != crate::episode::Tier::Full {
+        *floor = crate::episode::Tier::Full;
+        floor_reasons.push("floor full: class pin (annotation)".to_owned());
+    }
+    if *class != RetentionClass::Discardable && *floor == crate::episode::Tier::Dropped {
+        *floor = crate::episode::Tier::Anchor;
+        floor_reasons.push(format!(
+            "floor anchor: class {} may not be dropped",
+            class.as_str()
+        ));
+    }
+    for p in a.pins.iter().filter(|p| inside(&p.message_id)) {
+        let Some(m) = trace.message(&p.message_id) else {
+            continue;
+        };
+        let text = m.text();
+        let span = match (&p.text, p.start, p.end) {
+            (Some(t), _, _) if text.contains(t.as_str()) => Some(t.clone()),
+            (Some(t), _, _) => {
+                warnings.push(format!(
+                    "annotations: pin {:?} not found in {}",
+                    t, p.message_id
+                ));
+                None
+            }
+            (None, Some(s), e) => {
+                let chars: Vec<char> = text.chars().collect();
+                let e = e.unwrap_or(chars.len()).min(chars.len());
+                (s < e).then(|| chars[s..e].iter().collect())
+            }
+            (None, None, _) => Some(text.clone()),
+        };
+        if let Some(span) = span.filter(|s| !s.trim().is_empty()) {
+            if !pins.iter().any(|x| x.text == span) {
+                pins.push(Pin {
+                    message_id: p.message_id.clone(),
+                    text: span,
+                    reason: p
+                        .reason
+                        .clone()
+                        .map_or_else(|| "annotation".to_owned(), |r| format!("annotation: {r}")),
+                });
+            }
+        }
+    }
+}
+
+/// The path of an export file given on the command line, if that is what it is.
+fn export_path(path: Option<&Path>) -> Option<&Path> {
+    path.filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "json"))
+}

@@ -1,0 +1,609 @@
+//! The one entry point for loading OpenCode sessions, whatever the format.
+//!
+//! ```no_run
+//! use tierscope_engine::trace::load;
+//! let source = load::open(None)?;              // data dir, $OPENCODE_DB, else the bundled sample
+//! println!("{}", source.describe());
+//! for s in source.list_sessions()? { println!("{} {}", s.id, s.title); }
+//! let trace = source.load_session(None)?;      // the most recently updated main session
+//! let children = source.load_children(&trace); // its sub-agent sessions
+//! # Ok::<(), tierscope_engine::trace::LoadError>(())
+//! ```
+//!
+//! Databases and JSON trees of one data dir are merged by id, the database winning; an export file
+//! brings its `<name>.childN.json` siblings as children.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::derive::build_trace;
+use super::diagnostics::{DiagnosticKind, Diagnostics};
+use super::discover::{self, Env, Input};
+use super::error::LoadError;
+use super::model::{Message, SessionInfo, SourceKind, Trace, Usage};
+use super::opencode::db::Database;
+use super::opencode::export::{load_export, parse_export};
+use super::opencode::storage::Storage;
+
+/// The export embedded as the sample session when no OpenCode data exists.
+pub const BUNDLED_SAMPLE_NAME: &str = "sample-traces/M1.json";
+const BUNDLED_SAMPLE: &[u8] = include_bytes!("../../../sample-traces/M1.json");
+
+/// One line of `tierscope sessions`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionSummary {
+    pub id: String,
+    pub title: String,
+    pub directory: String,
+    pub parent_id: Option<String>,
+    /// Unix ms.
+    pub created: i64,
+    /// Unix ms.
+    pub updated: i64,
+    pub messages: usize,
+    pub requests: usize,
+    /// Recorded usage summed over requests.
+    pub tokens: Usage,
+    pub cost: f64,
+    /// Sub-agent sessions of this one (by `parentID` or by a `task` call).
+    pub children: Vec<String>,
+}
+
+/// Where sessions come from. See the module docs.
+#[derive(Debug)]
+pub struct Source {
+    inner: Inner,
+    describe: String,
+    diagnostics: Diagnostics,
+}
+
+#[derive(Debug)]
+enum Inner {
+    Store(Store),
+    Export(Box<Exports>),
+}
+
+/// Databases and JSON trees, merged by id (earlier wins: databases before trees).
+#[derive(Debug)]
+struct Store {
+    dbs: Vec<Database>,
+    trees: Vec<Storage>,
+    /// Merged session infos, db first.
+    sessions: Vec<SessionInfo>,
+    /// Index into `sessions` by id.
+    by_id: HashMap<String, usize>,
+    /// Session ids found in a database.
+    in_db: HashSet<String>,
+}
+
+#[derive(Debug)]
+struct Exports {
+    main: Trace,
+    /// `<name>.childN.json` siblings (none for the bundled sample).
+    child_files: Vec<PathBuf>,
+}
+
+/// Open `path` (a db file, a data dir, a storage dir or an export file), or with `None` the
+/// OpenCode data of this machine (`$OPENCODE_DB`, the data dir), else the bundled sample session.
+pub fn open(path: Option<&Path>) -> Result<Source, LoadError> {
+    open_with_env(path, &Env::from_process())
+}
+
+/// [`open`] with an explicit environment.
+pub fn open_with_env(path: Option<&Path>, env: &Env) -> Result<Source, LoadError> {
+    let input = match path {
+        Some(p) => discover::classify(p)?,
+        None => match discover::discover(env)? {
+            Some(i) => i,
+            None => return open_bundled(),
+        },
+    };
+    open_input(input)
+}
+
+/// The sample session compiled into the binary.
+pub fn open_bundled() -> Result<Source, LoadError> {
+    let main = parse_export(BUNDLED_SAMPLE, Path::new(BUNDLED_SAMPLE_NAME))?;
+    Ok(Source {
+        inner: Inner::Export(Box::new(Exports {
+            main,
+            child_files: Vec::new(),
+        })),
+        describe: format!("bundled sample session ({BUNDLED_SAMPLE_NAME}; no OpenCode data found)"),
+        diagnostics: Diagnostics::new(),
+    })
+}
+
+fn open_input(input: Input) -> Result<Source, LoadError> {
+    match input {
+        Input::Export(path) => {
+            let main = load_export(&path)?;
+            let child_files = export_children(&path);
+            Ok(Source {
+                describe: format!("export {}", path.display()),
+                inner: Inner::Export(Box::new(Exports { main, child_files })),
+                diagnostics: Diagnostics::new(),
+            })
+        }
+        Input::Database(path) => {
+            let db = Database::open(&path)?;
+            let describe = format!(
+                "database {}{}",
+                path.display(),
+                if db.is_copy() {
+                    " (read through a temporary copy)"
+                } else {
+                    ""
+                }
+            );
+            Store::into_source(vec![db], Vec::new(), describe, &path)
+        }
+        Input::Storage(tree) => {
+            let describe = format!("JSON storage {}", tree.root().display());
+            let root = tree.root().to_owned();
+            Store::into_source(Vec::new(), vec![tree], describe, &root)
+        }
+        Input::DataDir { root, dbs, trees } => {
+            let mut opened = Vec::new();
+            for p in &dbs {
+                opened.push(Database::open(p)?);
+            }
+            let mut parts: Vec<String> = dbs
+                .iter()
+                .map(|p| {
+                    p.file_name()
+                        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+                })
+                .collect();
+            parts.extend(trees.iter().map(|t| {
+                t.root()
+                    .strip_prefix(&root)
+                    .unwrap_or(t.root())
+                    .display()
+                    .to_string()
+            }));
+            let copied = if opened.iter().any(Database::is_copy) {
+                "; read through a temporary copy"
+            } else {
+                ""
+            };
+            let describe = format!(
+                "OpenCode data dir {} ({}{copied})",
+                root.display(),
+                parts.join(", ")
+            );
+            Store::into_source(opened, trees, describe, &root)
+        }
+    }
+}
+
+/// `<stem>.child<N>.json` files beside an export, by N.
+fn export_children(path: &Path) -> Vec<PathBuf> {
+    let (Some(dir), Some(stem)) = (path.parent(), path.file_stem().and_then(|s| s.to_str())) else {
+        return Vec::new();
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let prefix = format!("{stem}.child");
+    let mut found: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter_map(|e| {
+                    let name = e.file_name().to_str()?.to_owned();
+                    let n = name.strip_prefix(&prefix)?.strip_suffix(".json")?;
+                    Some((n.parse().ok()?, e.path()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found.into_iter().map(|(_, p)| p).collect()
+}
+
+impl Store {
+    fn into_source(
+        dbs: Vec<Database>,
+        trees: Vec<Storage>,
+        describe: String,
+        root: &Path,
+    ) -> Result<Source, LoadError> {
+        let mut diagnostics = Diagnostics::new();
+        let mut sessions = Vec::new();
+        let mut seen = HashSet::new();
+        let mut in_db = HashSet::new();
+        for db in &dbs {
+            db.orphan_messages(&mut diagnostics)?;
+            for s in db.sessions(&mut diagnostics)? {
+                in_db.insert(s.id.clone());
+                if seen.insert(s.id.clone()) {
+                    sessions.push(s);
+                }
+            }
+        }
+        for t in &trees {
+            for s in t.sessions(&mut diagnostics) {
+                if seen.insert(s.id.clone()) {
+                    sessions.push(s);
+                }
+            }
+        }
+        if sessions.is_empty() && dbs.iter().all(|d| !d.has_sessions()) && trees.is_empty() {
+            return Err(LoadError::NoData(root.to_owned()));
+        }
+        Ok(Source {
+            inner: Inner::Store(Store {
+                dbs,
+                trees,
+                by_id: sessions
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| (s.id.clone(), i))
+                    .collect(),
+                sessions,
+                in_db,
+            }),
+            describe,
+            diagnostics,
+        })
+    }
+
+    fn info(&self, id: &str) -> Option<&SessionInfo> {
+        self.by_id.get(id).map(|&i| &self.sessions[i])
+    }
+
+    fn load(&self, info: &SessionInfo, check_cycles: bool) -> Result<Trace, LoadError> {
+        let mut diags = Diagnostics::new();
+        let mut messages: Vec<Message> = Vec::new();
+        let mut index: HashMap<String, usize> = HashMap::new();
+        let mut from_db = false;
+        let mut from_tree = false;
+        for db in &self.dbs {
+            for m in db.messages(&info.id, &mut diags)? {
+                from_db = true;
+                merge_message(&mut messages, &mut index, m, None);
+            }
+        }
+        let have_db = !self.dbs.is_empty();
+        for t in &self.trees {
+            for m in t.messages(&info.id, &mut diags) {
+                from_tree = true;
+                let merged = if have_db { Some(&mut diags) } else { None };
+                merge_message(&mut messages, &mut index, m, merged);
+            }
+        }
+        if !self.in_db.contains(&info.id) && have_db {
+            diags.push(
+                DiagnosticKind::MergedFromStorage,
+                format!("session {} is only in the JSON storage", info.id),
+            );
+        }
+        if check_cycles {
+            self.check_cycle(&info.id, &mut diags);
+        }
+        let source = if from_db && from_tree {
+            SourceKind::Merged(self.describe_paths())
+        } else if let (Some(db), false) = (self.dbs.first(), from_tree) {
+            SourceKind::Database(db.path().display().to_string())
+        } else {
+            SourceKind::Storage(
+                self.trees
+                    .first()
+                    .map_or_else(String::new, |t| t.root().display().to_string()),
+            )
+        };
+        Ok(build_trace(info.clone(), messages, source, diags))
+    }
+
+    fn describe_paths(&self) -> String {
+        let mut v: Vec<String> = self
+            .dbs
+            .iter()
+            .map(|d| d.path().display().to_string())
+            .collect();
+        v.extend(self.trees.iter().map(|t| t.root().display().to_string()));
+        v.join(" + ")
+    }
+
+    /// Walk the parent chain; a chain that comes back on itself is reported, never followed twice.
+    fn check_cycle(&self, id: &str, diags: &mut Diagnostics) {
+        let mut seen = HashSet::new();
+        let mut cur = Some(id.to_owned());
+        while let Some(c) = cur {
+            if !seen.insert(c.clone()) {
+                diags.push(
+                    DiagnosticKind::CyclicParent,
+                    format!("session {id}: parent chain loops back to {c}; not followed"),
+                );
+                return;
+            }
+            cur = self.info(&c).and_then(|s| s.parent_id.clone());
+        }
+    }
+
+    /// Ids on the parent chain of `id` (itself included), stopping at a loop.
+    fn ancestors(&self, id: &str) -> HashSet<String> {
+        let mut seen = HashSet::new();
+        let mut cur = Some(id.to_owned());
+        while let Some(c) = cur {
+            if !seen.insert(c.clone()) {
+                break;
+            }
+            cur = self.info(&c).and_then(|s| s.parent_id.clone());
+        }
+        seen
+    }
+
+    /// Children of a session: the sessions its `task` calls spawned, then any other session that
+    /// names it as parent; never itself or one of its ancestors (a cyclic parent chain).
+    fn child_ids(&self, trace: &Trace) -> Vec<String> {
+        let exclude = self.ancestors(&trace.session.id);
+        let mut out: Vec<String> = Vec::new();
+        let linked = trace.children.iter().map(|c| c.session_id.clone());
+        let by_parent = self
+            .sessions
+            .iter()
+            .filter(|s| s.parent_id.as_deref() == Some(trace.session.id.as_str()))
+            .map(|s| s.id.clone());
+        for id in linked.chain(by_parent) {
+            if !exclude.contains(&id) && !out.contains(&id) {
+                out.push(id);
+            }
+        }
+        out
+    }
+}
+
+/// Add `m` unless a message with its id is already there: an earlier source (the database) wins
+/// with its parts. Only when the earlier copy has no parts at all (a JSON→SQLite migration that
+/// stopped between messages and parts) are the later source's parts taken. `merged` counts what
+/// only the later (storage) source had.
+fn merge_message(
+    messages: &mut Vec<Message>,
+    index: &mut HashMap<String, usize>,
+    m: Message,
+    merged: Option<&mut Diagnostics>,
+) {
+    match index.get(&m.id) {
+        None => {
+            if let Some(d) = merged {
+                d.push(
+                    DiagnosticKind::MergedFromStorage,
+                    format!("message {} only in the JSON storage; added", m.id),
+                );
+            }
+            index.insert(m.id.clone(), messages.len());
+            messages.push(m);
+        }
+        Some(&i) => {
+            if messages[i].parts.is_empty() && !m.parts.is_empty() {
+                if let Some(d) = merged {
+                    d.push(
+                        DiagnosticKind::MergedFromStorage,
+                        format!("parts of message {} only in the JSON storage; added", m.id),
+                    );
+                }
+                messages[i].parts = m.parts;
+            }
+        }
+    }
+}
+
+fn summarize(t: &Trace, children: Vec<String>) -> SessionSummary {
+    SessionSummary {
+        id: t.session.id.clone(),
+        title: t.session.title.clone(),
+        directory: t.session.directory.clone(),
+        parent_id: t.session.parent_id.clone(),
+        created: t.session.time_created,
+        updated: t.session.time_updated,
+        messages: t.messages.len(),
+        requests: t.requests.len(),
+        tokens: t.total_usage(),
+        cost: t.total_cost(),
+        children,
+    }
+}
+
+/// Pick a session: exact id, else a unique id prefix.
+fn resolve<'a>(
+    ids: impl Iterator<Item = &'a str> + Clone,
+    want: &str,
+    path: &str,
+) -> Result<String, LoadError> {
+    if let Some(id) = ids.clone().find(|i| *i == want) {
+        return Ok(id.to_owned());
+    }
+    let matches: Vec<&str> = ids.filter(|i| i.starts_with(want)).collect();
+    match matches.as_slice() {
+        [one] => Ok((*one).to_owned()),
+        _ => Err(LoadError::SessionNotFound {
+            id: want.to_owned(),
+            path: PathBuf::from(path),
+        }),
+    }
+}
+
+impl Source {
+    /// What was opened, for humans ("database /…/opencode.db", "export …", "bundled sample …").
+    pub fn describe(&self) -> String {
+        self.describe.clone()
+    }
+
+    /// What went wrong while indexing the source (corrupt session rows, unreadable files);
+    /// per-session trouble is in each [`Trace::diagnostics`].
+    pub fn diagnostics(&self) -> &Diagnostics {
+        &self.diagnostics
+    }
+
+    /// True for the sample session compiled into the binary.
+    pub fn is_bundled(&self) -> bool {
+        matches!(&self.inner, Inner::Export(e) if e.main.source == SourceKind::Export(BUNDLED_SAMPLE_NAME.into()))
+    }
+
+    /// Every session, most recently updated first (each child listed after the sessions; see
+    /// `children` for the tree).
+    pub fn list_sessions(&self) -> Result<Vec<SessionSummary>, LoadError> {
+        let mut out = match &self.inner {
+            Inner::Store(store) => {
+                let mut out = Vec::with_capacity(store.sessions.len());
+                for info in &store.sessions {
+                    let t = store.load(info, false)?;
+                    let children = store.child_ids(&t);
+                    out.push(summarize(&t, children));
+                }
+                out
+            }
+            Inner::Export(e) => {
+                let kids: Vec<Trace> = e
+                    .child_files
+                    .iter()
+                    .filter_map(|p| load_export(p).ok())
+                    .collect();
+                let mut ids: Vec<String> = e
+                    .main
+                    .children
+                    .iter()
+                    .map(|c| c.session_id.clone())
+                    .collect();
+                for k in &kids {
+                    if !ids.contains(&k.session.id) && k.session.id != e.main.session.id {
+                        ids.push(k.session.id.clone());
+                    }
+                }
+                let mut out = vec![summarize(&e.main, ids)];
+                out.extend(kids.iter().map(|k| summarize(k, Vec::new())));
+                out
+            }
+        };
+        out.sort_by(|a, b| b.updated.cmp(&a.updated).then_with(|| a.id.cmp(&b.id)));
+        Ok(out)
+    }
+
+    /// Load one session (`id`: exact or a unique prefix). Default: the most recently updated main
+    /// session (one without a parent).
+    pub fn load_session(&self, id: Option<&str>) -> Result<Trace, LoadError> {
+        match &self.inner {
+            Inner::Store(store) => {
+                let info = match id {
+                    Some(want) => {
+                        let id = resolve(
+                            store.sessions.iter().map(|s| s.id.as_str()),
+                            want,
+                            &self.describe,
+                        )?;
+                        store.info(&id)
+                    }
+                    None => {
+                        let newest = |main_only: bool| {
+                            store
+                                .sessions
+                                .iter()
+                                .filter(|s| !main_only || s.parent_id.is_none())
+                                .max_by(|a, b| {
+                                    a.time_updated
+                                        .cmp(&b.time_updated)
+                                        .then_with(|| b.id.cmp(&a.id))
+                                })
+                        };
+                        newest(true).or_else(|| newest(false))
+                    }
+                };
+                let Some(info) = info else {
+                    return Err(LoadError::NoSessions {
+                        path: PathBuf::from(&self.describe),
+                    });
+                };
+                store.load(info, true)
+            }
+            Inner::Export(e) => {
+                let Some(want) = id else {
+                    return Ok(e.main.clone());
+                };
+                if e.main.session.id == want {
+                    return Ok(e.main.clone());
+                }
+                let kids: Vec<Trace> = e
+                    .child_files
+                    .iter()
+                    .filter_map(|p| load_export(p).ok())
+                    .collect();
+                let ids = std::iter::once(e.main.session.id.as_str())
+                    .chain(kids.iter().map(|k| k.session.id.as_str()));
+                let id = resolve(ids, want, &self.describe)?;
+                if id == e.main.session.id {
+                    return Ok(e.main.clone());
+                }
+                kids.into_iter()
+                    .find(|k| k.session.id == id)
+                    .ok_or(LoadError::SessionNotFound {
+                        id,
+                        path: PathBuf::from(&self.describe),
+                    })
+            }
+        }
+    }
+
+    /// Ids of the sub-agent sessions of `trace` (its `task` calls' sessions, then sessions naming
+    /// it as parent). Never `trace` itself or one of its ancestors.
+    pub fn child_ids(&self, trace: &Trace) -> Vec<String> {
+        match &self.inner {
+            Inner::Store(store) => store.child_ids(trace),
+            Inner::Export(e) => {
+                let mut ids: Vec<String> = trace
+                    .children
+                    .iter()
+                    .map(|c| c.session_id.clone())
+                    .collect();
+                if trace.session.id == e.main.session.id {
+                    for p in &e.child_files {
+                        if let Ok(k) = load_export(p) {
+                            if !ids.contains(&k.session.id) {
+                                ids.push(k.session.id);
+                            }
+                        }
+                    }
+                }
+                ids.retain(|i| *i != trace.session.id);
+                ids
+            }
+        }
+    }
+
+    /// The sub-agent sessions of `trace`, one result each (a child that cannot be loaded is an
+    /// error in its slot, the others still load).
+    pub fn load_children(&self, trace: &Trace) -> Vec<Result<Trace, LoadError>> {
+        match &self.inner {
+            Inner::Store(_) => self
+                .child_ids(trace)
+                .iter()
+                .map(|id| self.load_session(Some(id)))
+                .collect(),
+            Inner::Export(e) => {
+                if trace.session.id != e.main.session.id {
+                    return Vec::new();
+                }
+                e.child_files
+                    .iter()
+                    .map(|p| load_export(p))
+                    .filter(|r| !matches!(r, Ok(k) if k.session.id == trace.session.id))
+                    .collect()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Front ends move a source to a worker thread.
+    #[test]
+    fn a_source_can_move_to_another_thread() {
+        fn send<T: Send>() {}
+        send::<super::Source>();
+        send::<super::Trace>();
+    }
+}

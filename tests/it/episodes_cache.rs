@@ -1,0 +1,60 @@
+//! The token cache: the second load of the largest recording tokenizes nothing (checked on the
+//! tokenizer's counter, not on time), in a cache directory of its own.
+
+use std::path::{Path, PathBuf};
+
+use tierscope_engine::loaded::LoadOptions;
+
+const SHARED: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../shared/traces/opencode-1.18.33"
+);
+const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces");
+
+fn largest_recording() -> PathBuf {
+    let mut files: Vec<PathBuf> = vec![
+        Path::new(SHARED).join("exports/E1.json"),
+        Path::new(SHARED).join("exports/E2.json"),
+    ];
+    if let Ok(rd) = std::fs::read_dir(SAMPLES) {
+        files.extend(rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| {
+            let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            n.ends_with(".json") && n != "manifest.json" && !n.contains(".child")
+        }));
+    }
+    files
+        .into_iter()
+        .filter(|p| p.exists())
+        .max_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .unwrap()
+}
+
+#[test]
+fn second_load_of_the_largest_recording_does_no_tokenization() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = LoadOptions {
+        path: Some(largest_recording()),
+        token_cache_dir: Some(dir.path().to_owned()),
+        ..LoadOptions::default()
+    };
+    let first = tierscope_engine::loaded::load(&args).unwrap();
+    assert!(first.token_stats.tokenized > 0);
+    assert!(dir
+        .path()
+        .join(tierscope_engine::tokens::cache_file_name(Default::default()))
+        .is_file());
+    let second = tierscope_engine::loaded::load(&args).unwrap();
+    assert_eq!(second.token_stats.tokenized, 0, "{:?}", second.token_stats);
+    assert!(second.token_stats.disk_entries > 0);
+    // Same counts either way.
+    assert_eq!(first.episodes, second.episodes);
+
+    // A corrupt cache file is ignored: the load still works and counts the same.
+    let path = dir
+        .path()
+        .join(tierscope_engine::tokens::cache_file_name(Default::default()));
+    std::fs::write(&path, b"not a cache").unwrap();
+    let third = tierscope_engine::loaded::load(&args).unwrap();
+    assert!(third.token_stats.tokenized > 0);
+    assert_eq!(first.episodes, third.episodes);
+}

@@ -1,0 +1,92 @@
+//! The tier audit's checks on every recording: no tier loses a needle (identifier, pin) that a
+//! lower tier of its episode keeps (non-monotonic), and no tier below `full` holds an identifier
+//! or number the full tier lacks (unsupported addition). For both generated strategies and both
+//! the default and the finest segmentation.
+
+use std::path::{Path, PathBuf};
+
+use tierscope_engine::episode::options::{EpisodeOptions, TierSource};
+use tierscope_engine::episode::segment::Segmentation;
+use tierscope_engine::loaded::from_trace;
+use tierscope_engine::research::audit::audit_session;
+
+const SHARED: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../shared/traces/opencode-1.18.33"
+);
+const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces");
+
+/// Every recording: the export files, shared and sample (sidecars and the manifest are not
+/// exports), then the databases.
+fn recordings() -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    for dir in [Path::new(SHARED).join("exports"), PathBuf::from(SAMPLES)] {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        v.extend(rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| {
+            let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            n.ends_with(".json")
+                && n != "manifest.json"
+                && ![".annotations.json", ".tiers.json", ".probes.json"]
+                    .iter()
+                    .any(|s| n.ends_with(s))
+        }));
+    }
+    v.sort();
+    // The databases hold the same sessions as recorded by OpenCode itself (patch parts included).
+    v.extend(
+        [
+            Path::new(SHARED).join("data/opencode.db"),
+            Path::new(SAMPLES).join("opencode.db"),
+        ]
+        .into_iter()
+        .filter(|p| p.exists()),
+    );
+    v
+}
+
+#[test]
+fn tiers_are_monotonic_and_add_nothing_on_every_recording() {
+    let files = recordings();
+    assert!(files.len() >= 2, "recordings found: {files:?}");
+    let mut problems = Vec::new();
+    let mut audited = 0;
+    for p in &files {
+        let src = tierscope_engine::trace::load::open(Some(p)).unwrap();
+        for s in src.list_sessions().unwrap() {
+            let trace = src.load_session(Some(&s.id)).unwrap();
+            for seg in [Segmentation::UserTurn, Segmentation::Request] {
+                for tiers in [TierSource::Source, TierSource::Cascade] {
+                    let opts = EpisodeOptions {
+                        segmentation: seg,
+                        tiers,
+                        ..EpisodeOptions::default()
+                    };
+                    let l = from_trace(trace.clone(), &opts);
+                    for e in audit_session(&l).episodes {
+                        for t in &e.tiers {
+                            audited += 1;
+                            let at = format!(
+                                "{} {} {seg:?}/{tiers:?} {} {}",
+                                p.display(),
+                                s.id,
+                                e.episode,
+                                t.tier
+                            );
+                            if !t.non_monotonic.is_empty() {
+                                problems
+                                    .push(format!("{at}: lost, kept lower: {:?}", t.non_monotonic));
+                            }
+                            if !t.unsupported.is_empty() {
+                                problems.push(format!("{at}: unsupported: {:?}", t.unsupported));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(audited > 100, "only {audited} tiers audited");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

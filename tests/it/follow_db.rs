@@ -1,0 +1,148 @@
+//! Following a real recording's database while rows are appended to a copy of it, the way
+//! OpenCode writes them, from another thread.
+
+use crate::follow_common;
+
+use std::path::Path;
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use follow_common::*;
+use tierscope_engine::follow::{FollowConfig, FollowEvent, FollowStatus, Follower, ReloadStats};
+use tierscope_engine::trace::Trace;
+
+/// Everything the follower said, and the last state.
+#[derive(Default)]
+struct Seen {
+    states: Vec<ReloadStats>,
+    last: Option<Trace>,
+    statuses: Vec<FollowStatus>,
+    errors: Vec<String>,
+}
+
+impl Seen {
+    fn take(&mut self, e: FollowEvent<Trace>) {
+        match e {
+            FollowEvent::Reloaded { data, stats } => {
+                self.states.push(stats);
+                self.last = Some(*data);
+            }
+            FollowEvent::Status(s) => self.statuses.push(s),
+            FollowEvent::Error(e) => self.errors.push(e),
+        }
+    }
+
+    /// Receive until `done` holds for the last state or `limit` passes.
+    fn until(
+        &mut self,
+        rx: &Receiver<FollowEvent<Trace>>,
+        limit: Duration,
+        done: impl Fn(&Trace) -> bool,
+    ) -> bool {
+        let end = Instant::now() + limit;
+        loop {
+            if self.last.as_ref().is_some_and(&done) {
+                return true;
+            }
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            match rx.recv_timeout(left) {
+                Ok(e) => self.take(e),
+                Err(_) => return false,
+            }
+        }
+    }
+
+    /// Only "following" and partial-write retries; no errors, no gone source.
+    fn assert_clean(&self) {
+        assert!(self.errors.is_empty(), "errors: {:?}", self.errors);
+        for s in &self.statuses {
+            match s {
+                FollowStatus::Following => {}
+                FollowStatus::Retrying(r) => assert!(r.starts_with("partial_write"), "{r}"),
+                other => panic!("unexpected status {other:?}"),
+            }
+        }
+    }
+}
+
+fn follow_growth(session: &str, keep: usize, cfg: impl FnOnce(&mut FollowConfig)) -> Seen {
+    let dir = tempfile::tempdir().unwrap();
+    let db = copy_recording(dir.path());
+    let w = writer(&db);
+    let rest = truncate(&w, session, keep);
+    assert!(!rest.is_empty());
+    let full = neutral(fresh_load(Path::new(RECORDING), session));
+    assert!(full.diagnostics.is_empty(), "{:?}", full.diagnostics);
+
+    let mut config = FollowConfig::new(&db, Some(session.to_owned()));
+    cfg(&mut config);
+    let (follower, rx) =
+        Follower::spawn_channel(config, |s: tierscope_engine::follow::Snapshot| {
+            Ok::<Trace, String>(s.trace)
+        })
+        .unwrap();
+    let mut seen = Seen::default();
+    assert!(
+        seen.until(&rx, Duration::from_secs(10), |_| true),
+        "no first state"
+    );
+    let first = seen.last.clone().unwrap();
+    assert!(seen.states[0].initial);
+    assert!(first.requests.len() < full.requests.len());
+    assert_eq!(first.messages.len(), keep);
+
+    let writer_thread = std::thread::spawn(move || {
+        append_like_opencode(&w, &rest, Duration::from_millis(12));
+        w
+    });
+    let reached = seen.until(&rx, Duration::from_secs(60), |t| neutral(t.clone()) == full);
+    let _w = writer_thread.join().unwrap();
+    assert!(
+        reached,
+        "the followed trace never became the full one: {} of {} messages, {} of {} requests",
+        seen.last.as_ref().map_or(0, |t| t.messages.len()),
+        full.messages.len(),
+        seen.last.as_ref().map_or(0, |t| t.requests.len()),
+        full.requests.len()
+    );
+    // Settle: nothing more arrives, and what arrived was clean.
+    while let Ok(e) = rx.recv_timeout(Duration::from_millis(500)) {
+        seen.take(e);
+    }
+    follower.stop();
+    eprintln!(
+        "{session}: {} states, {} partial-write retries, statuses {:?}",
+        seen.states.len(),
+        seen.states.iter().map(|s| s.partial_retries).sum::<usize>(),
+        seen.statuses
+    );
+    assert_eq!(neutral(seen.last.clone().unwrap()), full);
+    seen.assert_clean();
+    // Every request was announced once as new.
+    let new: usize = seen.states.iter().skip(1).map(|s| s.new_requests).sum();
+    assert_eq!(new + first.requests.len(), full.requests.len());
+    seen
+}
+
+#[test]
+fn following_a_growing_database_ends_equal_to_a_fresh_load() {
+    let seen = follow_growth(E2, 6, |_| {});
+    // The writer leaves assistant messages unfinished, then finishes them: some published
+    // state must have caught a request still streaming and later reported it changed.
+    assert!(
+        seen.states.iter().any(|s| !s.changed_requests.is_empty()),
+        "no state saw a request change"
+    );
+    assert!(seen.states.len() > 3, "only {} states", seen.states.len());
+}
+
+#[test]
+fn polling_alone_follows_too() {
+    follow_growth(E1, 10, |c| {
+        c.poll_only = true;
+        c.watch.poll = Duration::from_millis(100);
+    });
+}

@@ -1,0 +1,105 @@
+//! The recordings in `sample-traces/` have the shape their README documents (found by file name,
+//! since ids change when they are re-recorded). Skipped when a file is absent.
+
+use crate::loader_support;
+
+use std::path::Path;
+
+use loader_support::*;
+use tierscope_engine::trace::load::open;
+use tierscope_engine::trace::{RequestStatus, ToolStatus, UserKind};
+
+fn sample(name: &str) -> Option<std::path::PathBuf> {
+    let p = Path::new(SAMPLES).join(name);
+    p.is_file().then_some(p)
+}
+
+#[test]
+fn c1_compactions_replay_and_failed_requests() {
+    let Some(p) = sample("C1.json") else { return };
+    let t = open(Some(&p))
+        .expect("open")
+        .load_session(None)
+        .expect("C1");
+    let kinds = |k: UserKind| t.messages.iter().filter(|m| m.user_kind == Some(k)).count();
+    assert_eq!(t.messages.len(), 38);
+    assert_eq!(kinds(UserKind::Human), 7);
+    assert_eq!(kinds(UserKind::Compaction), 3);
+    assert_eq!(kinds(UserKind::SyntheticContinue), 2);
+    assert_eq!(kinds(UserKind::OverflowReplay), 1);
+    assert_eq!(t.requests.len(), 25);
+    let summaries: Vec<usize> = t
+        .compactions
+        .iter()
+        .filter_map(|c| c.summary_request)
+        .collect();
+    assert_eq!(summaries, [12, 16, 22]);
+    assert_eq!(t.requests[9].status, RequestStatus::Error);
+    assert_eq!(t.requests[15].status, RequestStatus::Empty);
+    assert!(t.compactions[1].overflow);
+    assert!(t.requests[9].usage.is_zero() && t.requests[15].usage.is_zero());
+}
+
+#[test]
+fn b1_tool_errors_and_raw_escape_bytes_are_kept() {
+    let Some(p) = sample("B1.json") else { return };
+    let t = open(Some(&p))
+        .expect("open")
+        .load_session(None)
+        .expect("B1");
+    assert_eq!(t.requests.len(), 23);
+    let tools: Vec<_> = t.messages.iter().flat_map(|m| m.tool_parts()).collect();
+    assert_eq!(tools.len(), 23);
+    assert_eq!(
+        tools
+            .iter()
+            .filter(|(_, tp)| tp.status == ToolStatus::Error)
+            .count(),
+        2
+    );
+    // The trace keeps the output as recorded; only printing sanitizes it.
+    let raw = tools
+        .iter()
+        .filter_map(|(_, tp)| tp.output.as_deref())
+        .find(|o| o.contains('\u{1b}'))
+        .expect("the output with ESC bytes");
+    let shown = tierscope_engine::text::sanitize_for_terminal(raw);
+    assert!(!shown.contains('\u{1b}') && shown.contains("\\x1b]0;owned\\x07\\x1b[2J"));
+}
+
+#[test]
+fn m1_child_loads_with_its_parent_from_the_export_and_the_database() {
+    let Some(p) = sample("M1.json") else { return };
+    let source = open(Some(&p)).expect("open");
+    let t = source.load_session(None).expect("M1");
+    assert_eq!(t.requests.len(), 24);
+    assert_eq!(t.children.len(), 1);
+    let kids = source.load_children(&t);
+    assert_eq!(kids.len(), 1);
+    let kid = kids[0].as_ref().expect("child");
+    assert_eq!(kid.session.id, t.children[0].session_id);
+    assert_eq!(
+        kid.session.parent_id.as_deref(),
+        Some(t.session.id.as_str())
+    );
+    let Some(db) = sample("opencode.db") else {
+        return;
+    };
+    let source = open(Some(&db)).expect("db");
+    let from_db = source
+        .load_session(Some(&t.session.id))
+        .expect("M1 from db");
+    let kids = source.load_children(&from_db);
+    assert_eq!(kids.len(), 1);
+    assert_eq!(
+        comparable(kids[0].as_ref().expect("child from db")),
+        comparable(kid)
+    );
+    // The child is not the default session even if it were newer: it has a parent.
+    assert!(source
+        .load_session(None)
+        .expect("default")
+        .session
+        .parent_id
+        .is_none());
+}

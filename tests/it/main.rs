@@ -1,0 +1,46 @@
+//! One integration-test crate: every suite is a module here, so the tests link once.
+
+mod follow_common;
+mod loader_support;
+mod tmux_common;
+mod tui_common;
+
+mod corrupt_input;
+mod diff_cli;
+mod diff_compare;
+mod diff_tui;
+mod episodes_cache;
+mod episodes_cli;
+mod episodes_recordings;
+mod episodes_sidecars;
+mod episodes_tier_audit;
+mod fixture_export;
+mod follow_children;
+mod follow_db;
+mod follow_export;
+mod follow_idle;
+mod follow_live;
+mod follow_replay;
+mod follow_status;
+mod follow_tui;
+mod loader_db;
+mod loader_export;
+mod loader_recordings;
+mod loader_samples;
+mod loader_storage;
+mod policy_load;
+mod replay_laws;
+mod replay_recordings;
+mod research_audit;
+mod research_cli;
+mod research_experiment;
+mod research_plot;
+mod research_survey;
+mod research_sweep;
+mod sweep_tui;
+mod tmux_diff;
+mod tmux_explorer;
+mod tmux_panic;
+mod tui_safety;
+mod tui_snapshots;
+mod tui_update;

@@ -1,0 +1,142 @@
+//! Policies as data: built-ins load, overrides are validated, user files work, errors are clear.
+
+use tierscope_engine::policy::{self, KnobValue, PolicyError, PolicyKind};
+
+fn set(k: &str, v: &str) -> Vec<(String, String)> {
+    vec![(k.to_owned(), v.to_owned())]
+}
+
+#[test]
+fn the_eight_builtins_load_with_their_kinds() {
+    let ps = policy::builtins().expect("built-ins parse");
+    let names: Vec<&str> = ps.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "full",
+            "truncate",
+            "opencode",
+            "age",
+            "retention",
+            "decay",
+            "oracle",
+            "oracle-legal"
+        ]
+    );
+    let kind = |n: &str| {
+        ps.iter()
+            .find(|p| p.name == n)
+            .map(|p| (p.kind, p.respect_floors))
+    };
+    assert_eq!(kind("opencode"), Some((PolicyKind::Flat, false)));
+    assert_eq!(kind("age"), Some((PolicyKind::Progressive, false)));
+    assert_eq!(kind("retention"), Some((PolicyKind::Progressive, true)));
+    assert_eq!(kind("decay"), Some((PolicyKind::Decay, false)));
+    assert_eq!(kind("oracle-legal"), Some((PolicyKind::Oracle, true)));
+    let r = policy::load("retention", &[]).expect("retention");
+    assert_eq!(r.num("demote_at"), 0.9);
+    assert_eq!(r.num("target"), 0.75);
+    assert_eq!(r.num("promote_at"), 0.6);
+    assert_eq!(r.num("min_dwell"), 3.0);
+    assert_eq!(r.choice("boundary"), "user-turn");
+    assert_eq!(r.num("ttl_s"), 300.0);
+    assert_eq!(r.num("thrash_window"), 20.0);
+    assert_eq!(r.num("relevance_window"), 10.0);
+    // Every knob has a spec with help; numeric ones have a range and a step.
+    for p in &ps {
+        for s in &p.specs {
+            assert!(!s.help.is_empty(), "{}.{}", p.name, s.name);
+            if let KnobValue::Num(_) = s.default {
+                assert!(
+                    s.min.is_some() && s.max.is_some() && s.step.is_some(),
+                    "{}.{}",
+                    p.name,
+                    s.name
+                );
+            }
+        }
+        assert_eq!(p.knobs.len(), p.specs.len());
+    }
+}
+
+#[test]
+fn overrides_are_applied_and_checked() {
+    let p = policy::load("retention", &set("demote_at", "0.95")).expect("valid");
+    assert_eq!(p.num("demote_at"), 0.95);
+    assert_eq!(p.overridden, ["demote_at"]);
+
+    let e = policy::load("retention", &set("demote_on", "0.95")).unwrap_err();
+    assert!(matches!(e, PolicyError::UnknownKnob { .. }));
+    assert!(e.to_string().contains("demote_at"), "lists the knobs: {e}");
+
+    let e = policy::load("retention", &set("demote_at", "7")).unwrap_err();
+    assert!(e.to_string().contains("above the maximum"), "{e}");
+
+    let e = policy::load("retention", &set("min_dwell", "1.5")).unwrap_err();
+    assert!(e.to_string().contains("whole number"), "{e}");
+
+    let e = policy::load("retention", &set("promote_at", "0.8")).unwrap_err();
+    assert!(matches!(e, PolicyError::Constraint { .. }));
+    assert!(
+        e.to_string().contains("promote_at < target < demote_at"),
+        "{e}"
+    );
+
+    let e = policy::load("retention", &set("boundary", "tuesday")).unwrap_err();
+    assert!(e.to_string().contains("user-turn"), "{e}");
+
+    let e = policy::load("decay", &set("respect_floors", "maybe")).unwrap_err();
+    assert!(e.to_string().contains("true or false"), "{e}");
+    let d = policy::load("decay", &set("respect_floors", "true")).expect("valid");
+    assert!(d.respect_floors);
+
+    let e = policy::parse_overrides(&["demote_at".to_owned()]).unwrap_err();
+    assert!(matches!(e, PolicyError::BadOverride { .. }));
+
+    let e = policy::load("nonesuch", &[]).unwrap_err();
+    assert!(
+        e.to_string().contains("retention"),
+        "lists the built-ins: {e}"
+    );
+}
+
+#[test]
+fn user_files_load_and_bad_files_explain_themselves() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let good = dir.path().join("gentle.toml");
+    std::fs::write(
+        &good,
+        "kind = \"progressive\"\ndescription = \"gentle\"\nrespect_floors = true\n[knobs]\ndemote_at = 0.97\ntarget = 0.9\npromote_at = 0.5\n",
+    )
+    .expect("write");
+    let p = policy::load(good.to_str().expect("utf-8"), &set("min_dwell", "5")).expect("loads");
+    assert_eq!(p.name, "gentle");
+    assert_eq!(p.num("demote_at"), 0.97);
+    assert_eq!(p.num("min_dwell"), 5.0);
+    assert_eq!(
+        p.spec("demote_at").map(|s| s.default.clone()),
+        Some(KnobValue::Num(0.97))
+    );
+
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "kind = \"progressive\"\nrespect_floors = true\n[knobs]\ntarget = 0.95\n",
+    )
+    .expect("write");
+    let e = policy::load(bad.to_str().expect("utf-8"), &[]).unwrap_err();
+    assert!(
+        e.to_string().contains("promote_at < target < demote_at"),
+        "{e}"
+    );
+
+    let kind = dir.path().join("kind.toml");
+    std::fs::write(&kind, "kind = \"magic\"\nrespect_floors = true\n").expect("write");
+    let e = policy::load(kind.to_str().expect("utf-8"), &[]).unwrap_err();
+    assert!(matches!(e, PolicyError::UnknownKind { .. }), "{e}");
+
+    let floors = dir.path().join("floors.toml");
+    std::fs::write(&floors, "kind = \"truncate\"\n").expect("write");
+    let e = policy::load(floors.to_str().expect("utf-8"), &[]).unwrap_err();
+    assert!(e.to_string().contains("respect_floors"), "{e}");
+}
