@@ -267,7 +267,7 @@ pub fn replay_model(
                 from: c.from,
                 to: c.to,
                 reason: c.reason.as_str().to_owned(),
-                applied: c.applied.clone(),
+                applied: c.applied.to_string(),
             });
         }
         for h in &f.held {

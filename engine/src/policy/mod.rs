@@ -1,7 +1,8 @@
 //! Policies (MODEL §4): what tier each episode should have, and when a change is applied.
 //! A policy is data: a TOML file with a `kind` and knobs. The eight built-ins ship in the crate
-//! (`builtin/*.toml`); users add their own files. The decision logic per kind lives in
-//! [`crate::replay`]; this module holds the data, its validation and Magic Context's decay curve.
+//! (`builtin/*.toml`); users add their own files. Each kind's knobs and decision live in its own
+//! file under `replay/policies/`; this module holds the data, its validation and Magic Context's
+//! decay curve and fold.
 
 pub mod decay;
 pub mod kinds;
@@ -12,17 +13,7 @@ pub use model::{
     PolicySource,
 };
 
-/// The built-in policies' names and TOML texts, in display order.
-pub const BUILTIN_FILES: [(&str, &str); 8] = [
-    ("full", include_str!("builtin/full.toml")),
-    ("truncate", include_str!("builtin/truncate.toml")),
-    ("opencode", include_str!("builtin/opencode.toml")),
-    ("age", include_str!("builtin/age.toml")),
-    ("retention", include_str!("builtin/retention.toml")),
-    ("decay", include_str!("builtin/decay.toml")),
-    ("oracle", include_str!("builtin/oracle.toml")),
-    ("oracle-legal", include_str!("builtin/oracle-legal.toml")),
-];
+pub use crate::replay::policies::BUILTIN_FILES;
 
 /// The names of the built-in policies.
 pub fn builtin_names() -> Vec<String> {

@@ -13,52 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::kinds;
 
-/// What a policy does; picks the decision logic of the replay and the knobs it accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PolicyKind {
-    /// Every episode at `full`, forever (the never-forget baseline).
-    Full,
-    /// Drop the oldest closed episodes whole until under budget.
-    Truncate,
-    /// OpenCode's flat compaction (recorded or simulated).
-    Flat,
-    /// Tiers from pressure (with hysteresis) or from age alone.
-    Progressive,
-    /// Magic Context's decay curve, re-tiering at folds.
-    Decay,
-    /// Knows the probes: the lowest tier that still holds every needle.
-    Oracle,
-}
-
-impl PolicyKind {
-    /// Every kind, in a fixed order.
-    pub const ALL: [PolicyKind; 6] = [
-        PolicyKind::Full,
-        PolicyKind::Truncate,
-        PolicyKind::Flat,
-        PolicyKind::Progressive,
-        PolicyKind::Decay,
-        PolicyKind::Oracle,
-    ];
-    /// The name used in TOML files.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            PolicyKind::Full => "full",
-            PolicyKind::Truncate => "truncate",
-            PolicyKind::Flat => "flat",
-            PolicyKind::Progressive => "progressive",
-            PolicyKind::Decay => "decay",
-            PolicyKind::Oracle => "oracle",
-        }
-    }
-}
-
-impl fmt::Display for PolicyKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::replay::policies::PolicyKind;
 
 /// A knob value: a number, a switch or one of a fixed set of words.
 /// Serializes as a bare JSON number, boolean or string.
@@ -309,7 +264,8 @@ pub fn parse_policy(
     })?;
     let name = file.name.unwrap_or_else(|| fallback_name.to_owned());
     let kind = PolicyKind::ALL
-        .into_iter()
+        .iter()
+        .copied()
         .find(|k| k.as_str() == file.kind)
         .ok_or_else(|| PolicyError::UnknownKind {
             policy: name.clone(),

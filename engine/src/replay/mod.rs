@@ -17,13 +17,18 @@
 //! - Summary calls (`synthetic_call`) are a conversation of their own for divergence and cache.
 
 pub mod cache_cost;
-mod engine;
+mod divergence;
+mod fenwick;
 pub mod limits;
-mod params;
+mod metrics;
+mod pass;
+pub(crate) mod policies;
 mod prepare;
 pub mod probes;
 pub mod records;
 pub mod render;
+pub(crate) mod schedule;
+mod state;
 pub mod synth;
 pub mod types;
 
@@ -72,18 +77,80 @@ pub fn resolve_budget(trace: &Trace, budget: Option<u64>) -> (u64, String) {
     }
 }
 
+/// One pass of a policy, prepared: the precomputed view of the input (under the policy's
+/// chunk filter), its common knobs, its probes and its pricing.
+pub(crate) struct Prepared<'a> {
+    pub prep: prepare::Prep<'a>,
+    pub common: crate::policy::kinds::Common,
+    pub filter: prepare::Filter,
+    pub probes: probes::ProbeIndex,
+    pub pricing: cache_cost::PricingInfo,
+}
+
+impl<'a> Prepared<'a> {
+    pub fn new(input: &Input<'a>, policy: &Policy) -> Prepared<'a> {
+        let common = crate::policy::kinds::Common::from_policy(policy);
+        let filter = policies::filter(policy);
+        let prep = prepare::Prep::new(input, filter, common.apply_prunes, common.system_tokens);
+        Prepared::with_prep(input, policy, prep)
+    }
+
+    /// Reuse a view built for another policy with the same filter, prunes and system chunk.
+    fn with_prep(input: &Input<'a>, policy: &Policy, prep: prepare::Prep<'a>) -> Prepared<'a> {
+        let common = crate::policy::kinds::Common::from_policy(policy);
+        let probes = probes::ProbeIndex::new(&prep, input.probes);
+        let model = input
+            .trace
+            .requests
+            .iter()
+            .find_map(|r| r.model.as_ref())
+            .or(input.trace.session.model.as_ref());
+        let pricing = cache_cost::PricingTable::bundled().lookup(model);
+        Prepared {
+            common,
+            filter: policies::filter(policy),
+            prep,
+            probes,
+            pricing,
+        }
+    }
+
+    /// Run the pass of `policy` at `budget` (its own common knobs; the view must have been built
+    /// with the same chunk filter, prunes and system chunk).
+    pub fn run(
+        &self,
+        policy: &Policy,
+        budget: u64,
+        budget_source: &str,
+        keep_views: bool,
+    ) -> pass::PassOutput {
+        let setup = policies::Setup {
+            prep: &self.prep,
+            probes: &self.probes,
+            budget,
+            budget_source,
+        };
+        let mut decide = policies::build(policy, &setup);
+        pass::run(
+            &pass::PassInput {
+                prep: &self.prep,
+                common: crate::policy::kinds::Common::from_policy(policy),
+                probes: &self.probes,
+                price: &self.pricing.price,
+                budget,
+                keep_views,
+            },
+            decide.as_mut(),
+        )
+    }
+}
+
 /// Replay `input` under `policy` with `budget` (None = the default budget). Pure and
 /// deterministic: the same input, policy and budget give byte-identical output.
 pub fn replay(input: &Input<'_>, policy: &Policy, budget: Option<u64>) -> Replay {
     let (budget_v, budget_source) = resolve_budget(input.trace, budget);
-    let par = params::Params::from_policy(policy);
-    let prep = prepare::Prep::new(
-        input,
-        engine::filter_for(&par),
-        par.apply_prunes,
-        par.system_tokens,
-    );
-    let pass = run_prepared(input, &prep, &par, budget_v, true);
+    let prepared = Prepared::new(input, policy);
+    let out = prepared.run(policy, budget_v, &budget_source, true);
     // divergence_cost is measured against `full` on the same trace, with the same system chunk.
     let baseline = if policy.kind == PolicyKind::Full {
         None
@@ -92,151 +159,28 @@ pub fn replay(input: &Input<'_>, policy: &Policy, budget: Option<u64>) -> Replay
         crate::policy::load("full", &[("system_tokens".to_owned(), sys)])
             .ok()
             .map(|full| {
-                let fpar = params::Params::from_policy(&full);
-                let same = engine::filter_for(&fpar) == engine::filter_for(&par)
-                    && fpar.apply_prunes == par.apply_prunes;
+                let fcommon = crate::policy::kinds::Common::from_policy(&full);
+                let same = policies::filter(&full) == prepared.filter
+                    && fcommon.apply_prunes == prepared.common.apply_prunes;
                 let b = if same {
-                    run_prepared(input, &prep, &fpar, budget_v, false)
+                    prepared.run(&full, budget_v, &budget_source, false)
                 } else {
-                    let fprep = prepare::Prep::new(
-                        input,
-                        engine::filter_for(&fpar),
-                        fpar.apply_prunes,
-                        fpar.system_tokens,
-                    );
-                    run_prepared(input, &fprep, &fpar, budget_v, false)
+                    Prepared::new(input, &full).run(&full, budget_v, &budget_source, false)
                 };
-                let radius: u64 = b.pass.frames.iter().map(|f| f.radius).sum();
-                let cost: f64 = b.pass.frames.iter().map(|f| f.cost).sum();
+                let radius: u64 = b.frames.iter().map(|f| f.radius).sum();
+                let cost: f64 = b.frames.iter().map(|f| f.cost).sum();
                 (radius, cost)
             })
     };
-    assemble(input, policy, budget_v, budget_source, pass, baseline)
-}
-
-/// Replay a loaded session (convenience for [`replay`]).
-pub fn replay_session(s: &LoadedSession, policy: &Policy, budget: Option<u64>) -> Replay {
-    replay(&Input::from(s), policy, budget)
-}
-
-pub(crate) struct PassOut {
-    pass: engine::Pass,
-    segments: Vec<SystemSegment>,
-    pricing: cache_cost::PricingInfo,
-}
-
-pub(crate) fn run_pass(input: &Input<'_>, policy: &Policy, budget: u64) -> PassOut {
-    let par = params::Params::from_policy(policy);
-    let prep = prepare::Prep::new(
-        input,
-        engine::filter_for(&par),
-        par.apply_prunes,
-        par.system_tokens,
-    );
-    run_prepared(input, &prep, &par, budget, true)
-}
-
-fn run_prepared(
-    input: &Input<'_>,
-    prep: &prepare::Prep<'_>,
-    par: &params::Params,
-    budget: u64,
-    keep_views: bool,
-) -> PassOut {
-    let probes = probes::ProbeIndex::new(prep, input.probes);
-    let model = input
-        .trace
-        .requests
-        .iter()
-        .find_map(|r| r.model.as_ref())
-        .or(input.trace.session.model.as_ref());
-    let pricing = cache_cost::PricingTable::bundled().lookup(model);
-    let mut engine = engine::Engine::new(prep, par, &probes, &pricing.price, budget);
-    engine.keep_views = keep_views;
-    let pass = engine.run();
-    PassOut {
-        pass,
-        segments: prep.segments.clone(),
-        pricing,
-    }
-}
-
-fn assemble(
-    input: &Input<'_>,
-    policy: &Policy,
-    budget: u64,
-    budget_source: String,
-    out: PassOut,
-    baseline: Option<(u64, f64)>,
-) -> Replay {
-    let frames = out.pass.frames;
-    let n = frames.len() as u64;
-    let tokens: u64 = frames.iter().map(|f| f.tokens).sum();
-    let cache_read: u64 = frames.iter().map(|f| f.cache_read).sum();
-    let radius: u64 = frames.iter().map(|f| f.radius).sum();
-    let cost: f64 = frames.iter().map(|f| f.cost).sum();
-    let changes: u64 = frames.iter().map(|f| f.changes.len() as u64).sum();
-    let (base_radius, base_cost) = baseline.unwrap_or((radius, cost));
-    let mut err = RecordedError::default();
-    let mut pct_sum = 0.0;
-    let mut delta = 0i64;
-    for f in frames
-        .iter()
-        .filter(|f| !f.synthetic_call && f.recorded.prompt > 0)
-    {
-        let pct =
-            (f.tokens as f64 - f.recorded.prompt as f64).abs() / f.recorded.prompt as f64 * 100.0;
-        err.requests += 1;
-        pct_sum += pct;
-        err.max_abs_pct = err.max_abs_pct.max(pct);
-        delta += f.tokens as i64 - f.recorded.prompt as i64;
-    }
-    if err.requests > 0 {
-        err.mean_abs_pct = pct_sum / err.requests as f64;
-    }
-    err.total_delta = delta;
-    let (ok_pairs, pairs) = out.pass.probe_pairs;
-    let summary = Summary {
-        requests: n,
-        mean_tokens: if n > 0 { tokens as f64 / n as f64 } else { 0.0 },
-        max_overflow: frames.iter().map(|f| f.overflow).max().unwrap_or(0),
-        cost,
-        cache_hit_ratio: if tokens > 0 {
-            cache_read as f64 / tokens as f64
-        } else {
-            0.0
-        },
-        divergence_cost: DivergenceCost {
-            tokens: radius as i64 - base_radius as i64,
-            dollars: cost - base_cost,
-        },
-        changes,
-        switches_per_100: if n > 0 {
-            changes as f64 * 100.0 / n as f64
-        } else {
-            0.0
-        },
-        thrash: frames.iter().map(|f| f.thrash).sum(),
-        holds: frames.iter().map(|f| f.holds).sum(),
-        deferred: frames.iter().map(|f| f.deferred).sum(),
-        emergencies: frames.iter().map(|f| f.emergencies).sum(),
-        floor_violations: frames.iter().map(|f| f.floor_violations).sum(),
-        pin_violations: frames.iter().map(|f| f.pin_violations).sum(),
-        prunes: frames.iter().map(|f| f.prunes).sum(),
-        synthetic_calls: out.pass.synthetic_calls,
-        probe_survival: (pairs > 0).then(|| ok_pairs as f64 / pairs as f64),
-        excess_fidelity_tokens: out.pass.excess,
-        under_fidelity_misses: out.pass.under,
-        recorded_error: err,
-    };
+    let summary = metrics::summary(&out, baseline);
     Replay {
         trace: TraceInfo {
             session: input.trace.session.id.clone(),
             title: input.trace.session.title.clone(),
             requests: input.trace.requests.len(),
             episodes: input.episodes.len(),
-            system_segments: out.segments,
-            pricing: out.pricing,
+            system_segments: prepared.prep.segments.clone(),
+            pricing: prepared.pricing.clone(),
         },
         policy: PolicyInfo {
             name: policy.name.clone(),
@@ -244,13 +188,19 @@ fn assemble(
             version: policy.version,
             respect_floors: policy.respect_floors,
             knobs: policy.knobs.clone(),
-            budget,
+            budget: budget_v,
             budget_source,
+            note: out.note.clone(),
         },
-        frames,
         summary,
-        applied: out.pass.applied,
-        desired: out.pass.desired,
-        render_states: out.pass.render_states,
+        frames: out.frames,
+        applied: out.applied,
+        desired: out.desired,
+        render_states: out.render_states,
     }
+}
+
+/// Replay a loaded session (convenience for [`replay`]).
+pub fn replay_session(s: &LoadedSession, policy: &Policy, budget: Option<u64>) -> Replay {
+    replay(&Input::from(s), policy, budget)
 }

@@ -21,7 +21,7 @@ pub struct SelectionRecord {
     pub selected: Tier,
     pub reason: String,
     /// `immediate`, `boundary:<kind>` or `emergency`.
-    pub applied: String,
+    pub applied: super::types::Applied,
     pub pressure: f64,
     /// Tokens of the common prefix with the previous request (the first divergence).
     pub first_divergence: u64,
@@ -44,7 +44,7 @@ pub fn selection_records(r: &Replay) -> Vec<SelectionRecord> {
                 from: c.from,
                 selected: c.to,
                 reason: c.reason.as_str().to_owned(),
-                applied: c.applied.clone(),
+                applied: c.applied,
                 pressure: f.pressure,
                 first_divergence: f.divergence,
                 radius: f.radius,

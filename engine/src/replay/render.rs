@@ -6,11 +6,10 @@
 use serde::Serialize;
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::engine::Engine;
-use super::params::Params;
+use super::divergence::chunk_list;
 use super::prepare::Prep;
 use super::types::{Cell, RenderState, SummaryPiece};
-use super::{engine, prepare, Input};
+use super::{Input, Prepared};
 use crate::episode::Tier;
 use crate::policy::Policy;
 
@@ -68,23 +67,12 @@ pub fn render_at(
     if request >= count {
         return Err(RenderError::OutOfRange { request, count });
     }
-    let (budget, _) = super::resolve_budget(input.trace, budget);
-    let par = Params::from_policy(policy);
-    let prep = prepare::Prep::new(
-        input,
-        engine::filter_for(&par),
-        par.apply_prunes,
-        par.system_tokens,
-    );
-    let out = super::run_pass(input, policy, budget);
-    let pass = &out.pass;
-    let chunks = materialize(
-        &prep,
-        &par,
-        &pass.applied,
-        &pass.render_states[request],
-        request,
-    );
+    let (budget, budget_source) = super::resolve_budget(input.trace, budget);
+    let prepared = Prepared::new(input, policy);
+    let pass = prepared.run(policy, budget, &budget_source, true);
+    let prep = &prepared.prep;
+    let prunes = prepared.common.apply_prunes;
+    let chunks = materialize(prep, prunes, &pass.applied, &pass.render_states[request], request);
     let conv = prep.reqs[request].conv;
     let prev_request = (0..request).rev().find(|&r| prep.reqs[r].conv == conv);
     let mut ctx = RenderedContext {
@@ -97,7 +85,7 @@ pub fn render_at(
         replaced: Vec::new(),
     };
     if let Some(pr) = prev_request {
-        let prev = materialize(&prep, &par, &pass.applied, &pass.render_states[pr], pr);
+        let prev = materialize(prep, prunes, &pass.applied, &pass.render_states[pr], pr);
         let d = ctx
             .chunks
             .iter()
@@ -116,7 +104,7 @@ pub fn render_at(
 
 fn materialize(
     p: &Prep<'_>,
-    par: &Params,
+    apply_prunes: bool,
     applied: &super::types::TierMatrix,
     rs: &RenderState,
     t: usize,
@@ -214,9 +202,7 @@ fn materialize(
         let Some(rep) = p.episodes[e].representation(eff) else {
             continue;
         };
-        for (hash, tokens, ci) in
-            Engine::chunk_list(p, par.apply_prunes, e, tier, cut(e), upto, rq.time)
-        {
+        for (hash, tokens, ci) in chunk_list(p, apply_prunes, e, tier, cut(e), upto, rq.time) {
             let c = &rep.chunks[ci];
             let text = match &c.pruned {
                 Some(pc) if pc.hash == hash && pc.hash != c.hash => pc.text.clone(),

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::cache_cost::PricingInfo;
+pub use super::schedule::{Applied, BoundaryKind};
 use crate::episode::Tier;
 use crate::policy::{KnobValue, PolicyKind};
 
@@ -46,7 +47,7 @@ pub struct Change {
     pub to: Tier,
     pub reason: Reason,
     /// `immediate`, `boundary:<kind>` or `emergency`.
-    pub applied: String,
+    pub applied: Applied,
 }
 
 /// Count and tokens of the episodes shown at one tier.
@@ -87,12 +88,36 @@ impl TierStats {
     }
 }
 
+/// What a violation broke (MODEL §2 laws 1 and 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ViolationKind {
+    /// A closed episode shown below its floor.
+    Floor,
+    /// Pinned spans missing from the context.
+    Pin,
+}
+
+impl ViolationKind {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ViolationKind::Floor => "floor",
+            ViolationKind::Pin => "pin",
+        }
+    }
+}
+
+impl std::fmt::Display for ViolationKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A floor or pin violation at one request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Violation {
     pub episode: String,
-    /// `floor` or `pin`.
-    pub kind: String,
+    pub kind: ViolationKind,
     /// The tier shown.
     pub tier: Tier,
     /// The floor, for a floor violation.
@@ -131,7 +156,7 @@ pub struct Frame {
     pub status: String,
     pub synthetic_call: bool,
     /// Boundary kinds that hold at this request (`request` always).
-    pub boundaries: Vec<String>,
+    pub boundaries: Vec<BoundaryKind>,
     pub tokens: u64,
     pub budget: u64,
     pub pressure: f64,
@@ -205,6 +230,9 @@ pub struct PolicyInfo {
     pub budget: u64,
     /// `--budget`, `session-limits:<id>`, `model-limits:<provider/model>` or `fallback`.
     pub budget_source: String,
+    /// What the policy reports about how it ran (e.g. `decay`'s token counter).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Σ radius over `full`'s Σ radius on the same trace.

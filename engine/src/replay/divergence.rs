@@ -1,0 +1,146 @@
+//! Divergence (MODEL §3.5): tokens of the longest common chunk prefix with the previous request
+//! of the same conversation. Closing an episode at `full` only appends, so the prefix can only
+//! break at the first episode changed since that request (or at the system chunk or the
+//! summary): the pass remembers that episode per conversation and compares chunks from there on.
+
+use super::prepare::Prep;
+use super::state::State;
+use crate::episode::Tier;
+
+/// What a conversation's previous request rendered.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Conv {
+    pub has_prev: bool,
+    pub prev_tokens: u64,
+    pub prev_time: i64,
+    pub prev_sys: u64,
+    pub prev_summary: u64,
+    pub prev_k: usize,
+    pub prev_active: usize,
+    pub prev_active_count: usize,
+    /// The first episode changed since then, with its tier and cut before the change.
+    pub pending: Option<(usize, Tier, usize)>,
+}
+
+impl Conv {
+    /// Episode `e` (shown at `tier` with `cut`) changes now.
+    pub fn mark(&mut self, e: usize, tier: Tier, cut: usize) {
+        match self.pending {
+            Some((pe, _, _)) if pe <= e => {}
+            _ => self.pending = Some((e, tier, cut)),
+        }
+    }
+}
+
+/// (hash, tokens, chunk index) of the chunks episode `e` renders at tier `t`, from included
+/// chunk `from` (full tier only) up to `upto`, with the recorded prunes as of `time`.
+pub(crate) fn chunk_list(
+    p: &Prep<'_>,
+    apply_prunes: bool,
+    e: usize,
+    t: Tier,
+    from: usize,
+    upto: Option<usize>,
+    time: i64,
+) -> Vec<(u64, u64, usize)> {
+    let mut out = Vec::new();
+    if t == Tier::Dropped {
+        return out;
+    }
+    let eff = p.effective(e, t);
+    let (Some(td), Some(rep)) = (p.td(e, t), p.episodes[e].representation(eff)) else {
+        return out;
+    };
+    let full = eff == Tier::Full;
+    let end = upto.unwrap_or(td.len()).min(td.len());
+    let from = if full { from.min(end) } else { 0 };
+    for &ci in &td.idx[from..end] {
+        let c = &rep.chunks[ci as usize];
+        match &c.pruned {
+            Some(pc) if full && apply_prunes && pc.time_compacted <= time => {
+                out.push((pc.hash, u64::from(pc.tokens), ci as usize))
+            }
+            _ => out.push((c.hash, u64::from(c.tokens), ci as usize)),
+        }
+    }
+    out
+}
+
+/// Tokens of the common prefix of two chunk lists.
+pub(crate) fn common_prefix(old: &[(u64, u64, usize)], new: &[(u64, u64, usize)]) -> u64 {
+    old.iter()
+        .zip(new.iter())
+        .take_while(|(a, b)| a.0 == b.0)
+        .map(|(a, _)| a.1)
+        .sum()
+}
+
+/// What the current request renders, for [`divergence`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Current {
+    pub conv: usize,
+    pub sys_key: u64,
+    pub sys: u64,
+    pub active: usize,
+    pub active_n: usize,
+    pub tokens: u64,
+    pub time: i64,
+}
+
+/// Tokens of the longest common chunk prefix with the conversation's previous request.
+pub(crate) fn divergence(st: &State<'_, '_>, apply_prunes: bool, cur: &Current) -> u64 {
+    let c = &st.conv[cur.conv];
+    if !c.has_prev || c.prev_sys != cur.sys_key {
+        return 0;
+    }
+    if c.prev_summary != st.summary_id() {
+        return cur.sys.min(c.prev_tokens).min(cur.tokens);
+    }
+    let d = match c.pending {
+        None => c.prev_tokens,
+        Some((e, _, _)) if e > c.prev_active => c.prev_tokens,
+        Some((e, old_tier, old_cut)) => {
+            let before = cur.sys + st.summary_tokens() + st.tokens_before(e);
+            let list = |t, from, upto, time| chunk_list(st.p, apply_prunes, e, t, from, upto, time);
+            let old = if e < c.prev_k {
+                list(old_tier, old_cut, None, c.prev_time)
+            } else {
+                list(Tier::Full, old_cut, Some(c.prev_active_count), c.prev_time)
+            };
+            let new = if e < st.k() {
+                list(st.applied(e), st.cut(e), None, cur.time)
+            } else if e == cur.active {
+                list(Tier::Full, st.cut(e), Some(cur.active_n), cur.time)
+            } else {
+                Vec::new()
+            };
+            before + common_prefix(&old, &new)
+        }
+    };
+    d.min(c.prev_tokens).min(cur.tokens)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_change_marks_the_break() {
+        let mut c = Conv::default();
+        c.mark(5, Tier::Full, 0);
+        c.mark(7, Tier::Dense, 0);
+        assert_eq!(c.pending, Some((5, Tier::Full, 0)));
+        c.mark(2, Tier::Compact, 3);
+        assert_eq!(c.pending, Some((2, Tier::Compact, 3)));
+    }
+
+    #[test]
+    fn common_prefix_stops_at_the_first_different_chunk() {
+        let a = [(1, 10, 0), (2, 20, 1), (3, 30, 2)];
+        let b = [(1, 10, 0), (2, 20, 1), (9, 5, 2), (3, 30, 3)];
+        assert_eq!(common_prefix(&a, &b), 30);
+        assert_eq!(common_prefix(&a, &a[..1]), 10);
+        assert_eq!(common_prefix(&a, &[]), 0);
+        assert_eq!(common_prefix(&[(7, 1, 0)], &a), 0);
+    }
+}

@@ -1,0 +1,214 @@
+//! The pass (MODEL §3): one walk over the requests of a trace under one policy. Per request:
+//! close episodes, apply recorded prunes, let the policy observe, compute the boundaries, let
+//! the policy decide and schedule, then size the rendered context and measure it
+//! ([`super::metrics`]).
+//!
+//! The rendered context of a request is: the system chunk of its (agent, model), the compaction
+//! summary if one is shown, each closed episode at its applied tier, then the active episode's
+//! chunks before the request's message ([`context_tokens`] is the one place it is sized).
+//! Closing an episode at `full` only appends, so the state keeps running sums (a Fenwick tree
+//! over closed episodes) and divergence starts from the first episode changed since the
+//! conversation's previous request: per request the work is O(changes · log episodes).
+
+use super::cache_cost::Price;
+use super::divergence::{self, Conv, Current};
+use super::metrics::{self, ProbeTally, ProbeTotals};
+use super::policies::{Decide, RequestView};
+use super::prepare::Prep;
+use super::probes::ProbeIndex;
+use super::schedule::{Boundaries, BoundaryKind};
+use super::state::State;
+use super::types::{Frame, RenderState, TierMatrix};
+use crate::episode::Tier;
+use crate::policy::kinds::Common;
+
+/// The output of one pass (before the summary is assembled).
+pub(crate) struct PassOutput {
+    pub frames: Vec<Frame>,
+    pub applied: TierMatrix,
+    pub desired: TierMatrix,
+    pub render_states: Vec<RenderState>,
+    /// Summary calls: recorded ones plus the policy's own compactions.
+    pub synthetic_calls: u64,
+    pub probes: ProbeTotals,
+    /// What the policy reports about its run (e.g. the token counter it used).
+    pub note: Option<String>,
+}
+
+/// What one pass needs besides the policy's decision.
+pub(crate) struct PassInput<'s, 'a> {
+    pub prep: &'s Prep<'a>,
+    pub common: Common,
+    pub probes: &'s ProbeIndex,
+    pub price: &'s Price,
+    pub budget: u64,
+    /// Keep the tier matrices and render states (off for the `full` baseline of a replay).
+    pub keep_views: bool,
+}
+
+/// Tokens of a request's rendered context: system chunk + summary + closed episodes at their
+/// applied tiers + the active episode so far. Summary calls (`synthetic_call`) are sized here
+/// like any other request.
+pub(crate) fn context_tokens(st: &State<'_, '_>, sys: u64, active_tok: u64) -> u64 {
+    sys + st.summary_tokens() + st.applied_sum() + active_tok
+}
+
+/// The boundary kinds at request `t` of conversation `conv`.
+fn boundaries(p: &Prep<'_>, t: usize, conv: &Conv, ttl_ms: i64) -> (Boundaries, bool) {
+    let rq = &p.reqs[t];
+    let warm = conv.has_prev && rq.time - conv.prev_time <= ttl_ms;
+    let mut b = Boundaries::default();
+    b.insert(BoundaryKind::Request);
+    if rq.user_turn {
+        b.insert(BoundaryKind::UserTurn);
+    }
+    if !warm {
+        b.insert(BoundaryKind::CacheExpiry);
+    }
+    if rq.milestone {
+        b.insert(BoundaryKind::Milestone);
+    }
+    (b, warm)
+}
+
+/// Run one pass of `policy` over the prepared input.
+pub(crate) fn run(input: &PassInput<'_, '_>, policy: &mut dyn Decide) -> PassOutput {
+    let p = input.prep;
+    let common = input.common;
+    let n = p.episodes.len();
+    let nreq = p.reqs.len();
+    let mut st = State::new(
+        p,
+        input.budget,
+        common.respect_floors,
+        common.thrash_window,
+    );
+    let mut frames = Vec::with_capacity(nreq);
+    let cap = if input.keep_views { nreq } else { 0 };
+    let mut applied_m = TierMatrix::with_capacity(n, cap);
+    let mut desired_m = TierMatrix::with_capacity(n, cap);
+    let mut render_states = Vec::with_capacity(cap);
+    let mut synthetic = 0u64;
+    let mut probes = ProbeTally::new(input.probes);
+    let mut next_prune = 0usize;
+    for t in 0..nreq {
+        let rq = &p.reqs[t];
+        let req = &p.trace.requests[t];
+        let (bset, warm) = boundaries(p, t, &st.conv[rq.conv], common.ttl_ms);
+        st.begin(t, bset);
+        if req.synthetic_call {
+            synthetic += 1;
+        }
+        // 1. Close episodes.
+        while st.k() < rq.active.min(n) {
+            let e = st.k();
+            st.close(e);
+            policy.on_close(&st, e);
+        }
+        // Prunes recorded up to this request's start.
+        let mut prunes = 0u64;
+        if common.apply_prunes {
+            while let Some(ev) = p.prunes.get(next_prune).copied() {
+                if ev.time > rq.time {
+                    break;
+                }
+                next_prune += 1;
+                prunes += 1;
+                st.prune(ev.episode as usize, ev.pos as usize, ev.delta);
+            }
+        }
+        policy.observe(&st, t);
+        let active = rq.active;
+        let active_n = if active < n {
+            st.active_count(active, rq.msg)
+        } else {
+            0
+        };
+        let active_tokens = |st: &State<'_, '_>| {
+            if active < n {
+                st.tokens_at(active, Tier::Full, Some(active_n))
+            } else {
+                0
+            }
+        };
+        let view = RequestView {
+            t,
+            rq,
+            req,
+            base: rq.sys_tokens + active_tokens(&st),
+            cache_warm: warm,
+        };
+        // 2–3. Decide and schedule.
+        let mut compaction = false;
+        if !(req.synthetic_call && policy.holds_through_summary_calls()) {
+            compaction = policy.decide(&mut st, &view);
+            if compaction {
+                synthetic += 1;
+            }
+        }
+        // 4–5. Render and measure (the decision may have cut the active episode).
+        let active_tok = active_tokens(&st);
+        let tokens = context_tokens(&st, rq.sys_tokens, active_tok);
+        let cur = Current {
+            conv: rq.conv,
+            sys_key: rq.sys_key,
+            sys: rq.sys_tokens,
+            active,
+            active_n,
+            tokens,
+            time: rq.time,
+        };
+        let div = divergence::divergence(&st, common.apply_prunes, &cur);
+        let fresh = warm;
+        let waiting = policy.waiting(&st);
+        let frame = metrics::frame(
+            &mut st,
+            metrics::Measured {
+                req,
+                tokens,
+                divergence: div,
+                cache_fresh: fresh,
+                active: (active < n).then_some((active, active_n, active_tok)),
+                prunes,
+                compaction,
+                waiting,
+            },
+            input.price,
+            &mut probes,
+        );
+        st.conv[rq.conv] = Conv {
+            has_prev: true,
+            prev_tokens: tokens,
+            prev_time: rq.time,
+            prev_sys: rq.sys_key,
+            prev_summary: st.summary_id(),
+            prev_k: st.k(),
+            prev_active: active,
+            prev_active_count: active_n,
+            pending: None,
+        };
+        policy.after(&st, &view, tokens);
+        frames.push(frame);
+        if active < n && active >= st.k() {
+            st.row_applied[active] = TierMatrix::ACTIVE_CODE;
+            st.row_desired[active] = TierMatrix::ACTIVE_CODE;
+        }
+        if input.keep_views {
+            applied_m.push_raw(&st.row_applied);
+            desired_m.push_raw(&st.row_desired);
+            render_states.push(RenderState {
+                summary: st.summary().clone(),
+                cuts: st.cuts_list().to_vec(),
+            });
+        }
+    }
+    PassOutput {
+        frames,
+        applied: applied_m,
+        desired: desired_m,
+        render_states,
+        synthetic_calls: synthetic,
+        probes: probes.totals,
+        note: policy.note(),
+    }
+}

@@ -1,0 +1,24 @@
+//! `full`: every episode at `full`, forever; no changes. The never-forget baseline (it
+//! overflows), and the yardstick of `divergence_cost`.
+
+use super::{Decide, Kind, RequestView, Setup};
+use crate::policy::kinds::common;
+use crate::policy::{KnobSpec, Policy};
+use crate::replay::state::State;
+
+pub(crate) struct Full;
+
+impl Kind for Full {
+    fn specs() -> Vec<KnobSpec> {
+        common(false)
+    }
+    fn build(_p: &Policy, _setup: &Setup<'_, '_>) -> Box<dyn Decide> {
+        Box::new(Full)
+    }
+}
+
+impl Decide for Full {
+    fn decide(&mut self, _st: &mut State<'_, '_>, _rq: &RequestView<'_>) -> bool {
+        false
+    }
+}

@@ -1,0 +1,155 @@
+//! The policy kinds (MODEL §4), one file each: its typed knobs and their declarations, its own
+//! state, its decision. The pass ([`super::pass`]) calls a kind through [`Decide`]; the kind's
+//! file touches the replay only through the shared state's API ([`super::state::State`]: want,
+//! apply, hold, the summary) and, for the kinds that defer, the shared [`Schedule`].
+//!
+//! Adding a kind = a new file here, its built-in TOML(s) in `policy/builtin/`, and one line in
+//! [`registry!`] below.
+
+use serde::{Deserialize, Serialize};
+
+use super::prepare::{Filter, Prep, ReqData};
+use super::probes::ProbeIndex;
+use super::schedule::{Schedule, Waiting};
+use super::state::State;
+use crate::policy::{KnobSpec, Policy};
+
+mod decay;
+mod full;
+mod opencode;
+mod oracle;
+mod progressive;
+mod retention;
+mod truncate;
+
+/// What a kind's file provides besides its decision.
+pub(crate) trait Kind {
+    /// Its knobs, with the kind's defaults (the common ones included).
+    fn specs() -> Vec<KnobSpec>;
+    /// Constraints between its knobs; `Err` explains the first one violated.
+    fn check(_p: &Policy) -> Result<(), String> {
+        Ok(())
+    }
+    /// Which recorded chunks its renderings include.
+    fn filter(_p: &Policy) -> Filter {
+        Filter::NoArtefacts
+    }
+    /// Its decision for one pass.
+    fn build(p: &Policy, setup: &Setup<'_, '_>) -> Box<dyn Decide>;
+}
+
+/// What a kind may read when it builds its decision for one pass.
+pub(crate) struct Setup<'s, 'a> {
+    pub prep: &'s Prep<'a>,
+    pub probes: &'s ProbeIndex,
+    pub budget: u64,
+    /// Where the budget came from (`--budget`, `model-limits:…`, `fallback`).
+    pub budget_source: &'s str,
+}
+
+/// One request as a policy sees it.
+pub(crate) struct RequestView<'s> {
+    pub t: usize,
+    pub rq: &'s ReqData,
+    pub req: &'s crate::trace::Request,
+    /// Tokens of the system chunk and of the active episode so far: the context besides the
+    /// closed episodes and the summary.
+    pub base: u64,
+    /// The gap to the conversation's previous request is within `ttl_s`.
+    pub cache_warm: bool,
+}
+
+/// A kind's decision inside one pass.
+pub(crate) trait Decide {
+    /// Episode `e` closed at this request (it entered at `full`).
+    fn on_close(&mut self, _st: &State<'_, '_>, _e: usize) {}
+    /// Every request, before any decision (also summary calls the schedule is held through).
+    fn observe(&mut self, _st: &State<'_, '_>, _t: usize) {}
+    /// Decide and apply at one request: set desired tiers with `want` and apply them (itself or
+    /// through its schedule). Returns true when the policy compacted here (a summary call).
+    fn decide(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>) -> bool;
+    /// After the request is measured: `tokens` is what it rendered.
+    fn after(&mut self, _st: &State<'_, '_>, _rq: &RequestView<'_>, _tokens: u64) {}
+    /// The shared schedule, for the kinds that defer (it classifies what still waits).
+    fn schedule(&self) -> Option<Schedule> {
+        None
+    }
+    /// Whether a recorded compaction's summary call holds the schedule: it is a side call with
+    /// its own, atypically small context, and counterfactual policies would otherwise promote
+    /// there what the next step demotes again.
+    fn holds_through_summary_calls(&self) -> bool {
+        true
+    }
+    /// A line for `policy.notes` in the output (e.g. which token counter ran).
+    fn note(&self) -> Option<String> {
+        None
+    }
+    /// Pending changes still waiting after this request, by cause.
+    fn waiting(&self, st: &State<'_, '_>) -> Waiting {
+        match self.schedule() {
+            Some(s) => s.waiting(st),
+            None => Waiting {
+                deferred: st.pending_count() as u64,
+                dwell_blocked: 0,
+            },
+        }
+    }
+}
+
+macro_rules! registry {
+    ($( $(#[$doc:meta])* $variant:ident = $word:literal => $module:ident :: $ty:ident, builtins [$($b:literal),* $(,)?] ;)*) => {
+        /// What a policy does; picks the decision logic of the replay and the knobs it accepts.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        pub enum PolicyKind {
+            $( $(#[$doc])* #[serde(rename = $word)] $variant, )*
+        }
+
+        impl PolicyKind {
+            /// Every kind, in registry order.
+            pub const ALL: &'static [PolicyKind] = &[$(PolicyKind::$variant),*];
+            /// The name used in TOML files.
+            pub fn as_str(&self) -> &'static str {
+                match self { $(PolicyKind::$variant => $word,)* }
+            }
+        }
+
+        /// The built-in policies' names and TOML texts, in display order.
+        pub const BUILTIN_FILES: &[(&str, &str)] = &[
+            $($( ($b, include_str!(concat!("../../policy/builtin/", $b, ".toml"))), )*)*
+        ];
+
+        pub(crate) fn specs(kind: PolicyKind) -> Vec<KnobSpec> {
+            match kind { $(PolicyKind::$variant => <$module::$ty as Kind>::specs(),)* }
+        }
+        pub(crate) fn check(kind: PolicyKind, p: &Policy) -> Result<(), String> {
+            match kind { $(PolicyKind::$variant => <$module::$ty as Kind>::check(p),)* }
+        }
+        pub(crate) fn filter(p: &Policy) -> Filter {
+            match p.kind { $(PolicyKind::$variant => <$module::$ty as Kind>::filter(p),)* }
+        }
+        pub(crate) fn build(p: &Policy, setup: &Setup<'_, '_>) -> Box<dyn Decide> {
+            match p.kind { $(PolicyKind::$variant => <$module::$ty as Kind>::build(p, setup),)* }
+        }
+    };
+}
+
+registry! {
+    /// Every episode at `full`, forever (the never-forget baseline).
+    Full = "full" => full::Full, builtins ["full"];
+    /// Drop the oldest closed episodes whole until under budget.
+    Truncate = "truncate" => truncate::Truncate, builtins ["truncate"];
+    /// OpenCode's flat compaction (recorded or simulated).
+    Flat = "flat" => opencode::OpenCode, builtins ["opencode"];
+    /// Tiers from pressure (with hysteresis) or from age alone.
+    Progressive = "progressive" => progressive::Progressive, builtins ["age", "retention"];
+    /// Magic Context's decay curve, re-tiering at folds.
+    Decay = "decay" => decay::Decay, builtins ["decay"];
+    /// Knows the probes: the lowest tier that still holds every needle.
+    Oracle = "oracle" => oracle::Oracle, builtins ["oracle", "oracle-legal"];
+}
+
+impl std::fmt::Display for PolicyKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

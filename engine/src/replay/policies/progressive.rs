@@ -1,0 +1,192 @@
+//! The `progressive` kind: tiers that step down as the session goes on, through the shared
+//! schedule (`boundary`, `min_dwell`). Two drivers:
+//! - `driver = age` (the built-in `age`): the naive baseline, a tier from requests since the
+//!   episode closed (`dense_after`, `compact_after`, `anchor_after`), floors ignored;
+//! - `driver = pressure` (the built-in `retention`): budget pressure with hysteresis inside the
+//!   legal range, victims ordered by class, relevance and age ([`super::retention`]).
+//!
+//! Relevance (MODEL §3.2) is kept here for both: an episode is relevant at request t when a
+//! request in (t − `relevance_window`, t) touched one of its keys; with
+//! `relevance_source = probes` the schedule is told instead which episodes the due probes need.
+
+use super::retention::{Retention, RetentionKnobs};
+use super::{Decide, Kind, RequestView, Setup};
+use crate::episode::Tier;
+use crate::policy::kinds::{boundary, choice, common, num, uint};
+use crate::policy::{KnobSpec, Policy};
+use crate::replay::schedule::{Boundary, Schedule};
+use crate::replay::state::State;
+use crate::replay::types::Reason;
+
+pub(crate) struct Progressive;
+
+impl Kind for Progressive {
+    fn specs() -> Vec<KnobSpec> {
+        let mut v = common(false);
+        v.extend([
+            choice("driver", "pressure", &["pressure", "age"],
+                "pressure = demote/promote by budget pressure with hysteresis (retention); age = tier from age alone (the naive baseline)"),
+            num("demote_at", 0.9, 0.05, 2.0, 0.01, "pressure above which victims are demoted"),
+            num("target", 0.75, 0.05, 2.0, 0.01, "pressure that demotion aims for and promotion must not exceed"),
+            num("promote_at", 0.6, 0.0, 2.0, 0.01, "pressure below which episodes are promoted"),
+            num("min_dwell", 3.0, 0.0, 1000.0, 1.0,
+                "an episode changed less than this many requests ago is not changed again (except in an emergency)"),
+            boundary("user-turn"),
+            num("relevance_window", 10.0, 0.0, 1000.0, 1.0,
+                "an episode is relevant when one of the last N requests touched one of its keys"),
+            choice("relevance_source", "keys", &["keys", "probes"],
+                "keys = from tool inputs and user text; probes = the scheduler is told which episodes due probes need"),
+            num("dense_after", 2.0, 0.0, 100_000.0, 1.0, "age driver: requests after closing before dense"),
+            num("compact_after", 4.0, 0.0, 100_000.0, 1.0, "age driver: requests after closing before compact"),
+            num("anchor_after", 8.0, 0.0, 100_000.0, 1.0, "age driver: requests after closing before anchor"),
+        ]);
+        v
+    }
+    fn check(p: &Policy) -> Result<(), String> {
+        let (pa, t, da) = (p.num("promote_at"), p.num("target"), p.num("demote_at"));
+        if !(pa < t && t < da) {
+            return Err(format!(
+                "knobs must satisfy promote_at < target < demote_at (got {pa} < {t} < {da})"
+            ));
+        }
+        let (d, c, a) = (
+            p.num("dense_after"),
+            p.num("compact_after"),
+            p.num("anchor_after"),
+        );
+        if !(d <= c && c <= a) {
+            return Err(format!(
+                "knobs must satisfy dense_after <= compact_after <= anchor_after (got {d}, {c}, {a})"
+            ));
+        }
+        Ok(())
+    }
+    fn build(p: &Policy, setup: &Setup<'_, '_>) -> Box<dyn Decide> {
+        let n = setup.prep.episodes.len();
+        let schedule = Schedule {
+            boundary: Boundary::from_knob(p.choice("boundary")),
+            min_dwell: uint(p.num("min_dwell")) as usize,
+        };
+        let relevance = Relevance {
+            window: uint(p.num("relevance_window")) as usize,
+            from_probes: p.choice("relevance_source") == "probes",
+            count: vec![0; n],
+            needed: if p.choice("relevance_source") == "probes" {
+                (0..setup.prep.reqs.len())
+                    .map(|t| setup.probes.needed_from(t).collect())
+                    .collect()
+            } else {
+                Vec::new()
+            },
+        };
+        if p.choice("driver") == "age" {
+            Box::new(Age {
+                schedule,
+                thresholds: [
+                    uint(p.num("dense_after")) as usize,
+                    uint(p.num("compact_after")) as usize,
+                    uint(p.num("anchor_after")) as usize,
+                ],
+            })
+        } else {
+            Box::new(Retention::new(
+                RetentionKnobs {
+                    demote_at: p.num("demote_at"),
+                    target: p.num("target"),
+                    promote_at: p.num("promote_at"),
+                },
+                schedule,
+                relevance,
+                setup.prep,
+            ))
+        }
+    }
+}
+
+/// Which episodes are relevant now (MODEL §3.2).
+pub(crate) struct Relevance {
+    window: usize,
+    from_probes: bool,
+    /// Per episode: touches inside the window (probes: due probes needing it so far).
+    count: Vec<u32>,
+    /// `relevance_source = probes`: per request, the source episodes of the probes due there.
+    needed: Vec<Vec<usize>>,
+}
+
+impl Relevance {
+    pub fn is_relevant(&self, e: usize) -> bool {
+        self.count[e] > 0
+    }
+    pub fn touches(&self, e: usize) -> u32 {
+        self.count[e]
+    }
+    /// Slide the window to request `t`: add request t − 1, remove t − 1 − window. Returns the
+    /// episodes that became or stopped being relevant.
+    pub fn advance(&mut self, st: &State<'_, '_>, t: usize) -> Vec<usize> {
+        let mut flipped = Vec::new();
+        if self.from_probes {
+            for &e in self.needed.get(t).map_or(&[][..], Vec::as_slice) {
+                self.count[e] += 1;
+                if self.count[e] == 1 {
+                    flipped.push(e);
+                }
+            }
+            return flipped;
+        }
+        if self.window == 0 {
+            return flipped;
+        }
+        if t >= 1 {
+            for &e in &st.p.reqs[t - 1].touched {
+                let e = e as usize;
+                self.count[e] += 1;
+                if self.count[e] == 1 {
+                    flipped.push(e);
+                }
+            }
+        }
+        if t > self.window {
+            for &e in &st.p.reqs[t - 1 - self.window].touched {
+                let e = e as usize;
+                self.count[e] -= 1;
+                if self.count[e] == 0 {
+                    flipped.push(e);
+                }
+            }
+        }
+        flipped
+    }
+}
+
+/// `driver = age`: a tier from requests since the episode closed.
+struct Age {
+    schedule: Schedule,
+    thresholds: [usize; 3],
+}
+
+impl Decide for Age {
+    fn decide(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>) -> bool {
+        let [d, c, a] = self.thresholds;
+        for e in 0..st.k() {
+            let age = st.now() - st.closed_at(e);
+            let t = if age >= a {
+                Tier::Anchor
+            } else if age >= c {
+                Tier::Compact
+            } else if age >= d {
+                Tier::Dense
+            } else {
+                Tier::Full
+            };
+            let t = st.clamp(e, t);
+            if t != st.desired(e) {
+                st.want(e, t, Reason::Age);
+            }
+        }
+        self.schedule.run(st, rq.base);
+        false
+    }
+    fn schedule(&self) -> Option<Schedule> {
+        Some(self.schedule)
+    }
+}
