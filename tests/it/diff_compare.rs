@@ -152,10 +152,11 @@ fn retention_keeps_the_rejected_approach_at_its_floor_where_age_goes_below() {
     }
     // The violation's details (episode, tier, floor) are in B's frames too.
     assert!(
-        below_in_b.iter().any(|&t| rb.frames[t]
-            .violations
-            .iter()
-            .any(|v| v.episode == ep.id && v.kind == "floor" && v.floor == Some(ep.floor))),
+        below_in_b.iter().any(
+            |&t| rb.frames[t].violations.iter().any(|v| v.episode == ep.id
+                && v.kind == tierscope_engine::replay::ViolationKind::Floor
+                && v.floor == Some(ep.floor))
+        ),
         "no frame of B lists the floor violation of {}",
         ep.id
     );

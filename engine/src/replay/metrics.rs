@@ -196,12 +196,10 @@ pub(crate) fn frame(
         cost: cc.cost,
         changes: counts.changes,
         deferred: m.waiting.deferred,
+        dwell_blocks: m.waiting.dwell_blocked,
         emergencies: counts.emergencies,
         holds: counts.holds,
-        held: held
-            .iter()
-            .map(|&e| st.p.episodes[e].id.clone())
-            .collect(),
+        held: held.iter().map(|&e| st.p.episodes[e].id.clone()).collect(),
         floor_violations: st.floor_violations(),
         pin_violations: st.pin_violations(),
         violations,
@@ -256,6 +254,8 @@ pub(crate) fn summary(out: &PassOutput, baseline: Option<(u64, f64)>) -> Summary
         requests: n,
         mean_tokens: if n > 0 { tokens as f64 / n as f64 } else { 0.0 },
         max_overflow: frames.iter().map(|f| f.overflow).max().unwrap_or(0),
+        overflow_requests: sum(|f| u64::from(f.overflow > 0)),
+        overflow_tokens: sum(|f| f.overflow),
         cost,
         cache_hit_ratio: if tokens > 0 {
             cache_read as f64 / tokens as f64
@@ -275,6 +275,7 @@ pub(crate) fn summary(out: &PassOutput, baseline: Option<(u64, f64)>) -> Summary
         thrash: sum(|f| f.thrash),
         holds: sum(|f| f.holds),
         deferred: sum(|f| f.deferred),
+        dwell_blocks: sum(|f| f.dwell_blocks),
         emergencies: sum(|f| f.emergencies),
         floor_violations: sum(|f| f.floor_violations),
         pin_violations: sum(|f| f.pin_violations),

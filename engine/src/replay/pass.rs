@@ -77,12 +77,7 @@ pub(crate) fn run(input: &PassInput<'_, '_>, policy: &mut dyn Decide) -> PassOut
     let common = input.common;
     let n = p.episodes.len();
     let nreq = p.reqs.len();
-    let mut st = State::new(
-        p,
-        input.budget,
-        common.respect_floors,
-        common.thrash_window,
-    );
+    let mut st = State::new(p, input.budget, common.respect_floors, common.thrash_window);
     let mut frames = Vec::with_capacity(nreq);
     let cap = if input.keep_views { nreq } else { 0 };
     let mut applied_m = TierMatrix::with_capacity(n, cap);

@@ -72,7 +72,13 @@ pub fn render_at(
     let pass = prepared.run(policy, budget, &budget_source, true);
     let prep = &prepared.prep;
     let prunes = prepared.common.apply_prunes;
-    let chunks = materialize(prep, prunes, &pass.applied, &pass.render_states[request], request);
+    let chunks = materialize(
+        prep,
+        prunes,
+        &pass.applied,
+        &pass.render_states[request],
+        request,
+    );
     let conv = prep.reqs[request].conv;
     let prev_request = (0..request).rev().find(|&r| prep.reqs[r].conv == conv);
     let mut ctx = RenderedContext {

@@ -255,7 +255,10 @@ mod tests {
     fn boundary_knob_picks_the_kind_that_lets_changes_through() {
         use BoundaryKind as K;
         let only_request = set(&[K::Request]);
-        assert_eq!(Boundary::Request.now(only_request), Some(Applied::Immediate));
+        assert_eq!(
+            Boundary::Request.now(only_request),
+            Some(Applied::Immediate)
+        );
         assert_eq!(Boundary::UserTurn.now(only_request), None);
         assert_eq!(Boundary::Milestone.now(only_request), None);
         assert_eq!(Boundary::CacheExpiry.now(only_request), None);
@@ -283,7 +286,11 @@ mod tests {
             Some("\"boundary:user-turn\"".to_owned())
         );
         assert_eq!(Applied::Emergency.to_string(), "emergency");
-        let b = set(&[BoundaryKind::Fold, BoundaryKind::Request, BoundaryKind::Milestone]);
+        let b = set(&[
+            BoundaryKind::Fold,
+            BoundaryKind::Request,
+            BoundaryKind::Milestone,
+        ]);
         assert_eq!(
             serde_json::to_string(&b.to_vec()).ok(),
             Some("[\"request\",\"milestone\",\"fold\"]".to_owned())

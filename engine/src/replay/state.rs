@@ -367,7 +367,9 @@ impl<'p, 'a> State<'p, 'a> {
     /// above its floor is never held (its pending change is a deferral or a dwell block). A hold
     /// is listed in `held` only at the first request of a run of consecutive holds.
     pub fn hold(&mut self, e: usize) -> bool {
-        // STEP1-PORT: the floor check comes with the counter fix.
+        if e >= self.k || !self.at_floor(e) {
+            return false;
+        }
         if self.held_stamp[e] == Some(self.now) {
             return true;
         }

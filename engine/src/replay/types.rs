@@ -169,11 +169,17 @@ pub struct Frame {
     pub uncached: u64,
     pub cost: f64,
     pub changes: Vec<Change>,
-    /// Episodes whose desired tier differs from the applied one after scheduling.
+    /// Changes desired but not applied, waiting for the next boundary (counted at every request
+    /// they wait).
     pub deferred: u64,
-    /// Changes applied at once because the budget would otherwise overflow.
+    /// Changes desired but not applied because their episode changed less than `min_dwell`
+    /// requests ago (counted at every request they wait).
+    pub dwell_blocks: u64,
+    /// Changes applied off schedule (between boundaries or inside `min_dwell`) because the
+    /// context would otherwise overflow the budget.
     pub emergencies: u64,
-    /// Episodes held at their floor while pressure wanted them lower.
+    /// Closed episodes that pressure wanted lower, shown at their floor (the lowest tier the
+    /// policy may show them at).
     pub holds: u64,
     /// The held episodes whose hold began at this request (a hold that continues from the
     /// previous request is counted in `holds` but not listed again).
@@ -185,6 +191,7 @@ pub struct Frame {
     /// The violations that began or changed at this request (those that continue are counted
     /// above but not listed again).
     pub violations: Vec<Violation>,
+    /// Changes that reverse the same episode's previous change within `thrash_window` requests.
     pub thrash: u64,
     pub prunes: u64,
     /// The policy compacted here (a simulated summary call).
@@ -259,14 +266,22 @@ pub struct Summary {
     pub requests: u64,
     pub mean_tokens: f64,
     pub max_overflow: u64,
+    /// Requests whose context exceeds the budget.
+    pub overflow_requests: u64,
+    /// Σ tokens above the budget over all requests.
+    pub overflow_tokens: u64,
     pub cost: f64,
     pub cache_hit_ratio: f64,
     pub divergence_cost: DivergenceCost,
+    /// Σ applied changes.
     pub changes: u64,
     pub switches_per_100: f64,
+    /// Σ frames' `thrash`, `holds`, `deferred`, `dwell_blocks` and `emergencies`: every total
+    /// is the sum of what the frames show.
     pub thrash: u64,
     pub holds: u64,
     pub deferred: u64,
+    pub dwell_blocks: u64,
     pub emergencies: u64,
     pub floor_violations: u64,
     pub pin_violations: u64,

@@ -107,9 +107,7 @@ impl Decide for Decay {
             return false;
         };
         st.add_boundary(BoundaryKind::Fold);
-        let before = st.counts.emergencies;
         self.fold(st, hb, how);
-        st.counts.emergencies = before + u64::from(how == Applied::Emergency);
         false
     }
     fn after(&mut self, _st: &State<'_, '_>, rq: &RequestView<'_>, _tokens: u64) {

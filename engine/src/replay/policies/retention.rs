@@ -1,9 +1,23 @@
-//! `retention` (MODEL §4), the `progressive` kind's pressure driver: p = tokens ÷ budget. While
-//! p > `demote_at`, demote the next victim one tier until p ≤ `target`; victims are ordered
-//! discardable before compressible (pins last), not relevant before relevant, then oldest
-//! first; a victim already at its floor counts one hold and is skipped. When p < `promote_at`,
-//! promote the most relevant, then the newest, one tier at a time while the projected p stays
-//! ≤ `target`. Changes go through the shared schedule (`boundary`, `min_dwell`).
+//! `retention` (MODEL §4), the `progressive` kind's pressure driver.
+//!
+//! p = tokens ÷ budget. Per request:
+//! - **Demote** while the desired projection is above `demote_at`: the next victim one tier at
+//!   a time until the projection is ≤ `target`. Victims are ordered discardable before
+//!   compressible (pins last), not relevant before relevant, then oldest first. A victim the
+//!   walk passes over because it is shown at its floor counts one **hold** (every such victim
+//!   when the target is not reached). A victim whose demotion to its floor is only pending is
+//!   not held: its change is a deferral or a dwell block.
+//! - **Promote** only when p measured before this request's changes (the applied context) is
+//!   below `promote_at`: the most relevant, then the newest, one tier at a time while the
+//!   projection stays ≤ `target`.
+//! - **Hysteresis**: a request that needs room gives none back. When it demotes, pending
+//!   promotions are withdrawn; when it promotes, pending demotions for pressure are withdrawn;
+//!   between `promote_at` and `demote_at`, pending promotions for pressure are withdrawn (their
+//!   room is gone). So no request applies both demotions and promotions for pressure, and a
+//!   promotion for pressure is applied only at a request whose p before its changes is below
+//!   `promote_at`.
+//!
+//! Changes go through the shared schedule (`boundary`, `min_dwell`).
 
 use std::collections::BTreeSet;
 
@@ -84,11 +98,31 @@ impl Retention {
         self.refresh(st, e);
     }
 
+    /// Withdraw `e`'s pending change.
+    fn cancel(&mut self, st: &mut State<'_, '_>, e: usize) {
+        st.cancel(e);
+        self.refresh(st, e);
+    }
+
+    /// Withdraw the pending changes that `keep` rejects: (desired deeper than applied, reason).
+    fn withdraw(&mut self, st: &mut State<'_, '_>, keep: impl Fn(bool, Reason) -> bool) {
+        for e in st.pending() {
+            let demotion = st.desired(e) > st.applied(e);
+            if !keep(demotion, st.want_reason(e)) {
+                self.cancel(st, e);
+            }
+        }
+    }
+
     fn decide_tiers(&mut self, st: &mut State<'_, '_>, base: u64) {
         let k = self.knobs;
         let b = st.budget().max(1) as f64;
         let proj = |st: &State<'_, '_>| (base + st.summary_tokens() + st.desired_sum()) as f64 / b;
+        // p before this request's changes: what the applied context weighs now.
+        let p_now = (base + st.summary_tokens() + st.applied_sum()) as f64 / b;
         if proj(st) > k.demote_at {
+            // Room is needed: no pending promotion goes through.
+            self.withdraw(st, |demotion, _| demotion);
             let mut last: Option<VictimKey> = None;
             while proj(st) > k.target && !self.demotable.is_empty() {
                 let victims: Vec<VictimKey> = self.demotable.iter().copied().collect();
@@ -103,8 +137,8 @@ impl Retention {
                     }
                 }
             }
-            // Victims at their floor that the walk passed over are held (all of them when the
-            // target was not reached).
+            // Victims the walk passed over (all of them when the target was not reached) are
+            // held when they are shown at their floor; `hold` skips the others.
             if st.respect_floors() {
                 let reached = proj(st) <= k.target;
                 for e in 0..st.k() {
@@ -118,11 +152,15 @@ impl Retention {
             }
             return;
         }
-        // Promotion only below promote_at (the hysteresis band), most relevant first, then
-        // newest, while the projection stays at or under the target.
-        if proj(st) >= k.promote_at {
+        if p_now >= k.promote_at {
+            // Inside the band: the room a pending promotion for pressure counted on is gone.
+            self.withdraw(st, |demotion, r| demotion || r != Reason::Pressure);
             return;
         }
+        // Below promote_at: room to give back, so pending demotions for pressure are withdrawn,
+        // then the most relevant, then the newest, are promoted while the projection stays at
+        // or under the target.
+        self.withdraw(st, |demotion, r| !demotion || r != Reason::Pressure);
         let mut cands: Vec<usize> = (0..st.k())
             .filter(|&e| st.desired(e) > crate::episode::Tier::Full)
             .collect();
@@ -145,8 +183,7 @@ impl Retention {
                 let extra = st
                     .tokens_at(e, up, None)
                     .saturating_sub(st.desired_tokens(e));
-                if (base + st.summary_tokens() + st.desired_sum() + extra) as f64 / b <= k.target
-                {
+                if (base + st.summary_tokens() + st.desired_sum() + extra) as f64 / b <= k.target {
                     let reason = if self.relevance.is_relevant(e) {
                         Reason::Relevance
                     } else {
