@@ -62,6 +62,9 @@ pub struct LoadedSession {
     pub token_stats: TokenStats,
     /// Non-fatal problems (an unloadable child, an unmatched external tier, a missing pin).
     pub warnings: Vec<String>,
+    /// The Magic Context compartments behind the episodes, when they come from a `context.db`
+    /// (what the `decay` policy reads to fold as Magic Context does).
+    pub magic_context: Option<magic_context::MagicContextSession>,
 }
 
 impl LoadedSession {
@@ -251,7 +254,9 @@ fn options_for(
             .or_else(magic_context::default_db_path);
         match db {
             Some(db) if db.is_file() => {
-                o.compartments = magic_context::read_compartments(&db, &trace.session.id)?;
+                let read = magic_context::read_session(&db, &trace.session.id)?;
+                o.compartments = read.rows;
+                o.magic_context_meta = read.meta;
                 o.magic_context_db = Some(db);
             }
             other => {
@@ -354,7 +359,9 @@ pub fn from_trace_with(
     };
 
     // Classify and draft every episode, then count all texts in one batch.
-    let mut pending: Vec<(Episode, Vec<Draft>, Vec<String>)> = Vec::new();
+    // (episode, drafts, notes, Magic Context compartment row: its tiers are kept as given).
+    type Pending = (Episode, Vec<Draft>, Vec<String>, Option<usize>);
+    let mut pending: Vec<Pending> = Vec::new();
     let mut episodes_without_external = 0usize;
     for (k, seg) in segments.iter().enumerate() {
         let id = format!("E{k}");
@@ -386,6 +393,7 @@ pub fn from_trace_with(
             .collect();
         let mut drafts = tiers::generate(&trace, &id, seg, &cl, strategy, &rules, &artefacts);
         let mut importance = None;
+        let mut compartment_row = None;
         if opts.tiers == TierSource::External || opts.segmentation == Segmentation::MagicContext {
             let mut ext: Vec<Draft> = Vec::new();
             if let Some((_, tf)) = &opts.sidecars.tiers {
@@ -411,8 +419,26 @@ pub fn from_trace_with(
                     .find(|(a, b, _)| *a == seg.first_message && (by_mc || *b == seg.last_message));
                 if let Some(&(_, _, row)) = hit {
                     let c = &opts.compartments[row];
-                    ext = external::from_compartment(c, &ids, seg.first_message);
-                    importance = Some(c.importance as f64 / 100.0);
+                    let dates = opts
+                        .magic_context_dates
+                        .offset_minutes()
+                        .and_then(|m| magic_context::heading_dates(c, &trace, m));
+                    let dates = dates.as_ref().map(|(a, b)| (a.as_str(), b.as_str()));
+                    ext = external::from_compartment(c, &ids, seg.first_message, dates);
+                    importance = Some(c.importance / 100.0);
+                    compartment_row = Some(row);
+                    if c.rebase_status.as_deref().is_some_and(|s| s != "ok") {
+                        notes.push(format!(
+                            "magic-context rebase_status {:?}: still rendered; ctx_expand refuses its range",
+                            c.rebase_status.as_deref().unwrap_or("")
+                        ));
+                    }
+                    if c.importance != c.base_importance {
+                        notes.push(format!(
+                            "magic-context importance {} (v98 re-score; stored {})",
+                            c.importance, c.base_importance
+                        ));
+                    }
                     if !c.title.is_empty() {
                         cl.title = c.title.clone();
                     }
@@ -422,14 +448,30 @@ pub fn from_trace_with(
                 }
             }
             if !ext.is_empty() {
-                // Someone else's text may lack a pin; append it as our generators do, and say so.
-                for d in &mut ext {
-                    for p in tiers::ensure_pins(d, &cl.pins) {
-                        notes.push(format!(
-                            "external {} lacked pinned span \"{}\"; appended",
-                            d.tier,
-                            crate::text::clip_chars(&p, 60)
-                        ));
+                if compartment_row.is_some() {
+                    // Magic Context's text is what it injects: a missing pin is reported (and
+                    // counted as a pin violation where it is shown), never added.
+                    for d in &ext {
+                        let text: String = d.texts().collect::<Vec<_>>().join("\n");
+                        for p in cl.pins.iter().filter(|p| !text.contains(p.text.as_str())) {
+                            notes.push(format!(
+                                "magic-context {} lacks pinned span \"{}\"",
+                                d.tier,
+                                crate::text::clip_chars(&p.text, 60)
+                            ));
+                        }
+                    }
+                } else {
+                    // Someone else's text may lack a pin; append it as our generators do, and
+                    // say so.
+                    for d in &mut ext {
+                        for p in tiers::ensure_pins(d, &cl.pins) {
+                            notes.push(format!(
+                                "external {} lacked pinned span \"{}\"; appended",
+                                d.tier,
+                                crate::text::clip_chars(&p, 60)
+                            ));
+                        }
                     }
                 }
                 drafts = ext;
@@ -465,7 +507,7 @@ pub fn from_trace_with(
             tier_notes: Vec::new(),
             importance,
         };
-        pending.push((ep, drafts, notes));
+        pending.push((ep, drafts, notes, compartment_row));
     }
     if episodes_without_external > 0 {
         // Said once for the session, not only per episode: the header claims external tiers.
@@ -478,13 +520,25 @@ pub fn from_trace_with(
 
     let texts: Vec<&str> = pending
         .iter()
-        .flat_map(|(_, ds, _)| ds.iter().flat_map(|d| d.texts()))
+        .flat_map(|(_, ds, _, _)| ds.iter().flat_map(|d| d.texts()))
         .collect();
     let counts = tokenizer.count_many(&texts);
     let mut counts = counts.into_iter();
     let mut episodes = Vec::with_capacity(pending.len());
-    for (mut ep, drafts, notes) in pending {
-        let (reps, mut tier_notes) = tiers::finalize(&ep.id, drafts, &mut counts);
+    let mut mc_episodes = Vec::with_capacity(pending.len());
+    for (mut ep, drafts, notes, row) in pending {
+        let (reps, mut tier_notes) = match row {
+            Some(_) => tiers::finalize_as_given(&ep.id, drafts, &mut counts),
+            None => tiers::finalize(&ep.id, drafts, &mut counts),
+        };
+        mc_episodes.push(row.map(|r| {
+            let c = &opts.compartments[r];
+            magic_context::CompartmentRef {
+                sequence: c.sequence,
+                legacy_tier: c.legacy_tier(),
+                importance: c.importance,
+            }
+        }));
         tier_notes.extend(notes);
         ep.tiers = reps;
         ep.tier_notes = tier_notes;
@@ -512,6 +566,14 @@ pub fn from_trace_with(
     if let Some(p) = &opts.magic_context_db {
         sidecar_paths.push(("magic-context".to_owned(), p.clone()));
     }
+    warnings.extend(opts.magic_context_meta.notes.iter().cloned());
+    let magic_context =
+        (mc_episodes.iter().any(Option::is_some)).then(|| magic_context::MagicContextSession {
+            db: opts.magic_context_db.clone().unwrap_or_default(),
+            schema_version: opts.magic_context_meta.schema_version,
+            episodes: mc_episodes,
+            mutations: opts.magic_context_meta.mutations.clone(),
+        });
     LoadedSession {
         trace,
         episodes,
@@ -525,6 +587,7 @@ pub fn from_trace_with(
         sidecar_paths,
         token_stats: tokenizer.stats(),
         warnings,
+        magic_context,
     }
 }
 
@@ -547,6 +610,7 @@ fn empty(
         sidecar_paths: Vec::new(),
         token_stats: tokenizer.stats(),
         warnings,
+        magic_context: None,
     }
 }
 

@@ -35,6 +35,10 @@ const SCHEMA: &str = "CREATE TABLE compartments (
   legacy INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL,
   harness TEXT NOT NULL DEFAULT 'opencode', UNIQUE(session_id, sequence));";
 
+fn m_time(t: &tierscope_engine::trace::Trace, i: usize) -> i64 {
+    t.messages[i].time_created
+}
+
 #[test]
 fn magic_context_db_loads_as_episodes_with_external_tiers() {
     let t = e1();
@@ -116,26 +120,45 @@ fn magic_context_db_loads_as_episodes_with_external_tiers() {
         assert_eq!(r.strategy, Strategy::External);
         assert!(r.generator.starts_with("magic-context compartment 1"));
     }
-    // p1..p4 → full..anchor; the empty p4 (`<p4/>`) is the title.
-    assert!(e0
-        .representation(Tier::Full)
-        .unwrap()
-        .text()
-        .starts_with("I split snapprune.sh"));
-    let anchor = e0.representation(Tier::Anchor).unwrap().text();
-    assert!(
-        anchor.starts_with("POSIX refactor of snapprune"),
-        "{anchor}"
+    // p1..p4 → full..anchor, each the block Magic Context injects: heading (range, dates of
+    // the boundary messages in UTC, title) and the tier text; the empty p4 (`<p4/>`) is the
+    // heading alone.
+    let day =
+        |i: usize| tierscope_engine::episode::magic_context::date_of(m_time(&t, i), 0).unwrap();
+    let dates = if day(0) == day(11) {
+        day(0)
+    } else {
+        format!("{}→{}", day(0), day(11))
+    };
+    let heading = format!("## 1-12 · {dates} · POSIX refactor of snapprune");
+    assert_eq!(
+        e0.representation(Tier::Full).unwrap().text(),
+        format!("{heading}\nI split snapprune.sh into POSIX functions after a bash-array rewrite failed under dash with `snapprune.sh: 35: Syntax error`; kept running under plain /bin/sh as required, added --keep-monthly and a test.")
     );
-    // The user's constraint is a pin; an external text that lacks it gets it appended.
+    assert_eq!(e0.representation(Tier::Anchor).unwrap().text(), heading);
+    // Magic Context's text is what it injects: a pin it lacks is reported, not appended.
     let pin = "Hard constraint, never to be broken: it must keep running under plain /bin/sh.";
     assert!(e0.pins.iter().any(|p| p.text == pin));
     for r in e0.tiers.values() {
-        assert!(r.text().contains(pin), "{} lacks the pin", r.tier);
+        assert!(!r.text().contains(pin), "{} has the pin appended", r.tier);
     }
-    assert!(e0.tier_notes.iter().any(|n| n.contains("appended")));
+    assert!(e0
+        .tier_notes
+        .iter()
+        .any(|n| n.contains("lacks pinned span")));
+    assert!(!e0.tier_notes.iter().any(|n| n.contains("appended")));
+    // The decay policy reads the compartment behind each episode, its importance exact.
+    let mc = l.magic_context.as_ref().expect("compartments recorded");
+    assert_eq!(mc.episodes[0].as_ref().map(|c| c.importance), Some(85.0));
+    assert_eq!(mc.episodes[1].as_ref().map(|c| c.sequence), Some(2));
+    assert!(mc.episodes[2..].iter().all(Option::is_none));
     let e1 = &l.episodes[1];
     assert!(e1.tiers.values().all(|r| r.strategy == Strategy::External));
+    // A row without message ids has no dates in its heading.
+    assert_eq!(
+        e1.representation(Tier::Full).unwrap().text(),
+        "## 13-14 · dry run\nDry run with -k 7 --keep-monthly 3 keeps 9 and would delete 5; no bash-isms found."
+    );
     assert!(e1
         .tier_notes
         .iter()

@@ -1,7 +1,7 @@
 //! External tiers (MODEL §5): representations written by someone else, from a `*.tiers.json`
 //! sidecar or Magic Context's compartments, turned into drafts for the common counting step.
 
-use super::magic_context::Compartment;
+use super::magic_context::{render, Compartment};
 use super::model::{Strategy, Tier};
 use super::sidecar::ExternalEpisode;
 use super::tiers::{contract, Draft, DraftChunk};
@@ -38,48 +38,39 @@ pub fn from_tiers_file(
     (drafts, notes)
 }
 
-/// Drafts for one episode from a Magic Context compartment: p1..p4 → full..anchor. An empty
-/// p4 (`<p4/>`: "the title is enough") becomes the title.
+/// Drafts for one episode from a Magic Context compartment: its block at tiers 1..4 exactly
+/// as Magic Context renders it into `<session-history>` (heading with `dates`, escaped and
+/// guarded body; legacy and pseudo-v2 rows from their flat content; NULL tiers falling back,
+/// empty ones as the heading alone). Every tier is kept, whatever its size: Magic Context
+/// renders it (see [`super::tiers::finalize_as_given`]).
 pub fn from_compartment(
     c: &Compartment,
     source_ids: &[String],
     first_message: usize,
+    dates: Option<(&str, &str)>,
 ) -> Vec<Draft> {
-    let generator = format!(
-        "magic-context compartment {}{}",
-        c.sequence,
-        if c.legacy { " (legacy)" } else { "" }
-    );
-    if !c.is_tiered() {
-        // A legacy row: its flat body is the only representation.
-        return vec![one(
-            Tier::Full,
-            generator,
-            &c.content,
-            source_ids,
-            first_message,
-        )];
-    }
-    let mut out = Vec::new();
-    for (k, tier) in Tier::TIERS.into_iter().enumerate() {
-        let text = c.p[k].as_deref().unwrap_or("");
-        let text = if text.is_empty() && tier == Tier::Anchor {
-            c.title.as_str()
-        } else {
-            text
-        };
-        if text.is_empty() {
-            continue;
-        }
-        out.push(one(
-            tier,
-            generator.clone(),
-            text,
-            source_ids,
-            first_message,
-        ));
-    }
-    out
+    let row = c.row_text(dates);
+    let kind = if c.is_curve_legacy() {
+        " (legacy)"
+    } else if render::is_flat(&row) {
+        " (no tiers: flat content)"
+    } else {
+        ""
+    };
+    let generator = format!("magic-context compartment {}{kind}", c.sequence);
+    Tier::TIERS
+        .into_iter()
+        .zip(1u8..)
+        .map(|(tier, mc)| {
+            one(
+                tier,
+                generator.clone(),
+                &render::render(&row, mc),
+                source_ids,
+                first_message,
+            )
+        })
+        .collect()
 }
 
 fn one(tier: Tier, generator: String, text: &str, ids: &[String], first: usize) -> Draft {

@@ -271,13 +271,20 @@ impl Episode {
     pub fn tokens(&self, tier: Tier) -> u32 {
         self.tiers.get(&tier).map_or(0, |r| r.tokens)
     }
-    /// The legal range: tiers at or above the floor that have a representation, most faithful
-    /// first, plus `Dropped` for discardable episodes.
+    /// The legal range: tiers at or above the floor that have a representation smaller than the
+    /// legal tier above it, most faithful first, plus `Dropped` for discardable episodes.
     pub fn legal_tiers(&self) -> Vec<Tier> {
-        let mut v: Vec<Tier> = Tier::TIERS
-            .into_iter()
-            .filter(|t| *t <= self.floor && self.tiers.contains_key(t))
-            .collect();
+        let mut v: Vec<Tier> = Vec::new();
+        let mut above: Option<u32> = None;
+        for t in Tier::TIERS.into_iter().filter(|t| *t <= self.floor) {
+            let Some(r) = self.tiers.get(&t) else {
+                continue;
+            };
+            if above.is_none_or(|n| r.tokens < n) {
+                above = Some(r.tokens);
+                v.push(t);
+            }
+        }
         if self.class == RetentionClass::Discardable && self.floor == Tier::Dropped {
             v.push(Tier::Dropped);
         }

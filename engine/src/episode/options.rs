@@ -59,4 +59,8 @@ pub struct EpisodeOptions {
     pub compartments: Vec<super::magic_context::Compartment>,
     /// Where the Magic Context rows came from (for lineage and messages).
     pub magic_context_db: Option<PathBuf>,
+    /// What else was read with them (schema version, m[0] mutations, notes).
+    pub magic_context_meta: super::magic_context::SessionMeta,
+    /// The dates in Magic Context's compartment headings.
+    pub magic_context_dates: super::magic_context::HeadingDates,
 }

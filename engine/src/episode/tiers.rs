@@ -715,6 +715,32 @@ pub fn finalize(
     drafts: Vec<Draft>,
     counts: &mut impl Iterator<Item = u32>,
 ) -> (BTreeMap<Tier, Representation>, Vec<String>) {
+    legal_chain(representations(episode_id, drafts, counts))
+}
+
+/// [`finalize`] keeping every draft, also a tier not smaller than the one above: for texts an
+/// external renderer shows at that tier whatever their size (Magic Context's compartments).
+/// Such a tier stays outside the legal range ([`super::Episode::legal_tiers`]); the notes say
+/// which.
+pub fn finalize_as_given(
+    episode_id: &str,
+    drafts: Vec<Draft>,
+    counts: &mut impl Iterator<Item = u32>,
+) -> (BTreeMap<Tier, Representation>, Vec<String>) {
+    let reps = representations(episode_id, drafts, counts);
+    let (_, notes) = legal_chain(reps.clone());
+    let notes = notes
+        .into_iter()
+        .map(|n| n.replacen("not generated", "kept as given, outside the legal range", 1))
+        .collect();
+    (reps.into_iter().map(|r| (r.tier, r)).collect(), notes)
+}
+
+fn representations(
+    episode_id: &str,
+    drafts: Vec<Draft>,
+    counts: &mut impl Iterator<Item = u32>,
+) -> Vec<Representation> {
     let mut reps = Vec::new();
     for d in drafts {
         let main: Vec<u32> = d
@@ -757,7 +783,7 @@ pub fn finalize(
             tokens,
         });
     }
-    legal_chain(reps)
+    reps
 }
 
 /// Keep tiers whose tokens are strictly below the last kept tier above them.
