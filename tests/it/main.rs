@@ -6,6 +6,7 @@ mod tmux_common;
 mod tui_common;
 
 mod corrupt_input;
+mod decay_conformance;
 mod diff_cli;
 mod diff_compare;
 mod diff_tui;

@@ -5,6 +5,7 @@
 //! decay curve and fold.
 
 pub mod decay;
+pub mod fold;
 pub mod kinds;
 pub mod model;
 

@@ -59,9 +59,35 @@ impl ModelLimits {
     }
 }
 
+impl ModelLimits {
+    /// Magic Context's usable window (`usableSoft` of its window geometry, the common case: no
+    /// overlay file, no `output_reserve`): context − min(output, 25 % of context), keeping at
+    /// least half the window (and 1,024 tokens).
+    pub fn usable_soft(&self) -> u64 {
+        let context = self.context as f64;
+        let reserve = (self.output as f64).min(0.25 * context);
+        let reserve = reserve.min((context - 1024f64.max(0.5 * context)).max(0.0));
+        (context - reserve).floor() as u64
+    }
+    /// The model's limits are known (not the fallback).
+    pub fn known(&self) -> bool {
+        self.source != "fallback"
+    }
+}
+
 /// Limits of the trace's model: by session id, then by the model of its first request (or the
 /// session's model), else the fallback.
 pub fn limits_for(trace: &Trace) -> ModelLimits {
+    let model = trace
+        .requests
+        .iter()
+        .find_map(|r| r.model.as_ref())
+        .or(trace.session.model.as_ref());
+    limits_for_model(trace, model)
+}
+
+/// Limits of one model of the trace: by session id, then by `model`, else the fallback.
+pub fn limits_for_model(trace: &Trace, model: Option<&crate::trace::ModelRef>) -> ModelLimits {
     let file: LimitsFile = match toml::from_str(LIMITS_TOML) {
         Ok(f) => f,
         Err(_) => LimitsFile {
@@ -80,11 +106,6 @@ pub fn limits_for(trace: &Trace) -> ModelLimits {
             source: format!("session-limits:{}", s.id),
         };
     }
-    let model = trace
-        .requests
-        .iter()
-        .find_map(|r| r.model.as_ref())
-        .or(trace.session.model.as_ref());
     if let Some(m) = model {
         let full = format!("{}/{}", m.provider_id, m.model_id);
         if let Some(e) = file
@@ -120,5 +141,15 @@ mod tests {
             source: String::new(),
         };
         assert_eq!(l.usable(), 11_000);
+        // Magic Context's usableSoft: a 200K window with 64K catalog output keeps 150K.
+        let mc = |context, output| ModelLimits {
+            context,
+            output,
+            source: String::new(),
+        };
+        assert_eq!(mc(200_000, 64_000).usable_soft(), 150_000);
+        assert_eq!(mc(200_000, 32_000).usable_soft(), 168_000);
+        assert_eq!(mc(2_000, 1_900).usable_soft(), 1_500);
+        assert_eq!(mc(1_500, 1_000).usable_soft(), 1_125);
     }
 }

@@ -52,6 +52,8 @@ pub struct Input<'a> {
     /// Request indices of todo changes and compaction summary calls (see
     /// [`crate::loaded::milestones`]).
     pub milestones: &'a BTreeSet<usize>,
+    /// The Magic Context compartments behind the episodes, if they come from a `context.db`.
+    pub magic_context: Option<&'a crate::episode::magic_context::MagicContextSession>,
 }
 
 impl<'a> From<&'a LoadedSession> for Input<'a> {
@@ -61,6 +63,7 @@ impl<'a> From<&'a LoadedSession> for Input<'a> {
             episodes: &s.episodes,
             probes: &s.probes,
             milestones: &s.milestones,
+            magic_context: s.magic_context.as_ref(),
         }
     }
 }

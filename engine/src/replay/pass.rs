@@ -131,7 +131,6 @@ pub(crate) fn run(input: &PassInput<'_, '_>, policy: &mut dyn Decide) -> PassOut
             rq,
             req,
             base: rq.sys_tokens + active_tokens(&st),
-            cache_warm: warm,
         };
         // 2–3. Decide and schedule.
         let mut compaction = false;

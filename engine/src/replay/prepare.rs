@@ -9,7 +9,7 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use super::types::SystemSegment;
 use super::Input;
-use crate::episode::{Episode, RetentionClass, Tier};
+use crate::episode::{Episode, Tier};
 use crate::trace::{Trace, UserKind};
 
 /// Which recorded chunks a rendering includes.
@@ -64,8 +64,6 @@ pub(crate) struct EpData {
     pub avail: Vec<Tier>,
     /// Pins missing from each level's text (dropped: all of them).
     pub missing_pins: [u64; 5],
-    /// Importance 1..=100 for the decay curve (from the source, else from class and floor).
-    pub importance: f64,
 }
 
 /// Per-request data.
@@ -94,20 +92,8 @@ pub(crate) struct Prep<'a> {
     pub segments: Vec<SystemSegment>,
     /// Message indices of compaction messages and summaries (left out under `Recorded`).
     pub compaction_msgs: BTreeSet<usize>,
-}
-
-/// Importance for the decay curve when the source has none: pins matter most, episodes whose
-/// floor keeps a decision next, discardable ones least.
-fn importance_of(e: &Episode) -> f64 {
-    if let Some(i) = e.importance {
-        return (i * 100.0).clamp(1.0, 100.0);
-    }
-    match e.class {
-        RetentionClass::Pin => 100.0,
-        RetentionClass::Discardable => 25.0,
-        RetentionClass::Compressible if e.floor <= Tier::Compact => 75.0,
-        RetentionClass::Compressible => 50.0,
-    }
+    /// The Magic Context compartments behind the episodes, if any.
+    pub magic_context: Option<&'a crate::episode::magic_context::MagicContextSession>,
 }
 
 fn tier_data(
@@ -223,7 +209,6 @@ impl<'a> Prep<'a> {
                 legal,
                 avail,
                 missing_pins,
-                importance: importance_of(e),
             });
         }
         prunes.sort_by_key(|p| (p.time, p.episode, p.pos));
@@ -238,6 +223,7 @@ impl<'a> Prep<'a> {
             prunes,
             segments: Vec::new(),
             compaction_msgs,
+            magic_context: input.magic_context,
         };
         prep.segments = prep.system_segments(system_tokens);
         let by_key: HashMap<u64, u64> = prep

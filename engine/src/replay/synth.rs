@@ -68,6 +68,7 @@ impl Synth {
             episodes: &self.episodes,
             probes: &self.probes,
             milestones: &self.milestones,
+            magic_context: None,
         }
     }
 }

@@ -55,8 +55,6 @@ pub(crate) struct RequestView<'s> {
     /// Tokens of the system chunk and of the active episode so far: the context besides the
     /// closed episodes and the summary.
     pub base: u64,
-    /// The gap to the conversation's previous request is within `ttl_s`.
-    pub cache_warm: bool,
 }
 
 /// A kind's decision inside one pass.
