@@ -29,7 +29,7 @@ fn bench(c: &mut Criterion) {
             .sum();
         // A budget that keeps the policies busy: a tenth of never-forget's final size.
         let budget = Some(total / 10);
-        for name in ["retention", "decay"] {
+        for name in ["retention", "decay", "full", "age"] {
             let Ok(p) = policy::load(name, &[]) else {
                 continue;
             };

@@ -75,11 +75,7 @@ fn tier_function_matches_magic_contexts_golden_file() {
             .unwrap()
             .iter()
             .rev()
-            .map(|i| FoldRow {
-                legacy_tier: None,
-                importance: i.as_f64().unwrap(),
-                max_tier: 5,
-            })
+            .map(|i| FoldRow::new(&curve, None, i.as_f64().unwrap()))
             .collect();
         let budget = c["budget"].as_f64().unwrap();
         let p = fold::pressure(
@@ -583,13 +579,7 @@ fn e6_budget_guard_oldest_first() {
     // One render at budget B (the spec's table), with the blocks as loaded: the same tiers with
     // either estimator (its heur and claude columns agree).
     let curve = Curve::default();
-    let rows: Vec<FoldRow> = (0..4)
-        .map(|_| FoldRow {
-            legacy_tier: None,
-            importance: 50.0,
-            max_tier: 5,
-        })
-        .collect();
+    let rows: Vec<FoldRow> = (0..4).map(|_| FoldRow::new(&curve, None, 50.0)).collect();
     let mut estimators = vec![Estimator::Chars];
     if let Ok(bpe) = estimate::claude() {
         estimators.push(Estimator::Claude(bpe));

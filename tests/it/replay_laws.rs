@@ -26,6 +26,32 @@ fn spec() -> impl Strategy<Value = SynthSpec> {
         })
 }
 
+/// Retention knobs: demote_at, the band's width, min_dwell and the boundary.
+fn band() -> impl Strategy<Value = (f64, f64, usize, &'static str)> {
+    (
+        0.8f64..0.99,
+        0.05f64..0.3,
+        0usize..6,
+        prop::sample::select(vec!["request", "user-turn", "cache-expiry", "milestone"]),
+    )
+}
+
+/// `retention` with promote_at < target < demote_at spread over `gap`, plus `more` knobs.
+fn retention(
+    (demote, gap, dwell, boundary): (f64, f64, usize, &str),
+    more: &[(&str, String)],
+) -> Policy {
+    let mut sets = vec![
+        ("demote_at", format!("{demote:.3}")),
+        ("target", format!("{:.3}", demote - gap / 2.0)),
+        ("promote_at", format!("{:.3}", demote - gap)),
+        ("min_dwell", dwell.to_string()),
+        ("boundary", boundary.to_owned()),
+    ];
+    sets.extend(more.iter().cloned());
+    pol("retention", &sets)
+}
+
 fn pol(name: &str, sets: &[(&str, String)]) -> Policy {
     let o: Vec<(String, String)> = sets
         .iter()
@@ -247,22 +273,12 @@ proptest! {
     fn retention_keeps_floors_and_schedules_at_boundaries(
         sp in spec(),
         share in 0.05f64..1.2,
-        demote in 0.8f64..0.99,
-        gap in 0.05f64..0.3,
-        dwell in 0usize..6,
-        boundary in prop::sample::select(vec!["request", "user-turn", "cache-expiry", "milestone"]),
+        knobs in band(),
     ) {
         let s = generate(&sp);
         let budget = ((total_full(&s) as f64) * share) as u64 + 1;
-        let target = demote - gap / 2.0;
-        let promote = demote - gap;
-        let p = pol("retention", &[
-            ("demote_at", format!("{demote:.3}")),
-            ("target", format!("{target:.3}")),
-            ("promote_at", format!("{promote:.3}")),
-            ("min_dwell", dwell.to_string()),
-            ("boundary", boundary.to_owned()),
-        ]);
+        let (_, _, dwell, boundary) = knobs;
+        let p = retention(knobs, &[]);
         let r = replay::replay(&s.input(), &p, Some(budget));
         check_legal(&s, &r);
         check_schedule(&r, boundary, dwell);
@@ -338,22 +354,13 @@ proptest! {
     fn counters_mean_one_thing(
         sp in spec(),
         share in 0.05f64..1.2,
-        demote in 0.8f64..0.99,
-        gap in 0.05f64..0.3,
-        dwell in 0usize..6,
+        knobs in band(),
         window in 1usize..30,
-        boundary in prop::sample::select(vec!["request", "user-turn", "cache-expiry", "milestone"]),
     ) {
         let s = generate(&sp);
         let budget = ((total_full(&s) as f64) * share) as u64 + 1;
-        let p = pol("retention", &[
-            ("demote_at", format!("{demote:.3}")),
-            ("target", format!("{:.3}", demote - gap / 2.0)),
-            ("promote_at", format!("{:.3}", demote - gap)),
-            ("min_dwell", dwell.to_string()),
-            ("thrash_window", window.to_string()),
-            ("boundary", boundary.to_owned()),
-        ]);
+        let (_, _, dwell, boundary) = knobs;
+        let p = retention(knobs, &[("thrash_window", window.to_string())]);
         let r = replay::replay(&s.input(), &p, Some(budget));
         check_held_at_floor(&s, &r);
         check_pending_split(&r);
@@ -370,21 +377,11 @@ proptest! {
     fn retention_hysteresis_laws(
         sp in spec(),
         share in 0.05f64..1.2,
-        demote in 0.8f64..0.99,
-        gap in 0.05f64..0.3,
-        dwell in 0usize..6,
-        boundary in prop::sample::select(vec!["request", "user-turn", "cache-expiry", "milestone"]),
+        knobs in band(),
     ) {
         let s = generate(&sp);
         let budget = ((total_full(&s) as f64) * share) as u64 + 1;
-        let (target, promote) = (demote - gap / 2.0, demote - gap);
-        let p = pol("retention", &[
-            ("demote_at", format!("{demote:.3}")),
-            ("target", format!("{target:.3}")),
-            ("promote_at", format!("{promote:.3}")),
-            ("min_dwell", dwell.to_string()),
-            ("boundary", boundary.to_owned()),
-        ]);
+        let p = retention(knobs, &[]);
         let (target, promote) = (p.num("target"), p.num("promote_at"));
         let r = replay::replay(&s.input(), &p, Some(budget));
         for f in &r.frames {

@@ -37,8 +37,22 @@ pub struct FoldRow {
     pub legacy_tier: Option<u8>,
     /// Importance as stored (the curve clamps it to 1..=100; NaN archives the row).
     pub importance: f64,
+    /// The curve's half-life factor of that importance ([`Curve::factor`]).
+    pub factor: f64,
     /// The deepest tier the row may be shown at: 5 (archived) without floors.
     pub max_tier: u8,
+}
+
+impl FoldRow {
+    /// A row without a floor.
+    pub fn new(curve: &Curve, legacy_tier: Option<u8>, importance: f64) -> FoldRow {
+        FoldRow {
+            legacy_tier,
+            importance,
+            factor: curve.factor(importance),
+            max_tier: ARCHIVED,
+        }
+    }
 }
 
 /// How the pressure prices a row at its tier at p = 1.
@@ -110,7 +124,7 @@ pub fn pressure(
     let mut natural = 0.0;
     for (i, (r, idx)) in rows.iter().zip(curve_indices(rows)).enumerate() {
         let Some(idx) = idx else { continue };
-        let t = curve.tier(idx, r.importance, 1.0);
+        let t = curve.tier_with_factor(idx, r.factor, 1.0);
         if t < ARCHIVED {
             natural += match costs {
                 Costs::Constants(c) => c[usize::from(t) - 1],
@@ -135,7 +149,7 @@ pub fn compute_tiers(
         .map(|(i, (r, idx))| {
             let t = match (r.legacy_tier, idx) {
                 (Some(t), _) => t,
-                (None, Some(idx)) => curve.tier(idx, r.importance, pressure),
+                (None, Some(idx)) => curve.tier_with_factor(idx, r.factor, pressure),
                 (None, None) => ARCHIVED,
             };
             if t > r.max_tier {
@@ -284,11 +298,7 @@ mod tests {
     }
 
     fn v2(importance: f64) -> FoldRow {
-        FoldRow {
-            legacy_tier: None,
-            importance,
-            max_tier: ARCHIVED,
-        }
+        FoldRow::new(&Curve::default(), None, importance)
     }
 
     const C: Costs = Costs::Constants(TIER_COST);
@@ -313,7 +323,7 @@ mod tests {
         assert!((p - 1.4904).abs() < 1e-12, "{p}");
         let r = render_decayed(&curve, &rows, 1250.0, C, &mut tok);
         assert_eq!(r.tiers, vec![4, 2, 2, 2, 1, 1, 1, 1]);
-        rows[0].importance = 100.0;
+        rows[0] = v2(100.0);
         let r = render_decayed(&curve, &rows, 1250.0, C, &mut tok);
         assert!((r.pressure - 1.72).abs() < 1e-12);
         assert_eq!(r.tiers, vec![1, 2, 2, 2, 2, 1, 1, 1]);
@@ -398,8 +408,9 @@ mod tests {
         assert_eq!(r.demotions, 2);
     }
 
-    /// The retry (m0-decay-pressure-retry golden): 40 rows at budget 20 end with 39 archived
-    /// and one P4 after three attempts.
+    /// The retry, in the shape of Magic Context's m0-decay-pressure-retry golden (40 rows at
+    /// budget 20 end after three attempts with one P4 and 39 archived), with made-up block
+    /// sizes: the slice stays over 1.05 × 20 until the last attempt.
     #[test]
     fn the_retry_divides_the_budget() {
         let curve = Curve::default();
@@ -424,16 +435,8 @@ mod tests {
     fn legacy_rows_stay_off_the_curve() {
         let curve = Curve::default();
         let mut rows = vec![
-            FoldRow {
-                legacy_tier: Some(3),
-                importance: 50.0,
-                max_tier: ARCHIVED,
-            },
-            FoldRow {
-                legacy_tier: Some(4),
-                importance: 50.0,
-                max_tier: ARCHIVED,
-            },
+            FoldRow::new(&curve, Some(3), 50.0),
+            FoldRow::new(&curve, Some(4), 50.0),
             v2(80.0),
             v2(30.0),
             v2(50.0),

@@ -202,6 +202,9 @@ impl Schedule {
     /// (`base` = system + active episode) would overflow, then apply pending demotions oldest
     /// first as counted emergencies until it fits.
     pub fn run(&self, st: &mut State<'_, '_>, base: u64) {
+        if st.pending_count() == 0 {
+            return;
+        }
         if let Some(how) = self.boundary.now(st.boundaries()) {
             for e in st.pending() {
                 if self.dwell_ok(st, e) {
@@ -228,6 +231,10 @@ impl Schedule {
     /// Split the changes still pending after [`Schedule::run`] into deferrals and dwell blocks.
     pub fn waiting(&self, st: &State<'_, '_>) -> Waiting {
         let mut w = Waiting::default();
+        if self.min_dwell == 0 {
+            w.deferred = st.pending_count() as u64;
+            return w;
+        }
         for e in st.pending() {
             if self.dwell_ok(st, e) {
                 w.deferred += 1;
@@ -277,6 +284,77 @@ mod tests {
             Some(Applied::Boundary(K::Milestone))
         );
         assert_eq!(Boundary::CacheExpiry.now(milestone), None);
+    }
+
+    /// The schedule on a real state: a demotion waits for a boundary (deferred), goes through
+    /// at one, then a reversal inside `min_dwell` waits (dwell block) unless the context would
+    /// overflow (emergency).
+    #[test]
+    fn pending_changes_wait_for_a_boundary_or_the_dwell() {
+        use crate::episode::Tier;
+        use crate::replay::types::Reason;
+        let synth = crate::replay::synth::generate(&crate::replay::synth::SynthSpec {
+            requests: 12,
+            episodes: 4,
+            ..Default::default()
+        });
+        let input = synth.input();
+        let prep = crate::replay::prepare::Prep::new(
+            &input,
+            crate::replay::prepare::Filter::NoArtefacts,
+            false,
+            Some(0),
+        );
+        let mut st = State::new(&prep, 1_000_000, false, 20);
+        let sched = Schedule {
+            boundary: Boundary::UserTurn,
+            min_dwell: 3,
+        };
+        let request_only = set(&[BoundaryKind::Request]);
+        st.begin(0, request_only);
+        st.close(0);
+        st.want(0, Tier::Compact, Reason::Pressure);
+        sched.run(&mut st, 0);
+        assert_eq!(st.applied(0), Tier::Full);
+        assert_eq!(
+            sched.waiting(&st),
+            Waiting {
+                deferred: 1,
+                dwell_blocked: 0
+            }
+        );
+        st.begin(1, set(&[BoundaryKind::Request, BoundaryKind::UserTurn]));
+        sched.run(&mut st, 0);
+        assert_eq!(st.applied(0), Tier::Compact);
+        assert_eq!(st.counts.changes.len(), 1);
+        assert_eq!(
+            st.counts.changes[0].applied,
+            Applied::Boundary(BoundaryKind::UserTurn)
+        );
+        // A promotion back two requests later is inside min_dwell, even at a boundary.
+        st.begin(3, set(&[BoundaryKind::Request, BoundaryKind::UserTurn]));
+        st.want(0, Tier::Full, Reason::Pressure);
+        sched.run(&mut st, 0);
+        assert_eq!(
+            sched.waiting(&st),
+            Waiting {
+                deferred: 0,
+                dwell_blocked: 1
+            }
+        );
+        // A demotion inside min_dwell goes through only when the context would overflow.
+        st.want(0, Tier::Anchor, Reason::Pressure);
+        let tight = st.applied_sum() - 1;
+        sched.run(&mut st, 0);
+        assert_eq!(st.applied(0), Tier::Compact, "within budget: it waits");
+        let mut over = State::new(&prep, tight, false, 20);
+        over.begin(0, request_only);
+        over.close(0);
+        over.want(0, Tier::Anchor, Reason::Pressure);
+        sched.run(&mut over, 0);
+        assert_eq!(over.applied(0), Tier::Anchor);
+        assert_eq!(over.counts.emergencies, 1);
+        assert_eq!(over.counts.changes[0].applied, Applied::Emergency);
     }
 
     #[test]

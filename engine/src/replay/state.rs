@@ -47,6 +47,9 @@ pub(crate) struct State<'p, 'a> {
     boundaries: Boundaries,
     applied: Vec<Tier>,
     desired: Vec<Tier>,
+    /// The lowest tier the policy may show each episode at (its floor, or the deepest tier it
+    /// has when floors are not respected).
+    lowest: Vec<Tier>,
     want_reason: Vec<Reason>,
     /// The matrix rows in the making (tier codes, active, future).
     pub(crate) row_applied: Vec<u8>,
@@ -95,6 +98,14 @@ impl<'p, 'a> State<'p, 'a> {
             boundaries: Boundaries::default(),
             applied: vec![Tier::Full; n],
             desired: vec![Tier::Full; n],
+            lowest: p
+                .eps
+                .iter()
+                .map(|d| {
+                    let list = if respect_floors { &d.legal } else { &d.avail };
+                    list.last().copied().unwrap_or(Tier::Full)
+                })
+                .collect(),
             want_reason: vec![Reason::Pressure; n],
             row_applied: vec![TierMatrix::FUTURE_CODE; n],
             row_desired: vec![TierMatrix::FUTURE_CODE; n],
@@ -291,9 +302,10 @@ impl<'p, 'a> State<'p, 'a> {
         self.p.eps[e].avail.iter().rev().find(|x| **x < t).copied()
     }
 
-    /// Whether `e` is shown at the lowest tier the policy may show it at.
+    /// Whether `e` is shown at the lowest tier the policy may show it at (no tier below it is
+    /// allowed: [`State::next_lower`] finds none).
     pub fn at_floor(&self, e: usize) -> bool {
-        self.next_lower(e, self.applied[e]).is_none()
+        self.applied[e] >= self.lowest[e]
     }
 
     // ----------------------------------------------------------------------------------------

@@ -192,18 +192,23 @@ impl Kind for Decay {
                 p.num("cost_anchor"),
             ])
         };
+        let curve = Curve {
+            h50: p.num("h50"),
+            d: p.num("d"),
+            z: [p.num("z1"), p.num("z2"), p.num("z3"), p.num("z4")],
+            p_floor: p.num("p_floor"),
+        };
         let n = prep.episodes.len();
         let mc = prep.magic_context;
         let rows = (0..n)
             .map(|e| {
                 let c = mc.and_then(|m| m.episodes.get(e)).and_then(Option::as_ref);
                 Row {
-                    fold: FoldRow {
-                        legacy_tier: c.and_then(|c| c.legacy_tier),
-                        importance: c
-                            .map_or_else(|| importance_of(&prep.episodes[e]), |c| c.importance),
-                        max_tier: ARCHIVED,
-                    },
+                    fold: FoldRow::new(
+                        &curve,
+                        c.and_then(|c| c.legacy_tier),
+                        c.map_or_else(|| importance_of(&prep.episodes[e]), |c| c.importance),
+                    ),
                     compartment: c.is_some(),
                     text: Default::default(),
                     count: [None; 4],
@@ -211,12 +216,7 @@ impl Kind for Decay {
             })
             .collect();
         Box::new(Decay {
-            curve: Curve {
-                h50: p.num("h50"),
-                d: p.num("d"),
-                z: [p.num("z1"), p.num("z2"), p.num("z3"), p.num("z4")],
-                p_floor: p.num("p_floor"),
-            },
+            curve,
             counting,
             costs,
             budget: BudgetKnobs {
@@ -280,12 +280,11 @@ struct Blocks<'x, 'p, 'a> {
 }
 
 impl Blocks<'_, '_, '_> {
-    /// The block of episode `e` at Magic Context tier 1..=4.
+    /// The block of episode `e` at Magic Context tier 1..=4 (all four are rendered at once).
     fn text(&mut self, e: usize, tier: u8) -> &str {
         let i = usize::from(tier) - 1;
         if self.rows[e].text[i].is_none() {
-            let t = render_block(self.st.p, e, tier, self.rows[e].compartment);
-            self.rows[e].text[i] = Some(t);
+            self.rows[e].text = render_blocks(self.st.p, e, self.rows[e].compartment).map(Some);
         }
         self.rows[e].text[i].as_deref().unwrap_or("")
     }
@@ -294,29 +293,34 @@ impl Blocks<'_, '_, '_> {
         utf16_len(self.text(e, tier)) as u64
     }
 
-    /// The joined body of `tiers`: non-empty blocks joined by `\n\n`.
+    /// The joined body of `tiers`: non-empty blocks joined by `\n\n` (archived blocks are
+    /// empty).
     fn joined(&mut self, tiers: &[u8]) -> String {
         let mut out = String::new();
         for (e, &t) in tiers.iter().enumerate() {
             if t >= ARCHIVED {
                 continue;
             }
+            let text = self.text(e, t);
+            if text.is_empty() {
+                continue;
+            }
             if !out.is_empty() {
                 out.push_str("\n\n");
             }
-            let text = self.text(e, t).to_owned();
-            out.push_str(&text);
+            out.push_str(text);
         }
         out
     }
 
-    /// Σ UTF-16 units of the joined body of `tiers`.
+    /// Σ UTF-16 units of the joined body of `tiers` ([`Blocks::joined`] without the text).
     fn joined_units(&mut self, tiers: &[u8]) -> u64 {
         let mut units = 0;
         let mut parts = 0u64;
         for (e, &t) in tiers.iter().enumerate() {
-            if t < ARCHIVED {
-                units += self.units(e, t);
+            let n = if t < ARCHIVED { self.units(e, t) } else { 0 };
+            if n > 0 {
+                units += n;
                 parts += 1;
             }
         }
@@ -330,6 +334,11 @@ impl Blocks<'_, '_, '_> {
         }
         match self.counting {
             Counting::Stored => (from..to).map(|e| self.row(e, 1)).sum(),
+            Counting::MagicContext(Estimator::Chars) => {
+                let blocks: u64 = (from..to).map(|e| self.units(e, 1)).sum();
+                let seps = 2 * (to - from - 1) as u64;
+                chars_estimate_units(m1_wrapper_units() + blocks + seps)
+            }
             Counting::MagicContext(est) => {
                 let blocks: Vec<String> = (from..to).map(|e| self.text(e, 1).to_owned()).collect();
                 est.count(&render::session_history_since(&blocks))
@@ -349,10 +358,7 @@ impl BlockTokens for Blocks<'_, '_, '_> {
         }
         let n = match self.counting {
             Counting::Stored => self.st.tokens_at(e, tier_of(tier), None),
-            Counting::MagicContext(est) => {
-                let t = self.text(e, tier).to_owned();
-                est.count(&t)
-            }
+            Counting::MagicContext(est) => est.count(self.text(e, tier)),
         };
         self.rows[e].count[i] = Some(n);
         n
@@ -392,16 +398,19 @@ impl BlockTokens for Blocks<'_, '_, '_> {
     }
 }
 
-/// The block of episode `e` at Magic Context tier 1..=4: a compartment's own rendering (its
-/// representation), or an episode rendered as Magic Context would render it as a compartment
+/// UTF-16 units of m[1]'s wrappers around one block (`<session-history-since>`,
+/// `<new-compartments>`).
+fn m1_wrapper_units() -> u64 {
+    utf16_len(&render::session_history_since(&[String::new()])) as u64
+}
+
+/// The blocks of episode `e` at Magic Context tiers 1..=4: a compartment's own renderings (its
+/// representations), or an episode rendered as Magic Context would render it as a compartment
 /// (its tiers as p1..p4, a missing tier as NULL).
-fn render_block(p: &Prep<'_>, e: usize, tier: u8, compartment: bool) -> String {
+fn render_blocks(p: &Prep<'_>, e: usize, compartment: bool) -> [String; 4] {
     let ep = &p.episodes[e];
     if compartment {
-        return ep
-            .representation(tier_of(tier))
-            .map(|r| r.text())
-            .unwrap_or_default();
+        return Tier::TIERS.map(|t| ep.representation(t).map(|r| r.text()).unwrap_or_default());
     }
     let texts: Vec<Option<String>> = Tier::TIERS
         .iter()
@@ -425,7 +434,7 @@ fn render_block(p: &Prep<'_>, e: usize, tier: u8, compartment: bool) -> String {
         ],
         legacy: 0,
     };
-    render::render(&row, tier)
+    [1, 2, 3, 4].map(|t| render::render(&row, t))
 }
 
 /// The execute threshold as a share of `context_limit` (`resolveExecuteThreshold`): tokens mode
@@ -709,6 +718,15 @@ mod tests {
             !backstop(4_000, 0, 14_625, 0.15, 0.2),
             "the placeholder never refolds"
         );
+    }
+
+    /// m[1]'s length by arithmetic equals the rendered text's.
+    #[test]
+    fn m1_units_match_the_text() {
+        let blocks = vec!["## 1-2 · a\nx".to_owned(), "## 3-4 · b".to_owned()];
+        let text = render::session_history_since(&blocks);
+        let units: u64 = blocks.iter().map(|b| utf16_len(b) as u64).sum();
+        assert_eq!(m1_wrapper_units() + units + 2, utf16_len(&text) as u64);
     }
 
     #[test]

@@ -106,6 +106,9 @@ impl Retention {
 
     /// Withdraw the pending changes that `keep` rejects: (desired deeper than applied, reason).
     fn withdraw(&mut self, st: &mut State<'_, '_>, keep: impl Fn(bool, Reason) -> bool) {
+        if st.pending_count() == 0 {
+            return;
+        }
         for e in st.pending() {
             let demotion = st.desired(e) > st.applied(e);
             if !keep(demotion, st.want_reason(e)) {
