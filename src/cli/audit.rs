@@ -270,16 +270,14 @@ pub fn generation_table(
                 thousands(g.output_tokens as i64),
                 g.basis.clone(),
                 match (g.dollars, g.calls) {
-                    (Some(d), 0) if d == 0.0 => "$0 (no model)".to_owned(),
+                    (Some(0.0), 0) => "$0 (no model)".to_owned(),
                     (Some(d), _) => format!("${d:.4}"),
-                    (None, _) => "-".to_owned(),
+                    (None, _) => "not priced".to_owned(),
                 },
-                tierscope_engine::text::sanitize_for_terminal(g.pricing.as_deref().unwrap_or(""))
-                    .into_owned(),
             ]
         })
         .collect();
-    table(
+    let mut out = table(
         &[
             "strategy",
             "tiers",
@@ -288,10 +286,18 @@ pub fn generation_table(
             "wrote",
             "counted_by",
             "cost",
-            "pricing",
         ],
         &rows,
-    )
+    );
+    for (name, g) in gens {
+        if let Some(p) = &g.pricing {
+            out.push_str(&format!(
+                "{name}: {}\n",
+                tierscope_engine::text::sanitize_for_terminal(p)
+            ));
+        }
+    }
+    out
 }
 
 /// Whether any episode has a tier written by someone else.

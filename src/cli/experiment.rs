@@ -253,6 +253,7 @@ fn run_tier_sources(
                     .map(|r| (r.strategy.as_str(), &r.generation))
                     .collect();
                 outln!();
+                outln!("generation cost (tier changes also bill their creation):");
                 out!("{}", super::audit::generation_table(&gens));
             } else {
                 out!("{}", csv(&h, &body));

@@ -248,7 +248,7 @@ fn run_generate(a: &GenerateArgs) -> anyhow::Result<()> {
             if let Outcome::Done(r) = o {
                 written.push((
                     r.input.index,
-                    external_episode(r, &a.model, PROMPT_VERSION, a.strategy),
+                    external_episode(r, &a.model, PROMPT_VERSION, a.strategy, price.as_ref()),
                 ));
                 let eps: Vec<ExternalEpisode> = written.iter().map(|(_, e)| e.clone()).collect();
                 let file = tiers_file(&session_id, &kept, &eps, &order);
@@ -401,12 +401,7 @@ struct Summary {
     report: RunReport,
 }
 
-fn tokens_line(
-    u: &UsageTotals,
-    dollars: Option<f64>,
-    price: Option<&GenerationPrice>,
-    model: &str,
-) -> String {
+fn tokens_line(u: &UsageTotals, dollars: Option<f64>) -> String {
     let mut s = format!(
         "{} calls, {} tokens in, {} out",
         u.calls,
@@ -419,18 +414,12 @@ fn tokens_line(
             thousands(u.cached_input_tokens as i64)
         ));
     }
-    match (dollars, price) {
-        (Some(d), Some(p)) => s.push_str(&format!(
-            ", ${d:.4} (priced as {}: ${}/${} per M in/out)",
-            p.priced_as, p.input, p.output
-        )),
-        _ => s.push_str(&format!(
-            ", not priced: model {model} is not in the pricing table (--price IN,OUT prices it)"
-        )),
+    if let Some(d) = dollars {
+        s.push_str(&format!(", ${d:.4}"));
     }
     if u.calls_without_usage > 0 {
         s.push_str(&format!(
-            "; {} calls reported no usage",
+            "; {} calls reported no usage (not counted)",
             u.calls_without_usage
         ));
     }
@@ -471,17 +460,24 @@ fn print_summary(s: &Summary, a: &GenerateArgs, out_dir: &Path) -> anyhow::Resul
     );
     outln!(
         "this run:  {}",
-        tokens_line(&r.this_run, s.this_run_dollars, s.price.as_ref(), &r.model)
+        tokens_line(&r.this_run, s.this_run_dollars)
     );
     outln!(
         "the tiers: {}",
-        tokens_line(
-            &r.all_tiers,
-            s.all_tiers_dollars,
-            s.price.as_ref(),
-            &r.model
-        )
+        tokens_line(&r.all_tiers, s.all_tiers_dollars)
     );
+    match &s.price {
+        Some(p) => outln!(
+            "priced as {}: ${}/${} per M tokens in/out",
+            p.priced_as,
+            p.input,
+            p.output
+        ),
+        None => outln!(
+            "not priced: model {} is not in the pricing table (--price IN,OUT prices it)",
+            sanitize_for_terminal(&r.model)
+        ),
+    }
     match &s.sidecar {
         Some(p) => {
             outln!("sidecar: {} ({} episodes)", p.display(), s.sidecar_episodes);
@@ -489,11 +485,15 @@ fn print_summary(s: &Summary, a: &GenerateArgs, out_dir: &Path) -> anyhow::Resul
             if let Some(p) = &a.load.path {
                 cmd.push_str(&format!(" {}", p.display()));
             }
-            cmd.push_str(&format!(
-                " --session {} --tiers-dir {}",
-                s.session,
-                out_dir.display()
-            ));
+            cmd.push_str(&format!(" --session {}", s.session));
+            // The same episodes: sidecar entries are matched by their message range.
+            if a.load.episodes != Default::default() {
+                cmd.push_str(&format!(" --episodes {}", a.load.episodes.as_str()));
+            }
+            if let Some(n) = a.load.max_requests {
+                cmd.push_str(&format!(" --max-requests {n}"));
+            }
+            cmd.push_str(&format!(" --tiers-dir {}", out_dir.display()));
             outln!("compare: {cmd}");
         }
         None => outln!("sidecar: not written (no episode got tiers)"),
@@ -536,7 +536,6 @@ fn dry_run(
             thousands(i64::from(e.source_tokens)),
             format!("{cached}/{n}"),
             needed.to_string(),
-            sanitize_for_terminal(&tierscope_engine::text::clip_chars(&e.title, 60)).into_owned(),
         ]);
     }
     outln!(
@@ -549,7 +548,7 @@ fn dry_run(
     super::output::out!(
         "{}",
         tierscope_engine::research::report::table(
-            &["episode", "full_tokens", "cached", "calls", "title"],
+            &["episode", "full_tokens", "cached", "calls"],
             &rows
         )
     );

@@ -345,7 +345,7 @@ fn calls_without_usage_are_counted_and_said() {
     assert!(out.contains("this run:  2 calls"), "{out}");
     assert!(out.contains("1 calls reported no usage"), "{out}");
     assert!(
-        out.contains("priced as --price: $1/$4 per M in/out"),
+        out.contains("priced as --price: $1/$4 per M tokens in/out"),
         "{out}"
     );
     let path = env.sidecar();
@@ -549,7 +549,7 @@ fn audit_and_experiment_put_model_tiers_beside_source_and_cascade() {
         model["generation"]["pricing"],
         "not priced: model mock-historian is not in the pricing table"
     );
-    let sent: u64 = mock.received().iter().count() as u64;
+    let sent: u64 = mock.received().len() as u64;
     assert_eq!(sent, n);
     assert_eq!(v["strategies"][0]["generation"]["calls"], 0);
     assert_eq!(v["strategies"][0]["generation"]["dollars"], 0.0);

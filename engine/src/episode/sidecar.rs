@@ -355,7 +355,7 @@ pub struct ExternalTier {
 
 /// The usage of the call that wrote a tier. One call may write several tiers (`source` writes
 /// dense, compact and anchor at once): they share its `call` id, and totals count each call once.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TierUsage {
     pub call: String,
@@ -369,6 +369,12 @@ pub struct TierUsage {
     /// The model that answered, as the response named it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_model: Option<String>,
+    /// What the call cost when it was made, and at whose prices (the pricing table's entry, or
+    /// `--price`): kept so a model the table does not know stays priced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dollars: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priced_as: Option<String>,
 }
 
 pub fn parse_tiers(text: &str, path: &Path) -> Result<TiersFile, SidecarError> {

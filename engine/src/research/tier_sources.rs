@@ -49,35 +49,45 @@ pub fn generation_cost(s: &LoadedSession) -> GenerationCost {
             ..tokenizer_generation(s)
         };
     }
-    let (totals, models) = bill(&written);
-    let models: Vec<String> = models.into_iter().collect();
+    let b = bill(&written);
+    let totals = b.totals;
+    let models: Vec<String> = b.models.iter().cloned().collect();
     let price = match models.as_slice() {
         [m] => table_price(m),
         _ => None,
     };
-    let (dollars, pricing) = match (&price, models.as_slice()) {
-        (Some(p), _) => (
+    let unreported = if totals.calls_without_usage > 0 {
+        format!(
+            "; {} calls reported no usage and are not in it",
+            totals.calls_without_usage
+        )
+    } else {
+        String::new()
+    };
+    let (dollars, pricing) = match (&price, b.recorded_dollars, models.as_slice()) {
+        (Some(p), _, _) => (
             Some(dollars(p, &totals)),
             format!(
-                "priced as {} (${}/${} per M tokens in/out){}",
-                p.priced_as,
-                p.input,
-                p.output,
-                if totals.calls_without_usage > 0 {
-                    format!(
-                        "; {} calls reported no usage and are not in it",
-                        totals.calls_without_usage
-                    )
-                } else {
-                    String::new()
-                }
+                "priced as {} (${}/${} per M tokens in/out){unreported}",
+                p.priced_as, p.input, p.output
             ),
         ),
-        (None, [m]) => (
+        (None, Some(d), _) => (
+            Some(d),
+            format!(
+                "priced when generated ({}){unreported}",
+                b.recorded_priced_as
+                    .iter()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+        (None, None, [m]) => (
             None,
             format!("not priced: model {m} is not in the pricing table"),
         ),
-        (None, _) => (
+        (None, None, _) => (
             None,
             format!("not priced: several models ({})", models.join(", ")),
         ),

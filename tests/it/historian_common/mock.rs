@@ -336,7 +336,7 @@ fn dense(source: &str) -> String {
     if lines.len() > 50 {
         let n = lines.len();
         let mut kept: Vec<String> = lines[..32].to_vec();
-        kept.push(format!("[… {} lines …]", n - 44));
+        kept.push(format!("…[{} lines clipped]…", n - 44));
         kept.extend(lines[n - 12..].iter().cloned());
         lines = kept;
     }

@@ -3,8 +3,8 @@
 //! an interrupted run finds the calls that completed and sends only the rest.
 //!
 //! One small JSON file per call under `<cache dir>/historian/` (default: `$TIERSCOPE_CACHE_DIR`,
-//! else the XDG cache dir + `tierscope`; never OpenCode's data dir), written atomically (temp file
-//! + rename) the moment the call completes. A file that does not parse or holds another key (a
+//! else the XDG cache dir and `tierscope`; never OpenCode's data dir), written atomically (a temp
+//! file, then a rename) the moment the call completes. A file that does not parse or holds another key (a
 //! truncated write from a crash, a hash collision) is treated as missing and rewritten. The files
 //! hold the tiers and the usage, never the endpoint or a credential.
 

@@ -73,18 +73,31 @@ pub fn dollars(p: &GenerationPrice, u: &UsageTotals) -> f64 {
         / 1_000_000.0
 }
 
-/// The calls behind a set of external tiers, each counted once (tiers of one call share its id),
-/// and the models named.
-pub fn bill(lineage: &[TierLineage]) -> (UsageTotals, BTreeSet<String>) {
+/// The calls behind a set of external tiers, each counted once (tiers of one call share its id).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Bill {
+    pub totals: UsageTotals,
+    pub models: BTreeSet<String>,
+    /// The dollars recorded when the calls were made, if every call has them, and at whose
+    /// prices.
+    pub recorded_dollars: Option<f64>,
+    pub recorded_priced_as: BTreeSet<String>,
+}
+
+pub fn bill(lineage: &[TierLineage]) -> Bill {
     let mut seen = BTreeSet::new();
     let mut totals = UsageTotals::default();
     let mut models = BTreeSet::new();
+    let mut recorded = Some(0.0);
+    let mut priced_as = BTreeSet::new();
     for l in lineage {
         models.extend(l.model.clone());
         let Some(u) = &l.usage else { continue };
         if !seen.insert(u.call.clone()) {
             continue;
         }
+        recorded = recorded.zip(u.dollars).map(|(a, b)| a + b);
+        priced_as.extend(u.priced_as.clone());
         let usage = match (u.input_tokens, u.output_tokens) {
             (Some(i), Some(o)) => Some(Usage {
                 input_tokens: i,
@@ -95,7 +108,12 @@ pub fn bill(lineage: &[TierLineage]) -> (UsageTotals, BTreeSet<String>) {
         };
         totals.add(usage.as_ref());
     }
-    (totals, models)
+    Bill {
+        totals,
+        models,
+        recorded_dollars: recorded.filter(|_| totals.calls > 0),
+        recorded_priced_as: priced_as,
+    }
 }
 
 #[cfg(test)]
@@ -149,14 +167,18 @@ mod tests {
                 output_tokens: Some(10),
                 cached_input_tokens: None,
                 response_model: None,
+                dollars: Some(0.5),
+                priced_as: Some("--price".into()),
             }),
         };
-        let (t, models) = bill(&[
+        let b = bill(&[
             l(Tier::Dense, "a"),
             l(Tier::Compact, "a"),
             l(Tier::Anchor, "b"),
         ]);
+        let t = b.totals;
         assert_eq!((t.calls, t.input_tokens, t.output_tokens), (2, 200, 20));
-        assert_eq!(models.into_iter().collect::<Vec<_>>(), ["m"]);
+        assert_eq!(b.models.into_iter().collect::<Vec<_>>(), ["m"]);
+        assert_eq!(b.recorded_dollars, Some(1.0));
     }
 }

@@ -71,8 +71,6 @@ impl Sleeper for ThreadSleeper {
 
 /// What happens during a run, for a progress display (called from worker threads).
 pub trait Events: Sync {
-    /// A request is about to be sent.
-    fn request(&self, _episode: &str, _step: &str) {}
     /// A call will be repeated after `wait`.
     fn retrying(&self, _episode: &str, _why: &str, _wait: Duration) {}
     /// Something a user should know (the endpoint refused JSON mode, a cache file was unusable).
@@ -328,15 +326,9 @@ impl Run<'_> {
         let hash = input.content_hash();
         let mut tiers: Vec<GeneratedTier> = Vec::new();
         let mut calls = Vec::new();
+        // What the next call reads: the full text, then (cascade) the tier the model just wrote.
+        let mut text = input.source.clone();
         for step in steps(self.opts.strategy) {
-            let text = if step.from == Tier::Full {
-                input.source.as_str()
-            } else {
-                match tiers.iter().find(|t| t.tier == step.from) {
-                    Some(t) => t.text.as_str(),
-                    None => break, // unreachable: the previous step wrote it or failed
-                }
-            };
             let key = CacheKey::new(
                 &hash,
                 self.opts.strategy,
@@ -344,11 +336,14 @@ impl Run<'_> {
                 PROMPT_VERSION,
                 &step.name(),
             );
-            let (result, record) = self.call(input, &step, text, &key);
+            let (result, record) = self.call(input, &step, &text, &key);
             let call_id = record.id.clone();
             calls.push(record);
             match result {
                 Ok(written) => {
+                    if let Some(t) = step.targets.last().and_then(|t| written.get(t)) {
+                        text = t.clone();
+                    }
                     tiers.extend(written.into_iter().map(|(tier, text)| GeneratedTier {
                         tier,
                         text,
@@ -425,7 +420,6 @@ impl Run<'_> {
             let json = self.json_ok.load(Ordering::Relaxed);
             let body = request_body(&self.opts.params, input, step, text, json);
             rec.requests += 1;
-            self.events.request(&input.episode_id, &step.name());
             let (why, retry_after) = match self.transport.post(&body) {
                 Err(TransportError::Fatal(m)) => {
                     self.stop(m.clone());

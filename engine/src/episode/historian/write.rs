@@ -10,7 +10,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::run::{CallRecord, EpisodeResult};
+use super::cost::{dollars, GenerationPrice};
+use super::run::{CallRecord, EpisodeResult, UsageTotals};
 use super::{HistorianStrategy, GENERATOR};
 use crate::episode::sidecar::{
     parse_tiers, ExternalEpisode, ExternalTier, SidecarError, TierUsage, TiersFile,
@@ -27,6 +28,7 @@ pub fn external_episode(
     model: &str,
     prompt_version: &str,
     strategy: HistorianStrategy,
+    price: Option<&GenerationPrice>,
 ) -> ExternalEpisode {
     let calls: BTreeMap<&str, &CallRecord> = r.calls.iter().map(|c| (c.id.as_str(), c)).collect();
     let tiers = r
@@ -42,6 +44,14 @@ pub fn external_episode(
                     .and_then(|c| c.usage)
                     .and_then(|u| u.cached_input_tokens),
                 response_model: call.and_then(|c| c.response_model.clone()),
+                dollars: price.zip(call.and_then(|c| c.usage)).map(|(p, u)| {
+                    let mut t = UsageTotals::default();
+                    t.add(Some(&u));
+                    dollars(p, &t)
+                }),
+                priced_as: price
+                    .filter(|_| call.is_some_and(|c| c.usage.is_some()))
+                    .map(|p| p.priced_as.clone()),
             };
             (
                 t.tier.as_str().to_owned(),

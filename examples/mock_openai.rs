@@ -1,0 +1,24 @@
+//! A mock OpenAI-compatible endpoint on 127.0.0.1 for trying `tierscope tiers generate` without a
+//! model (the same server the tests use). Its tiers are cut from the text deterministically; they
+//! are not a model's and measure nothing about one.
+//!
+//! ```text
+//! cargo run --example mock_openai            # prints the URL, serves until killed
+//! cargo run --example mock_openai -- --invent  # also invents a version in every compact tier
+//! tierscope tiers generate sample-traces/M1.json --endpoint <URL> --model mock-historian --out /tmp/t
+//! ```
+
+#[allow(dead_code)]
+#[path = "../tests/it/historian_common/mock.rs"]
+mod mock;
+
+fn main() {
+    let server = mock::MockServer::start();
+    if std::env::args().any(|a| a == "--invent") {
+        server.invent_a_version();
+    }
+    println!("{}", server.url());
+    loop {
+        std::thread::park();
+    }
+}
