@@ -53,6 +53,8 @@ pub enum TiersCommand {
 }
 
 #[derive(Debug, Args)]
+// The historian always reads the full text; `--tiers` (a loading flag) does not apply here.
+#[command(mut_arg("tiers", |a| a.hide(true)))]
 pub struct GenerateArgs {
     #[command(flatten)]
     pub load: LoadArgs,
@@ -106,8 +108,8 @@ pub struct GenerateArgs {
     /// The first retry's backoff in milliseconds (doubling, with jitter, capped at 60 s).
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub retry_base_ms: u64,
-    /// Prices when the model is not in the pricing table: dollars per million input and output
-    /// tokens, e.g. 0.4,1.6.
+    /// Dollars per million input and output tokens, e.g. 0.4,1.6 (default: the pricing table's,
+    /// when it has the model).
     #[arg(long, value_name = "IN,OUT", value_parser = price_value)]
     pub price: Option<(f64, f64)>,
     /// Replace a tiers sidecar that tierscope's historian did not write.
@@ -443,7 +445,7 @@ fn print_summary(s: &Summary, a: &GenerateArgs, out_dir: &Path) -> anyhow::Resul
         r.from_cache,
         r.failed.len(),
         if r.skipped > 0 {
-            format!(", {} not started", r.skipped)
+            format!(", {} left undone when the run stopped", r.skipped)
         } else {
             String::new()
         }

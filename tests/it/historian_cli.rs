@@ -479,7 +479,7 @@ fn the_key_is_never_printed_or_stored() {
     let (out, err) = text(&bad);
     assert!(!bad.status.success());
     assert!(err.contains("the run stopped: the endpoint answered HTTP 401: Incorrect API key provided: Bearer [redacted]"), "{err}");
-    assert!(out.contains("not started"), "{out}");
+    assert!(out.contains("left undone when the run stopped"), "{out}");
     let (gout, gerr) = text(&good);
     for (what, s) in [
         ("stdout", &gout),

@@ -10,7 +10,7 @@
 //! Not retried: a 400/422 that refuses `response_format` (the call is repeated once without it, and
 //! the rest of the run leaves it out), 401/403/404 (the key, the permission or the model/endpoint
 //! is wrong for every episode alike: the run stops), any other 4xx (the episode fails with the
-//! server's message).
+//! server's message). A connection that still fails after the last retry stops the run too.
 
 use std::time::Duration;
 

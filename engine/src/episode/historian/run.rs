@@ -5,8 +5,8 @@
 //!
 //! An episode fails alone (its error names the episode, the step and what was wrong) and is not
 //! cached, so the next run asks again for it and only it. A reply that says every call would fail
-//! (401, 403, 404, a transport that cannot be set up) stops the run: the episodes not yet started
-//! are skipped rather than each spending a request on the same error.
+//! (401, 403, 404, a transport that cannot be set up, an endpoint no retry could reach) stops the
+//! run: the episodes left are skipped rather than each spending requests on the same error.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -130,10 +130,12 @@ pub struct EpisodeFailure {
 pub enum Outcome {
     Done(EpisodeResult),
     Failed(EpisodeFailure),
-    /// Not started because the run stopped.
+    /// Not started, or stopped in flight, because the run stopped.
     Skipped {
         index: usize,
         episode_id: String,
+        /// Calls it made before the run stopped (none when it never started).
+        calls: Vec<CallRecord>,
     },
 }
 
@@ -149,7 +151,7 @@ impl Outcome {
         match self {
             Outcome::Done(r) => &r.calls,
             Outcome::Failed(f) => &f.calls,
-            Outcome::Skipped { .. } => &[],
+            Outcome::Skipped { calls, .. } => calls,
         }
     }
 }
@@ -241,6 +243,7 @@ pub fn generate(
                     Outcome::Skipped {
                         index: input.index,
                         episode_id: input.episode_id.clone(),
+                        calls: Vec::new(),
                     }
                 } else {
                     run.episode(input)
@@ -308,6 +311,9 @@ pub fn generate(
     report
 }
 
+/// The error of a call cut short because another call stopped the run.
+const STOPPED: &str = "not finished: the run stopped";
+
 struct Run<'a> {
     opts: &'a GenerateOptions,
     transport: &'a dyn Transport,
@@ -350,6 +356,13 @@ impl Run<'_> {
                         from: step.from,
                         call: call_id.clone(),
                     }))
+                }
+                Err(e) if e == STOPPED => {
+                    return Outcome::Skipped {
+                        index: input.index,
+                        episode_id: input.episode_id.clone(),
+                        calls,
+                    }
                 }
                 Err(e) => {
                     return Outcome::Failed(EpisodeFailure {
@@ -415,17 +428,21 @@ impl Run<'_> {
         let mut retries = 0u32;
         loop {
             if self.aborting.load(Ordering::Relaxed) {
-                return (Err("not finished: the run stopped".to_owned()), rec);
+                return (Err(STOPPED.to_owned()), rec);
             }
             let json = self.json_ok.load(Ordering::Relaxed);
             let body = request_body(&self.opts.params, input, step, text, json);
             rec.requests += 1;
+            let mut unreachable = false;
             let (why, retry_after) = match self.transport.post(&body) {
                 Err(TransportError::Fatal(m)) => {
                     self.stop(m.clone());
                     return (Err(m), rec);
                 }
-                Err(e) => (e.to_string(), None),
+                Err(e) => {
+                    unreachable = matches!(e, TransportError::Connection(_));
+                    (e.to_string(), None)
+                }
                 Ok(reply) => match classify(&reply, json) {
                     Verdict::Success => {
                         let c = match parse_completion(&reply.body) {
@@ -476,10 +493,12 @@ impl Run<'_> {
                 );
             }
             if retries >= self.opts.retry.max_retries {
-                return (
-                    Err(format!("gave up after {} attempts: {why}", rec.requests)),
-                    rec,
-                );
+                let e = format!("gave up after {} attempts: {why}", rec.requests);
+                // An endpoint no retry could reach is unreachable for every episode alike.
+                if unreachable {
+                    self.stop(format!("the endpoint is unreachable ({e})"));
+                }
+                return (Err(e), rec);
             }
             let wait = self.opts.retry.backoff(retries, key.seed(), retry_after);
             self.events.retrying(&input.episode_id, &why, wait);
@@ -905,6 +924,31 @@ mod tests {
         );
         assert_eq!((r.failed.len(), r.skipped), (1, 2));
         assert!(matches!(out[2], Outcome::Skipped { .. }));
+    }
+
+    #[test]
+    fn an_unreachable_endpoint_stops_the_run_after_its_retries() {
+        let fake = Fake::default();
+        for _ in 0..3 {
+            fake.then(
+                "E0",
+                Err(TransportError::Connection("Connection refused".into())),
+            );
+        }
+        let o = GenerateOptions {
+            retry: RetryPolicy {
+                max_retries: 2,
+                ..RetryPolicy::default()
+            },
+            ..opts(HistorianStrategy::Source)
+        };
+        let (r, _) = go(&inputs(3), &o, &fake, None, &Waits::default());
+        assert_eq!(fake.requests(), 3);
+        assert_eq!(
+            r.aborted.as_deref(),
+            Some("the endpoint is unreachable (gave up after 3 attempts: Connection refused)")
+        );
+        assert_eq!(r.skipped, 2);
     }
 
     #[test]
