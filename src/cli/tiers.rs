@@ -164,7 +164,13 @@ fn run_generate(a: &GenerateArgs) -> anyhow::Result<()> {
     for w in &session.warnings {
         eprintln!("warning: {}", sanitize_for_terminal(w));
     }
-    let inputs = selected(episode_inputs(&session), &a.only)?;
+    let all = episode_inputs(&session);
+    // Message ranges of this segmentation: an earlier entry for any other range is stale.
+    let ranges: std::collections::BTreeSet<(String, String)> = all
+        .iter()
+        .map(|e| (e.first_message_id.clone(), e.last_message_id.clone()))
+        .collect();
+    let inputs = selected(all, &a.only)?;
     let session_id = session.trace.session.id.clone();
 
     let forbidden = opencode_dirs(a.load.path.as_deref());
@@ -205,7 +211,10 @@ fn run_generate(a: &GenerateArgs) -> anyhow::Result<()> {
     let path = sidecar_path(&out_dir, &session_id);
     let kept = match existing(&path, &a.model, PROMPT_VERSION, a.strategy)? {
         Existing::Nothing => Vec::new(),
-        Existing::Same(eps) => eps,
+        Existing::Same(eps) => eps
+            .into_iter()
+            .filter(|e| ranges.contains(&(e.first_message_id.clone(), e.last_message_id.clone())))
+            .collect(),
         Existing::OtherRun(what) => {
             eprintln!(
                 "note: replacing {} (tiers by {what}); to keep both, pass --out another dir",

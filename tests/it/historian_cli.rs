@@ -73,10 +73,13 @@ impl Env {
         args.push(&m1);
         self.run(&args)
     }
+    /// The one tiers sidecar in the out dir (a killed run may also leave a temp file there: the
+    /// rename that would have replaced the sidecar never happened, so the sidecar is whole).
     fn sidecar(&self) -> PathBuf {
         let entries: Vec<PathBuf> = std::fs::read_dir(self.out())
             .unwrap()
             .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().ends_with(".tiers.json"))
             .collect();
         assert_eq!(entries.len(), 1, "{entries:?}");
         entries[0].clone()
