@@ -18,7 +18,7 @@ use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use super::output::{outln, print_json};
+use super::output::{outln, plural, print_json};
 use super::LoadArgs;
 use tierscope_engine::episode::historian::cache::{CacheKey, HistorianCache, Lookup};
 use tierscope_engine::episode::historian::cost::{dollars, table_price, GenerationPrice};
@@ -414,8 +414,8 @@ struct Summary {
 
 fn tokens_line(u: &UsageTotals, dollars: Option<f64>) -> String {
     let mut s = format!(
-        "{} calls, {} tokens in, {} out",
-        u.calls,
+        "{}, {} tokens in, {} out",
+        plural(u.calls as usize, "call"),
         thousands(u.input_tokens as i64),
         thousands(u.output_tokens as i64)
     );
@@ -430,8 +430,8 @@ fn tokens_line(u: &UsageTotals, dollars: Option<f64>) -> String {
     }
     if u.calls_without_usage > 0 {
         s.push_str(&format!(
-            "; {} calls reported no usage (not counted)",
-            u.calls_without_usage
+            "; {} reported no usage (not counted)",
+            plural(u.calls_without_usage as usize, "call")
         ));
     }
     s
@@ -447,9 +447,9 @@ fn print_summary(s: &Summary, a: &GenerateArgs, out_dir: &Path) -> anyhow::Resul
         r.prompt_version
     );
     outln!(
-        "session {}: {} episodes — {} generated, {} from the cache, {} failed{}",
+        "session {}: {} — {} generated, {} from the cache, {} failed{}",
         s.session,
-        r.episodes,
+        plural(r.episodes, "episode"),
         r.generated,
         r.from_cache,
         r.failed.len(),
@@ -460,9 +460,13 @@ fn print_summary(s: &Summary, a: &GenerateArgs, out_dir: &Path) -> anyhow::Resul
         }
     );
     outln!(
-        "requests: {} ({} retries){}",
+        "requests: {} ({}){}",
         r.requests,
-        r.retries,
+        if r.retries == 1 {
+            "1 retry".to_owned()
+        } else {
+            format!("{} retries", r.retries)
+        },
         if r.json_mode_dropped {
             "; the endpoint refused JSON mode, answers parsed strictly without it"
         } else {
@@ -491,7 +495,11 @@ fn print_summary(s: &Summary, a: &GenerateArgs, out_dir: &Path) -> anyhow::Resul
     }
     match &s.sidecar {
         Some(p) => {
-            outln!("sidecar: {} ({} episodes)", p.display(), s.sidecar_episodes);
+            outln!(
+                "sidecar: {} ({})",
+                p.display(),
+                plural(s.sidecar_episodes, "episode")
+            );
             let mut cmd = String::from("tierscope audit");
             if let Some(p) = &a.load.path {
                 cmd.push_str(&format!(" {}", p.display()));

@@ -99,6 +99,17 @@ fn ok(o: &Output) -> String {
     out
 }
 
+fn session_id() -> String {
+    load(&LoadOptions {
+        path: Some(m1().into()),
+        ..LoadOptions::default()
+    })
+    .unwrap()
+    .trace
+    .session
+    .id
+}
+
 fn episodes() -> usize {
     load(&LoadOptions {
         path: Some(m1().into()),
@@ -258,10 +269,22 @@ fn an_interrupted_run_resumes_where_it_stopped() {
     }
     child.kill().unwrap();
     child.wait().unwrap();
-    // What finished is on disk: a valid sidecar of E0 and E1.
-    let path = env.sidecar();
-    let partial = parse_tiers(&std::fs::read_to_string(&path).unwrap(), &path).unwrap();
-    assert_eq!(partial.episodes.len(), 2);
+    // What finished is on disk: E0 and E1 in the cache (each call writes its own entry), and a
+    // valid sidecar of what the main thread had written by then (an entry may still have been on
+    // its way when the kill came, so it holds a prefix of E0, E1).
+    let path = env.out().join(format!("{}.tiers.json", session_id()));
+    if path.exists() {
+        let partial = parse_tiers(&std::fs::read_to_string(&path).unwrap(), &path).unwrap();
+        let written: Vec<String> = partial
+            .episodes
+            .iter()
+            .map(|e| e.tiers["dense"].source_episode.clone().unwrap())
+            .collect();
+        assert!(
+            ["E0", "E1"].starts_with(&written.iter().map(String::as_str).collect::<Vec<_>>()),
+            "{written:?}"
+        );
+    }
     let before = mock.received().len();
     ok(&env.generate(&mock, &["--concurrency", "1"]));
     let asked: Vec<String> = mock.received()[before..]
@@ -346,7 +369,7 @@ fn calls_without_usage_are_counted_and_said() {
         &["--episode", "E0", "--episode", "E1", "--price", "1,4"],
     ));
     assert!(out.contains("this run:  2 calls"), "{out}");
-    assert!(out.contains("1 calls reported no usage"), "{out}");
+    assert!(out.contains("1 call reported no usage"), "{out}");
     assert!(
         out.contains("priced as --price: $1/$4 per M tokens in/out"),
         "{out}"
@@ -425,7 +448,7 @@ fn a_stalled_request_times_out_and_is_retried() {
         err.contains("E0: no answer within 1s; retrying in"),
         "{err}"
     );
-    assert!(out.contains("requests: 2 (1 retries)"), "{out}");
+    assert!(out.contains("requests: 2 (1 retry)"), "{out}");
 }
 
 #[test]
@@ -643,14 +666,7 @@ fn it_never_writes_into_opencode_data_nor_over_someone_elses_tiers() {
     assert!(mock.received().is_empty());
 
     // A hand-written tiers sidecar is not replaced without --force.
-    let session = load(&LoadOptions {
-        path: Some(m1().into()),
-        ..LoadOptions::default()
-    })
-    .unwrap()
-    .trace
-    .session
-    .id;
+    let session = session_id();
     std::fs::create_dir_all(env.out()).unwrap();
     let theirs = env.out().join(format!("{session}.tiers.json"));
     std::fs::write(&theirs, serde_json::json!({"episodes": [{"first_message_id": "a", "last_message_id": "b", "tiers": {"anchor": {"text": "mine", "generator": "hand"}}}]}).to_string()).unwrap();
@@ -685,5 +701,29 @@ fn a_dry_run_sends_nothing_and_says_what_a_run_would() {
         out.lines()
             .any(|l| l.starts_with("E0 ") && l.contains("1/1")),
         "{out}"
+    );
+}
+
+#[test]
+fn runs_of_a_few_episodes_add_up_and_another_segmentation_starts_afresh() {
+    let env = Env::new();
+    let mock = MockServer::start();
+    ok(&env.generate(&mock, &["--episode", "E0"]));
+    let out = ok(&env.generate(&mock, &["--episode", "E1"]));
+    assert!(out.contains("(2 episodes)"), "{out}");
+    let path = env.sidecar();
+    let f = parse_tiers(&std::fs::read_to_string(&path).unwrap(), &path).unwrap();
+    let sources: Vec<_> = f
+        .episodes
+        .iter()
+        .map(|e| e.tiers["anchor"].source_episode.clone().unwrap())
+        .collect();
+    assert_eq!(sources, ["E0", "E1"], "kept in message order");
+    // Episodes of one request each: the user-turn entries no longer name an episode.
+    let out = ok(&env.generate(&mock, &["--max-requests", "1", "--episode", "E0"]));
+    assert!(out.contains("(1 episode)"), "{out}");
+    assert!(
+        out.contains("--max-requests 1 --tiers-dir"),
+        "the compare command keeps the segmentation: {out}"
     );
 }
