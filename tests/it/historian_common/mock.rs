@@ -55,6 +55,8 @@ struct State {
     received: Mutex<Vec<Received>>,
     reject_response_format: AtomicBool,
     invent: AtomicBool,
+    /// Milliseconds every answer takes (a slow model, for demos of the progress display).
+    delay_ms: std::sync::atomic::AtomicU64,
 }
 
 pub struct MockServer {
@@ -109,6 +111,14 @@ impl MockServer {
     /// as a model might invent one).
     pub fn invent_a_version(&self) -> &Self {
         self.state.invent.store(true, Ordering::Relaxed);
+        self
+    }
+
+    /// Make every answer take `d` (as a real model does).
+    pub fn slow(&self, d: Duration) -> &Self {
+        self.state
+            .delay_ms
+            .store(d.as_millis() as u64, Ordering::Relaxed);
         self
     }
 
@@ -171,6 +181,9 @@ fn serve(conn: TcpStream, state: &State) -> std::io::Result<()> {
         );
     }
     let invent = state.invent.load(Ordering::Relaxed);
+    std::thread::sleep(Duration::from_millis(
+        state.delay_ms.load(Ordering::Relaxed),
+    ));
     let (content, usage) = match fault {
         Some(Fault::Status(code, after, text)) => {
             return respond(&mut out, code, after.as_deref(), &text)
