@@ -727,3 +727,18 @@ fn runs_of_a_few_episodes_add_up_and_another_segmentation_starts_afresh() {
         "the compare command keeps the segmentation: {out}"
     );
 }
+
+#[test]
+fn concurrency_bounds_the_requests_in_flight() {
+    let env = Env::new();
+    let mock = MockServer::start();
+    mock.slow(Duration::from_millis(600));
+    ok(&env.generate(&mock, &["--concurrency", "1"]));
+    assert_eq!(mock.max_in_flight(), 1);
+    let mock = MockServer::start();
+    mock.slow(Duration::from_millis(600));
+    ok(&env.generate(&mock, &["--concurrency", "4", "--refresh"]));
+    let n = mock.max_in_flight();
+    // Four workers start together; each answer takes 0.6 s.
+    assert!((2..=4).contains(&n), "{n} in flight");
+}

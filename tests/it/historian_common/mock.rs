@@ -57,6 +57,9 @@ struct State {
     invent: AtomicBool,
     /// Milliseconds every answer takes (a slow model, for demos of the progress display).
     delay_ms: std::sync::atomic::AtomicU64,
+    /// Requests being answered now, and the most there ever were at once.
+    in_flight: std::sync::atomic::AtomicUsize,
+    max_in_flight: std::sync::atomic::AtomicUsize,
 }
 
 pub struct MockServer {
@@ -76,7 +79,10 @@ impl MockServer {
                 let Ok(conn) = conn else { continue };
                 let s = Arc::clone(&s);
                 std::thread::spawn(move || {
+                    let now = s.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                    s.max_in_flight.fetch_max(now, Ordering::SeqCst);
                     let _ = serve(conn, &s);
+                    s.in_flight.fetch_sub(1, Ordering::SeqCst);
                 });
             }
         });
@@ -120,6 +126,11 @@ impl MockServer {
             .delay_ms
             .store(d.as_millis() as u64, Ordering::Relaxed);
         self
+    }
+
+    /// The most requests answered at the same time.
+    pub fn max_in_flight(&self) -> usize {
+        self.state.max_in_flight.load(Ordering::Relaxed)
     }
 
     pub fn received(&self) -> Vec<Received> {
