@@ -62,6 +62,9 @@ pub struct LoadedSession {
     pub token_stats: TokenStats,
     /// Non-fatal problems (an unloadable child, an unmatched external tier, a missing pin).
     pub warnings: Vec<String>,
+    /// Lineage of the external tiers taken from a `*.tiers.json` sidecar (model, prompt,
+    /// strategy, usage of the call that wrote each), for the audit and the experiment.
+    pub tier_lineage: Vec<crate::episode::historian::lineage::TierLineage>,
 }
 
 impl LoadedSession {
@@ -356,6 +359,7 @@ pub fn from_trace_with(
     // Classify and draft every episode, then count all texts in one batch.
     let mut pending: Vec<(Episode, Vec<Draft>, Vec<String>)> = Vec::new();
     let mut episodes_without_external = 0usize;
+    let mut tier_lineage = Vec::new();
     for (k, seg) in segments.iter().enumerate() {
         let id = format!("E{k}");
         let mut cl = classify::classify_with_todos(&trace, seg, &rules, &req_of, &todos);
@@ -400,6 +404,7 @@ pub fn from_trace_with(
                     ext = d;
                     notes.extend(n);
                     importance = e.importance;
+                    tier_lineage.extend(crate::episode::historian::lineage::of_entry(&id, e));
                 }
             }
             if ext.is_empty() {
@@ -430,6 +435,14 @@ pub fn from_trace_with(
                             d.tier,
                             crate::text::clip_chars(&p, 60)
                         ));
+                    }
+                }
+                // Written tiers replace generated ones; the full tier stays the messages as
+                // sent unless the sidecar gives one (a historian writes only the lower tiers).
+                if !ext.iter().any(|d| d.tier == crate::episode::Tier::Full) {
+                    if let Some(full) = drafts.iter().find(|d| d.tier == crate::episode::Tier::Full)
+                    {
+                        ext.insert(0, full.clone());
                     }
                 }
                 drafts = ext;
@@ -525,6 +538,7 @@ pub fn from_trace_with(
         sidecar_paths,
         token_stats: tokenizer.stats(),
         warnings,
+        tier_lineage,
     }
 }
 
@@ -547,6 +561,7 @@ fn empty(
         sidecar_paths: Vec::new(),
         token_stats: tokenizer.stats(),
         warnings,
+        tier_lineage: Vec::new(),
     }
 }
 

@@ -1,6 +1,7 @@
 //! `tierscope audit`: per episode and tier, which needles survive and the survival per token;
 //! non-monotonic tiers, unsupported additions, cross-tier contradictions, dominated tiers; the
-//! strategies (`source`, `cascade`) side by side with their generation cost.
+//! strategies (`source`, `cascade`, tiers a model wrote with `--tiers-dir DIR`) side by side with
+//! their generation cost: the chapter's first experiment.
 
 use anyhow::Context;
 use clap::Args;
@@ -18,6 +19,10 @@ pub struct AuditArgs {
     /// Tier strategies to audit and compare (repeatable; default: source and cascade).
     #[arg(long = "strategy", value_name = "SOURCE")]
     pub strategies: Vec<TierSource>,
+    /// Also audit the tiers sidecar in DIR (e.g. written by `tiers generate --out DIR`) as one
+    /// more strategy, named after the model that wrote it (repeatable).
+    #[arg(long = "tiers-dir", value_name = "DIR")]
+    pub tiers_dirs: Vec<std::path::PathBuf>,
     /// Also list, per episode and tier, the needles lost non-monotonically, the unsupported
     /// additions and the contradictions.
     #[arg(long)]
@@ -28,33 +33,7 @@ pub struct AuditArgs {
 }
 
 pub fn run(a: &AuditArgs) -> anyhow::Result<()> {
-    let strategies = if a.strategies.is_empty() {
-        vec![TierSource::Source, TierSource::Cascade]
-    } else {
-        a.strategies.clone()
-    };
-    let mut loads = Vec::new();
-    for s in &strategies {
-        let args = tierscope_engine::loaded::LoadOptions {
-            tiers: *s,
-            ..a.load.options()
-        };
-        let l = tierscope_engine::loaded::load(&args)
-            .with_context(|| format!("loading the session with {} tiers", s.as_str()))?;
-        for w in &l.warnings {
-            eprintln!("warning: {w}");
-        }
-        // Without a tiers sidecar or Magic Context every episode falls back to source tiers;
-        // auditing those under the name "external" would report someone else's numbers.
-        if *s == TierSource::External && !has_external_tiers(&l) {
-            eprintln!(
-                "warning: --strategy external: no external tiers found (no `*.tiers.json` sidecar \
-                 or Magic Context compartments for this session); skipped"
-            );
-            continue;
-        }
-        loads.push(l);
-    }
+    let loads = load_tier_sources(&a.load, &a.strategies, &a.tiers_dirs)?;
     if loads.is_empty() {
         anyhow::bail!("nothing to audit: no tier strategy could be loaded");
     }
@@ -118,15 +97,14 @@ pub fn run(a: &AuditArgs) -> anyhow::Result<()> {
                 }
             }
             out!("{}", table(&h, &rows));
-            for s in &au.strategies {
-                outln!(
-                    "generation cost ({}): {} representations, read {} tokens, wrote {} tokens",
-                    s.strategy,
-                    s.generation.representations,
-                    thousands(s.generation.input_tokens as i64),
-                    thousands(s.generation.output_tokens as i64)
-                );
-            }
+            outln!();
+            outln!("generation cost (tier changes also bill their creation):");
+            let gens: Vec<_> = au
+                .strategies
+                .iter()
+                .map(|s| (s.strategy.as_str(), &s.generation))
+                .collect();
+            out!("{}", generation_table(&gens));
             outln!();
             let (h, rows) = episode_rows(&au, true);
             out!("{}", table(&h, &rows));
@@ -219,6 +197,107 @@ fn print_details(au: &Audit) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// One load per tier strategy (default: source and cascade) and per tiers dir, each under its
+/// own name; a strategy with nothing to show (external tiers that are not there) is skipped with
+/// a warning. Shared by `audit` and `experiment`.
+pub fn load_tier_sources(
+    load: &super::LoadArgs,
+    strategies: &[TierSource],
+    tiers_dirs: &[std::path::PathBuf],
+) -> anyhow::Result<Vec<tierscope_engine::loaded::LoadedSession>> {
+    let strategies = if strategies.is_empty() {
+        vec![TierSource::Source, TierSource::Cascade]
+    } else {
+        strategies.to_vec()
+    };
+    let runs = strategies
+        .iter()
+        .map(|s| (*s, None))
+        .chain(tiers_dirs.iter().map(|d| (TierSource::External, Some(d))));
+    let mut loads = Vec::new();
+    for (s, dir) in runs {
+        let mut args = tierscope_engine::loaded::LoadOptions {
+            tiers: s,
+            ..load.options()
+        };
+        if let Some(d) = dir {
+            args.sidecars = Some(d.clone());
+        }
+        let what = match dir {
+            Some(d) => format!("the tiers in {}", d.display()),
+            None => format!("{} tiers", s.as_str()),
+        };
+        let l = tierscope_engine::loaded::load(&args)
+            .with_context(|| format!("loading the session with {what}"))?;
+        for w in &l.warnings {
+            eprintln!(
+                "warning: {}",
+                tierscope_engine::text::sanitize_for_terminal(w)
+            );
+        }
+        // Without a tiers sidecar or Magic Context every episode falls back to source tiers;
+        // auditing those under the name "external" would report someone else's numbers.
+        if s == TierSource::External && !has_external_tiers(&l) {
+            eprintln!(
+                "warning: {}: no external tiers found (no `*.tiers.json` sidecar or Magic Context \
+                 compartments for this session); skipped",
+                match dir {
+                    Some(d) => format!("--tiers-dir {}", d.display()),
+                    None => "--strategy external".to_owned(),
+                }
+            );
+            continue;
+        }
+        loads.push(l);
+    }
+    Ok(loads)
+}
+
+/// Calls, tokens and dollars per strategy.
+pub fn generation_table(
+    gens: &[(&str, &tierscope_engine::research::audit::GenerationCost)],
+) -> String {
+    let rows: Vec<Vec<String>> = gens
+        .iter()
+        .map(|(name, g)| {
+            vec![
+                (*name).to_owned(),
+                g.representations.to_string(),
+                g.calls.to_string(),
+                thousands(g.input_tokens as i64),
+                thousands(g.output_tokens as i64),
+                g.basis.clone(),
+                match (g.dollars, g.calls) {
+                    (Some(0.0), 0) => "$0 (no model)".to_owned(),
+                    (Some(d), _) => format!("${d:.4}"),
+                    (None, _) => "not priced".to_owned(),
+                },
+            ]
+        })
+        .collect();
+    let mut out = table(
+        &[
+            "strategy",
+            "tiers",
+            "calls",
+            "read",
+            "wrote",
+            "counted_by",
+            "cost",
+        ],
+        &rows,
+    );
+    for (name, g) in gens {
+        if let Some(p) = &g.pricing {
+            out.push_str(&format!(
+                "{name}: {}\n",
+                tierscope_engine::text::sanitize_for_terminal(p)
+            ));
+        }
+    }
+    out
 }
 
 /// Whether any episode has a tier written by someone else.

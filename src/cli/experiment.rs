@@ -1,5 +1,7 @@
 //! `tierscope experiment`: every built-in policy (or `--policy …`) on one trace at one budget or
-//! at budgets tuned so that mean tokens match: the chapter's second experiment as one table.
+//! at budgets tuned so that mean tokens match: the chapter's second experiment as one table. With
+//! `--strategy` / `--tiers-dir`, the table per tier source, with what each source's tiers cost to
+//! create (the first experiment's generation cost carried into the schedule's bill).
 
 use anyhow::Context;
 use clap::Args;
@@ -24,6 +26,13 @@ pub struct ExperimentArgs {
     /// `retention` at the default budget).
     #[arg(long, value_name = "TOKENS", num_args = 0..=1, default_missing_value = "auto")]
     pub match_mean_tokens: Option<String>,
+    /// Run the table on each of these tier strategies, side by side with what their tiers cost
+    /// to create (repeatable; with `--tiers-dir` alone: source and cascade).
+    #[arg(long = "strategy", value_name = "SOURCE")]
+    pub strategies: Vec<tierscope_engine::episode::options::TierSource>,
+    /// Also run it on the tiers sidecar in DIR (e.g. from `tiers generate --out DIR`; repeatable).
+    #[arg(long = "tiers-dir", value_name = "DIR")]
+    pub tiers_dirs: Vec<std::path::PathBuf>,
     /// Output: table, json (one document), csv or jsonl (one line per policy).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -50,6 +59,9 @@ pub fn run_cli(a: &ExperimentArgs) -> anyhow::Result<()> {
                 })?,
         )),
     };
+    if !a.strategies.is_empty() || !a.tiers_dirs.is_empty() {
+        return run_tier_sources(a, &policies, mode);
+    }
     let session =
         tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
     for w in &session.warnings {
@@ -167,4 +179,86 @@ fn cells(e: &Experiment, pretty: bool) -> Vec<Vec<String>> {
             ]
         })
         .collect()
+}
+
+/// The policy table on several tier sources at the same budgets, with each source's generation
+/// cost and the replay cost plus that (`total_$`): "tier changes also bill their creation".
+fn run_tier_sources(
+    a: &ExperimentArgs,
+    policies: &[policy::Policy],
+    mode: BudgetMode,
+) -> anyhow::Result<()> {
+    use tierscope_engine::research::tier_sources::compare;
+    let loads = super::audit::load_tier_sources(&a.load, &a.strategies, &a.tiers_dirs)?;
+    if loads.is_empty() {
+        anyhow::bail!("nothing to compare: no tier strategy could be loaded");
+    }
+    if loads[0].probes.is_empty() {
+        eprintln!("note: no probes sidecar found; probe survival is empty");
+    }
+    let refs: Vec<_> = loads.iter().collect();
+    let c = compare(&refs, policies, mode);
+    match a.format {
+        Format::Json => print_json(&c),
+        Format::Jsonl => {
+            for run in &c.runs {
+                print_jsonl(
+                    &run.experiment.rows,
+                    &[
+                        ("session", c.session.clone().into()),
+                        ("strategy", run.strategy.clone().into()),
+                        ("generation_dollars", run.generation.dollars.into()),
+                    ],
+                )?;
+            }
+            Ok(())
+        }
+        Format::Csv | Format::Table => {
+            let pretty = a.format == Format::Table;
+            let mut h = vec!["strategy"];
+            h.extend(HEADERS);
+            h.extend(["gen_calls", "gen_$", "total_$"]);
+            let mut body: Vec<Vec<String>> = Vec::new();
+            for run in &c.runs {
+                let gen = run.generation.dollars;
+                for (mut row, r) in cells(&run.experiment, pretty)
+                    .into_iter()
+                    .zip(&run.experiment.rows)
+                {
+                    row.insert(0, run.strategy.clone());
+                    row.push(run.generation.calls.to_string());
+                    row.push(gen.map_or("-".into(), |d| format!("{d:.4}")));
+                    row.push(gen.map_or("-".into(), |d| format!("{:.4}", r.cost + d)));
+                    body.push(row);
+                }
+            }
+            if pretty {
+                outln!(
+                    "{} — {} tier sources × {} policies; {}",
+                    c.session,
+                    c.runs.len(),
+                    policies.len(),
+                    match c.target_mean_tokens {
+                        Some(t) => format!(
+                            "budgets tuned to mean {} tokens",
+                            thousands(t.round() as i64)
+                        ),
+                        None => "one budget for every policy".to_string(),
+                    }
+                );
+                out!("{}", table(&h, &body));
+                let gens: Vec<_> = c
+                    .runs
+                    .iter()
+                    .map(|r| (r.strategy.as_str(), &r.generation))
+                    .collect();
+                outln!();
+                outln!("generation cost (tier changes also bill their creation):");
+                out!("{}", super::audit::generation_table(&gens));
+            } else {
+                out!("{}", csv(&h, &body));
+            }
+            Ok(())
+        }
+    }
 }

@@ -20,6 +20,7 @@ pub mod replay;
 pub mod sessions;
 pub mod survey;
 pub mod sweep;
+pub mod tiers;
 
 pub use load_args::LoadArgs;
 
@@ -66,6 +67,8 @@ pub enum Command {
     Policies(policies::PoliciesArgs),
     /// Compare two policies (or two knob sets) on one session: tier differences and deltas per request, summary deltas, --context --at N for the rendered-context diff.
     Diff(diff::DiffArgs),
+    /// Tiers written by a model: `tiers generate` (once, cached, billed) into a `*.tiers.json` sidecar.
+    Tiers(tiers::TiersArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -85,6 +88,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             Command::Render(a) => render::run(&a),
             Command::Policies(a) => policies::run(&a),
             Command::Diff(a) => diff::run(&a),
+            Command::Tiers(a) => tiers::run(&a),
         },
     }
 }

@@ -1,6 +1,7 @@
 //! One integration-test crate: every suite is a module here, so the tests link once.
 
 mod follow_common;
+mod historian_common;
 mod loader_support;
 mod tmux_common;
 mod tui_common;
@@ -23,6 +24,7 @@ mod follow_live;
 mod follow_replay;
 mod follow_status;
 mod follow_tui;
+mod historian_cli;
 mod loader_db;
 mod loader_export;
 mod loader_recordings;

@@ -33,6 +33,9 @@ pub fn from_tiers_file(
         if let Some(p) = &t.prompt_version {
             generator.push_str(&format!(" prompt={p}"));
         }
+        if let Some(s) = &t.strategy {
+            generator.push_str(&format!(" strategy={s}"));
+        }
         drafts.push(one(tier, generator, &t.text, source_ids, first_message));
     }
     (drafts, notes)
