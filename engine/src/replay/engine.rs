@@ -59,6 +59,13 @@ struct Conv {
     pending: Option<(usize, Tier, usize)>,
 }
 
+impl Conv {
+    /// What a builder-sized request shares with this conversation's previous one.
+    fn prefix(&self) -> Option<(u64, u64)> {
+        self.has_prev.then_some((self.prev_sys, self.prev_tokens))
+    }
+}
+
 /// The output of one pass (before the summary is assembled).
 pub(crate) struct Pass {
     pub frames: Vec<Frame>,
@@ -235,10 +242,10 @@ impl<'p, 'a> Engine<'p, 'a> {
     }
 
     /// Included full-tier chunks of the active episode before the request's message.
-    fn active_count(&self, e: usize, msg: usize) -> usize {
+    fn active_count(&self, e: usize, pos: (usize, u32)) -> usize {
         self.p
             .td(e, Tier::Full)
-            .map_or(0, |td| td.msg.partition_point(|m| *m < msg))
+            .map_or(0, |td| td.pos.partition_point(|p| *p < pos))
     }
 
     /// (hash, tokens) of the chunks an episode renders at a tier, with prunes as of `time`.
@@ -592,7 +599,7 @@ impl<'p, 'a> Engine<'p, 'a> {
                 self.boundaries.push("milestone");
             }
             let active_n = if active < self.n {
-                self.active_count(active, rq.msg)
+                self.active_count(active, rq.pos)
             } else {
                 0
             };
@@ -638,8 +645,21 @@ impl<'p, 'a> Engine<'p, 'a> {
             } else {
                 0
             };
-            let tokens = sys + self.summary_tokens + self.applied_sum + active_tok;
-            let divergence = self.divergence(conv_i, sys_key, sys, active, active_n, tokens, time);
+            // A recorded compaction call is its own request, sized as OpenCode built it.
+            let built = rq.call_tokens.filter(|_| req.synthetic_call);
+            let tokens = match built {
+                Some(call) => sys + call,
+                None => sys + self.summary_tokens + self.applied_sum + active_tok,
+            };
+            let divergence = match built {
+                Some(_) => super::compaction_call::divergence(
+                    &self.conv[conv_i].prefix(),
+                    sys_key,
+                    sys,
+                    tokens,
+                ),
+                None => self.divergence(conv_i, sys_key, sys, active, active_n, tokens, time),
+            };
             let c = &self.conv[conv_i];
             let fresh = c.has_prev && time - c.prev_time <= self.par.ttl_ms;
             let output = req.usage.output;
@@ -663,6 +683,9 @@ impl<'p, 'a> Engine<'p, 'a> {
             if active < self.n {
                 tiers.full.count += 1;
                 tiers.full.tokens += active_tok;
+            }
+            if let Some(call) = built {
+                tiers = super::compaction_call::tiers(call);
             }
             // Counters count every violation in force; the list names those that began (or
             // changed) at this request, so long replays stay small.
@@ -1214,7 +1237,7 @@ impl<'p, 'a> Engine<'p, 'a> {
                 let from = self
                     .p
                     .td(e, Tier::Full)
-                    .map_or(0, |td| td.msg.partition_point(|m| *m < start));
+                    .map_or(0, |td| td.pos.partition_point(|p| p.0 < start));
                 self.set_cut(e, from);
             }
         }

@@ -17,6 +17,7 @@
 //! - Summary calls (`synthetic_call`) are a conversation of their own for divergence and cache.
 
 pub mod cache_cost;
+mod compaction_call;
 mod engine;
 pub mod limits;
 mod params;
@@ -36,6 +37,7 @@ use crate::episode::sidecar::Probe;
 use crate::episode::Episode;
 use crate::loaded::LoadedSession;
 use crate::policy::{Policy, PolicyKind};
+use crate::trace::compaction_request::CompactionCall;
 use crate::trace::Trace;
 
 /// What a replay reads: a trace, its episodes with tiers, its probes and milestones.
@@ -47,6 +49,9 @@ pub struct Input<'a> {
     /// Request indices of todo changes and compaction summary calls (see
     /// [`crate::loaded::milestones`]).
     pub milestones: &'a BTreeSet<usize>,
+    /// The recorded compaction calls as OpenCode built them, sized at load (see
+    /// [`crate::trace::compaction_request`]).
+    pub compaction_calls: &'a [CompactionCall],
 }
 
 impl<'a> From<&'a LoadedSession> for Input<'a> {
@@ -56,6 +61,7 @@ impl<'a> From<&'a LoadedSession> for Input<'a> {
             episodes: &s.episodes,
             probes: &s.probes,
             milestones: &s.milestones,
+            compaction_calls: &s.compaction_calls,
         }
     }
 }

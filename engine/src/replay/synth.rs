@@ -68,6 +68,7 @@ impl Synth {
             episodes: &self.episodes,
             probes: &self.probes,
             milestones: &self.milestones,
+            compaction_calls: &[],
         }
     }
 }
@@ -93,6 +94,7 @@ fn chunk(msg_id: &str, mi: usize, text: String, tokens: u32) -> Chunk {
     Chunk {
         message_id: msg_id.to_owned(),
         message_index: mi,
+        step: 0,
         hash: xxh3_64(text.as_bytes()),
         tokens,
         text,
@@ -250,6 +252,8 @@ pub fn generate(spec: &SynthSpec) -> Synth {
                 finish: Some("tool-calls".into()),
                 user_message_id: Some(uid.clone()),
                 synthetic_call: false,
+                step: None,
+                prompt: recorded_prompt,
             });
             messages.push(Message {
                 id: aid.clone(),
@@ -383,6 +387,7 @@ pub fn generate(spec: &SynthSpec) -> Synth {
             input_may_include_cache: false,
             output_includes_reasoning: false,
         },
+        dialect: crate::trace::Dialect::default(),
         source: SourceKind::Export("synthetic".into()),
         diagnostics: Diagnostics::default(),
         id_index: Default::default(),
