@@ -16,7 +16,7 @@ use crate::episode::sidecar::{Probe, SidecarError, SidecarLocator, Sidecars};
 use crate::episode::tiers::{self, Draft};
 use crate::episode::{Episode, EpisodeKind, Pin, RetentionClass, Strategy};
 use crate::tokens::{TokenStats, Tokenizer};
-use crate::trace::compaction_request::{self, CompactionCall};
+use crate::trace::compaction_request::{self, CompactionSizes};
 use crate::trace::load::Source;
 use crate::trace::{LoadError, Trace, UserKind};
 
@@ -63,8 +63,9 @@ pub struct LoadedSession {
     pub token_stats: TokenStats,
     /// Non-fatal problems (an unloadable child, an unmatched external tier, a missing pin).
     pub warnings: Vec<String>,
-    /// The recorded compaction calls as OpenCode built them, with their token counts.
-    pub compaction_calls: Vec<CompactionCall>,
+    /// The recorded compaction calls as OpenCode built them and the release's compaction prompt,
+    /// with their token counts.
+    pub compaction: CompactionSizes,
 }
 
 impl LoadedSession {
@@ -502,7 +503,7 @@ pub fn from_trace_with(
         .map(|(_, p)| p.clone())
         .unwrap_or_default();
     let milestones = milestones(&trace);
-    let compaction_calls = size_compaction_calls(&trace, tokenizer);
+    let compaction = size_compaction_calls(&trace, tokenizer);
     let mut sidecar_paths = Vec::new();
     if let Some((p, _)) = &opts.sidecars.annotations {
         sidecar_paths.push(("annotations".to_owned(), p.clone()));
@@ -529,20 +530,28 @@ pub fn from_trace_with(
         sidecar_paths,
         token_stats: tokenizer.stats(),
         warnings,
-        compaction_calls,
+        compaction,
     }
 }
 
-/// Build each recorded compaction call as OpenCode sent it and count it.
-fn size_compaction_calls(trace: &Trace, tokenizer: &Tokenizer) -> Vec<CompactionCall> {
+/// Build each recorded compaction call as OpenCode sent it and count it, with the release's
+/// fixed compaction prompt (what a simulated call adds).
+fn size_compaction_calls(trace: &Trace, tokenizer: &Tokenizer) -> CompactionSizes {
     let built = compaction_request::build_all(trace);
-    let texts: Vec<&str> = built.iter().map(|r| r.text.as_str()).collect();
-    let counts = tokenizer.count_many(&texts);
-    built
-        .iter()
-        .zip(counts)
-        .map(|(r, n)| r.sized(u64::from(n)))
-        .collect()
+    let fixed = compaction_request::fixed_prompt_text(&trace.dialect);
+    let mut texts: Vec<&str> = built.iter().map(|r| r.text.as_str()).collect();
+    texts.push(&fixed);
+    let mut counts = tokenizer.count_many(&texts);
+    let prompt_tokens = counts.pop().map_or(0, u64::from);
+    CompactionSizes {
+        calls: built
+            .iter()
+            .zip(counts)
+            .map(|(r, n)| r.sized(u64::from(n)))
+            .collect(),
+        shape: trace.dialect.compaction_shape(),
+        prompt_tokens,
+    }
 }
 
 fn empty(
@@ -564,7 +573,7 @@ fn empty(
         sidecar_paths: Vec::new(),
         token_stats: tokenizer.stats(),
         warnings,
-        compaction_calls: Vec::new(),
+        compaction: CompactionSizes::NONE,
     }
 }
 

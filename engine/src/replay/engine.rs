@@ -137,6 +137,10 @@ pub(crate) struct Engine<'p, 'a> {
     last_sys: Option<u64>,
     // flat
     compaction_in_effect: Option<usize>,
+    /// The history tokens of the compaction call simulated at this request.
+    sim_call: Option<u64>,
+    /// Where the model's view starts (a v2-loop request sees no v1 message).
+    context_from: usize,
     sim_number: usize,
     // per-request scratch
     now: usize,
@@ -204,6 +208,8 @@ impl<'p, 'a> Engine<'p, 'a> {
             m1_tokens: 0,
             last_sys: None,
             compaction_in_effect: None,
+            sim_call: None,
+            context_from: 0,
             sim_number: 0,
             now: 0,
             changes: Vec::new(),
@@ -535,6 +541,14 @@ impl<'p, 'a> Engine<'p, 'a> {
                 let e = self.k;
                 self.close(e);
             }
+            // A request of OpenCode's v2 loop never saw the session's v1 history.
+            let from = self.p.trace.context_start(rq.msg);
+            if from > self.context_from {
+                self.context_from = from;
+                for e in 0..(self.k + 1).min(self.n) {
+                    self.cut_before(e, from);
+                }
+            }
             // Prunes recorded up to this request's start.
             let mut prunes = 0u64;
             if self.par.apply_prunes {
@@ -797,6 +811,14 @@ impl<'p, 'a> Engine<'p, 'a> {
                 thrash: self.thrash,
                 prunes,
                 compaction,
+                compaction_call: self.sim_call.take().filter(|_| compaction).map(|history| {
+                    super::compaction_call::price_simulated(
+                        self.price,
+                        self.p,
+                        history,
+                        self.summary_tokens,
+                    )
+                }),
                 probes_due: due,
                 probes_ok: ok,
                 probes: probe_results,
@@ -1230,17 +1252,26 @@ impl<'p, 'a> Engine<'p, 'a> {
                     }
                 } else {
                     // The active episode lies wholly before the tail: nothing of it is shown.
-                    let len = self.p.td(e, Tier::Full).map_or(0, |td| td.len());
-                    self.set_cut(e, len);
+                    self.cut_before(e, start);
                 }
-            } else if ep.first_message < start {
-                let from = self
-                    .p
-                    .td(e, Tier::Full)
-                    .map_or(0, |td| td.pos.partition_point(|p| p.0 < start));
-                self.set_cut(e, from);
+            } else {
+                self.cut_before(e, start);
             }
         }
+    }
+
+    /// Show only the chunks of episode `e` from message `start` on (all of it, part of it, or
+    /// none).
+    fn cut_before(&mut self, e: usize, start: usize) {
+        let ep = &self.p.episodes[e];
+        if ep.first_message >= start {
+            return;
+        }
+        let from = self
+            .p
+            .td(e, Tier::Full)
+            .map_or(0, |td| td.pos.partition_point(|p| p.0 < start));
+        self.set_cut(e, from);
     }
 
     /// `trigger = simulate`: compact when the rendered context reaches the usable limit.
@@ -1300,6 +1331,17 @@ impl<'p, 'a> Engine<'p, 'a> {
         if covers.iter().all(|&e| self.applied[e] == Tier::Dropped) {
             return false;
         }
+        let view = base - self.p.reqs[t].sys_tokens + self.summary_tokens + self.applied_sum;
+        let covered: Vec<(u64, f64)> = covers
+            .iter()
+            .map(|&e| (self.ep_tok[e], self.p.compaction_keep[e]))
+            .collect();
+        self.sim_call = Some(super::compaction_call::simulated_history(
+            self.p.compaction.shape,
+            view,
+            self.summary_tokens,
+            &covered,
+        ));
         let trace = self.p.trace;
         let text_from = trace
             .compactions

@@ -100,6 +100,11 @@ pub(crate) struct Prep<'a> {
     pub segments: Vec<SystemSegment>,
     /// Message indices of compaction messages and summaries (left out under `Recorded`).
     pub compaction_msgs: BTreeSet<usize>,
+    /// How compaction calls are sized (recorded calls, the release's fixed prompt).
+    pub compaction: &'a crate::trace::compaction_request::CompactionSizes,
+    /// Per episode, the share of its full-tier text a compaction call of this release shows
+    /// (tool outputs clipped from 1.14.21; 1.0 before).
+    pub compaction_keep: Vec<f64>,
 }
 
 /// Importance for the decay curve when the source has none: pins matter most, episodes whose
@@ -143,16 +148,24 @@ fn tier_data(
 /// The agent whose system chunk a request carries. A compaction (summary) call has its own
 /// system prompt in every release, whatever agent name it was stored under (OpenCode ≤1.0.68
 /// stored `build`).
-pub(crate) fn system_agent(r: &crate::trace::Request) -> &str {
-    if r.synthetic_call {
+/// Requests of OpenCode's v2 loop carry that loop's own system prompt and tools.
+pub(crate) fn system_agent(trace: &Trace, r: &crate::trace::Request) -> String {
+    let agent = if r.synthetic_call {
         COMPACTION_AGENT
     } else {
         r.agent.as_deref().unwrap_or("")
+    };
+    if trace.messages.get(r.message_index).is_some_and(|m| m.v2) {
+        format!("{agent} {V2_LOOP}")
+    } else {
+        agent.to_owned()
     }
 }
 
 /// The agent name of compaction calls' system chunks.
 pub(crate) const COMPACTION_AGENT: &str = "compaction";
+/// Suffix of the system chunks of v2-loop requests.
+pub(crate) const V2_LOOP: &str = "(v2 loop)";
 
 /// Key of a system chunk: (agent, provider/model).
 pub(crate) fn sys_key(agent: &str, model: &str) -> u64 {
@@ -258,6 +271,11 @@ impl<'a> Prep<'a> {
             prunes,
             segments: Vec::new(),
             compaction_msgs,
+            compaction: input.compaction,
+            compaction_keep: episodes
+                .iter()
+                .map(|e| super::compaction_call::keep_share(trace, e))
+                .collect(),
         };
         prep.segments = prep.system_segments(system_tokens);
         let by_key: HashMap<u64, u64> = prep
@@ -269,6 +287,15 @@ impl<'a> Prep<'a> {
             r.sys_tokens = by_key.get(&r.sys_key).copied().unwrap_or(0);
         }
         prep
+    }
+
+    /// The compaction agent's system chunk for this trace's model (0 when no recorded compaction
+    /// call gave one).
+    pub fn compaction_system_tokens(&self) -> u64 {
+        self.segments
+            .iter()
+            .find(|s| s.agent.starts_with(COMPACTION_AGENT))
+            .map_or(0, |s| s.tokens)
     }
 
     /// The tier data of an episode at a tier (falling back to denser tiers).
@@ -304,7 +331,7 @@ impl<'a> Prep<'a> {
     fn system_segments(&self, knob: Option<u64>) -> Vec<SystemSegment> {
         let mut out: Vec<SystemSegment> = Vec::new();
         for r in &self.trace.requests {
-            let agent = system_agent(r).to_owned();
+            let agent = system_agent(self.trace, r);
             let model = r
                 .model
                 .as_ref()
@@ -380,6 +407,7 @@ impl<'a> Prep<'a> {
         }
         let mut body = 0u64;
         let pos = req.position();
+        let start = start.max(trace.context_start(req.message_index));
         for e in self.episodes {
             let Some(rep) = e.representation(Tier::Full) else {
                 continue;
@@ -431,6 +459,7 @@ impl<'a> Prep<'a> {
         let start = c
             .tail_start_id
             .as_deref()
+            .filter(|_| trace.tail_as_messages(c))
             .and_then(|id| trace.message_index(id))
             .unwrap_or(cm + 1);
         let mut msgs = msgs_of(c);
@@ -502,7 +531,7 @@ fn requests(input: &Input<'_>, trace: &Trace, episodes: &[Episode]) -> Vec<ReqDa
         // The todo change or compaction happened in the previous step: this request is the
         // first one after it.
         let milestone = r.index > 0 && input.milestones.contains(&(r.index - 1));
-        let agent = system_agent(r);
+        let agent = system_agent(trace, r);
         let model = r
             .model
             .as_ref()
@@ -550,13 +579,9 @@ fn requests(input: &Input<'_>, trace: &Trace, episodes: &[Episode]) -> Vec<ReqDa
             time: r.time_created,
             user_turn,
             milestone,
-            sys_key: sys_key(agent, &model),
+            sys_key: sys_key(&agent, &model),
             sys_tokens: 0,
-            call_tokens: input
-                .compaction_calls
-                .iter()
-                .find(|c| c.request == r.index)
-                .map(|c| c.tokens),
+            call_tokens: input.compaction.call(r.index).map(|c| c.tokens),
             touched,
         });
     }

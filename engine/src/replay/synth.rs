@@ -51,6 +51,10 @@ impl Default for SynthSpec {
     }
 }
 
+/// Generated sessions hold no compaction.
+static NO_COMPACTION: crate::trace::compaction_request::CompactionSizes =
+    crate::trace::compaction_request::CompactionSizes::NONE;
+
 /// A generated session.
 #[derive(Debug, Clone)]
 pub struct Synth {
@@ -68,7 +72,7 @@ impl Synth {
             episodes: &self.episodes,
             probes: &self.probes,
             milestones: &self.milestones,
-            compaction_calls: &[],
+            compaction: &NO_COMPACTION,
         }
     }
 }
@@ -178,6 +182,7 @@ pub fn generate(spec: &SynthSpec) -> Synth {
             finish: None,
             error: None,
             summary: false,
+            v2: false,
             tokens: None,
             cost: 0.0,
             parts: vec![Part {
@@ -267,6 +272,7 @@ pub fn generate(spec: &SynthSpec) -> Synth {
                 finish: Some("tool-calls".into()),
                 error: None,
                 summary: false,
+                v2: false,
                 tokens: None,
                 cost: 0.0,
                 parts: vec![Part {

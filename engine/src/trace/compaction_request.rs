@@ -83,6 +83,46 @@ impl CompactionRequest {
     }
 }
 
+/// Everything the replay needs to size compaction calls: the recorded ones as OpenCode built
+/// them, and what a call the policy simulates adds to the history it summarises.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompactionSizes {
+    pub calls: Vec<CompactionCall>,
+    pub shape: CompactionShape,
+    /// Tokens of the release's fixed compaction prompt (system prompt, instruction, template).
+    pub prompt_tokens: u64,
+}
+
+impl CompactionSizes {
+    /// No recorded calls and no prompt (generated sessions).
+    pub const NONE: CompactionSizes = CompactionSizes {
+        calls: Vec::new(),
+        shape: CompactionShape::HeadAsText,
+        prompt_tokens: 0,
+    };
+    /// The recorded call whose summary request is `request`.
+    pub fn call(&self, request: usize) -> Option<&CompactionCall> {
+        self.calls.iter().find(|c| c.request == request)
+    }
+}
+
+/// The fixed part of a compaction call of this release: its system prompt and the instruction
+/// (with the summary template where the release sends one), without any history.
+pub fn fixed_prompt_text(d: &Dialect) -> String {
+    let Some(p) = prompts_for(d.version) else {
+        return String::new();
+    };
+    let shape = d.compaction_shape();
+    let instruction = match shape {
+        CompactionShape::HeadAsText => text_prompt(Some(&p), "", None),
+        _ => message_prompt(Some(&p), shape, d, None),
+    };
+    let mut out = String::new();
+    push_message(&mut out, "system", &p.system);
+    push_message(&mut out, "user", &instruction);
+    out
+}
+
 /// OpenCode's compaction prompt texts for one release range.
 #[derive(Debug, Clone, Deserialize)]
 pub struct PromptTexts {
@@ -144,13 +184,19 @@ pub fn build(trace: &Trace, ci: usize) -> Option<CompactionRequest> {
     let request = c.summary_request?;
     let summary = trace.requests.get(request)?.message_index;
     let d = &trace.dialect;
-    let shape = d.compaction_shape();
-    let prompts = prompts_for(d.version);
-    let at = trace.requests[request].time_created;
     let compaction_msg = c
         .user_message_id
         .as_deref()
         .and_then(|id| trace.message_index(id));
+    // The v2 loop (1.18.33) sends the text form without any system prompt.
+    let v2 = compaction_msg.is_some_and(|i| trace.messages[i].v2);
+    let shape = if v2 {
+        CompactionShape::HeadAsText
+    } else {
+        d.compaction_shape()
+    };
+    let prompts = prompts_for(d.version);
+    let at = trace.requests[request].time_created;
     // Where the history ends: the compaction message (or, for an old-style summary, the summary).
     let end = compaction_msg.unwrap_or(summary);
     let mut view = view_before(trace, end);
@@ -193,8 +239,12 @@ pub fn build(trace: &Trace, ci: usize) -> Option<CompactionRequest> {
                 .filter(|s| !s.is_empty())
                 .collect();
             let user = text_prompt(prompts.as_ref(), &history.join("\n\n"), previous.as_deref());
-            let system = prompts.as_ref().map_or("", |p| p.system.as_str());
-            format!("system:\n{system}\nuser:\n{user}\n")
+            let mut out = String::new();
+            if let Some(p) = prompts.as_ref().filter(|_| !v2) {
+                push_message(&mut out, "system", &p.system);
+            }
+            push_message(&mut out, "user", &user);
+            out
         }
         _ => {
             let clip = shape == CompactionShape::HeadClipped && d.quotes_previous_summary();
@@ -241,8 +291,9 @@ pub fn view_before(trace: &Trace, end: usize) -> Vec<usize> {
             (s < end && summary_completed(trace, c.style, &trace.messages[s])).then_some((c, s))
         })
         .last();
-    let Some((c, s)) = last else {
-        return (0..end).collect();
+    let start = trace.context_start(end.saturating_sub(1));
+    let Some((c, s)) = last.filter(|(_, s)| *s >= start) else {
+        return (start..end).collect();
     };
     match c.style {
         CompactionStyle::SummaryMessage => (s..end).collect(),
@@ -258,6 +309,8 @@ pub fn view_before(trace: &Trace, end: usize) -> Vec<usize> {
                 .as_deref()
                 .and_then(|id| trace.message_index(id))
             {
+                // The v2 loop showed its tail inside the checkpoint but keeps it as history:
+                // the next compaction call serializes it again.
                 v.extend((ts..cu).filter(|m| *m != s));
             }
             v.extend((s + 1..end).filter(|m| *m != cu));
@@ -272,7 +325,8 @@ fn summary_completed(trace: &Trace, style: CompactionStyle, m: &Message) -> bool
     match style {
         CompactionStyle::SummaryMessage => true,
         CompactionStyle::CompactionMessage => {
-            let finished = m.finish.is_some() || m.time_completed.is_some();
+            // A v2 compaction row is written once it has its summary.
+            let finished = m.finish.is_some() || m.time_completed.is_some() || m.v2;
             let errorless = m.error.is_none() || trace.dialect.era < super::dialect::Era::Sqlite;
             finished && errorless
         }
@@ -294,7 +348,8 @@ fn completed_pairs(trace: &Trace, view: &[usize]) -> Vec<(usize, usize)> {
             continue;
         };
         let m = &trace.messages[s];
-        if view.contains(&u) && view.contains(&s) && m.error.is_none() && m.finish.is_some() {
+        let finished = m.finish.is_some() || m.v2;
+        if view.contains(&u) && view.contains(&s) && m.error.is_none() && finished {
             out.push((u, s));
         }
     }
@@ -307,7 +362,11 @@ fn summary_text(m: &Message) -> String {
         .parts
         .iter()
         .filter_map(|p| match &p.kind {
-            PartKind::Text { text, .. } => Some(text.trim()),
+            PartKind::Text {
+                text,
+                synthetic: false,
+                ..
+            } => Some(text.trim()),
             _ => None,
         })
         .filter(|t| !t.is_empty())
@@ -516,7 +575,7 @@ fn clip_utf16(s: &str, max: usize) -> Option<(&str, usize)> {
 }
 
 /// One message in the 1.18.25+ text form; empty when it shows nothing.
-fn serialize_text(m: &Message, at: i64, clipped: &mut usize) -> String {
+pub fn serialize_text(m: &Message, at: i64, clipped: &mut usize) -> String {
     let mut lines: Vec<String> = Vec::new();
     if m.is_user() {
         let texts: Vec<&str> = m
@@ -556,7 +615,13 @@ fn serialize_text(m: &Message, at: i64, clipped: &mut usize) -> String {
                     t.tool,
                     compact_json(&t.input)
                 ));
+                // The v2 loop's text has no result for a tool answered in `structured`.
+                let structured = t
+                    .metadata
+                    .get(super::opencode::v2::STRUCTURED_OUTPUT)
+                    .is_some_and(|v| v == true);
                 match t.status {
+                    ToolStatus::Completed if structured => lines.push("[Tool result]: ".to_owned()),
                     ToolStatus::Completed => lines.push(format!(
                         "[Tool result]: {}",
                         tool_result(t, at, true, clipped, ClipStyle::Short)

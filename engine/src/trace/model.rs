@@ -104,6 +104,10 @@ pub struct Message {
     pub parts: Vec<Part>,
     /// Set by [`crate::trace::derive`] for user messages.
     pub user_kind: Option<UserKind>,
+    /// Written by OpenCode's experimental v2 agent loop (a `session_message` row): its requests
+    /// have their own system prompt and tools and see only v2 messages.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub v2: bool,
     /// Fields this model does not name, kept as they were.
     #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
     pub extra: serde_json::Map<String, Value>,
@@ -512,6 +516,23 @@ impl Trace {
                 .and_then(|id| self.message_index(id)),
         );
         ms
+    }
+    /// Whether the model saw a compaction's kept tail as the messages themselves (v1) rather than
+    /// inside the summary (the v2 loop serializes it into its checkpoint message).
+    pub fn tail_as_messages(&self, c: &CompactionEvent) -> bool {
+        !c.user_message_id
+            .as_deref()
+            .and_then(|id| self.message(id))
+            .is_some_and(|m| m.v2)
+    }
+    /// Where the model's view of the conversation can start for a request at message `mi`: a
+    /// request of OpenCode's v2 loop sees only v2 messages (a v2 prompt on a v1 session starts
+    /// from an empty history), so its view starts at the session's first v2 message.
+    pub fn context_start(&self, mi: usize) -> usize {
+        if !self.messages.get(mi).is_some_and(|m| m.v2) {
+            return 0;
+        }
+        self.messages.iter().position(|m| m.v2).unwrap_or(0)
     }
     /// Messages that are human turns (MODEL §1).
     pub fn human_turns(&self) -> impl Iterator<Item = &Message> {

@@ -209,6 +209,7 @@ pub fn parse_message(v: &Value, diags: &mut Diagnostics) -> Option<Message> {
         cost: f(v, "cost"),
         parts: Vec::new(),
         user_kind: None,
+        v2: false,
         extra,
         id,
     })

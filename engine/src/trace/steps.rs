@@ -210,6 +210,7 @@ mod tests {
             cost: 0.0,
             parts,
             user_kind: None,
+            v2: false,
             extra: Default::default(),
         }
     }
