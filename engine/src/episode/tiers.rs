@@ -121,6 +121,7 @@ pub fn generate(
     };
     // One chunk per message; a multi-step 0.x assistant message gives one chunk per step (each
     // step was a model request of its own, and a later step saw the earlier ones).
+    let json_results = trace.dialect.json_encodes_tool_results();
     let per_message = |how: Fidelity| {
         let mut out = Vec::with_capacity(msgs.len());
         for (k, m) in msgs.iter().enumerate() {
@@ -130,11 +131,11 @@ pub fn generate(
                     message_id: m.id.clone(),
                     message_index: seg.first_message + k,
                     step,
-                    text: render(m, how, range.clone()),
+                    text: render(m, how, range.clone(), json_results),
                     artefact: artefacts.contains(&m.id),
                     pruned: match (how, dropped) {
                         (Fidelity::Full { .. }, Some(t)) => Some((t, String::new())),
-                        (Fidelity::Full { .. }, None) => pruned_variant(m, range),
+                        (Fidelity::Full { .. }, None) => pruned_variant(m, range, json_results),
                         (Fidelity::Dense, _) => None,
                     },
                 });
@@ -284,7 +285,7 @@ fn join(chunks: &[DraftChunk]) -> String {
 
 /// One message as the model was sent it (see the module docs for the format).
 pub fn render_full(m: &Message, pruned: bool) -> String {
-    render(m, Fidelity::Full { pruned }, 0..m.parts.len())
+    render(m, Fidelity::Full { pruned }, 0..m.parts.len(), false)
 }
 
 /// The parts of each chunk of a message: one range of all parts, or for an assistant message
@@ -316,7 +317,8 @@ enum Fidelity {
 /// The one serializer of both per-message tiers, so dense is full with parts left out or
 /// clipped, never a different rendering of the same part. `parts` is the range rendered (a step
 /// of a multi-step message); the message's error goes with its last range.
-fn render(m: &Message, how: Fidelity, parts: std::ops::Range<usize>) -> String {
+/// `json_results`: tool results as the JSON-encoded strings OpenCode 0.1.x sent.
+fn render(m: &Message, how: Fidelity, parts: std::ops::Range<usize>, json_results: bool) -> String {
     let full = matches!(how, Fidelity::Full { .. });
     let last = parts.end >= m.parts.len();
     let mut out = String::from(if m.is_user() { "user:" } else { "assistant:" });
@@ -370,7 +372,9 @@ fn render(m: &Message, how: Fidelity, parts: std::ops::Range<usize>) -> String {
                     }
                     _ => tool_body(t),
                 };
-                if !body.is_empty() {
+                if json_results && full {
+                    line(&mut out, &serde_json::Value::String(body).to_string());
+                } else if !body.is_empty() {
                     line(&mut out, &body);
                 }
             }
@@ -409,7 +413,11 @@ fn dropped_after_own_turn(trace: &Trace, m: &Message) -> Option<i64> {
     Some(end + 1)
 }
 
-fn pruned_variant(m: &Message, parts: std::ops::Range<usize>) -> Option<(i64, String)> {
+fn pruned_variant(
+    m: &Message,
+    parts: std::ops::Range<usize>,
+    json_results: bool,
+) -> Option<(i64, String)> {
     let t = m
         .parts
         .get(parts.clone())?
@@ -419,7 +427,10 @@ fn pruned_variant(m: &Message, parts: std::ops::Range<usize>) -> Option<(i64, St
             _ => None,
         })
         .min()?;
-    Some((t, render(m, Fidelity::Full { pruned: true }, parts)))
+    Some((
+        t,
+        render(m, Fidelity::Full { pruned: true }, parts, json_results),
+    ))
 }
 
 fn line(out: &mut String, s: &str) {

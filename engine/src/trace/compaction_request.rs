@@ -515,7 +515,11 @@ fn wire_messages(
             push_message(
                 &mut r,
                 "tool",
-                &tool_result(t, at, clip, clipped, ClipStyle::Marker),
+                &if d.json_encodes_tool_results() {
+                    Value::String(tool_result(t, at, clip, clipped, ClipStyle::Marker)).to_string()
+                } else {
+                    tool_result(t, at, clip, clipped, ClipStyle::Marker)
+                },
             );
             out.push(r);
         }

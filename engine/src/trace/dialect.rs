@@ -244,6 +244,11 @@ impl Dialect {
         }
     }
 
+    /// 0.1.x sent every tool result as a JSON-encoded string (quotes and escapes included).
+    pub fn json_encodes_tool_results(&self) -> bool {
+        self.era == Era::V01
+    }
+
     /// The compaction call's request shape.
     pub fn compaction_shape(&self) -> CompactionShape {
         match self.era {
