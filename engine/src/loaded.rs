@@ -613,9 +613,20 @@ fn link_continuations(trace: &Trace, episodes: &mut [Episode]) {
 /// Request indices of todo status changes and compaction summaries.
 pub fn milestones(trace: &Trace) -> BTreeSet<usize> {
     let req_of = classify::request_of_message(trace);
+    // The request of the step that wrote the todo (a 0.x message holds several).
     let mut s: BTreeSet<usize> = segment::todo_changes(trace)
         .iter()
-        .filter_map(|c| req_of.get(c.message_index).copied().flatten())
+        .filter_map(|c| {
+            let first = trace
+                .requests
+                .partition_point(|r| r.message_index < c.message_index);
+            trace.requests[first..]
+                .iter()
+                .take_while(|r| r.message_index == c.message_index)
+                .find(|r| r.step.unwrap_or(0) == c.step)
+                .map(|r| r.index)
+                .or_else(|| req_of.get(c.message_index).copied().flatten())
+        })
         .collect();
     s.extend(trace.compactions.iter().filter_map(|c| c.summary_request));
     s

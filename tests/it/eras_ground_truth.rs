@@ -478,3 +478,92 @@ fn v2_loop_requests_see_only_v2_messages() {
         .all(|c| c.tail_start_id.is_some()));
     assert_eq!(e2v.compaction.calls.len(), 3);
 }
+
+#[test]
+fn v114_overflow_replay_and_kept_tails() {
+    let l = loaded::load(&LoadOptions {
+        path: Some(PathBuf::from(format!(
+            "{LOCAL}/opencode-1.14.41/exports/C1S.json"
+        ))),
+        ..LoadOptions::default()
+    })
+    .expect("loads");
+    let t = &l.trace;
+    let kind = |k: UserKind| t.messages.iter().filter(|m| m.user_kind == Some(k)).count();
+    // 7 typed + 7 compaction + 6 synthetic continue + 1 replayed prompt.
+    assert_eq!(kind(UserKind::Human), 7);
+    assert_eq!(kind(UserKind::Compaction), 7);
+    assert_eq!(kind(UserKind::SyntheticContinue), 6);
+    assert_eq!(kind(UserKind::OverflowReplay), 1);
+    assert_eq!(t.compactions.len(), 7);
+    assert!(t.compactions.iter().all(|c| c.tail_start_id.is_some()));
+    assert_eq!(t.compactions.iter().filter(|c| c.overflow).count(), 1);
+    // Each compaction call was built: head only, earlier summaries quoted from the second on.
+    assert_eq!(l.compaction.calls.len(), 7);
+    assert!(l.compaction.calls[1..].iter().any(|c| c.previous_summary));
+}
+
+/// The 1.18.33 compaction calls rebuilt from the stored session are, character for character,
+/// the user message OpenCode sent (the request bodies of the shared recording).
+#[test]
+fn v118_compaction_requests_are_rebuilt_exactly() {
+    use tierscope_engine::trace::compaction_request;
+    let trace = tierscope_engine::trace::opencode::export::load_export(Path::new(&format!(
+        "{SHARED}/opencode-1.18.33/exports/E2.json"
+    )))
+    .expect("export");
+    let sent: Vec<String> = std::fs::read_to_string(format!(
+        "{SHARED}/opencode-1.18.33/requests/E2.requests.jsonl"
+    ))
+    .expect("request bodies")
+    .lines()
+    .map(|l| serde_json::from_str::<Value>(l).expect("json"))
+    .filter(|v| v["kind"] == "summary")
+    .map(|v| {
+        let msgs = v["messages"].as_array().expect("messages");
+        msgs.last().expect("user")["content"]
+            .as_str()
+            .expect("text")
+            .to_owned()
+    })
+    .collect();
+    let built = compaction_request::build_all(&trace);
+    assert_eq!(built.len(), sent.len());
+    for (b, s) in built.iter().zip(&sent) {
+        let user = b.text.split_once("\nuser:\n").expect("a user message").1;
+        assert_eq!(user.strip_suffix('\n').unwrap_or(user), s.as_str());
+    }
+    assert!(!built[0].previous_summary && built[1].previous_summary);
+}
+
+/// A compaction the policy simulates is a billed call of its own, sized like the release's.
+#[test]
+fn simulated_compaction_calls_are_sized_and_priced() {
+    let l = loaded::load(&LoadOptions {
+        path: Some(PathBuf::from(format!(
+            "{SHARED}/opencode-1.18.33/exports/E2.json"
+        ))),
+        ..LoadOptions::default()
+    })
+    .expect("loads");
+    let p =
+        policy::load("opencode", &[("trigger".to_owned(), "simulate".to_owned())]).expect("policy");
+    let r = replay::replay_session(&l, &p, None);
+    let calls: Vec<_> = r.frames.iter().filter_map(|f| f.compaction_call).collect();
+    assert!(!calls.is_empty(), "E2 overflows its 11k window");
+    assert_eq!(
+        calls.len(),
+        r.frames.iter().filter(|f| f.compaction).count()
+    );
+    for c in &calls {
+        // The fixed prompt and at least some history; far below a full context.
+        assert!(
+            c.tokens > l.compaction.prompt_tokens && c.tokens < 11_000,
+            "{c:?}"
+        );
+        assert!(c.cost > 0.0);
+    }
+    let frames: f64 = r.frames.iter().map(|f| f.cost).sum();
+    let extra: f64 = calls.iter().map(|c| c.cost).sum();
+    assert!((r.summary.cost - frames - extra).abs() < 1e-9);
+}
