@@ -355,13 +355,17 @@ fn every_era_sizes_every_request_as_the_model_received_it() {
     }
 }
 
-fn load_data(dir: &str, session: &str) -> LoadedSession {
+fn load_path(path: &str, session: Option<&str>) -> LoadedSession {
     loaded::load(&LoadOptions {
-        path: Some(PathBuf::from(dir)),
-        session: Some(session.to_owned()),
+        path: Some(PathBuf::from(path)),
+        session: session.map(str::to_owned),
         ..LoadOptions::default()
     })
-    .expect("loads")
+    .unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn load_data(dir: &str, session: &str) -> LoadedSession {
+    load_path(dir, Some(session))
 }
 
 #[test]
@@ -414,13 +418,7 @@ fn v05_multi_step_messages_are_one_request_per_step() {
 
 #[test]
 fn v10_resume_messages_are_not_human_turns_and_summaries_cut() {
-    let l = loaded::load(&LoadOptions {
-        path: Some(PathBuf::from(format!(
-            "{LOCAL}/opencode-1.0.61/exports/S2.json"
-        ))),
-        ..LoadOptions::default()
-    })
-    .expect("loads");
+    let l = load_path(&format!("{LOCAL}/opencode-1.0.61/exports/S2.json"), None);
     let t = &l.trace;
     assert_eq!(t.human_turns().count(), 7);
     let resumes = t
@@ -481,13 +479,7 @@ fn v2_loop_requests_see_only_v2_messages() {
 
 #[test]
 fn v114_overflow_replay_and_kept_tails() {
-    let l = loaded::load(&LoadOptions {
-        path: Some(PathBuf::from(format!(
-            "{LOCAL}/opencode-1.14.41/exports/C1S.json"
-        ))),
-        ..LoadOptions::default()
-    })
-    .expect("loads");
+    let l = load_path(&format!("{LOCAL}/opencode-1.14.41/exports/C1S.json"), None);
     let t = &l.trace;
     let kind = |k: UserKind| t.messages.iter().filter(|m| m.user_kind == Some(k)).count();
     // 7 typed + 7 compaction + 6 synthetic continue + 1 replayed prompt.
@@ -539,13 +531,7 @@ fn v118_compaction_requests_are_rebuilt_exactly() {
 /// A compaction the policy simulates is a billed call of its own, sized like the release's.
 #[test]
 fn simulated_compaction_calls_are_sized_and_priced() {
-    let l = loaded::load(&LoadOptions {
-        path: Some(PathBuf::from(format!(
-            "{SHARED}/opencode-1.18.33/exports/E2.json"
-        ))),
-        ..LoadOptions::default()
-    })
-    .expect("loads");
+    let l = load_path(&format!("{SHARED}/opencode-1.18.33/exports/E2.json"), None);
     let p =
         policy::load("opencode", &[("trigger".to_owned(), "simulate".to_owned())]).expect("policy");
     let r = replay::replay_session(&l, &p, None);

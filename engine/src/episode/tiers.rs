@@ -395,14 +395,7 @@ fn render(m: &Message, how: Fidelity, parts: std::ops::Range<usize>, json_result
 /// (its later steps still saw it), if its release dropped such messages from the history
 /// ([`crate::trace::Dialect::resends_errored`]). Modelled as a prune of the whole message.
 fn dropped_after_own_turn(trace: &Trace, m: &Message) -> Option<i64> {
-    let e = m.error.as_ref().filter(|_| m.is_assistant())?;
-    let content = m.parts.iter().any(|p| {
-        !matches!(
-            p.kind,
-            PartKind::StepStart { .. } | PartKind::StepFinish { .. } | PartKind::Reasoning { .. }
-        )
-    });
-    if trace.dialect.resends_errored(&e.name, content) {
+    if trace.dialect.resends(m) {
         return None;
     }
     let tools_end = m.tool_parts().filter_map(|(_, t)| t.time_end).max();

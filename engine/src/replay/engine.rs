@@ -542,7 +542,7 @@ impl<'p, 'a> Engine<'p, 'a> {
                 self.close(e);
             }
             // A request of OpenCode's v2 loop never saw the session's v1 history.
-            let from = self.p.trace.context_start(rq.msg);
+            let from = self.p.context_start(rq.msg);
             if from > self.context_from {
                 self.context_from = from;
                 for e in 0..(self.k + 1).min(self.n) {

@@ -105,6 +105,8 @@ pub(crate) struct Prep<'a> {
     /// Per episode, the share of its full-tier text a compaction call of this release shows
     /// (tool outputs clipped from 1.14.21; 1.0 before).
     pub compaction_keep: Vec<f64>,
+    /// The first message of OpenCode's v2 loop, if any (its requests see nothing before it).
+    first_v2: Option<usize>,
 }
 
 /// Importance for the decay curve when the source has none: pins matter most, episodes whose
@@ -272,6 +274,7 @@ impl<'a> Prep<'a> {
             segments: Vec::new(),
             compaction_msgs,
             compaction: input.compaction,
+            first_v2: trace.messages.iter().position(|m| m.v2),
             compaction_keep: episodes
                 .iter()
                 .map(|e| super::compaction_call::keep_share(trace, e))
@@ -287,6 +290,15 @@ impl<'a> Prep<'a> {
             r.sys_tokens = by_key.get(&r.sys_key).copied().unwrap_or(0);
         }
         prep
+    }
+
+    /// Where the view of a request at message `mi` starts ([`Trace::context_start`], without a
+    /// scan per request).
+    pub fn context_start(&self, mi: usize) -> usize {
+        match self.first_v2 {
+            Some(f) if self.trace.messages.get(mi).is_some_and(|m| m.v2) => f,
+            _ => 0,
+        }
     }
 
     /// The compaction agent's system chunk for this trace's model (0 when no recorded compaction
@@ -407,7 +419,7 @@ impl<'a> Prep<'a> {
         }
         let mut body = 0u64;
         let pos = req.position();
-        let start = start.max(trace.context_start(req.message_index));
+        let start = start.max(self.context_start(req.message_index));
         for e in self.episodes {
             let Some(rep) = e.representation(Tier::Full) else {
                 continue;

@@ -229,7 +229,7 @@ pub fn build(trace: &Trace, ci: usize) -> Option<CompactionRequest> {
         shape,
         CompactionShape::MessagesWithCompaction | CompactionShape::HeadClipped
     );
-    view.retain(|&mi| !filter_errors || sent_despite_error(d, &trace.messages[mi]));
+    view.retain(|&mi| !filter_errors || d.resends(&trace.messages[mi]));
     let mut clipped = 0usize;
     let text = match shape {
         CompactionShape::HeadAsText => {
@@ -372,19 +372,6 @@ fn summary_text(m: &Message) -> String {
         .filter(|t| !t.is_empty())
         .collect();
     parts.join("\n\n").trim().to_owned()
-}
-
-fn sent_despite_error(d: &Dialect, m: &Message) -> bool {
-    let Some(e) = m.error.as_ref().filter(|_| m.is_assistant()) else {
-        return true;
-    };
-    let content = m.parts.iter().any(|p| {
-        !matches!(
-            p.kind,
-            PartKind::StepStart { .. } | PartKind::StepFinish { .. } | PartKind::Reasoning { .. }
-        )
-    });
-    d.resends_errored(&e.name, content)
 }
 
 fn push_message(out: &mut String, role: &str, content: &str) {

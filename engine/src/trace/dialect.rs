@@ -249,6 +249,15 @@ impl Dialect {
         self.era == Era::V01
     }
 
+    /// Whether later requests sent assistant message `m` (false only for an errored one this
+    /// release dropped).
+    pub fn resends(&self, m: &super::model::Message) -> bool {
+        match m.error.as_ref().filter(|_| m.is_assistant()) {
+            Some(e) => self.resends_errored(&e.name, m.has_content()),
+            None => true,
+        }
+    }
+
     /// The compaction call's request shape.
     pub fn compaction_shape(&self) -> CompactionShape {
         match self.era {
@@ -286,45 +295,38 @@ mod tests {
 
     #[test]
     fn versions_pick_their_era() {
-        let era = |v: &str| Era::of(parse_version(v).unwrap());
-        assert_eq!(era("0.1.174"), Era::V01);
-        assert_eq!(era("0.5.29"), Era::MultiStep);
-        assert_eq!(era("v0.7.9"), Era::MultiStep);
-        assert_eq!(era("0.8.0"), Era::SummaryMessage);
-        assert_eq!(era("1.0.61"), Era::SummaryMessage);
-        assert_eq!(era("1.0.69"), Era::CompactionPart);
-        assert_eq!(era("1.1.65"), Era::CompactionPart);
-        assert_eq!(era("1.2.0"), Era::Sqlite);
-        assert_eq!(era("1.14.18"), Era::Sqlite);
-        assert_eq!(era("1.14.19"), Era::AnchoredSummary);
-        assert_eq!(era("1.18.3"), Era::AnchoredSummary);
-        assert_eq!(era("1.18.33"), Era::TextSummary);
-        assert_eq!(era("1.0.0-beta.2"), Era::SummaryMessage);
+        for (v, want) in [
+            ("0.1.174", Era::V01),
+            ("0.5.29", Era::MultiStep),
+            ("v0.7.9", Era::MultiStep),
+            ("0.8.0", Era::SummaryMessage),
+            ("1.0.61", Era::SummaryMessage),
+            ("1.0.0-beta.2", Era::SummaryMessage),
+            ("1.0.69", Era::CompactionPart),
+            ("1.1.65", Era::CompactionPart),
+            ("1.2.0", Era::Sqlite),
+            ("1.14.18", Era::Sqlite),
+            ("1.14.19", Era::AnchoredSummary),
+            ("1.18.3", Era::AnchoredSummary),
+            ("1.18.33", Era::TextSummary),
+        ] {
+            assert_eq!(parse_version(v).map(Era::of), Some(want), "{v}");
+        }
     }
 
     #[test]
     fn token_semantics_follow_the_release_and_provider() {
-        let d = |v: &str| Dialect::detect(Some(v), &Markers::default());
-        assert_eq!(
-            d("0.5.29").input_semantics("openai"),
-            InputSemantics::IncludesCache
-        );
-        assert_eq!(
-            d("0.5.29").input_semantics("anthropic"),
-            InputSemantics::ExcludesCache
-        );
-        assert_eq!(
-            d("1.0.61").input_semantics("mock"),
-            InputSemantics::IncludesCache
-        );
-        assert_eq!(
-            d("1.0.62").input_semantics("mock"),
-            InputSemantics::ExcludesCache
-        );
-        assert_eq!(
-            d("1.1.65").input_semantics("mock"),
-            InputSemantics::ExcludesCache
-        );
+        use InputSemantics::*;
+        for (version, provider, want) in [
+            ("0.5.29", "openai", IncludesCache),
+            ("0.5.29", "anthropic", ExcludesCache),
+            ("1.0.61", "mock", IncludesCache),
+            ("1.0.62", "mock", ExcludesCache),
+            ("1.1.65", "mock", ExcludesCache),
+        ] {
+            let d = Dialect::detect(Some(version), &Markers::default());
+            assert_eq!(d.input_semantics(provider), want, "{version} {provider}");
+        }
     }
 
     #[test]

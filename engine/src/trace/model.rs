@@ -169,6 +169,18 @@ impl Message {
         }
         out
     }
+    /// Holds something besides step bookkeeping and reasoning (what OpenCode ≥0.10 asks of an
+    /// aborted message before it sends it again).
+    pub fn has_content(&self) -> bool {
+        self.parts.iter().any(|p| {
+            !matches!(
+                p.kind,
+                PartKind::StepStart { .. }
+                    | PartKind::StepFinish { .. }
+                    | PartKind::Reasoning { .. }
+            )
+        })
+    }
     /// `path.cwd` of an assistant message (the working directory OpenCode ran in).
     pub fn cwd(&self) -> Option<&str> {
         self.extra

@@ -47,23 +47,27 @@ pub fn requests_of(m: &Message, status: RequestStatus) -> Vec<StepRequest> {
         .iter()
         .any(|p| matches!(p.kind, PartKind::StepFinish { .. }));
     let mut out: Vec<StepRequest> = Vec::with_capacity(steps + 1);
+    // One pass over the parts: each step's usage (its step-finish) and when its tools ended.
+    let mut finishes: Vec<Option<(Usage, f64)>> = vec![None; steps];
+    let mut ends: Vec<Option<i64>> = vec![None; steps];
+    for (p, &k) in m.parts.iter().zip(&part_steps) {
+        let k = (k as usize).min(steps - 1);
+        match &p.kind {
+            PartKind::StepFinish { tokens, cost, .. } => {
+                finishes[k] = Some((tokens.unwrap_or_default(), *cost));
+            }
+            PartKind::Tool(t) => {
+                if let Some(e) = t.time_end.or(t.time_start) {
+                    ends[k] = Some(ends[k].map_or(e, |x| x.max(e)));
+                }
+            }
+            _ => {}
+        }
+    }
     let mut tools_end = m.time_created;
     for k in 0..steps as u32 {
-        let mut finish: Option<(Usage, f64)> = None;
-        let mut step_tools_end = tools_end;
-        for (p, _) in m.parts.iter().zip(&part_steps).filter(|(_, s)| **s == k) {
-            match &p.kind {
-                PartKind::StepFinish { tokens, cost, .. } => {
-                    finish = Some((tokens.unwrap_or_default(), *cost));
-                }
-                PartKind::Tool(t) => {
-                    if let Some(e) = t.time_end.or(t.time_start) {
-                        step_tools_end = step_tools_end.max(e);
-                    }
-                }
-                _ => {}
-            }
-        }
+        let finish = finishes[k as usize];
+        let step_tools_end = ends[k as usize].map_or(tools_end, |e| tools_end.max(e));
         let last = k + 1 == steps as u32;
         let (usage, cost, has) = match finish {
             Some((u, c)) => (u, c, true),
