@@ -553,3 +553,33 @@ fn simulated_compaction_calls_are_sized_and_priced() {
     let extra: f64 = calls.iter().map(|c| c.cost).sum();
     assert!((r.summary.cost - frames - extra).abs() < 1e-9);
 }
+
+/// A session OpenCode migrated from a ≤0.5 per-project tree has no directory: its project's
+/// worktree stands in, and the loader says so.
+#[test]
+fn a_migrated_session_takes_its_projects_worktree() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let st = dir.path().join("storage");
+    let write = |rel: &str, v: Value| {
+        let p = st.join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, v.to_string()).expect("write");
+    };
+    write(
+        "project/abc.json",
+        serde_json::json!({"id": "abc", "worktree": "/home/u/src/app"}),
+    );
+    write(
+        "session/abc/ses_1.json",
+        serde_json::json!({"id": "ses_1", "projectID": "abc", "version": "0.5.29", "title": "t",
+            "time": {"created": 1, "updated": 2}}),
+    );
+    write(
+        "message/ses_1/msg_1.json",
+        serde_json::json!({"id": "msg_1", "sessionID": "ses_1", "role": "user", "time": {"created": 1}}),
+    );
+    let src = tierscope_engine::trace::load::open(Some(dir.path())).expect("opens");
+    let listed = src.list_sessions().expect("list");
+    assert_eq!(listed[0].directory, "/home/u/src/app");
+    assert_eq!(src.diagnostics().count(DiagnosticKind::RuleDirectory), 1);
+}
