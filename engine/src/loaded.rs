@@ -16,6 +16,7 @@ use crate::episode::sidecar::{Probe, SidecarError, SidecarLocator, Sidecars};
 use crate::episode::tiers::{self, Draft};
 use crate::episode::{Episode, EpisodeKind, Pin, RetentionClass, Strategy};
 use crate::tokens::{TokenStats, Tokenizer};
+use crate::trace::compaction_request::{self, CompactionSizes};
 use crate::trace::load::Source;
 use crate::trace::{LoadError, Trace, UserKind};
 
@@ -65,6 +66,9 @@ pub struct LoadedSession {
     /// Lineage of the external tiers taken from a `*.tiers.json` sidecar (model, prompt,
     /// strategy, usage of the call that wrote each), for the audit and the experiment.
     pub tier_lineage: Vec<crate::episode::historian::lineage::TierLineage>,
+    /// The recorded compaction calls as OpenCode built them and the release's compaction prompt,
+    /// with their token counts.
+    pub compaction: CompactionSizes,
 }
 
 impl LoadedSession {
@@ -512,6 +516,7 @@ pub fn from_trace_with(
         .map(|(_, p)| p.clone())
         .unwrap_or_default();
     let milestones = milestones(&trace);
+    let compaction = size_compaction_calls(&trace, tokenizer);
     let mut sidecar_paths = Vec::new();
     if let Some((p, _)) = &opts.sidecars.annotations {
         sidecar_paths.push(("annotations".to_owned(), p.clone()));
@@ -539,6 +544,27 @@ pub fn from_trace_with(
         token_stats: tokenizer.stats(),
         warnings,
         tier_lineage,
+        compaction,
+    }
+}
+
+/// Build each recorded compaction call as OpenCode sent it and count it, with the release's
+/// fixed compaction prompt (what a simulated call adds).
+fn size_compaction_calls(trace: &Trace, tokenizer: &Tokenizer) -> CompactionSizes {
+    let built = compaction_request::build_all(trace);
+    let fixed = compaction_request::fixed_prompt_text(&trace.dialect);
+    let mut texts: Vec<&str> = built.iter().map(|r| r.text.as_str()).collect();
+    texts.push(&fixed);
+    let mut counts = tokenizer.count_many(&texts);
+    let prompt_tokens = counts.pop().map_or(0, u64::from);
+    CompactionSizes {
+        calls: built
+            .iter()
+            .zip(counts)
+            .map(|(r, n)| r.sized(u64::from(n)))
+            .collect(),
+        shape: trace.dialect.compaction_shape(),
+        prompt_tokens,
     }
 }
 
@@ -562,6 +588,7 @@ fn empty(
         token_stats: tokenizer.stats(),
         warnings,
         tier_lineage: Vec::new(),
+        compaction: CompactionSizes::NONE,
     }
 }
 
@@ -601,9 +628,20 @@ fn link_continuations(trace: &Trace, episodes: &mut [Episode]) {
 /// Request indices of todo status changes and compaction summaries.
 pub fn milestones(trace: &Trace) -> BTreeSet<usize> {
     let req_of = classify::request_of_message(trace);
+    // The request of the step that wrote the todo (a 0.x message holds several).
     let mut s: BTreeSet<usize> = segment::todo_changes(trace)
         .iter()
-        .filter_map(|c| req_of.get(c.message_index).copied().flatten())
+        .filter_map(|c| {
+            let first = trace
+                .requests
+                .partition_point(|r| r.message_index < c.message_index);
+            trace.requests[first..]
+                .iter()
+                .take_while(|r| r.message_index == c.message_index)
+                .find(|r| r.step.unwrap_or(0) == c.step)
+                .map(|r| r.index)
+                .or_else(|| req_of.get(c.message_index).copied().flatten())
+        })
         .collect();
     s.extend(trace.compactions.iter().filter_map(|c| c.summary_request));
     s

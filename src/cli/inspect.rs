@@ -37,6 +37,9 @@ pub struct SessionOut {
     pub title: String,
     pub parent_id: Option<String>,
     pub version: Option<String>,
+    /// The release rules the session was read with, e.g. `0.5.29 (0.2-0.7)` (see
+    /// docs/opencode-eras.md).
+    pub rules: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -104,6 +107,7 @@ pub fn report(trace: &Trace, child_sessions: usize) -> InspectReport {
             title: trace.session.title.clone(),
             parent_id: trace.session.parent_id.clone(),
             version: trace.session.version.clone(),
+            rules: trace.dialect.describe(),
         },
         counts: Counts {
             messages: trace.messages.len(),
@@ -179,6 +183,7 @@ pub fn table(r: &InspectReport, source: &str) -> String {
         "version",
         r.session.version.clone().unwrap_or_else(|| "-".into()),
     );
+    row("rules", format!("OpenCode {}", r.session.rules));
     row(
         "messages",
         format!(

@@ -15,6 +15,7 @@ mod episodes_cli;
 mod episodes_recordings;
 mod episodes_sidecars;
 mod episodes_tier_audit;
+mod eras_ground_truth;
 mod fixture_export;
 mod follow_children;
 mod follow_db;

@@ -95,6 +95,7 @@ fn one(tier: Tier, generator: String, text: &str, ids: &[String], first: usize) 
         chunks: vec![DraftChunk {
             message_id: ids.first().cloned().unwrap_or_default(),
             message_index: first,
+            step: 0,
             text: text.to_owned(),
             artefact: false,
             pruned: None,

@@ -59,6 +59,13 @@ struct Conv {
     pending: Option<(usize, Tier, usize)>,
 }
 
+impl Conv {
+    /// What a builder-sized request shares with this conversation's previous one.
+    fn prefix(&self) -> Option<(u64, u64)> {
+        self.has_prev.then_some((self.prev_sys, self.prev_tokens))
+    }
+}
+
 /// The output of one pass (before the summary is assembled).
 pub(crate) struct Pass {
     pub frames: Vec<Frame>,
@@ -130,6 +137,10 @@ pub(crate) struct Engine<'p, 'a> {
     last_sys: Option<u64>,
     // flat
     compaction_in_effect: Option<usize>,
+    /// The history tokens of the compaction call simulated at this request.
+    sim_call: Option<u64>,
+    /// Where the model's view starts (a v2-loop request sees no v1 message).
+    context_from: usize,
     sim_number: usize,
     // per-request scratch
     now: usize,
@@ -197,6 +208,8 @@ impl<'p, 'a> Engine<'p, 'a> {
             m1_tokens: 0,
             last_sys: None,
             compaction_in_effect: None,
+            sim_call: None,
+            context_from: 0,
             sim_number: 0,
             now: 0,
             changes: Vec::new(),
@@ -235,10 +248,10 @@ impl<'p, 'a> Engine<'p, 'a> {
     }
 
     /// Included full-tier chunks of the active episode before the request's message.
-    fn active_count(&self, e: usize, msg: usize) -> usize {
+    fn active_count(&self, e: usize, pos: (usize, u32)) -> usize {
         self.p
             .td(e, Tier::Full)
-            .map_or(0, |td| td.msg.partition_point(|m| *m < msg))
+            .map_or(0, |td| td.pos.partition_point(|p| *p < pos))
     }
 
     /// (hash, tokens) of the chunks an episode renders at a tier, with prunes as of `time`.
@@ -528,6 +541,14 @@ impl<'p, 'a> Engine<'p, 'a> {
                 let e = self.k;
                 self.close(e);
             }
+            // A request of OpenCode's v2 loop never saw the session's v1 history.
+            let from = self.p.context_start(rq.msg);
+            if from > self.context_from {
+                self.context_from = from;
+                for e in 0..(self.k + 1).min(self.n) {
+                    self.cut_before(e, from);
+                }
+            }
             // Prunes recorded up to this request's start.
             let mut prunes = 0u64;
             if self.par.apply_prunes {
@@ -592,7 +613,7 @@ impl<'p, 'a> Engine<'p, 'a> {
                 self.boundaries.push("milestone");
             }
             let active_n = if active < self.n {
-                self.active_count(active, rq.msg)
+                self.active_count(active, rq.pos)
             } else {
                 0
             };
@@ -638,8 +659,21 @@ impl<'p, 'a> Engine<'p, 'a> {
             } else {
                 0
             };
-            let tokens = sys + self.summary_tokens + self.applied_sum + active_tok;
-            let divergence = self.divergence(conv_i, sys_key, sys, active, active_n, tokens, time);
+            // A recorded compaction call is its own request, sized as OpenCode built it.
+            let built = rq.call_tokens.filter(|_| req.synthetic_call);
+            let tokens = match built {
+                Some(call) => sys + call,
+                None => sys + self.summary_tokens + self.applied_sum + active_tok,
+            };
+            let divergence = match built {
+                Some(_) => super::compaction_call::divergence(
+                    &self.conv[conv_i].prefix(),
+                    sys_key,
+                    sys,
+                    tokens,
+                ),
+                None => self.divergence(conv_i, sys_key, sys, active, active_n, tokens, time),
+            };
             let c = &self.conv[conv_i];
             let fresh = c.has_prev && time - c.prev_time <= self.par.ttl_ms;
             let output = req.usage.output;
@@ -663,6 +697,9 @@ impl<'p, 'a> Engine<'p, 'a> {
             if active < self.n {
                 tiers.full.count += 1;
                 tiers.full.tokens += active_tok;
+            }
+            if let Some(call) = built {
+                tiers = super::compaction_call::tiers(call);
             }
             // Counters count every violation in force; the list names those that began (or
             // changed) at this request, so long replays stay small.
@@ -774,6 +811,14 @@ impl<'p, 'a> Engine<'p, 'a> {
                 thrash: self.thrash,
                 prunes,
                 compaction,
+                compaction_call: self.sim_call.take().filter(|_| compaction).map(|history| {
+                    super::compaction_call::price_simulated(
+                        self.price,
+                        self.p,
+                        history,
+                        self.summary_tokens,
+                    )
+                }),
                 probes_due: due,
                 probes_ok: ok,
                 probes: probe_results,
@@ -1207,17 +1252,26 @@ impl<'p, 'a> Engine<'p, 'a> {
                     }
                 } else {
                     // The active episode lies wholly before the tail: nothing of it is shown.
-                    let len = self.p.td(e, Tier::Full).map_or(0, |td| td.len());
-                    self.set_cut(e, len);
+                    self.cut_before(e, start);
                 }
-            } else if ep.first_message < start {
-                let from = self
-                    .p
-                    .td(e, Tier::Full)
-                    .map_or(0, |td| td.msg.partition_point(|m| *m < start));
-                self.set_cut(e, from);
+            } else {
+                self.cut_before(e, start);
             }
         }
+    }
+
+    /// Show only the chunks of episode `e` from message `start` on (all of it, part of it, or
+    /// none).
+    fn cut_before(&mut self, e: usize, start: usize) {
+        let ep = &self.p.episodes[e];
+        if ep.first_message >= start {
+            return;
+        }
+        let from = self
+            .p
+            .td(e, Tier::Full)
+            .map_or(0, |td| td.pos.partition_point(|p| p.0 < start));
+        self.set_cut(e, from);
     }
 
     /// `trigger = simulate`: compact when the rendered context reaches the usable limit.
@@ -1277,6 +1331,17 @@ impl<'p, 'a> Engine<'p, 'a> {
         if covers.iter().all(|&e| self.applied[e] == Tier::Dropped) {
             return false;
         }
+        let view = base - self.p.reqs[t].sys_tokens + self.summary_tokens + self.applied_sum;
+        let covered: Vec<(u64, f64)> = covers
+            .iter()
+            .map(|&e| (self.ep_tok[e], self.p.compaction_keep[e]))
+            .collect();
+        self.sim_call = Some(super::compaction_call::simulated_history(
+            self.p.compaction.shape,
+            view,
+            self.summary_tokens,
+            &covered,
+        ));
         let trace = self.p.trace;
         let text_from = trace
             .compactions

@@ -17,6 +17,7 @@
 //! - Summary calls (`synthetic_call`) are a conversation of their own for divergence and cache.
 
 pub mod cache_cost;
+mod compaction_call;
 mod engine;
 pub mod limits;
 mod params;
@@ -36,6 +37,7 @@ use crate::episode::sidecar::Probe;
 use crate::episode::Episode;
 use crate::loaded::LoadedSession;
 use crate::policy::{Policy, PolicyKind};
+use crate::trace::compaction_request::CompactionSizes;
 use crate::trace::Trace;
 
 /// What a replay reads: a trace, its episodes with tiers, its probes and milestones.
@@ -47,6 +49,9 @@ pub struct Input<'a> {
     /// Request indices of todo changes and compaction summary calls (see
     /// [`crate::loaded::milestones`]).
     pub milestones: &'a BTreeSet<usize>,
+    /// The recorded compaction calls as OpenCode built them, and the release's compaction
+    /// prompt, sized at load (see [`crate::trace::compaction_request`]).
+    pub compaction: &'a CompactionSizes,
 }
 
 impl<'a> From<&'a LoadedSession> for Input<'a> {
@@ -56,6 +61,7 @@ impl<'a> From<&'a LoadedSession> for Input<'a> {
             episodes: &s.episodes,
             probes: &s.probes,
             milestones: &s.milestones,
+            compaction: &s.compaction,
         }
     }
 }
@@ -174,7 +180,11 @@ fn assemble(
     let tokens: u64 = frames.iter().map(|f| f.tokens).sum();
     let cache_read: u64 = frames.iter().map(|f| f.cache_read).sum();
     let radius: u64 = frames.iter().map(|f| f.radius).sum();
-    let cost: f64 = frames.iter().map(|f| f.cost).sum();
+    // Every request's cost, plus the compaction calls the policy simulated.
+    let cost: f64 = frames
+        .iter()
+        .map(|f| f.cost + f.compaction_call.map_or(0.0, |c| c.cost))
+        .sum();
     let changes: u64 = frames.iter().map(|f| f.changes.len() as u64).sum();
     let (base_radius, base_cost) = baseline.unwrap_or((radius, cost));
     let mut err = RecordedError::default();

@@ -442,6 +442,7 @@ mod tests {
             chunks: vec![crate::episode::Chunk {
                 message_id: "m".into(),
                 message_index: 0,
+                step: 0,
                 hash: 0,
                 tokens,
                 text: text.into(),

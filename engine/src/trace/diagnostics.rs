@@ -21,10 +21,37 @@ pub enum DiagnosticKind {
     PartialWrite,
     MergedFromStorage,
     NoRequests,
+    /// Release rules applied where the stored format leaves a choice (each says which rule and
+    /// how often): part ids made for 0.1.x inline parts, one request per step of a multi-step
+    /// message, usage missing for earlier steps, id order of JSON releases, the directory taken
+    /// from `path.cwd`, the token semantics of `tokens.input`, a version inferred from the data,
+    /// an uncertain compaction form.
+    RuleInlinePartIds,
+    RuleStepRequests,
+    RuleStepUsage,
+    RuleMessageOrder,
+    RuleDirectory,
+    RuleTokenSemantics,
+    RuleVersion,
+    RuleCompaction,
     Other,
 }
 
 impl DiagnosticKind {
+    /// A release rule applied (not damage): the data loaded whole, this says how it was read.
+    pub fn is_rule(&self) -> bool {
+        matches!(
+            self,
+            DiagnosticKind::RuleInlinePartIds
+                | DiagnosticKind::RuleStepRequests
+                | DiagnosticKind::RuleStepUsage
+                | DiagnosticKind::RuleMessageOrder
+                | DiagnosticKind::RuleDirectory
+                | DiagnosticKind::RuleTokenSemantics
+                | DiagnosticKind::RuleVersion
+                | DiagnosticKind::RuleCompaction
+        )
+    }
     pub fn as_str(&self) -> &'static str {
         match self {
             DiagnosticKind::CorruptJson => "corrupt_json",
@@ -42,6 +69,14 @@ impl DiagnosticKind {
             DiagnosticKind::PartialWrite => "partial_write",
             DiagnosticKind::MergedFromStorage => "merged_from_storage",
             DiagnosticKind::NoRequests => "no_requests",
+            DiagnosticKind::RuleInlinePartIds => "rule_inline_part_ids",
+            DiagnosticKind::RuleStepRequests => "rule_step_requests",
+            DiagnosticKind::RuleStepUsage => "rule_step_usage",
+            DiagnosticKind::RuleMessageOrder => "rule_message_order",
+            DiagnosticKind::RuleDirectory => "rule_directory",
+            DiagnosticKind::RuleTokenSemantics => "rule_token_semantics",
+            DiagnosticKind::RuleVersion => "rule_version",
+            DiagnosticKind::RuleCompaction => "rule_compaction",
             DiagnosticKind::Other => "other",
         }
     }
@@ -108,6 +143,10 @@ impl Diagnostics {
             .iter()
             .find(|d| d.kind == kind)
             .map_or(0, |d| d.count)
+    }
+    /// Diagnostics that report damage or skipped data (release rules left out).
+    pub fn problems(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.items.iter().filter(|d| !d.kind.is_rule())
     }
     pub fn total(&self) -> usize {
         self.items.iter().map(|d| d.count).sum()

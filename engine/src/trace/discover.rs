@@ -90,7 +90,11 @@ pub fn databases_in(dir: &Path) -> Vec<PathBuf> {
 
 fn data_dir_input(dir: &Path) -> Option<Input> {
     let dbs = databases_in(dir);
-    let trees = Storage::find_in_data_dir(dir);
+    let mut trees = Storage::find_in_data_dir(dir);
+    if dbs.is_empty() && trees.is_empty() {
+        // An OpenCode ≤0.5 `<data>/project` dir: one tree per project slug.
+        trees = Storage::find_in_project_dir(dir);
+    }
     if dbs.is_empty() && trees.is_empty() {
         return None;
     }

@@ -100,6 +100,52 @@ const MESSAGE_KEYS: &[&str] = &[
     "cost",
 ];
 
+/// A stored message object with the parts it carries inline: the 0.1.x "v1" format (`metadata`
+/// and inline parts without ids, rewritten by [`crate::trace::opencode::message_v1`]) or a
+/// MessageV2 object (whose parts live elsewhere; an inline `parts` array is read too).
+pub fn parse_message_with_inline_parts(v: &Value, diags: &mut Diagnostics) -> Option<Message> {
+    use crate::trace::opencode::message_v1;
+    if message_v1::is_v1(v) {
+        let (info, parts) = message_v1::to_v2(v);
+        let mut m = parse_message(&info, diags)?;
+        let made = parts
+            .iter()
+            .filter(|p| {
+                p.get("id")
+                    .and_then(Value::as_str)
+                    .is_some_and(|i| i.starts_with(&format!("{}-p", m.id)))
+            })
+            .count();
+        diags.push_n(
+            DiagnosticKind::RuleInlinePartIds,
+            made,
+            format!(
+                "message {}: OpenCode 0.1.x stored its parts inline without ids; ids made from the \
+                 message id and position ({}-p0000…)",
+                m.id, m.id
+            ),
+        );
+        for p in &parts {
+            if let Some(p) = parse_part(p, &m.id, diags) {
+                m.parts.push(p);
+            }
+        }
+        return Some(m);
+    }
+    let mut m = parse_message(v, diags)?;
+    for p in v
+        .get("parts")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(p) = parse_part(p, &m.id, diags) {
+            m.parts.push(p);
+        }
+    }
+    Some(m)
+}
+
 /// A message without its parts. `None` (and a diagnostic) when id or role is missing.
 pub fn parse_message(v: &Value, diags: &mut Diagnostics) -> Option<Message> {
     let Some(id) = s(v, "id") else {
@@ -163,6 +209,7 @@ pub fn parse_message(v: &Value, diags: &mut Diagnostics) -> Option<Message> {
         cost: f(v, "cost"),
         parts: Vec::new(),
         user_kind: None,
+        v2: false,
         extra,
         id,
     })
