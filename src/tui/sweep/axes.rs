@@ -1,101 +1,13 @@
-//! What the sweep pane reads: the metrics it can map, the numeric knobs it can vary (with the
-//! default ranges it proposes), and a finished sweep prepared for display (texts made safe,
-//! value range of the chosen metric, where the current knobs sit).
+//! The sweep pane's axes: the numeric knobs it can vary (only those the policy's driver reads),
+//! the default range it proposes for each (inside the knob's range and the policy's
+//! constraints), and typed `FROM:TO:STEP` ranges.
 
 use tierscope_engine::policy::{KnobValue, Policy};
-use tierscope_engine::sweep::{Axis, Metrics, SweepResult};
+use tierscope_engine::sweep::{format_value, Axis};
 
 /// The most values one axis may have in the explorer (the grid must fit 80 columns); the CLI
 /// `tierscope sweep` has no such limit.
 pub const MAX_AXIS_VALUES: usize = 10;
-
-/// A metric the grid can be coloured by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Metric {
-    Cost,
-    Divergence,
-    MeanTokens,
-    Overflow,
-    Thrash,
-    Holds,
-    Violations,
-    Survival,
-}
-
-impl Metric {
-    pub const ALL: [Metric; 8] = [
-        Metric::Cost,
-        Metric::Divergence,
-        Metric::MeanTokens,
-        Metric::Overflow,
-        Metric::Thrash,
-        Metric::Holds,
-        Metric::Violations,
-        Metric::Survival,
-    ];
-
-    pub fn label(&self) -> &'static str {
-        match self {
-            Metric::Cost => "cost ($)",
-            Metric::Divergence => "divergence cost (tokens)",
-            Metric::MeanTokens => "mean tokens",
-            Metric::Overflow => "overflow (requests over budget)",
-            Metric::Thrash => "thrash",
-            Metric::Holds => "holds",
-            Metric::Violations => "floor + pin violations",
-            Metric::Survival => "probe survival",
-        }
-    }
-
-    /// Survival is the one metric where more is better.
-    pub fn higher_is_better(&self) -> bool {
-        *self == Metric::Survival
-    }
-
-    /// The metric's value at a point (`None` for survival without probes).
-    pub fn value(&self, m: &Metrics) -> Option<f64> {
-        Some(match self {
-            Metric::Cost => m.cost,
-            Metric::Divergence => m.divergence_tokens as f64,
-            Metric::MeanTokens => m.mean_tokens,
-            Metric::Overflow => m.overflow_requests as f64,
-            Metric::Thrash => m.thrash as f64,
-            Metric::Holds => m.holds as f64,
-            Metric::Violations => m.violations as f64,
-            Metric::Survival => return m.probe_survival,
-        })
-    }
-
-    /// A value as the legend and the cells print it.
-    pub fn format(&self, v: f64) -> String {
-        match self {
-            Metric::Cost => format!("${v:.3}"),
-            // Survival moves in small steps between neighbours: three decimals.
-            Metric::Survival => format!("{v:.3}"),
-            Metric::MeanTokens | Metric::Divergence => compact(v),
-            _ => format!("{}", v.round() as i64),
-        }
-    }
-
-    /// The next metric (`by` = ±1), wrapping.
-    pub fn cycle(self, by: isize) -> Metric {
-        let n = Metric::ALL.len() as isize;
-        let i = Metric::ALL.iter().position(|m| *m == self).unwrap_or(0) as isize;
-        Metric::ALL[(i + by).rem_euclid(n) as usize]
-    }
-}
-
-/// 12345 → "12.3k", 1234567 → "1.23M": cells are narrow.
-pub fn compact(v: f64) -> String {
-    let a = v.abs();
-    if a >= 1e6 {
-        format!("{:.2}M", v / 1e6)
-    } else if a >= 1e4 {
-        format!("{:.1}k", v / 1e3)
-    } else {
-        format!("{}", v.round() as i64)
-    }
-}
 
 /// A numeric knob of the policy that can be an axis.
 #[derive(Debug, Clone, PartialEq)]
@@ -112,10 +24,12 @@ pub struct KnobChoice {
     pub current: f64,
 }
 
-/// The numeric knobs of `p`, in its spec order.
+/// The numeric knobs of `p` its driver reads (a knob it ignores would give a flat grid), in
+/// its spec order.
 pub fn numeric_knobs(p: &Policy) -> Vec<KnobChoice> {
     p.specs
         .iter()
+        .filter(|s| p.reads(&s.name))
         .filter_map(|s| {
             let KnobValue::Num(default) = s.default else {
                 return None;
@@ -153,14 +67,12 @@ const PREFERRED: &[(&str, &str)] = &[
 /// Knobs every policy has that say little about its schedule; picked last.
 const GENERIC: &[&str] = &["system_tokens", "thrash_window", "ttl_s"];
 
-/// The two knobs the pane starts with (x, y), as indices into `knobs`; `None` with fewer than
-/// two numeric knobs. A progressive policy on the age driver ignores its pressure thresholds,
-/// so its age steps come first.
-pub fn default_pair(p: &Policy, knobs: &[KnobChoice]) -> Option<(usize, usize)> {
+/// The two knobs the pane starts with (x, y), as indices into `knobs` (the knobs the driver
+/// reads, so an age-driven policy never gets its unread pressure thresholds); `None` with fewer
+/// than two numeric knobs.
+pub fn default_pair(knobs: &[KnobChoice]) -> Option<(usize, usize)> {
     let idx = |n: &str| knobs.iter().position(|k| k.name == n);
-    let age = matches!(p.knobs.get("driver"), Some(KnobValue::Choice(c)) if c == "age");
-    let first = age.then_some(&("dense_after", "compact_after"));
-    for (a, b) in first.into_iter().chain(PREFERRED) {
+    for (a, b) in PREFERRED {
         if let (Some(x), Some(y)) = (idx(a), idx(b)) {
             return Some((x, y));
         }
@@ -179,40 +91,104 @@ fn tidy(v: f64) -> f64 {
     (v * 1e9).round() / 1e9
 }
 
-/// The range the pane proposes for a knob: its whole min..max in about seven values when that
-/// span is a few dozen slider steps, else the current value ± about 30 % (a 0..86,400 s TTL or a
-/// 0.05..2 threshold swept end to end would put nearly every point where nobody runs it).
-pub fn default_axis(k: &KnobChoice) -> Axis {
+/// Values tried on each side of the current one when proposing a range.
+const REACH: i64 = 24;
+
+/// Whether `p` accepts the knob values `sets` together (range, whole numbers, constraints).
+fn accepts(p: &Policy, sets: &[(&str, f64)]) -> bool {
+    let o: Vec<(String, String)> = sets
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), format_value(*v)))
+        .collect();
+    p.clone().with_overrides(&o).is_ok()
+}
+
+/// The step the pane proposes for a knob: about a sixth of its range when that range is a few
+/// dozen slider steps, else about 10 % of the current value (a 0..86,400 s TTL or a 0.05..2
+/// threshold swept end to end would put nearly every point where nobody runs it); always a
+/// whole number of slider steps.
+fn proposed_step(k: &KnobChoice) -> f64 {
     let step = k.step;
     let lo = k.min.unwrap_or(k.current - 3.0 * step);
     let hi = k.max.unwrap_or(k.current + 3.0 * step).max(lo);
-    let (from, s, n) = if (hi - lo) / step <= 48.0 {
-        // Whole range: a multiple of the slider step, about six intervals.
-        let s = (((hi - lo) / 6.0 / step).round().max(1.0)) * step;
-        let n = ((hi - lo) / s + 1e-9).floor() as usize + 1;
-        (lo, s, n)
+    let s = if (hi - lo) / step <= 48.0 {
+        ((hi - lo) / 6.0 / step).round().max(1.0) * step
     } else {
-        let rel = (k.current.abs() * 0.1 / step).round().max(1.0) * step;
-        let from = (k.current - 3.0 * rel).max(lo);
-        // Start on the value's grid so the current value is one of the points.
-        let from = k.current - ((k.current - from) / rel + 1e-9).floor() * rel;
-        let to = (k.current + 3.0 * rel).min(hi);
-        let n = ((to - from) / rel + 1e-9).floor() as usize + 1;
-        (from, rel, n)
+        (k.current.abs() * 0.1 / step).round().max(1.0) * step
     };
-    let s = if k.integer { s.round().max(1.0) } else { s };
-    let n = n.clamp(1, MAX_AXIS_VALUES);
+    if k.integer {
+        s.round().max(1.0)
+    } else {
+        s
+    }
+}
+
+/// The range the pane proposes for knob `k` of `p`: up to seven values on a grid through the
+/// current value, every one inside the knob's range and accepted by the policy's constraints
+/// with the other knobs as they are and, when `other` is given, with every value of that axis
+/// (so the default grid has no invalid point). The values are the run of accepted ones around
+/// the current value (the nearest run when the current value itself is refused).
+pub fn proposed_axis(p: &Policy, k: &KnobChoice, other: Option<&Axis>) -> Axis {
+    let s = proposed_step(k);
+    let others = other.map(|a| (a.key.as_str(), a.values()));
+    let ok = |v: f64| match &others {
+        Some((key, vals)) if !vals.is_empty() => vals
+            .iter()
+            .all(|o| accepts(p, &[(k.name.as_str(), v), (key, *o)])),
+        _ => accepts(p, &[(k.name.as_str(), v)]),
+    };
+    let at = |i: i64| tidy(k.current + i as f64 * s);
+    let valid: Vec<i64> = (-REACH..=REACH).filter(|&i| ok(at(i))).collect();
+    // The run of consecutive accepted offsets holding 0, else the one nearest to it.
+    let mut runs: Vec<(i64, i64)> = Vec::new();
+    for &i in &valid {
+        match runs.last_mut() {
+            Some((_, end)) if *end + 1 == i => *end = i,
+            _ => runs.push((i, i)),
+        }
+    }
+    let dist = |(a, b): &(i64, i64)| {
+        if *a > 0 {
+            *a
+        } else if *b < 0 {
+            -*b
+        } else {
+            0
+        }
+    };
+    let Some(&(a, b)) = runs.iter().min_by_key(|r| dist(r)) else {
+        // Nothing accepted (the policy is already invalid): the current value alone.
+        return Axis {
+            key: k.name.clone(),
+            from: tidy(k.current),
+            to: tidy(k.current),
+            step: tidy(s),
+        };
+    };
+    // Seven values centred on the current one (or the run's end nearest to it).
+    let want = 7i64.min(MAX_AXIS_VALUES as i64);
+    let centre = 0i64.clamp(a, b);
+    let mut lo = (centre - want / 2).max(a);
+    let hi = (lo + want - 1).min(b);
+    lo = (hi - want + 1).max(a);
     Axis {
         key: k.name.clone(),
-        from: tidy(from),
-        to: tidy(from + (n - 1) as f64 * s),
+        from: at(lo),
+        to: at(hi),
         step: tidy(s),
     }
 }
 
+/// The axes the pane starts with for knobs `x` and `y` of `p`: x valid with y as it is, then y
+/// valid with every x value.
+pub fn proposed_axes(p: &Policy, x: &KnobChoice, y: &KnobChoice) -> (Axis, Axis) {
+    let xa = proposed_axis(p, x, None);
+    let ya = proposed_axis(p, y, Some(&xa));
+    (xa, ya)
+}
+
 /// An axis as the range field shows and takes it: `FROM:TO:STEP`.
 pub fn axis_text(a: &Axis) -> String {
-    use tierscope_engine::sweep::format_value;
     format!(
         "{}:{}:{}",
         format_value(a.from),
@@ -238,84 +214,6 @@ pub fn parse_axis(k: &KnobChoice, text: &str) -> Result<Axis, String> {
     Ok(a)
 }
 
-/// A finished sweep, ready to draw. `result.axes` is `[y, x]`: rows are the y knob's values,
-/// columns the x knob's, so `result.at(&[row, col])` is the cell.
-#[derive(Debug, Clone)]
-pub struct SweepGrid {
-    pub result: SweepResult,
-    /// Safe policy name.
-    pub policy: String,
-    /// Why each point is invalid, made safe (indexed like `result.points`).
-    pub reasons: Vec<Option<String>>,
-    /// The cell of the knobs the main view had when the sweep ran, if it is on the grid.
-    pub current: Option<(usize, usize)>,
-}
-
-impl SweepGrid {
-    pub fn build(result: SweepResult, x_current: f64, y_current: f64) -> SweepGrid {
-        let reasons = result
-            .points
-            .iter()
-            .map(|p| p.reason.as_deref().map(crate::tui::safe_line))
-            .collect();
-        let near = |vals: Vec<f64>, v: f64| {
-            vals.iter()
-                .position(|a| (a - v).abs() <= 1e-9 * v.abs().max(1.0))
-        };
-        let current = match result.axes.as_slice() {
-            [y, x] => near(y.values(), y_current).zip(near(x.values(), x_current)),
-            _ => None,
-        };
-        SweepGrid {
-            policy: crate::tui::safe_line(&result.policy),
-            result,
-            reasons,
-            current,
-        }
-    }
-
-    pub fn rows(&self) -> usize {
-        self.result.axes.first().map_or(0, |a| a.len())
-    }
-
-    pub fn cols(&self) -> usize {
-        self.result.axes.get(1).map_or(0, |a| a.len())
-    }
-
-    /// Index into `result.points` of a cell.
-    pub fn index(&self, row: usize, col: usize) -> Option<usize> {
-        (row < self.rows() && col < self.cols()).then(|| row * self.cols() + col)
-    }
-
-    /// The smallest and largest value of `m` over the valid points.
-    pub fn range(&self, m: Metric) -> Option<(f64, f64)> {
-        let vals = self
-            .result
-            .points
-            .iter()
-            .filter_map(|p| p.metrics.as_ref().and_then(|x| m.value(x)));
-        vals.fold(None, |acc, v| match acc {
-            None => Some((v, v)),
-            Some((lo, hi)) => Some((f64::min(lo, v), f64::max(hi, v))),
-        })
-    }
-
-    /// The colour bin of a value: 0 = best … `bins - 1` = worst.
-    pub fn bin(&self, m: Metric, v: f64, bins: usize) -> usize {
-        let Some((lo, hi)) = self.range(m) else {
-            return 0;
-        };
-        if hi <= lo || bins < 2 {
-            return 0;
-        }
-        let mut f = (v - lo) / (hi - lo);
-        if m.higher_is_better() {
-            f = 1.0 - f;
-        }
-        ((f * bins as f64).floor() as usize).min(bins - 1)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -332,19 +230,53 @@ mod tests {
         }
     }
 
+    fn policy(name: &str) -> Policy {
+        tierscope_engine::policy::load(name, &[]).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn choice(p: &Policy, name: &str) -> KnobChoice {
+        numeric_knobs(p)
+            .into_iter()
+            .find(|k| k.name == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+    }
+
+    /// Every point of the grid the pane proposes for `(x, y)` is accepted by the policy.
+    fn all_valid(p: &Policy, x: &str, y: &str) -> (Axis, Axis) {
+        let (xa, ya) = proposed_axes(p, &choice(p, x), &choice(p, y));
+        for xv in xa.values() {
+            for yv in ya.values() {
+                assert!(
+                    accepts(p, &[(x, xv), (y, yv)]),
+                    "{x}={xv} {y}={yv} is refused ({xa:?} × {ya:?})"
+                );
+            }
+        }
+        (xa, ya)
+    }
+
     #[test]
-    fn default_ranges_are_small_and_hold_the_current_value() {
-        // A wide threshold: current ± ~30 %, on the current value's grid.
-        let a = default_axis(&knob("demote_at", 0.05, 2.0, 0.01, false, 0.9));
-        assert_eq!((a.from, a.to, a.step, a.len()), (0.63, 1.17, 0.09, 7));
-        assert!(a.values().contains(&0.9));
-        // A narrow range: the whole min..max.
-        let b = default_axis(&knob("execute_threshold", 0.2, 0.9, 0.05, false, 0.65));
-        assert_eq!((b.from, b.step), (0.2, 0.1));
-        assert!(b.len() >= 6 && b.len() <= 8, "{b:?}");
-        // Integers stay whole and clamp at the minimum.
-        let c = default_axis(&knob("min_dwell", 0.0, 1000.0, 1.0, true, 3.0));
-        assert_eq!(c.values(), vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    fn proposed_ranges_hold_the_current_value_and_keep_the_constraints() {
+        // promote_at < target < demote_at: demote_at stays above target 0.75, promote_at
+        // below it, and both hold their current value.
+        let r = policy("retention");
+        let (d, pr) = all_valid(&r, "demote_at", "promote_at");
+        assert!(d.values().contains(&0.9) && d.from > 0.75, "{d:?}");
+        assert!(pr.values().contains(&0.6) && pr.to < 0.75, "{pr:?}");
+        assert!(d.len() >= 5 && pr.len() >= 5, "{d:?} {pr:?}");
+        // dense_after <= compact_after <= anchor_after, across the two axes.
+        let age = policy("age");
+        let (da, ca) = all_valid(&age, "dense_after", "compact_after");
+        assert!(da.values().contains(&2.0) && ca.values().contains(&4.0));
+        assert!(da.len() >= 3 && ca.len() >= 3, "{da:?} {ca:?}");
+        // A narrow range is swept in sixths of it; integers stay whole and stop at the minimum.
+        let decay = policy("decay");
+        let (e, _) = all_valid(&decay, "execute_threshold", "history_budget_percentage");
+        assert_eq!(e.step, 0.1);
+        let (m, _) = all_valid(&r, "min_dwell", "demote_at");
+        assert_eq!(m.values(), vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        // z1 < z2 < z3 < z4 on two neighbours.
+        all_valid(&decay, "z1", "z2");
     }
 
     #[test]
@@ -363,9 +295,9 @@ mod tests {
     #[test]
     fn default_pairs_follow_the_policy() {
         let pair = |name: &str| {
-            let p = tierscope_engine::policy::load(name, &[]).unwrap();
+            let p = policy(name);
             let k = numeric_knobs(&p);
-            default_pair(&p, &k).map(|(x, y)| (k[x].name.clone(), k[y].name.clone()))
+            default_pair(&k).map(|(x, y)| (k[x].name.clone(), k[y].name.clone()))
         };
         let s = |a: &str, b: &str| Some((a.to_owned(), b.to_owned()));
         assert_eq!(pair("retention"), s("demote_at", "promote_at"));
@@ -373,14 +305,10 @@ mod tests {
         assert_eq!(pair("decay"), s("h50", "d"));
         // Only generic knobs: still two of them.
         assert!(pair("full").is_some());
-    }
-
-    #[test]
-    fn metrics_cycle_and_survival_is_inverted() {
-        assert_eq!(Metric::Cost.cycle(-1), Metric::Survival);
-        assert_eq!(Metric::Survival.cycle(1), Metric::Cost);
-        assert!(Metric::Survival.higher_is_better());
-        assert_eq!(compact(12345.0), "12.3k");
-        assert_eq!(Metric::Cost.format(0.41234), "$0.412");
+        // The age driver does not read the pressure thresholds: they are not offered.
+        let age = numeric_knobs(&policy("age"));
+        assert!(age
+            .iter()
+            .all(|k| k.name != "demote_at" && k.name != "relevance_window"));
     }
 }
