@@ -721,6 +721,14 @@ fn the_context_opens_filled_with_the_divergence_in_view() {
         .divergence_row(false)
         .unwrap_or_else(|| panic!("no divergence"));
     assert!(top <= d && d < top + g.page.max(1), "{top} {d} {g:?}");
+    // Every chunk's text (e): the divergence stays in view.
+    app.key(KeyCode::Char('e'));
+    let top = app.state.main.context.scroll;
+    let page = app.state.geometry.main.context_scroll.page;
+    let d = c
+        .divergence_row(true)
+        .unwrap_or_else(|| panic!("no divergence"));
+    assert!(top <= d && d < top + page, "{top} {d} {page}");
 }
 
 #[test]

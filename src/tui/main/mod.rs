@@ -516,7 +516,8 @@ pub fn on_mouse(state: &mut State, m: MouseEvent, fx: &mut Vec<Effect>) {
     match m.kind {
         MouseEventKind::Down(MouseButton::Left) => {
             if inside(g.heat_cells) || inside(g.heat_labels) {
-                let row = usize::from(p.y - g.heat_cells.y.max(g.heat_labels.y));
+                // Labels and cells share their rows.
+                let row = usize::from(p.y - g.heat_labels.y);
                 let ep = state.main.heat.top + row;
                 if inside(g.heat_cells) {
                     if let Some(r) = request_at(p.x) {

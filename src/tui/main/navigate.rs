@@ -132,14 +132,23 @@ pub fn context_home(c: &ContextModel, expanded: bool, page: usize) -> usize {
     want.min(max)
 }
 
-/// Switches the context pane between one line per chunk and every chunk's text, keeping the
-/// chunk at the top in view.
+/// Switches the context pane between one line per chunk and every chunk's text: the divergence
+/// stays in view if it was, else the chunk at the top stays at the top.
 pub fn toggle_context_text(state: &mut State) {
+    let page = state.geometry.main.context_scroll.page;
     let cv = &mut state.main.context;
     if let Some(c) = &cv.model {
-        let chunk = c.chunk_at(cv.scroll, cv.expanded);
+        let top = cv.scroll.min(state.geometry.main.context_scroll.max);
+        let divergence_shown = c
+            .divergence_row(cv.expanded)
+            .is_some_and(|d| d >= top && d < top + page.max(1));
+        let chunk = c.chunk_at(top, cv.expanded);
         cv.expanded = !cv.expanded;
-        cv.scroll = c.chunk_row(chunk, cv.expanded).unwrap_or(0);
+        cv.scroll = if divergence_shown {
+            context_home(c, cv.expanded, page)
+        } else {
+            c.chunk_row(chunk, cv.expanded).unwrap_or(0)
+        };
     } else {
         cv.expanded = !cv.expanded;
     }

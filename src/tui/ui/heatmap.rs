@@ -68,6 +68,7 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
     }
     let info_w: usize = info.iter().map(Span::width).sum();
     let mut tiers = vec![Span::raw(" Tiers ")];
+    // The legend, as much of it as fits beside the scale and the rows.
     for tier in Tier::ALL {
         tiers.push(Span::styled(tier_glyph(tier), t.tier(tier)));
         tiers.push(Span::styled(format!("{tier} "), t.dim));
@@ -86,7 +87,17 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
     ];
     let width = |v: &[Span]| v.iter().map(Span::width).sum::<usize>();
     let room = usize::from(r.heat.width).saturating_sub(info_w + 4);
-    let mut title = tiers;
+    let mut title = if width(&tiers) <= room {
+        tiers
+    } else {
+        // Too narrow for the names: the glyphs alone, full first.
+        let mut v = vec![Span::raw(" Tiers ")];
+        for tier in Tier::ALL {
+            v.push(Span::styled(tier_glyph(tier), t.tier(tier)));
+        }
+        v.push(Span::styled("◆ ", t.tier_active));
+        v
+    };
     if width(&title) + width(&marks) <= room {
         title.extend(marks);
     }

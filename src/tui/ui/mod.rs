@@ -1,6 +1,7 @@
-//! Views: pure functions of the [`State`] that draw into a frame. They only read; every text they
-//! show was prepared (and made safe) before it reached the state, and the heavy numbers come
-//! precomputed in the models, so a frame costs a slice walk per pane.
+//! Views: pure functions of the [`State`] that draw into a frame and report what `update` needs of
+//! it ([`Geometry`]: page sizes, scroll limits, where the panes are). They only read; every text
+//! they show was prepared (and made safe) before it reached the state, and the heavy numbers come
+//! precomputed in the view-models, so a frame costs a slice walk per pane.
 
 pub mod chart;
 pub mod context;
