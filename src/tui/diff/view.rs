@@ -36,7 +36,13 @@ pub struct DiffRects {
 /// Lays the screen out: small terminals get a shorter heatmap and chart, never a missing pane.
 pub fn rects(area: Rect, episodes: usize) -> DiffRects {
     let tall = area.height >= 36;
-    let heat_rows = episodes.clamp(1, if tall { 8 } else { 4 }) as u16 + 1;
+    // Tall terminals give the disagreements more rows (the context keeps at least 15).
+    let cap = if tall {
+        usize::from(area.height.saturating_sub(28)).clamp(8, 16)
+    } else {
+        4
+    };
+    let heat_rows = episodes.clamp(1, cap) as u16 + 1;
     let chart_h = if tall { 8 } else { 5 };
     let [header, heat, chart, deltas, bottom, status] = Layout::vertical([
         Constraint::Length(1),
@@ -195,7 +201,24 @@ fn heatmap(state: &State, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rec
             " below floor ─ same "
         }),
     ]);
-    let block = rule_block(title, false, t);
+    let rows = usize::from(area.height.saturating_sub(1));
+    let n = m.episodes.len();
+    let first = d.selected.saturating_sub(rows.saturating_sub(1));
+    // The rows out of view, as on the main screen.
+    let more = if n > rows && rows > 0 {
+        let mut v = format!(" episodes {first}–{} of {n}", (first + rows).min(n) - 1);
+        if first > 0 {
+            v.push_str(&format!(" ▲{first}"));
+        }
+        if first + rows < n {
+            v.push_str(&format!(" ▼{}", n - first - rows));
+        }
+        v + " "
+    } else {
+        String::new()
+    };
+    let block =
+        rule_block(title, false, t).title(Line::from(Span::styled(more, t.warn)).right_aligned());
     let inner = block.inner(area);
     f.render_widget(block, area);
     let cols_w = usize::from(inner.width.saturating_sub(LABEL_W));
@@ -203,8 +226,6 @@ fn heatmap(state: &State, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rec
         return;
     }
     let vp = viewport(m.requests, cols_w, d.cursor);
-    let rows = usize::from(inner.height);
-    let first = d.selected.saturating_sub(rows.saturating_sub(1));
     let cursor_cells = vp.cells_of(d.cursor);
     let buf = f.buffer_mut();
     for (vis, e) in (first..m.episodes.len()).take(rows).enumerate() {
