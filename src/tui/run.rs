@@ -102,7 +102,7 @@ fn panicked(job: &Effect) -> Option<Msg> {
             result: Err(e),
         },
         Effect::LoadSession { .. } => Msg::Loaded(Err(e)),
-        Effect::SavePolicy { .. } => Msg::Saved(Err(e)),
+        Effect::SavePolicy { .. } => Msg::Saved(Err(crate::tui::knobs::SaveError::Failed(e))),
         Effect::ListSessions => Msg::Failed(e),
         Effect::Diff(j) => Msg::Diff(j.failed(e)),
         Effect::Sweep(j) => Msg::Sweep(j.failed(e)),
@@ -238,8 +238,19 @@ fn event_loop(
     let mut next_tick: Option<Instant> = None;
     // Every pass draws once: after the first frame, a pass only starts when a message arrived
     // (the loop blocks otherwise), so this is "redraw only when something changed".
+    // Redraws in a row for a new geometry; bounded, should a frame and its geometry disagree.
+    let mut settling = 0;
     let result = loop {
-        terminal.draw(|f| ui::view(state, f))?;
+        let mut geometry = None;
+        terminal.draw(|f| geometry = Some(ui::view(state, f)))?;
+        // The view reports what `update` needs of the frame (page sizes, where the panes are);
+        // a change may move a scroll, so the frame is drawn again at once.
+        if let Some(g) = geometry.filter(|g| *g != state.geometry && settling < 3) {
+            settling += 1;
+            handle(state, Msg::Geometry(g), &queue)?;
+            continue;
+        }
+        settling = 0;
         if state.quit {
             break Ok(());
         }

@@ -43,6 +43,7 @@ mod research_sweep;
 mod sweep_tui;
 mod tmux_diff;
 mod tmux_explorer;
+mod tmux_navigation;
 mod tmux_panic;
 mod tui_safety;
 mod tui_snapshots;

@@ -1,9 +1,12 @@
-//! Engine output → the models the views read. Runs on the worker thread, once per load or
-//! replay, so `draw` never walks the engine's structures or sanitizes text.
+//! Prepares engine output as the view-models ([`crate::tui::view_model`]) the views read. Runs
+//! on the worker thread, once per load or replay, so `draw` never walks the engine's structures
+//! or sanitizes text.
 
 use std::collections::HashMap;
 
-use crate::tui::model::{EpisodeRow, RequestRow, SessionEntry, SessionModel, TierText};
+use crate::tui::view_model::{
+    ChildRef, EpisodeRow, RequestRow, SessionEntry, SessionModel, TierText,
+};
 use crate::tui::{safe_line, safe_text};
 use tierscope_engine::episode::model::Tier;
 use tierscope_engine::loaded::LoadedSession;
@@ -54,7 +57,16 @@ pub fn session_model(l: &LoadedSession) -> SessionModel {
         .collect();
     compactions.sort_unstable();
     compactions.dedup();
-    let episodes = l.episodes.iter().map(episode_row).collect();
+    let children: HashMap<&str, &LoadedSession> = l
+        .children
+        .iter()
+        .map(|c| (c.trace.session.id.as_str(), c))
+        .collect();
+    let episodes = l
+        .episodes
+        .iter()
+        .map(|e| episode_row(e, &children))
+        .collect();
     let model = info
         .model
         .as_ref()
@@ -79,7 +91,10 @@ pub fn session_model(l: &LoadedSession) -> SessionModel {
     }
 }
 
-fn episode_row(e: &tierscope_engine::episode::model::Episode) -> EpisodeRow {
+fn episode_row(
+    e: &tierscope_engine::episode::model::Episode,
+    sessions: &HashMap<&str, &LoadedSession>,
+) -> EpisodeRow {
     let mut haystack = e.title.to_lowercase();
     let tiers: Vec<TierText> = Tier::TIERS
         .iter()
@@ -115,7 +130,22 @@ fn episode_row(e: &tierscope_engine::episode::model::Episode) -> EpisodeRow {
             .collect(),
         tiers,
         tier_notes: e.tier_notes.iter().map(|n| safe_line(n)).collect(),
-        children: e.children.clone(),
+        children: e
+            .children
+            .iter()
+            .map(|id| {
+                let s = sessions.get(id.as_str());
+                let title = s
+                    .map(|s| s.trace.session.title.trim())
+                    .filter(|t| !t.is_empty())
+                    .unwrap_or(id);
+                ChildRef {
+                    id: id.clone(),
+                    title: safe_line(title),
+                    requests: s.map(|s| s.trace.requests.len()),
+                }
+            })
+            .collect(),
         first_request: e.first_request,
         last_request: e.last_request,
         haystack,
@@ -191,8 +221,8 @@ pub fn replay_model(
     r: &tierscope_engine::replay::Replay,
     thrash_window: usize,
     knobs: &tierscope_engine::policy::Policy,
-) -> crate::tui::model::ReplayModel {
-    use crate::tui::model::{cell, ChangeRow, FrameRow, Grid, ReplayModel};
+) -> crate::tui::view_model::ReplayModel {
+    use crate::tui::view_model::{cell, ChangeRow, FrameRow, Grid, ReplayModel};
     use tierscope_engine::replay::Cell as RCell;
 
     let n_req = r.frames.len();
@@ -337,10 +367,9 @@ pub fn replay_model(
     if let Some(p) = s.probe_survival {
         summary.push(("probe survival".to_owned(), format!("{:.1}%", p * 100.0)));
     }
-    let mut notes = Vec::new();
-    if let Some(n) = &r.trace.pricing.note {
-        notes.push(safe_line(n));
-    }
+    let pricing_note = r.trace.pricing.note.as_deref().map(safe_line);
+    let notes = pricing_note.iter().cloned().collect();
+    let peak_pressure = r.frames.iter().map(|f| f.pressure).fold(0.0, f64::max);
     ReplayModel {
         policy: r.policy.name.clone(),
         budget: r.policy.budget,
@@ -371,6 +400,9 @@ pub fn replay_model(
             None
         },
         summary,
+        totals: crate::tui::totals::RunTotals::of(r),
+        peak_pressure,
+        pricing_note,
         notes,
     }
 }
@@ -382,7 +414,7 @@ pub fn run_replay(
     budget: Option<u64>,
 ) -> (
     std::sync::Arc<tierscope_engine::replay::Replay>,
-    crate::tui::model::ReplayModel,
+    crate::tui::view_model::ReplayModel,
 ) {
     let input = tierscope_engine::replay::Input::from(l);
     let r = tierscope_engine::replay::replay(&input, policy, budget);
@@ -403,8 +435,8 @@ pub fn context_model(
     policy: &tierscope_engine::policy::Policy,
     budget: Option<u64>,
     at: usize,
-) -> Result<crate::tui::model::ContextModel, String> {
-    use crate::tui::model::{ChunkRow, ContextModel};
+) -> Result<crate::tui::view_model::ContextModel, String> {
+    use crate::tui::view_model::{ChunkRow, ContextModel};
     let input = tierscope_engine::replay::Input::from(l);
     let ctx = tierscope_engine::replay::render_at(&input, policy, budget, at)
         .map_err(|e| e.to_string())?;
@@ -443,5 +475,8 @@ pub fn context_model(
         chunks,
         lines,
         chunk_start,
-    })
+        collapsed: Vec::new(),
+        expanded: Vec::new(),
+    }
+    .with_rows())
 }

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::model::SweepGrid;
+use super::grid::SweepGrid;
 use super::{SweepJob, SweepMsg};
 use crate::tui::app::Msg;
 use tierscope_engine::loaded::LoadedSession;

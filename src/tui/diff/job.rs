@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::model::{safe_context, DiffModel};
+use super::view_model::{safe_context, DiffModel};
 use super::{DiffJob, DiffMsg};
 use crate::tui::app::Msg;
 use tierscope_engine::compare;

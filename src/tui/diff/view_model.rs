@@ -1,8 +1,8 @@
-//! What the diff screen reads, prepared on the worker thread from two replays and their
+//! The diff screen's view-model, prepared on the worker thread from two replays and their
 //! comparison: tier grids of both sides, the pressure series, per-request deltas, and the
 //! rendered-context diff with every text made safe for the terminal.
 
-use crate::tui::model::{cell, Grid};
+use crate::tui::view_model::{cell, Grid};
 use tierscope_engine::compare::{Comparison, ContextDiff, FrameDiff, SummaryDiff};
 use tierscope_engine::episode::Tier;
 use tierscope_engine::policy::Policy;
@@ -19,7 +19,7 @@ pub struct DiffModel {
     pub requests: usize,
     /// Episode ids and floors, in session order.
     pub episodes: Vec<(String, Tier)>,
-    /// Applied tiers of A and B: episodes × requests, cells as in [`crate::tui::model::cell`].
+    /// Applied tiers of A and B: episodes × requests, cells as in [`crate::tui::view_model::cell`].
     pub tiers_a: Grid,
     pub tiers_b: Grid,
     pub pressure_a: Vec<f64>,

@@ -1,11 +1,10 @@
-//! What the views read: plain data prepared once off the UI thread (at load and after each
-//! replay) so that `draw` only indexes and slices. All trace text in here has already gone
-//! through [`crate::tui::safe_text`] and is inert.
+//! The view-models: what the views read, plain data prepared once off the UI thread (at load and
+//! after each replay, by [`crate::tui::prepare`]) so that `draw` only indexes and slices. All
+//! trace text in here has already gone through [`crate::tui::safe_text`] and is inert.
 
 use std::collections::BTreeMap;
 
 use tierscope_engine::episode::model::Tier;
-use tierscope_engine::policy::{KnobSpec, KnobValue, Policy};
 
 /// One session, prepared for display.
 #[derive(Debug, Clone, Default)]
@@ -50,12 +49,22 @@ pub struct EpisodeRow {
     /// Generated tiers, most faithful first: tier, tokens, text lines.
     pub tiers: Vec<TierText>,
     pub tier_notes: Vec<String>,
-    /// Sub-agent session ids spawned from this episode.
-    pub children: Vec<String>,
+    /// Sub-agent sessions spawned from this episode.
+    pub children: Vec<ChildRef>,
     pub first_request: Option<usize>,
     pub last_request: Option<usize>,
     /// Lower-cased title + tier texts, for `/` search.
     pub haystack: String,
+}
+
+/// A sub-agent session an episode spawned.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChildRef {
+    pub id: String,
+    /// Its title (the id when the recording does not hold the session).
+    pub title: String,
+    /// Its requests; `None` when the recording does not hold the session.
+    pub requests: Option<usize>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -170,72 +179,6 @@ pub struct FrameRow {
     pub cache_break: bool,
 }
 
-/// A knob value as the panel and saved files show it: integers without a fraction, others
-/// with at most four decimals and no trailing zeros.
-pub fn fmt_knob(v: f64, integer: bool) -> String {
-    if integer {
-        format!("{}", v.round() as i64)
-    } else {
-        let s = format!("{v:.4}");
-        let s = s.trim_end_matches('0').trim_end_matches('.');
-        s.to_owned()
-    }
-}
-
-/// The value a policy runs knob `spec` with: its override, else the default.
-pub fn knob_value(p: &Policy, spec: &KnobSpec) -> KnobValue {
-    p.knobs
-        .get(&spec.name)
-        .cloned()
-        .unwrap_or_else(|| spec.default.clone())
-}
-
-/// The budget `steps` steps away from `b` (a step is 1 % of it, at least 1,000 tokens), never
-/// under 1,000: the knobs panels of the main screen and of diff mode step it alike.
-pub fn stepped_budget(b: u64, steps: f64) -> u64 {
-    let step = (b as f64 * 0.01).round().max(1000.0);
-    (b as f64 + steps * step).max(1000.0) as u64
-}
-
-/// The text of knob `spec` `steps` steps away from `cur` (its current value): numbers move by
-/// the spec's step within its range, flags flip, choices cycle. `None` when it cannot step.
-pub fn stepped_knob(spec: &KnobSpec, cur: Option<&KnobValue>, steps: f64) -> Option<String> {
-    match (&spec.default, cur) {
-        (KnobValue::Num(_), Some(KnobValue::Num(v))) => {
-            let step = spec.step.unwrap_or(if spec.integer { 1.0 } else { 0.01 });
-            let mut nv = v + steps * step;
-            if let Some(lo) = spec.min {
-                nv = nv.max(lo);
-            }
-            if let Some(hi) = spec.max {
-                nv = nv.min(hi);
-            }
-            // Snap to the step grid so repeated steps do not accumulate float noise.
-            if step > 0.0 {
-                let base = spec.min.unwrap_or(0.0);
-                nv = base + ((nv - base) / step).round() * step;
-                nv = (nv * 1e9).round() / 1e9;
-            }
-            Some(fmt_knob(nv, spec.integer))
-        }
-        (KnobValue::Bool(_), Some(KnobValue::Bool(b))) => Some((!b).to_string()),
-        (KnobValue::Choice(_), Some(KnobValue::Choice(c))) => {
-            let n = spec.choices.len();
-            if n == 0 {
-                return None;
-            }
-            let i = spec.choices.iter().position(|x| x == c).unwrap_or(0);
-            let j = if steps >= 0.0 {
-                (i + 1) % n
-            } else {
-                (i + n - 1) % n
-            };
-            Some(spec.choices[j].clone())
-        }
-        _ => None,
-    }
-}
-
 /// One replay, prepared for display.
 #[derive(Debug, Clone, Default)]
 pub struct ReplayModel {
@@ -262,7 +205,30 @@ pub struct ReplayModel {
     pub target: Option<f64>,
     /// Summary line items.
     pub summary: Vec<(String, String)>,
+    /// Totals of the run (the metrics strip).
+    pub totals: crate::tui::totals::RunTotals,
+    /// The highest pressure of any request.
+    pub peak_pressure: f64,
+    /// Set when the prices are an assumption: the model is not in the pricing table.
+    pub pricing_note: Option<String>,
     pub notes: Vec<String>,
+}
+
+impl ReplayModel {
+    /// Where the budget came from, in words for the header: `set`, `session limit`, `model
+    /// limit`, or `assumed` when nothing in the recording or the limits table gave one.
+    pub fn budget_origin(&self) -> &'static str {
+        let src = self.budget_source.as_str();
+        if src == "--budget" {
+            "set"
+        } else if src.starts_with("session-limits") {
+            "session limit"
+        } else if src.starts_with("model-limits") {
+            "model limit"
+        } else {
+            "assumed"
+        }
+    }
 }
 
 /// The rendered context at one request, chunk by chunk.
@@ -278,6 +244,96 @@ pub struct ContextModel {
     pub lines: Vec<(usize, String)>,
     /// Index into `lines` of each chunk's first line.
     pub chunk_start: Vec<usize>,
+    /// The rows of the one-line-per-chunk view and of the expanded view, in order.
+    pub collapsed: Vec<ContextRow>,
+    pub expanded: Vec<ContextRow>,
+}
+
+/// One row of the context pane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContextRow {
+    /// Where this context stops matching the previous request's (the cache breaks there).
+    Divergence,
+    /// The previous context is a prefix of this one (the last row).
+    NoDivergence,
+    /// A chunk on one line (collapsed), or the header above its text (expanded).
+    Chunk(usize),
+    /// A line of a chunk's text: index into `lines`.
+    Line(usize),
+}
+
+impl ContextModel {
+    /// Builds the row lists from the chunks, the lines and the divergence point.
+    pub fn with_rows(mut self) -> ContextModel {
+        let mut collapsed = Vec::with_capacity(self.chunks.len() + 1);
+        let mut expanded = Vec::with_capacity(self.chunks.len() * 2 + self.lines.len() + 1);
+        for i in 0..self.chunks.len() {
+            if self.divergence_chunk == Some(i) {
+                collapsed.push(ContextRow::Divergence);
+                expanded.push(ContextRow::Divergence);
+            }
+            collapsed.push(ContextRow::Chunk(i));
+            expanded.push(ContextRow::Chunk(i));
+            let start = self.chunk_start.get(i).copied().unwrap_or(self.lines.len());
+            let end = self
+                .chunk_start
+                .get(i + 1)
+                .copied()
+                .unwrap_or(self.lines.len());
+            expanded.extend((start..end).map(ContextRow::Line));
+        }
+        if self.divergence_chunk.is_none() {
+            collapsed.push(ContextRow::NoDivergence);
+            expanded.push(ContextRow::NoDivergence);
+        }
+        self.collapsed = collapsed;
+        self.expanded = expanded;
+        self
+    }
+
+    pub fn rows(&self, expanded: bool) -> &[ContextRow] {
+        if expanded {
+            &self.expanded
+        } else {
+            &self.collapsed
+        }
+    }
+
+    /// The row of the divergence marker, if any.
+    pub fn divergence_row(&self, expanded: bool) -> Option<usize> {
+        self.rows(expanded)
+            .iter()
+            .position(|r| *r == ContextRow::Divergence)
+    }
+
+    /// The row where chunk `c` starts.
+    pub fn chunk_row(&self, c: usize, expanded: bool) -> Option<usize> {
+        self.rows(expanded)
+            .iter()
+            .position(|r| *r == ContextRow::Chunk(c))
+    }
+
+    /// The chunk shown at row `row` (a divergence marker belongs to the chunk below it).
+    pub fn chunk_at(&self, row: usize, expanded: bool) -> usize {
+        let rows = self.rows(expanded);
+        rows.iter()
+            .skip(row)
+            .find_map(|r| match r {
+                ContextRow::Chunk(c) => Some(*c),
+                ContextRow::Line(l) => self.lines.get(*l).map(|(c, _)| *c),
+                _ => None,
+            })
+            .or_else(|| {
+                rows[..row.min(rows.len())]
+                    .iter()
+                    .rev()
+                    .find_map(|r| match r {
+                        ContextRow::Chunk(c) => Some(*c),
+                        _ => None,
+                    })
+            })
+            .unwrap_or(0)
+    }
 }
 
 #[derive(Debug, Clone, Default)]
