@@ -4,11 +4,11 @@
 use anyhow::Context;
 use clap::Args;
 
-use super::output::{out, outln, print_json, print_jsonl, Format};
+use super::report::{self, Cell, Format, JsonLines, Table, Text};
 use super::LoadArgs;
 use tierscope_engine::policy;
 use tierscope_engine::research::experiment::{run, BudgetMode, Experiment};
-use tierscope_engine::research::report::{csv, pct, table, thousands};
+use tierscope_engine::research::report::thousands;
 
 #[derive(Debug, Clone, Args)]
 pub struct ExperimentArgs {
@@ -18,7 +18,7 @@ pub struct ExperimentArgs {
     #[arg(long = "policy", short = 'p', value_name = "POLICY")]
     pub policies: Vec<String>,
     /// One token budget for every policy (default: the usable input limit of the recorded model).
-    #[arg(long, conflicts_with = "match_mean_tokens", value_parser = super::output::budget_value)]
+    #[arg(long, conflicts_with = "match_mean_tokens", value_parser = super::report::budget_value)]
     pub budget: Option<u64>,
     /// Tune each policy's budget so its mean tokens match TOKENS (default: the mean tokens of
     /// `retention` at the default budget).
@@ -53,118 +53,110 @@ pub fn run_cli(a: &ExperimentArgs) -> anyhow::Result<()> {
     let session =
         tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
     for w in &session.warnings {
-        eprintln!("warning: {w}");
+        report::stderr::warn(w);
     }
     if session.probes.is_empty() {
-        eprintln!(
-            "note: no probes sidecar found; probe survival and the oracles' yardsticks are empty"
+        report::stderr::note(
+            "no probes sidecar found; probe survival and the oracles' yardsticks are empty",
         );
     }
     let e = run(&session, &policies, mode);
-    match a.format {
-        Format::Json => print_json(&e),
-        Format::Jsonl => print_jsonl(&e.rows, &[("session", e.session.clone().into())]),
-        Format::Csv => {
-            out!("{}", csv(&HEADERS, &cells(&e, false)));
-            Ok(())
-        }
-        Format::Table => {
-            outln!(
-                "{} — {} requests, {} episodes, {} probes; {}",
-                e.session,
-                e.requests,
-                e.episodes,
-                e.probes,
-                match e.target_mean_tokens {
-                    Some(t) => format!(
-                        "budgets tuned to mean {} tokens",
-                        thousands(t.round() as i64)
-                    ),
-                    None => "one budget for every policy".to_string(),
-                }
-            );
-            out!("{}", table(&HEADERS, &cells(&e, true)));
-            Ok(())
-        }
+    report::emit(a.format, &ExperimentReport(&e))
+}
+
+/// The output of `experiment`: the experiment (JSON), one line per policy (JSON Lines, CSV),
+/// or a header line and the policy table.
+pub struct ExperimentReport<'a>(pub &'a Experiment);
+
+impl report::Report for ExperimentReport<'_> {
+    fn name(&self) -> &'static str {
+        "experiment"
+    }
+    fn document(&self) -> impl serde::Serialize + '_ {
+        self.0
+    }
+    fn records(&self, out: &mut JsonLines<'_>) -> anyhow::Result<()> {
+        out.with_context(vec![("session", self.0.session.clone().into())])
+            .records(&self.0.rows)
+    }
+    fn rows(&self) -> Option<Table> {
+        Some(rows(self.0))
+    }
+    fn text(&self) -> Text {
+        let e = self.0;
+        let mut out = Text::new();
+        out.line(format!(
+            "{} — {} requests, {} episodes, {} probes; {}",
+            e.session,
+            e.requests,
+            e.episodes,
+            e.probes,
+            match e.target_mean_tokens {
+                Some(t) => format!(
+                    "budgets tuned to mean {} tokens",
+                    thousands(t.round() as i64)
+                ),
+                None => "one budget for every policy".to_string(),
+            }
+        ));
+        out.table(rows(e));
+        out
     }
 }
 
-const HEADERS: [&str; 22] = [
-    "policy",
-    "budget",
-    "mean",
-    "p50",
-    "p95",
-    "max",
-    "max_overflow",
-    "full",
-    "dense",
-    "compact",
-    "anchor",
-    "dropped",
-    "floor_viol",
-    "pin_viol",
-    "holds",
-    "thrash",
-    "switch/100",
-    "div_tokens",
-    "div_$",
-    "cost_$",
-    "survival",
-    "matched",
-];
-
-fn cells(e: &Experiment, pretty: bool) -> Vec<Vec<String>> {
-    let n = |v: u64| {
-        if pretty {
-            thousands(v as i64)
-        } else {
-            v.to_string()
-        }
-    };
-    let share = |v: f64| {
-        if pretty {
-            pct(Some(v))
-        } else {
-            format!("{v:.4}")
-        }
-    };
-    e.rows
-        .iter()
-        .map(|r| {
-            vec![
-                r.policy.clone(),
-                n(r.budget),
-                n(r.mean_tokens.round() as u64),
-                n(r.p50_tokens),
-                n(r.p95_tokens),
-                n(r.max_tokens),
-                n(r.max_overflow),
-                share(r.tiers.full),
-                share(r.tiers.dense),
-                share(r.tiers.compact),
-                share(r.tiers.anchor),
-                share(r.tiers.dropped),
-                r.floor_violations.to_string(),
-                r.pin_violations.to_string(),
-                r.holds.to_string(),
-                r.thrash.to_string(),
-                format!("{:.1}", r.switches_per_100),
-                if pretty {
-                    thousands(r.divergence_tokens)
-                } else {
-                    r.divergence_tokens.to_string()
-                },
-                format!("{:.4}", r.divergence_dollars),
-                format!("{:.4}", r.cost),
-                match r.probe_survival {
-                    Some(s) if pretty => pct(Some(s)),
-                    Some(s) => format!("{s:.4}"),
-                    None => "-".into(),
-                },
-                r.matched
-                    .map_or("-".into(), |m| if m { "yes".into() } else { "no".into() }),
-            ]
-        })
-        .collect()
+/// One row per policy.
+fn rows(e: &Experiment) -> Table {
+    let mut t = Table::aligned(&[
+        "policy",
+        "budget",
+        "mean",
+        "p50",
+        "p95",
+        "max",
+        "max_overflow",
+        "full",
+        "dense",
+        "compact",
+        "anchor",
+        "dropped",
+        "floor_viol",
+        "pin_viol",
+        "holds",
+        "thrash",
+        "switch/100",
+        "div_tokens",
+        "div_$",
+        "cost_$",
+        "survival",
+        "matched",
+    ]);
+    let tokens = |v: u64| Cell::Tokens(v as i64);
+    let share = |v: f64| Cell::Share(Some(v));
+    for r in &e.rows {
+        t.push(vec![
+            Cell::text(r.policy.clone()),
+            tokens(r.budget),
+            tokens(r.mean_tokens.round() as u64),
+            tokens(r.p50_tokens),
+            tokens(r.p95_tokens),
+            tokens(r.max_tokens),
+            tokens(r.max_overflow),
+            share(r.tiers.full),
+            share(r.tiers.dense),
+            share(r.tiers.compact),
+            share(r.tiers.anchor),
+            share(r.tiers.dropped),
+            Cell::Int(r.floor_violations),
+            Cell::Int(r.pin_violations),
+            Cell::Int(r.holds),
+            Cell::Int(r.thrash),
+            Cell::Fixed(r.switches_per_100, 1),
+            Cell::Tokens(r.divergence_tokens),
+            Cell::Fixed(r.divergence_dollars, 4),
+            Cell::Fixed(r.cost, 4),
+            Cell::Share(r.probe_survival),
+            Cell::text(r.matched.map_or("-", |m| if m { "yes" } else { "no" })),
+        ]);
+    }
+    t
 }

@@ -12,7 +12,7 @@ pub mod fixture;
 pub mod follow;
 pub mod inspect;
 pub mod load_args;
-pub mod output;
+pub mod report;
 pub mod plot;
 pub mod policies;
 pub mod render;

@@ -23,7 +23,7 @@ pub struct PlotArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
     /// Token budget (default: the usable input limit of the recorded model).
-    #[arg(long, value_parser = super::output::budget_value)]
+    #[arg(long, value_parser = super::report::budget_value)]
     pub budget: Option<u64>,
     /// The SVG file to write.
     #[arg(long, value_name = "FILE.svg")]
