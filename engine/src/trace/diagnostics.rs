@@ -21,6 +21,13 @@ pub enum DiagnosticKind {
     PartialWrite,
     MergedFromStorage,
     NoRequests,
+    /// Damaged JSON that was repaired (see [`crate::trace::lenient`]) or read piece by piece.
+    RepairedJson,
+    /// A token count that is not a non-negative integer (a string, negative, null, fractional
+    /// or absurdly large): read as the nearest count and reported.
+    BadTokenCount,
+    /// A database table or page that could not be read (missing, corrupt, unreadable).
+    DatabaseDamage,
     Other,
 }
 
@@ -42,6 +49,9 @@ impl DiagnosticKind {
             DiagnosticKind::PartialWrite => "partial_write",
             DiagnosticKind::MergedFromStorage => "merged_from_storage",
             DiagnosticKind::NoRequests => "no_requests",
+            DiagnosticKind::RepairedJson => "repaired_json",
+            DiagnosticKind::BadTokenCount => "bad_token_count",
+            DiagnosticKind::DatabaseDamage => "database_damage",
             DiagnosticKind::Other => "other",
         }
     }

@@ -3,6 +3,8 @@ pub mod derive;
 pub mod diagnostics;
 pub mod discover;
 pub mod error;
+pub mod input;
+pub mod lenient;
 pub mod load;
 pub mod model;
 pub mod opencode;

@@ -62,12 +62,13 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Sums saturate: a damaged count must not wrap a session's total.
     pub fn add(&mut self, o: &Usage) {
-        self.input += o.input;
-        self.output += o.output;
-        self.reasoning += o.reasoning;
-        self.cache_read += o.cache_read;
-        self.cache_write += o.cache_write;
+        self.input = self.input.saturating_add(o.input);
+        self.output = self.output.saturating_add(o.output);
+        self.reasoning = self.reasoning.saturating_add(o.reasoning);
+        self.cache_read = self.cache_read.saturating_add(o.cache_read);
+        self.cache_write = self.cache_write.saturating_add(o.cache_write);
     }
     pub fn is_zero(&self) -> bool {
         *self == Usage::default()
@@ -336,7 +337,10 @@ pub struct Request {
 impl Request {
     /// Recorded prompt size: input + cache read + cache write (MODEL §3.5).
     pub fn recorded_prompt(&self) -> u64 {
-        self.usage.input + self.usage.cache_read + self.usage.cache_write
+        self.usage
+            .input
+            .saturating_add(self.usage.cache_read)
+            .saturating_add(self.usage.cache_write)
     }
 }
 
