@@ -21,8 +21,7 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<std::io::Error>()
             .is_some_and(tierscope::cli::report::stdout::is_closed_pipe)
-            || c.downcast_ref::<serde_json::Error>().is_some_and(|j| {
-                j.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe)
-            })
+            || c.downcast_ref::<serde_json::Error>()
+                .is_some_and(|j| j.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe))
     })
 }

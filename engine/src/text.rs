@@ -90,7 +90,9 @@ mod sanitize_tests {
 
     #[test]
     fn bidi_controls_and_separators_are_shown_not_applied() {
-        for c in ['\u{202a}', '\u{202e}', '\u{2066}', '\u{2069}', '\u{200f}', '\u{2028}'] {
+        for c in [
+            '\u{202a}', '\u{202e}', '\u{2066}', '\u{2069}', '\u{200f}', '\u{2028}',
+        ] {
             let s = format!("a{c}b");
             let shown = sanitize_for_terminal(&s);
             assert_eq!(shown, format!("a<U+{:04X}>b", c as u32));

@@ -101,7 +101,10 @@ impl report::Report for AuditReport<'_> {
     fn text(&self) -> Text {
         let au = self.audit;
         let mut out = Text::new();
-        out.line(format!("{} — {} ({} probes)", au.session, au.title, au.probes));
+        out.line(format!(
+            "{} — {} ({} probes)",
+            au.session, au.title, au.probes
+        ));
         let mut totals = Table::aligned(&[
             "strategy",
             "tier",

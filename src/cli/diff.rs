@@ -184,7 +184,9 @@ fn header(c: &Comparison, labels: &(String, String)) -> Text {
     let mut out = Text::new();
     out.line(format!(
         "session {} \"{}\" · {} requests · {} episodes · budget {} ({})",
-        c.session, c.title, c.requests,
+        c.session,
+        c.title,
+        c.requests,
         c.episodes.len(),
         c.a.budget,
         c.a.budget_source
@@ -457,7 +459,12 @@ pub fn summary_table(a: &Summary, b: &Summary, d: &SummaryDelta) -> Text {
         Column::right("B − A").width(12),
     ]);
     for (name, a, b, d) in rows {
-        t.push(vec![Cell::text(name), Cell::Text(a), Cell::Text(b), Cell::Text(d)]);
+        t.push(vec![
+            Cell::text(name),
+            Cell::Text(a),
+            Cell::Text(b),
+            Cell::Text(d),
+        ]);
     }
     let mut out = Text::from(t);
     if a.probe_survival.is_none() && b.probe_survival.is_none() {

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 
+use crate::cli::report::{json, stderr};
 use tierscope_engine::follow::{
     follow_path, FollowConfig, FollowEvent, FollowStatus, Follower, SessionBuilder,
 };
-use crate::cli::report::{json, stderr};
 use tierscope_engine::loaded::{LoadOptions, LoadedSession};
 
 /// JSON lines of frames, one per request; a frame is written again only when it changed, so
@@ -226,17 +226,17 @@ mod tests {
             assert_eq!(s.current().len(), 2);
         }
         let text = String::from_utf8(buf).unwrap();
-        assert_eq!(
-            text,
-            "a\nb\nc\nb2\n{\"request\":2,\"retracted\":true}\n"
-        );
+        assert_eq!(text, "a\nb\nc\nb2\n{\"request\":2,\"retracted\":true}\n");
     }
 
     #[test]
     fn a_huge_follow_timeout_means_none_and_never_panics() {
         assert_eq!(follow_timeout(1e300).unwrap(), None);
         assert_eq!(follow_timeout(f64::INFINITY).unwrap(), None);
-        assert_eq!(follow_timeout(2.5).unwrap(), Some(Duration::from_millis(2500)));
+        assert_eq!(
+            follow_timeout(2.5).unwrap(),
+            Some(Duration::from_millis(2500))
+        );
         assert!(follow_timeout(0.0).is_err());
         assert!(follow_timeout(-1.0).is_err());
         assert!(follow_timeout(f64::NAN).is_err());

@@ -184,8 +184,8 @@ fn join_counts(m: &BTreeMap<String, usize>) -> String {
 pub fn table(r: &InspectReport, source: &str) -> Table {
     let c = &r.counts;
     let u = &r.usage;
-    let mut t = Table::new(vec![Column::left("key").width(16), Column::left("value")])
-        .without_header();
+    let mut t =
+        Table::new(vec![Column::left("key").width(16), Column::left("value")]).without_header();
     let mut row = |k: &str, v: String| t.push(vec![Cell::text(k), Cell::Text(v)]);
     row("source", source.to_owned());
     row("session", r.session.id.clone());

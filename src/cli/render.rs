@@ -6,8 +6,8 @@ use anyhow::Context;
 use clap::Args;
 
 use super::replay::PolicyArgs;
-use super::LoadArgs;
 use super::report::{self, Format, Text};
+use super::LoadArgs;
 use tierscope_engine::replay::{self, Input, RenderedChunk, RenderedContext};
 
 #[derive(Debug, Clone, Args)]

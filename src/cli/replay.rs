@@ -297,9 +297,8 @@ pub fn text(r: &Replay) -> Text {
             s.excess_fidelity_tokens.unwrap_or(0),
             s.under_fidelity_misses.unwrap_or(0)
         )),
-        None => out.line(
-            "         no probes sidecar: probe survival and oracle yardsticks not measured",
-        ),
+        None => out
+            .line("         no probes sidecar: probe survival and oracle yardsticks not measured"),
     };
     out.line(format!(
         "         vs recorded prompt: mean |error| {:.2}% · max {:.2}% over {} requests (Σ delta {} tokens)",

@@ -14,6 +14,7 @@ use tierscope_engine::research::experiment::TierShare;
 use tierscope_engine::research::report::{pct, thousands};
 use tierscope_engine::research::survey::{combine, survey_session, Failure, Survey};
 use tierscope_engine::tokens::Tokenizer;
+use tierscope_engine::trace::SessionSummary;
 
 /// [`mix_cells`] of a per-session policy row or of a policy's totals (two types, same fields).
 macro_rules! mix_of {
@@ -79,7 +80,7 @@ pub fn run(a: &SurveyArgs) -> anyhow::Result<()> {
     let source =
         tierscope_engine::trace::open(a.load.path.as_deref()).context("opening the data dir")?;
     let list = source.list_sessions().context("listing sessions")?;
-    let main: Vec<_> = list.into_iter().filter(|s| s.parent_id.is_none()).collect();
+    let main = main_sessions(list);
     let base = tierscope_engine::loaded::options_from_args(&a.load.options())?;
     let locator = SidecarLocator {
         dir: a.load.sidecars.clone(),
@@ -143,6 +144,52 @@ pub fn run(a: &SurveyArgs) -> anyhow::Result<()> {
     }
     let survey = combine(source.describe(), sessions, failures);
     report::emit(a.format, &SurveyReport(&survey))
+}
+
+/// The sessions a survey covers: those without a parent, and those whose parent is not in the
+/// source or whose parent chain loops (no root reaches them, so no main session covers them).
+/// Each of the latter is reported on stderr.
+fn main_sessions(list: Vec<SessionSummary>) -> Vec<SessionSummary> {
+    let by_id: std::collections::HashMap<&str, &SessionSummary> =
+        list.iter().map(|s| (s.id.as_str(), s)).collect();
+    let mut keep = Vec::new();
+    for s in &list {
+        let Some(parent) = s.parent_id.as_deref() else {
+            keep.push(true);
+            continue;
+        };
+        if !by_id.contains_key(parent) {
+            report::stderr::note(&format!(
+                "session {}: its parent {parent} is not in the source; surveyed as a main session",
+                s.id
+            ));
+            keep.push(true);
+            continue;
+        }
+        // Walk up; a chain that comes back to a session already seen loops.
+        let mut seen = std::collections::HashSet::from([s.id.as_str()]);
+        let mut cur = parent;
+        let looped = loop {
+            if !seen.insert(cur) {
+                break true;
+            }
+            match by_id.get(cur).and_then(|p| p.parent_id.as_deref()) {
+                Some(next) if by_id.contains_key(next) => cur = next,
+                _ => break false,
+            }
+        };
+        if looped {
+            report::stderr::note(&format!(
+                "session {}: its parent chain loops back ({parent} …); surveyed as a main session",
+                s.id
+            ));
+        }
+        keep.push(looped);
+    }
+    list.into_iter()
+        .zip(keep)
+        .filter_map(|(s, k)| k.then_some(s))
+        .collect()
 }
 
 /// The output of `survey`: the survey (JSON), one line per session (JSON Lines), one row per

@@ -56,9 +56,6 @@ impl Tier {
     pub fn higher(&self) -> Option<Tier> {
         self.depth().checked_sub(1).and_then(Tier::from_depth)
     }
-    pub fn is_representation(&self) -> bool {
-        *self != Tier::Dropped
-    }
 }
 
 impl std::fmt::Display for Tier {

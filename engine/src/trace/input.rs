@@ -87,6 +87,21 @@ pub fn read_text_bounded(path: &Path, cap: u64) -> Result<String, LoadError> {
     })
 }
 
+/// The largest configuration file read (a policy, classification rules).
+pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
+
+/// The largest sidecar read (`*.tiers.json` holds the text of every tier).
+pub const MAX_SIDECAR_BYTES: u64 = 1 << 30;
+
+/// [`read_text_bounded`] for callers with `std::io::Error` in their error types: a file that is
+/// not regular or too large is an `InvalidInput` error saying so.
+pub fn read_to_string_capped(path: &Path, cap: u64) -> std::io::Result<String> {
+    read_text_bounded(path, cap).map_err(|e| match e {
+        LoadError::Io { source, .. } => source,
+        other => std::io::Error::new(std::io::ErrorKind::InvalidInput, other.to_string()),
+    })
+}
+
 /// Megabytes for messages.
 pub fn human_size(n: u64) -> String {
     if n >= 1 << 30 {

@@ -33,7 +33,11 @@ impl std::fmt::Display for Repair {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Repair::ControlCharacter(c) => {
-                write!(f, "raw control character U+{:04X} in a string (escaped)", *c as u32)
+                write!(
+                    f,
+                    "raw control character U+{:04X} in a string (escaped)",
+                    *c as u32
+                )
             }
             Repair::LoneSurrogate(s) => write!(f, "lone surrogate escape \\u{s} (read as U+FFFD)"),
             Repair::NonFiniteNumber(s) => write!(

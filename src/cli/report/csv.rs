@@ -43,8 +43,16 @@ mod tests {
     #[test]
     fn quotes_and_machine_cells() {
         let mut t = Table::aligned(&["a", "b", "c"]);
-        t.push(vec![Cell::text("x,y"), Cell::text("q\""), Cell::Share(Some(0.5))]);
-        t.push(vec![Cell::text("\u{1b}"), Cell::Tokens(1234), Cell::Mark(false)]);
+        t.push(vec![
+            Cell::text("x,y"),
+            Cell::text("q\""),
+            Cell::Share(Some(0.5)),
+        ]);
+        t.push(vec![
+            Cell::text("\u{1b}"),
+            Cell::Tokens(1234),
+            Cell::Mark(false),
+        ]);
         assert_eq!(
             render(&t),
             "a,b,c\n\"x,y\",\"q\"\"\",0.5000\n\\x1b,1234,false\n"

@@ -65,8 +65,7 @@ impl<F: Formatter> Formatter for SafeFormatter<F> {
 
 /// `v` as pretty JSON (two-space indent, as `serde_json::to_writer_pretty`) into `w`.
 pub fn to_writer_pretty<W: Write, T: Serialize + ?Sized>(w: W, v: &T) -> serde_json::Result<()> {
-    let mut ser =
-        serde_json::Serializer::with_formatter(w, SafeFormatter(PrettyFormatter::new()));
+    let mut ser = serde_json::Serializer::with_formatter(w, SafeFormatter(PrettyFormatter::new()));
     v.serialize(&mut ser)
 }
 

@@ -141,7 +141,10 @@ impl Table {
             .map(|r| {
                 shown
                     .iter()
-                    .map(|&i| r.get(i).map_or_else(String::new, |c| cell(c, &self.columns[i])))
+                    .map(|&i| {
+                        r.get(i)
+                            .map_or_else(String::new, |c| cell(c, &self.columns[i]))
+                    })
                     .collect()
             })
             .collect();
@@ -181,7 +184,10 @@ impl Table {
                         s.push_str(c);
                         // The last column of a column layout is not padded when it has no
                         // width of its own (free text such as a change list).
-                        if !(k + 1 == cells.len() && col.width.is_none() && self.layout == Layout::Columns) {
+                        if !(k + 1 == cells.len()
+                            && col.width.is_none()
+                            && self.layout == Layout::Columns)
+                        {
                             s.push_str(&" ".repeat(pad));
                         }
                     }
@@ -221,7 +227,10 @@ mod tests {
 
     #[test]
     fn cells_are_sanitized_before_they_are_measured() {
-        let mut t = Table::new(vec![Column::left("id").width(2), Column::right("n").width(3)]);
+        let mut t = Table::new(vec![
+            Column::left("id").width(2),
+            Column::right("n").width(3),
+        ]);
         t.push(vec![Cell::text("a\u{1b}b\nc"), Cell::Tokens(1234)]);
         assert_eq!(t.render(), "id   n\na\\x1bb ⏎ c 1,234\n");
     }

@@ -37,7 +37,9 @@ pub fn looks_like_sqlite(path: &Path) -> bool {
 fn read_header(path: &Path) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     let mut head = Vec::with_capacity(100);
-    std::fs::File::open(path)?.take(100).read_to_end(&mut head)?;
+    std::fs::File::open(path)?
+        .take(100)
+        .read_to_end(&mut head)?;
     Ok(head)
 }
 
@@ -364,7 +366,8 @@ impl Database {
                 );
                 return;
             };
-            if let Some(p) = part_from_row(&id, &message_id, session_id, bytes_column(row, 2), diags)
+            if let Some(p) =
+                part_from_row(&id, &message_id, session_id, bytes_column(row, 2), diags)
             {
                 messages[mi].parts.push(p);
             }
