@@ -378,11 +378,12 @@ pub fn from_trace_with(
             pins,
         } = judged;
         cl.pins = pins;
-        if annotations.is_some() {
-            if !cl.pins.is_empty() && !cl.kinds.contains(&EpisodeKind::Constraint) {
-                cl.kinds.push(EpisodeKind::Constraint);
-                cl.kinds.sort();
-            }
+        if annotations.is_some()
+            && !cl.pins.is_empty()
+            && !cl.kinds.contains(&EpisodeKind::Constraint)
+        {
+            cl.kinds.push(EpisodeKind::Constraint);
+            cl.kinds.sort();
         }
         let ids: Vec<String> = trace.messages[seg.first_message..=seg.last_message]
             .iter()

@@ -1,5 +1,7 @@
 //! Command-line front end: one file per subcommand. The CLI never touches TUI code except to
-//! start the explorer (the default command).
+//! start the explorer (the default command). Output leaves only through [`report`] (which
+//! sanitizes it); the lints below keep it that way.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use clap::{Parser, Subcommand};
 

@@ -71,6 +71,6 @@ pub fn run(a: &PlotArgs) -> anyhow::Result<()> {
         let res = sweep::run_with(&session, &policy, &axes, a.budget, &|| {})?;
         sweep_figure(&res, metric, &a.out, size)?;
     }
-    eprintln!("wrote {}", a.out.display());
+    super::report::stderr::line(&format!("wrote {}", a.out.display()));
     Ok(())
 }

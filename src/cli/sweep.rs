@@ -164,7 +164,7 @@ fn points(r: &SweepResult) -> Table {
                     Cell::Fixed(m.divergence_dollars, 4),
                     Cell::Tokens(m.mean_tokens.round() as i64),
                     Cell::Tokens(m.max_overflow as i64),
-                    Cell::Int(m.overflow_requests as u64),
+                    Cell::Int(m.overflow_requests),
                     Cell::Int(m.thrash),
                     Cell::Int(m.holds),
                     Cell::Int(m.violations),
