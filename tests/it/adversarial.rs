@@ -120,8 +120,9 @@ fn ok(dir: &Path, args: &[&str]) -> Run {
         let v: Value = serde_json::from_str(&r.out).unwrap_or_else(|e| panic!("{args:?}: {e}"));
         // A sweep's document is knobs and metrics only.
         assert!(
-            args[0] == "sweep" ||
-            v.to_string().contains(&serde_json::to_string(EVIL).expect("json")[1..20]),
+            args[0] == "sweep"
+                || v.to_string()
+                    .contains(&serde_json::to_string(EVIL).expect("json")[1..20]),
             "{args:?}: the crafted text is not in the document"
         );
     }
@@ -151,7 +152,14 @@ fn no_control_or_bidi_character_reaches_the_terminal_from_any_command() {
             j(vec!["inspect"]),
             j(vec!["episodes"]),
             j(vec!["render", "--at", "2", "--budget", "3000"]),
-            j(vec!["render", "--at", "3", "--diff-prev", "--budget", "3000"]),
+            j(vec![
+                "render",
+                "--at",
+                "3",
+                "--diff-prev",
+                "--budget",
+                "3000",
+            ]),
         ] {
             let mut a = vec![args[0], p];
             a.extend(&args[1..]);
@@ -165,30 +173,119 @@ fn no_control_or_bidi_character_reaches_the_terminal_from_any_command() {
     ok(d, &["episodes", p, "--show", "E1"]);
     run(d, &["episodes", p, "--show", "E1", "--tier", "compact"]);
     let records = d.join("records.jsonl");
-    ok(d, &["episodes", p, "--records", records.to_str().expect("utf-8")]);
-    assert_inert("episodes --records", &std::fs::read_to_string(&records).expect("records"));
+    ok(
+        d,
+        &["episodes", p, "--records", records.to_str().expect("utf-8")],
+    );
+    assert_inert(
+        "episodes --records",
+        &std::fs::read_to_string(&records).expect("records"),
+    );
     for format in ["table", "json", "csv", "jsonl"] {
         let r = ok(d, &["replay", p, "--format", format, "--budget", "3000"]);
         if format == "table" {
             // The pricing note names the crafted model.
             assert!(r.out.contains("pricing: model "), "{}", r.out);
         }
-        ok(d, &["experiment", p, "--format", format, "--budget", "3000"]);
+        ok(
+            d,
+            &["experiment", p, "--format", format, "--budget", "3000"],
+        );
         ok(d, &["audit", p, "--format", format]);
         ok(d, &["audit", p, "--format", format, "--details"]);
-        ok(d, &["sweep", p, "--format", format, "--budget", "3000", "--vary", "demote_at=0.8:0.9:0.1"]);
+        ok(
+            d,
+            &[
+                "sweep",
+                p,
+                "--format",
+                format,
+                "--budget",
+                "3000",
+                "--vary",
+                "demote_at=0.8:0.9:0.1",
+            ],
+        );
         ok(d, &["survey", p, "--format", format]);
     }
     let replay_records = d.join("replay-records.jsonl");
-    ok(d, &["replay", p, "--records", replay_records.to_str().expect("utf-8")]);
-    assert_inert("replay --records", &std::fs::read_to_string(&replay_records).expect("records"));
+    ok(
+        d,
+        &[
+            "replay",
+            p,
+            "--records",
+            replay_records.to_str().expect("utf-8"),
+        ],
+    );
+    assert_inert(
+        "replay --records",
+        &std::fs::read_to_string(&replay_records).expect("records"),
+    );
     for format in ["table", "json"] {
-        ok(d, &["diff", p, "-p", "retention", "-p", "age", "--budget", "3000", "--format", format]);
-        ok(d, &["diff", p, "-p", "retention", "-p", "full", "--budget", "3000", "--at", "2", "--format", format]);
-        ok(d, &["diff", p, "-p", "retention", "-p", "full", "--budget", "3000", "--at", "3", "--context", "--format", format]);
+        ok(
+            d,
+            &[
+                "diff",
+                p,
+                "-p",
+                "retention",
+                "-p",
+                "age",
+                "--budget",
+                "3000",
+                "--format",
+                format,
+            ],
+        );
+        ok(
+            d,
+            &[
+                "diff",
+                p,
+                "-p",
+                "retention",
+                "-p",
+                "full",
+                "--budget",
+                "3000",
+                "--at",
+                "2",
+                "--format",
+                format,
+            ],
+        );
+        ok(
+            d,
+            &[
+                "diff",
+                p,
+                "-p",
+                "retention",
+                "-p",
+                "full",
+                "--budget",
+                "3000",
+                "--at",
+                "3",
+                "--context",
+                "--format",
+                format,
+            ],
+        );
     }
     let svg = d.join("plot.svg");
-    ok(d, &["plot", p, "--out", svg.to_str().expect("utf-8"), "--budget", "3000"]);
+    ok(
+        d,
+        &[
+            "plot",
+            p,
+            "--out",
+            svg.to_str().expect("utf-8"),
+            "--budget",
+            "3000",
+        ],
+    );
 }
 
 #[test]
@@ -200,28 +297,55 @@ fn error_texts_that_quote_a_damaged_file_are_escaped_on_stderr() {
     // A probes sidecar whose type error quotes the value (serde: `invalid type: string "…"`).
     let probes = d.join("evil.probes.json");
     std::fs::write(&probes, json!({"probes": evil("not a list")}).to_string()).expect("write");
-    for args in [vec!["replay", p], vec!["experiment", p], vec!["episodes", p]] {
+    for args in [
+        vec!["replay", p],
+        vec!["experiment", p],
+        vec!["episodes", p],
+    ] {
         let r = run(d, &args);
         assert_eq!(r.code, Some(1), "{args:?}: {}", r.err);
         // The value is quoted (shown, inert), not dropped.
-        assert!(r.err.contains("not a list") && r.err.contains("pwned"), "{args:?}: {}", r.err);
+        assert!(
+            r.err.contains("not a list") && r.err.contains("pwned"),
+            "{args:?}: {}",
+            r.err
+        );
     }
     std::fs::remove_file(&probes).expect("rm");
     // A policy file whose TOML error shows the offending line, raw bytes and all.
     let policy = d.join("evil.toml");
-    std::fs::write(&policy, format!("name = \"x\"\nkind = \"retention\"\n{EVIL} = 1\n")).expect("write");
+    std::fs::write(
+        &policy,
+        format!("name = \"x\"\nkind = \"retention\"\n{EVIL} = 1\n"),
+    )
+    .expect("write");
     let pol = policy.to_str().expect("utf-8");
-    for args in [vec!["replay", p, "--policy", pol], vec!["policies", "--file", pol]] {
+    for args in [
+        vec!["replay", p, "--policy", pol],
+        vec!["policies", "--file", pol],
+    ] {
         let r = run(d, &args);
         assert_eq!(r.code, Some(1), "{args:?}: {}", r.err);
         assert!(r.err.contains("evil.toml"), "{}", r.err);
     }
     // A policy value that is echoed in a knob error.
-    std::fs::write(&policy, format!("name = \"{}\"\nkind = \"{}\"\n", evil("n"), evil("k"))).expect("write");
+    std::fs::write(
+        &policy,
+        format!("name = \"{}\"\nkind = \"{}\"\n", evil("n"), evil("k")),
+    )
+    .expect("write");
     let r = run(d, &["policies", "--file", pol]);
     assert_eq!(r.code, Some(1), "{}", r.err);
     // A session id asked for and not found is echoed too (an argument cannot hold a NUL).
-    let r = run(d, &["inspect", p, "--session", &evil("ses_nope").replace('\0', "")]);
+    let r = run(
+        d,
+        &[
+            "inspect",
+            p,
+            "--session",
+            &evil("ses_nope").replace('\0', ""),
+        ],
+    );
     assert_eq!(r.code, Some(1), "{}", r.err);
     assert!(r.err.contains("\\x1b]0;pwned"), "{}", r.err);
 }
@@ -231,7 +355,14 @@ fn a_crafted_database_is_as_inert_as_a_crafted_export() {
     let db = TestDb::new();
     db.session(&evil("ses_db"), None, &evil("db title"), 1, 2);
     db.user(&evil("msg_u"), &evil("ses_db"), 10, &evil("hello"));
-    db.assistant(&evil("msg_a"), &evil("ses_db"), &evil("msg_u"), 11, &evil("world"), 500);
+    db.assistant(
+        &evil("msg_a"),
+        &evil("ses_db"),
+        &evil("msg_u"),
+        11,
+        &evil("world"),
+        500,
+    );
     db.conn
         .execute("UPDATE session SET directory = ?1", [evil("/dir")])
         .expect("update");

@@ -61,7 +61,9 @@ const TURNS: usize = 13;
 
 #[test]
 fn a_raw_nul_in_one_string_costs_nothing_else() {
-    let text = export_text(TURNS, |i| (i == 4).then(|| "\"before\u{0}after\"".to_owned()));
+    let text = export_text(TURNS, |i| {
+        (i == 4).then(|| "\"before\u{0}after\"".to_owned())
+    });
     let t = parse(&text);
     assert_eq!(t.messages.len(), 2 * TURNS, "{:?}", t.diagnostics);
     assert_eq!(t.requests.len(), TURNS);
@@ -74,7 +76,9 @@ fn a_raw_nul_in_one_string_costs_nothing_else() {
 
 #[test]
 fn a_lone_surrogate_escape_costs_nothing_else() {
-    let text = export_text(TURNS, |i| (i == 7).then(|| r#""bad \ud800 here""#.to_owned()));
+    let text = export_text(TURNS, |i| {
+        (i == 7).then(|| r#""bad \ud800 here""#.to_owned())
+    });
     let t = parse(&text);
     assert_eq!(t.messages.len(), 2 * TURNS, "{:?}", t.diagnostics);
     assert!(example(&t, DiagnosticKind::RepairedJson).contains("surrogate"));
@@ -119,7 +123,11 @@ fn a_part_that_is_not_json_at_all_costs_only_that_part() {
     assert_eq!(t.messages.len(), 2 * TURNS, "{:?}", t.diagnostics);
     assert!(example(&t, DiagnosticKind::CorruptJson).contains("part #1"));
     // Its message keeps its other parts.
-    let m = t.messages.iter().find(|m| m.id == "msg_a02").expect("msg_a02");
+    let m = t
+        .messages
+        .iter()
+        .find(|m| m.id == "msg_a02")
+        .expect("msg_a02");
     assert_eq!(m.parts.len(), 3);
 }
 
@@ -137,7 +145,10 @@ fn a_cut_export_still_reports_the_cut_and_keeps_what_is_complete() {
 fn run(args: &[&str]) -> (Option<i32>, String, String) {
     let mut child = Command::new(BIN)
         .args(args)
-        .env("TIERSCOPE_CACHE_DIR", std::env::temp_dir().join("tierscope-hardening-cache"))
+        .env(
+            "TIERSCOPE_CACHE_DIR",
+            std::env::temp_dir().join("tierscope-hardening-cache"),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -243,7 +254,10 @@ fn a_file_over_the_size_cap_is_refused_with_its_size() {
         .expect("sparse file");
     let (code, _, err) = run(&["inspect", p.to_str().expect("utf-8")]);
     assert_eq!(code, Some(1), "{err}");
-    assert!(err.contains("5.0 GiB") && err.contains("more than the 4.0 GiB"), "{err}");
+    assert!(
+        err.contains("5.0 GiB") && err.contains("more than the 4.0 GiB"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -264,7 +278,10 @@ fn replay_json_into_a_closed_pipe_exits_0_quietly() {
         let done = child.wait_with_output().expect("wait");
         let err = String::from_utf8_lossy(&done.stderr);
         assert!(done.status.success(), "{format}: {:?} {err}", done.status);
-        assert!(!err.contains("Broken pipe") && !err.contains("panicked"), "{err}");
+        assert!(
+            !err.contains("Broken pipe") && !err.contains("panicked"),
+            "{err}"
+        );
     }
 }
 
@@ -282,7 +299,10 @@ fn replay_budget_0_is_refused_like_every_other_command() {
         let (code, out, err) = run(&args);
         assert_eq!(code, Some(2), "{cmd}: {err}");
         assert!(out.is_empty());
-        assert!(err.contains("a budget must be at least 1 token"), "{cmd}: {err}");
+        assert!(
+            err.contains("a budget must be at least 1 token"),
+            "{cmd}: {err}"
+        );
     }
 }
 
@@ -311,7 +331,10 @@ fn a_huge_follow_timeout_does_not_panic() {
     assert!(done.status.success(), "{err}");
     assert!(!err.contains("panicked"), "{err}");
     assert!(err.contains("source gone"), "{err}");
-    assert!(rest.last().is_some_and(|l| l.starts_with("{\"summary\"")), "{rest:?}");
+    assert!(
+        rest.last().is_some_and(|l| l.starts_with("{\"summary\"")),
+        "{rest:?}"
+    );
 }
 
 /// Apply follow lines: the last frame line per request wins, a retraction removes it.
@@ -359,7 +382,10 @@ fn follow_retracts_requests_deleted_from_the_database_and_ends_at_a_fresh_replay
     let mut lines = Vec::new();
     while apply(&lines).len() < 4 {
         let mut l = String::new();
-        assert!(reader.read_line(&mut l).expect("read") > 0, "ended early: {lines:?}");
+        assert!(
+            reader.read_line(&mut l).expect("read") > 0,
+            "ended early: {lines:?}"
+        );
         lines.push(l.trim_end().to_owned());
     }
     // The user rewinds: the last two turns are deleted, as OpenCode's revert does.
@@ -377,8 +403,15 @@ fn follow_retracts_requests_deleted_from_the_database_and_ends_at_a_fresh_replay
         lines.push(l.expect("read"));
     }
     let done = child.wait_with_output().expect("wait");
-    assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
-    let retracted: Vec<&String> = lines.iter().filter(|l| l.contains("\"retracted\":true")).collect();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let retracted: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("\"retracted\":true"))
+        .collect();
     assert_eq!(retracted.len(), 2, "{lines:#?}");
     // The stream's last state is what a fresh replay of the database says now.
     let (code, fresh, err) = run(&["replay", &path, "--session", "ses_f", "--format", "jsonl"]);
@@ -414,7 +447,10 @@ fn survey_keeps_sessions_whose_parent_is_missing_or_cyclic() {
         .collect();
     ids.sort_unstable();
     assert_eq!(ids, ["ses_a", "ses_b", "ses_main", "ses_orphan"], "{err}");
-    assert!(err.contains("ses_orphan: its parent ses_gone is not in the source"), "{err}");
+    assert!(
+        err.contains("ses_orphan: its parent ses_gone is not in the source"),
+        "{err}"
+    );
     assert!(err.contains("ses_a: its parent chain loops"), "{err}");
 }
 
@@ -451,7 +487,11 @@ fn a_wal_database_without_its_side_files_is_read_without_creating_any() {
         let (code, out, err) = run(&args);
         assert_eq!(code, Some(0), "{args:?}: {err}");
         assert!(out.contains("ses_w"), "{args:?}");
-        assert_eq!(listing(dir.path()), ["opencode.db"], "{args:?} wrote beside the db");
+        assert_eq!(
+            listing(dir.path()),
+            ["opencode.db"],
+            "{args:?} wrote beside the db"
+        );
     }
     assert_eq!(bytes(&path), before);
 }
@@ -547,7 +587,10 @@ fn one_corrupt_page_in_part_costs_only_the_parts_on_it() {
         .find(|d| d["kind"] == "database_damage")
         .unwrap_or_else(|| panic!("no database_damage: {v}"));
     let text = damage["example"].as_str().expect("text");
-    assert!(text.contains("table part") && text.contains("malformed"), "{text}");
+    assert!(
+        text.contains("table part") && text.contains("malformed"),
+        "{text}"
+    );
     // The listing lists.
     let (code, out, err) = run(&["sessions", path.to_str().expect("utf-8")]);
     assert_eq!(code, Some(0), "{err}");

@@ -20,13 +20,19 @@ fn signal_restores_the_terminal(name: &str, number: i32) {
     let t = Tmux::new(&format!("tierscope-sig{number}"));
     // `exec` keeps the pid the shell wrote: the explorer's own.
     let cmd = format!(
-        "sh -c 'echo $$ > {pid}; exec env TERM=xterm-256color {bin} {rec} --budget 9000'; echo __EXIT__ $?; stty -a; sleep 60",
+        "sh -c 'echo $$ > {pid}; exec env TERM=xterm-256color {bin} {rec} --budget 9000'; echo __EXIT__ $?; stty -a; echo __STTY__; sleep 60",
         pid = pidfile.display()
     );
     t.start(&cmd);
-    t.wait("the main screen", |s| s.contains("Episodes") && s.contains("t 0 / 23"));
+    t.wait("the main screen", |s| {
+        s.contains("Episodes") && s.contains("t 0 / 23")
+    });
     assert_eq!(t.display("#{alternate_on}"), "1");
-    assert_eq!(t.display("#{mouse_any_flag}"), "1", "mouse reporting was on");
+    assert_eq!(
+        t.display("#{mouse_any_flag}"),
+        "1",
+        "mouse reporting was on"
+    );
     let deadline = Instant::now() + Duration::from_secs(10);
     let pid = loop {
         if let Ok(p) = std::fs::read_to_string(&pidfile) {
@@ -42,7 +48,7 @@ fn signal_restores_the_terminal(name: &str, number: i32) {
         .status()
         .expect("kill");
     assert!(sent.success());
-    let screen = t.wait("the exit", |s| s.contains("__EXIT__"));
+    let screen = t.wait("the exit and the tty modes", |s| s.contains("__STTY__"));
     assert!(
         screen.contains(&format!("__EXIT__ {}", 128 + number)),
         "SIG{name}: exit status:\n{screen}"
@@ -52,7 +58,10 @@ fn signal_restores_the_terminal(name: &str, number: i32) {
     // `stty -a` prints a mode that is off as `-mode`.
     let modes: Vec<&str> = screen.split_whitespace().collect();
     for mode in ["icanon", "echo", "isig", "opost", "icrnl"] {
-        assert!(modes.contains(&mode), "SIG{name}: tty left without {mode}:\n{screen}");
+        assert!(
+            modes.contains(&mode),
+            "SIG{name}: tty left without {mode}:\n{screen}"
+        );
     }
 }
 
