@@ -51,7 +51,8 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "FILE")]
     pub records: Option<PathBuf>,
     /// Keep watching the source and stream frames as requests arrive (with --format jsonl; a
-    /// frame that changes is written again, the last line for a request wins).
+    /// frame that changes is written again, the last line for a request wins; a request deleted
+    /// from the source gets `{"request": N, "retracted": true}`).
     #[arg(long)]
     pub follow: bool,
     /// With --follow: stop after this many seconds without a change.
