@@ -368,25 +368,30 @@ pub fn from_trace_with(
         let id = format!("E{k}");
         let mut cl = classify::classify_with_todos(&trace, seg, &rules, &req_of, &todos);
         let mut notes = Vec::new();
-        let mut class_reasons = std::mem::take(&mut cl.class_reasons);
-        let mut floor_reasons = std::mem::take(&mut cl.floor_reasons);
-        let (mut class, mut floor) = (cl.class, cl.floor);
+        let mut judged = Judgement {
+            class: cl.class,
+            floor: cl.floor,
+            class_reasons: std::mem::take(&mut cl.class_reasons),
+            floor_reasons: std::mem::take(&mut cl.floor_reasons),
+            pins: std::mem::take(&mut cl.pins),
+        };
         if let Some(a) = annotations {
-            apply_annotations(
-                &trace,
-                seg,
-                a,
-                &mut cl.pins,
-                &mut class,
-                &mut floor,
-                &mut class_reasons,
-                &mut floor_reasons,
-                &mut warnings,
-            );
-            if !cl.pins.is_empty() && !cl.kinds.contains(&EpisodeKind::Constraint) {
-                cl.kinds.push(EpisodeKind::Constraint);
-                cl.kinds.sort();
-            }
+            apply_annotations(&trace, seg, a, &mut judged, &mut warnings);
+        }
+        let Judgement {
+            class,
+            floor,
+            class_reasons,
+            floor_reasons,
+            pins,
+        } = judged;
+        cl.pins = pins;
+        if annotations.is_some()
+            && !cl.pins.is_empty()
+            && !cl.kinds.contains(&EpisodeKind::Constraint)
+        {
+            cl.kinds.push(EpisodeKind::Constraint);
+            cl.kinds.sort();
         }
         let ids: Vec<String> = trace.messages[seg.first_message..=seg.last_message]
             .iter()
@@ -647,18 +652,32 @@ pub fn milestones(trace: &Trace) -> BTreeSet<usize> {
     s
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What the rules decided about one episode and an annotations sidecar may overrule: its class
+/// and floor, each with its reasons, and its pins.
+struct Judgement {
+    class: RetentionClass,
+    floor: crate::episode::Tier,
+    class_reasons: Vec<String>,
+    floor_reasons: Vec<String>,
+    pins: Vec<Pin>,
+}
+
+/// Apply the annotations that fall inside `seg` to its judgement; pins that cannot be found
+/// become warnings.
 fn apply_annotations(
     trace: &Trace,
     seg: &segment::Segment,
     a: &crate::episode::sidecar::Annotations,
-    pins: &mut Vec<Pin>,
-    class: &mut RetentionClass,
-    floor: &mut crate::episode::Tier,
-    class_reasons: &mut Vec<String>,
-    floor_reasons: &mut Vec<String>,
+    j: &mut Judgement,
     warnings: &mut Vec<String>,
 ) {
+    let Judgement {
+        class,
+        floor,
+        class_reasons,
+        floor_reasons,
+        pins,
+    } = j;
     let inside = |id: &str| {
         trace
             .message_index(id)

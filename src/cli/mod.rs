@@ -1,5 +1,7 @@
 //! Command-line front end: one file per subcommand. The CLI never touches TUI code except to
-//! start the explorer (the default command).
+//! start the explorer (the default command). Output leaves only through [`report`] (which
+//! sanitizes it); the lints below keep it that way.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use clap::{Parser, Subcommand};
 
@@ -12,11 +14,11 @@ pub mod fixture;
 pub mod follow;
 pub mod inspect;
 pub mod load_args;
-pub mod output;
 pub mod plot;
 pub mod policies;
 pub mod render;
 pub mod replay;
+pub mod report;
 pub mod sessions;
 pub mod survey;
 pub mod sweep;

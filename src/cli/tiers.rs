@@ -18,7 +18,7 @@ use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use super::output::{outln, plural, print_json};
+use super::report::{self, plural, Cell, Format, Table, Text};
 use super::LoadArgs;
 use tierscope_engine::episode::historian::cache::{CacheKey, HistorianCache, Lookup};
 use tierscope_engine::episode::historian::cost::{dollars, table_price, GenerationPrice};
@@ -36,7 +36,6 @@ use tierscope_engine::episode::historian::HistorianStrategy;
 use tierscope_engine::episode::options::TierSource;
 use tierscope_engine::episode::sidecar::{ExternalEpisode, SidecarLocator};
 use tierscope_engine::research::report::thousands;
-use tierscope_engine::text::sanitize_for_terminal;
 use tierscope_engine::trace::discover::{self, Env, Input};
 
 #[derive(Debug, Args)]
@@ -162,7 +161,7 @@ fn run_generate(a: &GenerateArgs) -> anyhow::Result<()> {
     let session =
         tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
     for w in &session.warnings {
-        eprintln!("warning: {}", sanitize_for_terminal(w));
+        report::stderr::warn(w);
     }
     let all = episode_inputs(&session);
     // Message ranges of this segmentation: an earlier entry for any other range is stale.
@@ -202,10 +201,10 @@ fn run_generate(a: &GenerateArgs) -> anyhow::Result<()> {
         return dry_run(a, &inputs, cache.as_ref(), price.as_ref(), &url);
     }
     if key.is_some() && url.starts_with("http://") && !is_local(&url) {
-        eprintln!(
-            "warning: sending the API key over plain HTTP to {}",
+        report::stderr::warn(&format!(
+            "sending the API key over plain HTTP to {}",
             display_url(&url)
-        );
+        ));
     }
 
     let path = sidecar_path(&out_dir, &session_id);
@@ -216,10 +215,10 @@ fn run_generate(a: &GenerateArgs) -> anyhow::Result<()> {
             .filter(|e| ranges.contains(&(e.first_message_id.clone(), e.last_message_id.clone())))
             .collect(),
         Existing::OtherRun(what) => {
-            eprintln!(
-                "note: replacing {} (tiers by {what}); to keep both, pass --out another dir",
+            report::stderr::note(&format!(
+                "replacing {} (tiers by {what}); to keep both, pass --out another dir",
                 path.display()
-            );
+            ));
             Vec::new()
         }
         Existing::Foreign(why) if !a.force => bail!(
@@ -285,17 +284,20 @@ fn run_generate(a: &GenerateArgs) -> anyhow::Result<()> {
         price: price.clone(),
         report,
     };
-    if a.json {
-        print_json(&summary)?;
-    } else {
-        print_summary(&summary, a, &out_dir)?;
-    }
+    report::emit(
+        Format::json_if(a.json),
+        &SummaryReport {
+            summary: &summary,
+            args: a,
+            out_dir: &out_dir,
+        },
+    )?;
     if let Some(e) = write_error {
         return Err(e);
     }
     let r = &summary.report;
     if let Some(why) = &r.aborted {
-        bail!("the run stopped: {}", sanitize_for_terminal(why));
+        bail!("the run stopped: {why}");
     }
     if !r.failed.is_empty() {
         bail!(
@@ -314,7 +316,9 @@ fn api_key(var: &str) -> anyhow::Result<Option<String>> {
         Ok(k) if !k.trim().is_empty() => Ok(Some(k.trim().to_owned())),
         _ if var != "OPENAI_API_KEY" => bail!("--api-key-env {var}: the variable is not set"),
         _ => {
-            eprintln!("note: OPENAI_API_KEY is not set; sending no Authorization header (fine for a local server)");
+            report::stderr::note(
+                "OPENAI_API_KEY is not set; sending no Authorization header (fine for a local server)",
+            );
             Ok(None)
         }
     }
@@ -437,16 +441,34 @@ fn tokens_line(u: &UsageTotals, dollars: Option<f64>) -> String {
     s
 }
 
-fn print_summary(s: &Summary, a: &GenerateArgs, out_dir: &Path) -> anyhow::Result<()> {
+/// The output of `tiers generate`: the summary (JSON) or what the run did, cost and wrote, and
+/// the command that compares its tiers (text).
+struct SummaryReport<'a> {
+    summary: &'a Summary,
+    args: &'a GenerateArgs,
+    out_dir: &'a Path,
+}
+
+impl report::Report for SummaryReport<'_> {
+    fn name(&self) -> &'static str {
+        "tiers generate"
+    }
+    fn document(&self) -> impl Serialize + '_ {
+        self.summary
+    }
+    fn text(&self) -> Text {
+        summary_text(self.summary, self.args, self.out_dir)
+    }
+}
+
+fn summary_text(s: &Summary, a: &GenerateArgs, out_dir: &Path) -> Text {
     let r = &s.report;
-    outln!(
+    let mut out = Text::new();
+    out.line(format!(
         "historian {} at {}, strategy {}, prompt {}",
-        sanitize_for_terminal(&r.model),
-        s.endpoint,
-        r.strategy,
-        r.prompt_version
-    );
-    outln!(
+        r.model, s.endpoint, r.strategy, r.prompt_version
+    ));
+    out.line(format!(
         "session {}: {} — {} generated, {} from the cache, {} failed{}",
         s.session,
         plural(r.episodes, "episode"),
@@ -458,8 +480,8 @@ fn print_summary(s: &Summary, a: &GenerateArgs, out_dir: &Path) -> anyhow::Resul
         } else {
             String::new()
         }
-    );
-    outln!(
+    ));
+    out.line(format!(
         "requests: {} ({}){}",
         r.requests,
         if r.retries == 1 {
@@ -472,34 +494,32 @@ fn print_summary(s: &Summary, a: &GenerateArgs, out_dir: &Path) -> anyhow::Resul
         } else {
             ""
         }
-    );
-    outln!(
+    ));
+    out.line(format!(
         "this run:  {}",
         tokens_line(&r.this_run, s.this_run_dollars)
-    );
-    outln!(
+    ));
+    out.line(format!(
         "the tiers: {}",
         tokens_line(&r.all_tiers, s.all_tiers_dollars)
-    );
+    ));
     match &s.price {
-        Some(p) => outln!(
+        Some(p) => out.line(format!(
             "priced as {}: ${}/${} per M tokens in/out",
-            p.priced_as,
-            p.input,
-            p.output
-        ),
-        None => outln!(
+            p.priced_as, p.input, p.output
+        )),
+        None => out.line(format!(
             "not priced: model {} is not in the pricing table (--price IN,OUT prices it)",
-            sanitize_for_terminal(&r.model)
-        ),
-    }
+            r.model
+        )),
+    };
     match &s.sidecar {
         Some(p) => {
-            outln!(
+            out.line(format!(
                 "sidecar: {} ({})",
                 p.display(),
                 plural(s.sidecar_episodes, "episode")
-            );
+            ));
             let mut cmd = String::from("tierscope audit");
             if let Some(p) = &a.load.path {
                 cmd.push_str(&format!(" {}", p.display()));
@@ -513,11 +533,13 @@ fn print_summary(s: &Summary, a: &GenerateArgs, out_dir: &Path) -> anyhow::Resul
                 cmd.push_str(&format!(" --max-requests {n}"));
             }
             cmd.push_str(&format!(" --tiers-dir {}", out_dir.display()));
-            outln!("compare: {cmd}");
+            out.line(format!("compare: {cmd}"));
         }
-        None => outln!("sidecar: not written (no episode got tiers)"),
+        None => {
+            out.line("sidecar: not written (no episode got tiers)");
+        }
     }
-    Ok(())
+    out
 }
 
 fn dry_run(
@@ -527,9 +549,7 @@ fn dry_run(
     price: Option<&GenerationPrice>,
     url: &str,
 ) -> anyhow::Result<()> {
-    let mut rows = Vec::new();
-    let mut to_send = 0u64;
-    let mut calls = 0usize;
+    let mut episodes = Vec::new();
     for e in inputs {
         let hash = e.content_hash();
         let cached = steps(a.strategy)
@@ -543,45 +563,97 @@ fn dry_run(
                     })
             })
             .count();
-        let n = steps(a.strategy).len();
-        let needed = n - cached;
-        calls += needed;
-        // The first call reads the full text; cascade's later calls read a model's tier (unknown).
-        if cached == 0 {
-            to_send += u64::from(e.source_tokens);
-        }
-        rows.push(vec![
-            e.episode_id.clone(),
-            thousands(i64::from(e.source_tokens)),
-            format!("{cached}/{n}"),
-            needed.to_string(),
-        ]);
+        let steps = steps(a.strategy).len();
+        episodes.push(DryRunEpisode {
+            episode: e.episode_id.clone(),
+            full_tokens: e.source_tokens,
+            cached_calls: cached,
+            steps,
+            calls: steps - cached,
+        });
     }
-    outln!(
-        "dry run: {} at {}, strategy {}, prompt {}; nothing is sent",
-        sanitize_for_terminal(&a.model),
-        display_url(url),
-        a.strategy,
-        PROMPT_VERSION
-    );
-    super::output::out!(
-        "{}",
-        tierscope_engine::research::report::table(
-            &["episode", "full_tokens", "cached", "calls"],
-            &rows
-        )
-    );
-    let estimate = match price {
-        Some(p) => format!(
-            " ≈ ${:.4} of input at {} prices (output not included)",
-            to_send as f64 * p.input / 1e6,
-            p.priced_as
-        ),
-        None => String::new(),
+    let calls = episodes.iter().map(|e| e.calls).sum();
+    // The first call reads the full text; cascade's later calls read a model's tier (unknown).
+    let input_tokens = episodes
+        .iter()
+        .filter(|e| e.cached_calls == 0)
+        .map(|e| u64::from(e.full_tokens))
+        .sum::<u64>();
+    let plan = DryRun {
+        model: a.model.clone(),
+        endpoint: display_url(url),
+        strategy: a.strategy.to_string(),
+        prompt_version: PROMPT_VERSION,
+        episodes,
+        calls,
+        input_tokens,
+        input_dollars: price.map(|p| input_tokens as f64 * p.input / 1e6),
+        priced_as: price.map(|p| p.priced_as.clone()),
     };
-    outln!(
-        "{calls} calls would be sent, reading {} tokens of episode text plus the prompt{estimate}",
-        thousands(to_send as i64)
-    );
-    Ok(())
+    report::emit(Format::json_if(a.json), &plan)
+}
+
+/// `tiers generate --dry-run`: what a run would send, episode by episode.
+#[derive(Serialize)]
+struct DryRun {
+    model: String,
+    endpoint: String,
+    strategy: String,
+    prompt_version: &'static str,
+    episodes: Vec<DryRunEpisode>,
+    /// Calls a run would send (those the cache cannot answer).
+    calls: usize,
+    /// Tokens of episode text those calls read (the prompt's own tokens not included).
+    input_tokens: u64,
+    /// What that input costs at `priced_as` prices (output not included).
+    input_dollars: Option<f64>,
+    priced_as: Option<String>,
+}
+
+#[derive(Serialize)]
+struct DryRunEpisode {
+    episode: String,
+    full_tokens: u32,
+    /// Calls the cache answers, of `steps`.
+    cached_calls: usize,
+    steps: usize,
+    calls: usize,
+}
+
+impl report::Report for DryRun {
+    fn name(&self) -> &'static str {
+        "tiers generate --dry-run"
+    }
+    fn document(&self) -> impl Serialize + '_ {
+        self
+    }
+    fn text(&self) -> Text {
+        let mut out = Text::new();
+        out.line(format!(
+            "dry run: {} at {}, strategy {}, prompt {}; nothing is sent",
+            self.model, self.endpoint, self.strategy, self.prompt_version
+        ));
+        let mut t = Table::aligned(&["episode", "full_tokens", "cached", "calls"]);
+        for e in &self.episodes {
+            t.push(vec![
+                Cell::text(e.episode.clone()),
+                Cell::Tokens(i64::from(e.full_tokens)),
+                Cell::text(format!("{}/{}", e.cached_calls, e.steps)),
+                Cell::Int(e.calls as u64),
+            ]);
+        }
+        out.table(t);
+        let estimate = match (self.input_dollars, &self.priced_as) {
+            (Some(d), Some(p)) => {
+                format!(" ≈ ${d:.4} of input at {p} prices (output not included)")
+            }
+            _ => String::new(),
+        };
+        out.line(format!(
+            "{} calls would be sent, reading {} tokens of episode text plus the prompt{estimate}",
+            self.calls,
+            thousands(self.input_tokens as i64)
+        ));
+        out
+    }
 }

@@ -190,7 +190,11 @@ pub fn session_entries(list: &[SessionSummary]) -> Vec<SessionEntry> {
             directory: safe_line(&s.directory),
             updated: s.updated,
             requests: s.requests,
-            tokens: u.input + u.output + u.cache_read + u.cache_write,
+            tokens: u
+                .input
+                .saturating_add(u.output)
+                .saturating_add(u.cache_read)
+                .saturating_add(u.cache_write),
             parent_id: s.parent_id.clone(),
             depth,
         });

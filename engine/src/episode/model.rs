@@ -56,6 +56,7 @@ impl Tier {
     pub fn higher(&self) -> Option<Tier> {
         self.depth().checked_sub(1).and_then(Tier::from_depth)
     }
+    /// Whether the level has a representation (one of [`Tier::TIERS`]; not `Dropped`).
     pub fn is_representation(&self) -> bool {
         *self != Tier::Dropped
     }

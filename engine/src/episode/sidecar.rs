@@ -485,7 +485,11 @@ impl SidecarLocator {
     ) -> Result<Option<(PathBuf, String)>, SidecarError> {
         for path in self.candidates(session_id, kind) {
             if path.is_file() {
-                let text = std::fs::read_to_string(&path).map_err(|source| SidecarError::Io {
+                let text = crate::trace::input::read_to_string_capped(
+                    &path,
+                    crate::trace::input::MAX_SIDECAR_BYTES,
+                )
+                .map_err(|source| SidecarError::Io {
                     path: path.clone(),
                     source,
                 })?;

@@ -34,6 +34,13 @@ pub enum DiagnosticKind {
     RuleTokenSemantics,
     RuleVersion,
     RuleCompaction,
+    /// Damaged JSON that was repaired (see [`crate::trace::lenient`]) or read piece by piece.
+    RepairedJson,
+    /// A token count that is not a non-negative integer (a string, negative, null, fractional
+    /// or absurdly large): read as the nearest count and reported.
+    BadTokenCount,
+    /// A database table or page that could not be read (missing, corrupt, unreadable).
+    DatabaseDamage,
     Other,
 }
 
@@ -77,6 +84,9 @@ impl DiagnosticKind {
             DiagnosticKind::RuleTokenSemantics => "rule_token_semantics",
             DiagnosticKind::RuleVersion => "rule_version",
             DiagnosticKind::RuleCompaction => "rule_compaction",
+            DiagnosticKind::RepairedJson => "repaired_json",
+            DiagnosticKind::BadTokenCount => "bad_token_count",
+            DiagnosticKind::DatabaseDamage => "database_damage",
             DiagnosticKind::Other => "other",
         }
     }

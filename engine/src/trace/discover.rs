@@ -121,6 +121,13 @@ pub fn classify(path: &Path) -> Result<Input, LoadError> {
         }
         return Err(LoadError::NoData(path.to_owned()));
     }
+    if !meta.is_file() {
+        // Checked before anything opens it: a FIFO would block, a device never end.
+        return Err(LoadError::NotAFile {
+            path: path.to_owned(),
+            kind: super::input::file_kind(&meta),
+        });
+    }
     let by_name = path
         .extension()
         .and_then(|e| e.to_str())

@@ -5,6 +5,8 @@ pub mod diagnostics;
 pub mod dialect;
 pub mod discover;
 pub mod error;
+pub mod input;
+pub mod lenient;
 pub mod load;
 pub mod model;
 pub mod opencode;

@@ -63,12 +63,13 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Sums saturate: a damaged count must not wrap a session's total.
     pub fn add(&mut self, o: &Usage) {
-        self.input += o.input;
-        self.output += o.output;
-        self.reasoning += o.reasoning;
-        self.cache_read += o.cache_read;
-        self.cache_write += o.cache_write;
+        self.input = self.input.saturating_add(o.input);
+        self.output = self.output.saturating_add(o.output);
+        self.reasoning = self.reasoning.saturating_add(o.reasoning);
+        self.cache_read = self.cache_read.saturating_add(o.cache_read);
+        self.cache_write = self.cache_write.saturating_add(o.cache_write);
     }
     pub fn is_zero(&self) -> bool {
         *self == Usage::default()

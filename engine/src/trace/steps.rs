@@ -141,10 +141,12 @@ fn single_usage(m: &Message) -> (Usage, f64, bool) {
 /// the semantics say input includes the cache but the numbers contradict it (input smaller than
 /// the cache): then the prompt is the sum, and the caller reports it.
 pub fn recorded_prompt(u: &Usage, semantics: InputSemantics) -> (u64, bool) {
-    let sum = u.input + u.cache_read + u.cache_write;
+    // Saturating: a damaged count (reported as `bad_token_count`) must not wrap the prompt.
+    let cache = u.cache_read.saturating_add(u.cache_write);
+    let sum = u.input.saturating_add(cache);
     match semantics {
         InputSemantics::ExcludesCache => (sum, true),
-        InputSemantics::IncludesCache if u.input >= u.cache_read + u.cache_write => (u.input, true),
+        InputSemantics::IncludesCache if u.input >= cache => (u.input, true),
         InputSemantics::IncludesCache => (sum, false),
     }
 }

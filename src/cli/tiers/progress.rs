@@ -1,13 +1,14 @@
 //! The run's display on stderr: an indicatif bar when stderr is a terminal, plain lines for
 //! retries and notes otherwise (so a log or a CI run still shows why a run is slow). Text from
-//! the server or the trace is made inert before it reaches the terminal.
+//! the server or the trace is made inert by the report layer before it reaches the terminal.
 
 use std::io::IsTerminal;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tierscope_engine::episode::historian::run::{Events, Outcome};
-use tierscope_engine::text::sanitize_for_terminal;
+
+use crate::cli::report;
 
 pub struct Display {
     bar: Option<ProgressBar>,
@@ -33,10 +34,9 @@ impl Display {
 
     /// A line above the bar (or on its own without one).
     pub fn line(&self, text: &str) {
-        let text = sanitize_for_terminal(text).into_owned();
         match &self.bar {
-            Some(b) => b.suspend(|| eprintln!("{text}")),
-            None => eprintln!("{text}"),
+            Some(b) => b.suspend(|| report::stderr::line(text)),
+            None => report::stderr::line(text),
         }
     }
 

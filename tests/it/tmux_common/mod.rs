@@ -75,7 +75,11 @@ impl Tmux {
             self.keys(&[k]);
             std::thread::sleep(Duration::from_millis(200));
         }
-        let done = self.wait("the exit", |s| s.contains("__EXIT__"));
+        // `echoke` is in the last line `stty -a` prints (as `echoke` or `-echoke`): waiting
+        // for `__EXIT__` alone raced the rest of its output on a loaded machine.
+        let done = self.wait("the exit and the tty modes", |s| {
+            s.contains("__EXIT__") && s.contains("echoke")
+        });
         assert!(done.contains("__EXIT__ 0"), "{done}");
         assert_eq!(self.display("#{alternate_on}"), "0");
         assert_eq!(self.display("#{mouse_any_flag}"), "0");
