@@ -28,6 +28,7 @@ run() { # name, args...
 }
 
 run policies policies --json
+run policies-table policies
 for i in "${inputs[@]}"; do
   key=$(echo "${i#"$here"/}" | sed 's#\.\./shared/traces/##; s#[/.]#_#g')
   run "sessions.$key" sessions "$i" --json
@@ -46,8 +47,24 @@ for i in "${inputs[@]}"; do
     run "experiment.$k" experiment "$i" --session "$id" --budget 9000 --format json
     run "audit.$k" audit "$i" --session "$id" --format json
     run "sweep.$k" sweep "$i" --session "$id" --vary demote_at=0.8:0.95:0.05 --budget 9000 --format json
+    # The text forms, for the reporters: every table, CSV and JSON Lines output.
+    run "inspect-table.$k" inspect "$i" --session "$id"
+    run "episodes-table.$k" episodes "$i" --session "$id"
+    run "episodes-explain.$k" episodes "$i" --session "$id" --explain E0
+    for f in table csv jsonl; do
+      run "replay-$f.$k" replay "$i" --session "$id" --budget 9000 --format "$f"
+      run "experiment-$f.$k" experiment "$i" --session "$id" --budget 9000 --format "$f"
+      run "audit-$f.$k" audit "$i" --session "$id" --format "$f" --details
+      run "sweep-$f.$k" sweep "$i" --session "$id" --vary demote_at=0.8:0.95:0.05 --budget 9000 --format "$f"
+    done
+    run "render-text.$k" render "$i" --session "$id" --policy retention --budget 9000 --at 5 --diff-prev
+    run "diff-table.$k" diff "$i" --session "$id" --policy retention --policy age --budget 9000
+    run "diff-at.$k" diff "$i" --session "$id" --policy retention --policy age --budget 9000 --at 3
+    run "diff-context.$k" diff "$i" --session "$id" --policy retention --policy age --budget 9000 --at 5 --context
   done
+  run "sessions-table.$key" sessions "$i"
   run "survey.$key" survey "$i" --format json
+  for f in table csv jsonl; do run "survey-$f.$key" survey "$i" --format "$f"; done
 done
 (cd "$out" && "$bin" fixture --seed 7 --requests 300 --out fixture >fixture.out 2>&1)
 ls "$out" | wc -l

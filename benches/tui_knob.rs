@@ -8,7 +8,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
-use tierscope::tui::app::{update, Effect, Msg, Overlay, StartOptions, State};
+use tierscope::tui::app::{update, Effect, Msg, StartOptions, State};
 use tierscope::tui::jobs::{run_sync, Worker};
 use tierscope::tui::theme::Theme;
 
@@ -45,12 +45,13 @@ fn setup() -> (State, Worker) {
     run_sync(&mut state, &mut worker, fx);
     // Knobs panel on demote_at.
     let row = 1 + state
+        .schedule
         .policy
         .specs
         .iter()
         .position(|s| s.name == "demote_at")
         .unwrap_or(0);
-    state.overlay = Overlay::Knobs { selected: row };
+    state.knobs.panel = Some(row);
     (state, worker)
 }
 
@@ -81,8 +82,10 @@ fn bench(c: &mut Criterion) {
                     }
                 }
                 // The frame drawn when the replay's result arrives.
-                term.draw(|f| tierscope::tui::ui::view(&state, f))
-                    .unwrap_or_else(|e| panic!("{e}"));
+                term.draw(|f| {
+                    tierscope::tui::ui::view(&state, f);
+                })
+                .unwrap_or_else(|e| panic!("{e}"));
                 total += t0.elapsed();
                 // The context render that follows (untimed here, measured below).
                 run_sync(&mut state, &mut worker, follow);
@@ -96,14 +99,18 @@ fn bench(c: &mut Criterion) {
             up = !up;
             let fx = update(&mut state, Msg::Key(key(k)));
             run_sync(&mut state, &mut worker, fx);
-            term.draw(|f| tierscope::tui::ui::view(&state, f))
-                .unwrap_or_else(|e| panic!("{e}"));
+            term.draw(|f| {
+                tierscope::tui::ui::view(&state, f);
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
         })
     });
     g.bench_function("draw_only", |b| {
         b.iter(|| {
-            term.draw(|f| tierscope::tui::ui::view(&state, f))
-                .unwrap_or_else(|e| panic!("{e}"));
+            term.draw(|f| {
+                tierscope::tui::ui::view(&state, f);
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
         })
     });
     g.finish();

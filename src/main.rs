@@ -9,8 +9,9 @@ fn main() -> std::process::ExitCode {
         // `tierscope … | head`: the reader has what it wanted.
         Err(e) if is_broken_pipe(&e) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            // One clear line (with its causes), never a panic.
-            eprintln!("tierscope: {e:#}");
+            // One clear line (with its causes), never a panic; sanitized, because a cause can
+            // quote the file it failed on (a sidecar's serde error, a policy's TOML error).
+            tierscope::cli::report::stderr::line(&format!("tierscope: {e:#}"));
             std::process::ExitCode::FAILURE
         }
     }
@@ -19,6 +20,8 @@ fn main() -> std::process::ExitCode {
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            .is_some_and(tierscope::cli::report::stdout::is_closed_pipe)
+            || c.downcast_ref::<serde_json::Error>()
+                .is_some_and(|j| j.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe))
     })
 }

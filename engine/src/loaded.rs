@@ -16,6 +16,7 @@ use crate::episode::sidecar::{Probe, SidecarError, SidecarLocator, Sidecars};
 use crate::episode::tiers::{self, Draft};
 use crate::episode::{Episode, EpisodeKind, Pin, RetentionClass, Strategy};
 use crate::tokens::{TokenStats, Tokenizer};
+use crate::trace::compaction_request::{self, CompactionSizes};
 use crate::trace::load::Source;
 use crate::trace::{LoadError, Trace, UserKind};
 
@@ -65,6 +66,12 @@ pub struct LoadedSession {
     /// The Magic Context compartments behind the episodes, when they come from a `context.db`
     /// (what the `decay` policy reads to fold as Magic Context does).
     pub magic_context: Option<magic_context::MagicContextSession>,
+    /// Lineage of the external tiers taken from a `*.tiers.json` sidecar (model, prompt,
+    /// strategy, usage of the call that wrote each), for the audit and the experiment.
+    pub tier_lineage: Vec<crate::episode::historian::lineage::TierLineage>,
+    /// The recorded compaction calls as OpenCode built them and the release's compaction prompt,
+    /// with their token counts.
+    pub compaction: CompactionSizes,
 }
 
 impl LoadedSession {
@@ -363,29 +370,35 @@ pub fn from_trace_with(
     type Pending = (Episode, Vec<Draft>, Vec<String>, Option<usize>);
     let mut pending: Vec<Pending> = Vec::new();
     let mut episodes_without_external = 0usize;
+    let mut tier_lineage = Vec::new();
     for (k, seg) in segments.iter().enumerate() {
         let id = format!("E{k}");
         let mut cl = classify::classify_with_todos(&trace, seg, &rules, &req_of, &todos);
         let mut notes = Vec::new();
-        let mut class_reasons = std::mem::take(&mut cl.class_reasons);
-        let mut floor_reasons = std::mem::take(&mut cl.floor_reasons);
-        let (mut class, mut floor) = (cl.class, cl.floor);
+        let mut judged = Judgement {
+            class: cl.class,
+            floor: cl.floor,
+            class_reasons: std::mem::take(&mut cl.class_reasons),
+            floor_reasons: std::mem::take(&mut cl.floor_reasons),
+            pins: std::mem::take(&mut cl.pins),
+        };
         if let Some(a) = annotations {
-            apply_annotations(
-                &trace,
-                seg,
-                a,
-                &mut cl.pins,
-                &mut class,
-                &mut floor,
-                &mut class_reasons,
-                &mut floor_reasons,
-                &mut warnings,
-            );
-            if !cl.pins.is_empty() && !cl.kinds.contains(&EpisodeKind::Constraint) {
-                cl.kinds.push(EpisodeKind::Constraint);
-                cl.kinds.sort();
-            }
+            apply_annotations(&trace, seg, a, &mut judged, &mut warnings);
+        }
+        let Judgement {
+            class,
+            floor,
+            class_reasons,
+            floor_reasons,
+            pins,
+        } = judged;
+        cl.pins = pins;
+        if annotations.is_some()
+            && !cl.pins.is_empty()
+            && !cl.kinds.contains(&EpisodeKind::Constraint)
+        {
+            cl.kinds.push(EpisodeKind::Constraint);
+            cl.kinds.sort();
         }
         let ids: Vec<String> = trace.messages[seg.first_message..=seg.last_message]
             .iter()
@@ -408,6 +421,7 @@ pub fn from_trace_with(
                     ext = d;
                     notes.extend(n);
                     importance = e.importance;
+                    tier_lineage.extend(crate::episode::historian::lineage::of_entry(&id, e));
                 }
             }
             if ext.is_empty() {
@@ -472,6 +486,14 @@ pub fn from_trace_with(
                                 crate::text::clip_chars(&p, 60)
                             ));
                         }
+                    }
+                }
+                // Written tiers replace generated ones; the full tier stays the messages as
+                // sent unless the sidecar gives one (a historian writes only the lower tiers).
+                if !ext.iter().any(|d| d.tier == crate::episode::Tier::Full) {
+                    if let Some(full) = drafts.iter().find(|d| d.tier == crate::episode::Tier::Full)
+                    {
+                        ext.insert(0, full.clone());
                     }
                 }
                 drafts = ext;
@@ -553,6 +575,7 @@ pub fn from_trace_with(
         .map(|(_, p)| p.clone())
         .unwrap_or_default();
     let milestones = milestones(&trace);
+    let compaction = size_compaction_calls(&trace, tokenizer);
     let mut sidecar_paths = Vec::new();
     if let Some((p, _)) = &opts.sidecars.annotations {
         sidecar_paths.push(("annotations".to_owned(), p.clone()));
@@ -588,6 +611,28 @@ pub fn from_trace_with(
         token_stats: tokenizer.stats(),
         warnings,
         magic_context,
+        tier_lineage,
+        compaction,
+    }
+}
+
+/// Build each recorded compaction call as OpenCode sent it and count it, with the release's
+/// fixed compaction prompt (what a simulated call adds).
+fn size_compaction_calls(trace: &Trace, tokenizer: &Tokenizer) -> CompactionSizes {
+    let built = compaction_request::build_all(trace);
+    let fixed = compaction_request::fixed_prompt_text(&trace.dialect);
+    let mut texts: Vec<&str> = built.iter().map(|r| r.text.as_str()).collect();
+    texts.push(&fixed);
+    let mut counts = tokenizer.count_many(&texts);
+    let prompt_tokens = counts.pop().map_or(0, u64::from);
+    CompactionSizes {
+        calls: built
+            .iter()
+            .zip(counts)
+            .map(|(r, n)| r.sized(u64::from(n)))
+            .collect(),
+        shape: trace.dialect.compaction_shape(),
+        prompt_tokens,
     }
 }
 
@@ -611,6 +656,8 @@ fn empty(
         token_stats: tokenizer.stats(),
         warnings,
         magic_context: None,
+        tier_lineage: Vec::new(),
+        compaction: CompactionSizes::NONE,
     }
 }
 
@@ -650,26 +697,51 @@ fn link_continuations(trace: &Trace, episodes: &mut [Episode]) {
 /// Request indices of todo status changes and compaction summaries.
 pub fn milestones(trace: &Trace) -> BTreeSet<usize> {
     let req_of = classify::request_of_message(trace);
+    // The request of the step that wrote the todo (a 0.x message holds several).
     let mut s: BTreeSet<usize> = segment::todo_changes(trace)
         .iter()
-        .filter_map(|c| req_of.get(c.message_index).copied().flatten())
+        .filter_map(|c| {
+            let first = trace
+                .requests
+                .partition_point(|r| r.message_index < c.message_index);
+            trace.requests[first..]
+                .iter()
+                .take_while(|r| r.message_index == c.message_index)
+                .find(|r| r.step.unwrap_or(0) == c.step)
+                .map(|r| r.index)
+                .or_else(|| req_of.get(c.message_index).copied().flatten())
+        })
         .collect();
     s.extend(trace.compactions.iter().filter_map(|c| c.summary_request));
     s
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What the rules decided about one episode and an annotations sidecar may overrule: its class
+/// and floor, each with its reasons, and its pins.
+struct Judgement {
+    class: RetentionClass,
+    floor: crate::episode::Tier,
+    class_reasons: Vec<String>,
+    floor_reasons: Vec<String>,
+    pins: Vec<Pin>,
+}
+
+/// Apply the annotations that fall inside `seg` to its judgement; pins that cannot be found
+/// become warnings.
 fn apply_annotations(
     trace: &Trace,
     seg: &segment::Segment,
     a: &crate::episode::sidecar::Annotations,
-    pins: &mut Vec<Pin>,
-    class: &mut RetentionClass,
-    floor: &mut crate::episode::Tier,
-    class_reasons: &mut Vec<String>,
-    floor_reasons: &mut Vec<String>,
+    j: &mut Judgement,
     warnings: &mut Vec<String>,
 ) {
+    let Judgement {
+        class,
+        floor,
+        class_reasons,
+        floor_reasons,
+        pins,
+    } = j;
     let inside = |id: &str| {
         trace
             .message_index(id)

@@ -18,23 +18,33 @@ pub fn first_line(s: &str) -> &str {
         .trim()
 }
 
-/// Make untrusted text safe to print on a terminal: ESC and every other C0/C1 control character
-/// (except `\n` and `\t`) and DEL become a visible `\x1b`-style escape, so a recorded tool output
-/// cannot move the cursor, retitle the window or recolour the screen. Borrowed when nothing changed.
+/// Whether `c` must never reach a terminal raw: C0 controls (but `\n` and `\t`), DEL, C1
+/// controls (U+0080–U+009F, e.g. CSI U+009B), and the invisible characters that reorder or
+/// break what is shown: bidi marks (U+200E, U+200F), line and paragraph separators
+/// (U+2028, U+2029), bidi embeddings and overrides (U+202A–U+202E) and isolates
+/// (U+2066–U+2069) — the "Trojan Source" set (CVE-2021-42574).
+pub fn is_unsafe_char(c: char) -> bool {
+    match c {
+        '\n' | '\t' => false,
+        '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => true,
+        '\u{200e}' | '\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => true,
+        _ => false,
+    }
+}
+
+/// Make untrusted text safe to print on a terminal: every [`is_unsafe_char`] becomes visible,
+/// inert text — C0, DEL and C1 controls as `\x1b`-style escapes, the bidi and separator
+/// characters as `<U+202E>` — so a recorded tool output cannot move the cursor, retitle the
+/// window, recolour the screen or reorder what is shown. Newlines and tabs stay. Borrowed when
+/// nothing changed. The CLI (stdout and stderr) and the explorer both use it.
 pub fn sanitize_for_terminal(s: &str) -> std::borrow::Cow<'_, str> {
-    let needs = |c: char| c != '\n' && c != '\t' && (c.is_control() || c == '\u{7f}');
-    if !s.chars().any(needs) {
+    if !s.chars().any(is_unsafe_char) {
         return std::borrow::Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
     for c in s.chars() {
-        if needs(c) {
-            let n = c as u32;
-            if n <= 0xff {
-                out.push_str(&format!("\\x{n:02x}"));
-            } else {
-                out.push_str(&format!("\\u{{{n:x}}}"));
-            }
+        if is_unsafe_char(c) {
+            push_escape(&mut out, c);
         } else {
             out.push(c);
         }
@@ -42,9 +52,29 @@ pub fn sanitize_for_terminal(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// [`sanitize_for_terminal`] for text that must stay on one line (a table cell, a header): a
+/// newline is shown as ` ⏎ ` and a tab as a space, so a title cannot forge a line of output.
+pub fn sanitize_line(s: &str) -> std::borrow::Cow<'_, str> {
+    let clean = sanitize_for_terminal(s);
+    if !clean.contains(['\n', '\t']) {
+        return clean;
+    }
+    std::borrow::Cow::Owned(clean.replace('\n', " ⏎ ").replace('\t', " "))
+}
+
+fn push_escape(out: &mut String, c: char) {
+    use std::fmt::Write as _;
+    let n = c as u32;
+    let _ = if n <= 0xff {
+        write!(out, "\\x{n:02x}")
+    } else {
+        write!(out, "<U+{n:04X}>")
+    };
+}
+
 #[cfg(test)]
 mod sanitize_tests {
-    use super::sanitize_for_terminal;
+    use super::{sanitize_for_terminal, sanitize_line};
 
     #[test]
     fn escapes_become_visible_and_plain_text_is_borrowed() {
@@ -53,8 +83,36 @@ mod sanitize_tests {
             std::borrow::Cow::Borrowed(_)
         ));
         assert_eq!(
-            sanitize_for_terminal("a\x1b[31mred\x07\r\u{9b}x\u{7f}"),
-            "a\\x1b[31mred\\x07\\x0d\\x9bx\\x7f"
+            sanitize_for_terminal("a\x1b[31mred\x07\r\u{9b}x\u{7f}\0"),
+            "a\\x1b[31mred\\x07\\x0d\\x9bx\\x7f\\x00"
         );
+    }
+
+    #[test]
+    fn bidi_controls_and_separators_are_shown_not_applied() {
+        for c in [
+            '\u{202a}', '\u{202e}', '\u{2066}', '\u{2069}', '\u{200f}', '\u{2028}',
+        ] {
+            let s = format!("a{c}b");
+            let shown = sanitize_for_terminal(&s);
+            assert_eq!(shown, format!("a<U+{:04X}>b", c as u32));
+        }
+        // Right-to-left text itself is fine; only the invisible controls are escaped.
+        assert!(matches!(
+            sanitize_for_terminal("שלום مرحبا"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
+
+    #[test]
+    fn sanitizing_twice_changes_nothing_more() {
+        let once = sanitize_for_terminal("x\x1b]0;t\x07\u{202e}\u{85}y").into_owned();
+        assert_eq!(sanitize_for_terminal(&once), once);
+        assert!(!once.chars().any(super::is_unsafe_char));
+    }
+
+    #[test]
+    fn one_line_text_cannot_forge_a_line() {
+        assert_eq!(sanitize_line("a\nb\tc\x1b"), "a ⏎ b c\\x1b");
     }
 }

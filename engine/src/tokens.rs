@@ -370,10 +370,16 @@ fn decode(bytes: &[u8], kind: TokenizerKind) -> Option<Vec<(u128, u32)>> {
     Some(entries)
 }
 
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// Write `bytes` to `path` through a temp file in the same dir and a rename, so a reader (or a
+/// crash) sees the old file or the new one, never half of one.
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    // Named so that one left by a killed process is recognisable (`.tierscope-….tmp`).
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tierscope-")
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;

@@ -13,7 +13,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let mut diags = Diagnostics::new();
     let _ = parse_session(&v);
-    let _ = parse_usage(&v);
+    let _ = parse_usage(&v, "fuzz", &mut diags);
     let _ = parse_message(&v, &mut diags);
     let _ = parse_part(&v, "msg_fuzz", &mut diags);
     // An export entry `{info, parts}`: the parts are parsed against the info's id, as the loaders do.

@@ -1,15 +1,15 @@
 //! `tierscope audit`: per episode and tier, which needles survive and the survival per token;
 //! non-monotonic tiers, unsupported additions, cross-tier contradictions, dominated tiers; the
-//! strategies (`source`, `cascade`) side by side with their generation cost.
+//! strategies (`source`, `cascade`, tiers a model wrote with `--tiers-dir DIR`) side by side with
+//! their generation cost: the chapter's first experiment.
 
 use anyhow::Context;
 use clap::Args;
 
-use super::output::{out, outln, print_json, print_jsonl, Format};
+use super::report::{self, Cell, Format, JsonLines, Table, Text};
 use super::LoadArgs;
 use tierscope_engine::episode::options::TierSource;
-use tierscope_engine::research::audit::{audit, Audit};
-use tierscope_engine::research::report::{csv, table, thousands};
+use tierscope_engine::research::audit::{audit, Audit, GenerationCost};
 
 #[derive(Debug, Clone, Args)]
 pub struct AuditArgs {
@@ -18,6 +18,10 @@ pub struct AuditArgs {
     /// Tier strategies to audit and compare (repeatable; default: source and cascade).
     #[arg(long = "strategy", value_name = "SOURCE")]
     pub strategies: Vec<TierSource>,
+    /// Also audit the tiers sidecar in DIR (e.g. written by `tiers generate --out DIR`) as one
+    /// more strategy, named after the model that wrote it (repeatable).
+    #[arg(long = "tiers-dir", value_name = "DIR")]
+    pub tiers_dirs: Vec<std::path::PathBuf>,
     /// Also list, per episode and tier, the needles lost non-monotonically, the unsupported
     /// additions and the contradictions.
     #[arg(long)]
@@ -28,118 +32,108 @@ pub struct AuditArgs {
 }
 
 pub fn run(a: &AuditArgs) -> anyhow::Result<()> {
-    let strategies = if a.strategies.is_empty() {
-        vec![TierSource::Source, TierSource::Cascade]
-    } else {
-        a.strategies.clone()
-    };
-    let mut loads = Vec::new();
-    for s in &strategies {
-        let args = tierscope_engine::loaded::LoadOptions {
-            tiers: *s,
-            ..a.load.options()
-        };
-        let l = tierscope_engine::loaded::load(&args)
-            .with_context(|| format!("loading the session with {} tiers", s.as_str()))?;
-        for w in &l.warnings {
-            eprintln!("warning: {w}");
-        }
-        // Without a tiers sidecar or Magic Context every episode falls back to source tiers;
-        // auditing those under the name "external" would report someone else's numbers.
-        if *s == TierSource::External && !has_external_tiers(&l) {
-            eprintln!(
-                "warning: --strategy external: no external tiers found (no `*.tiers.json` sidecar \
-                 or Magic Context compartments for this session); skipped"
-            );
-            continue;
-        }
-        loads.push(l);
-    }
+    let loads = load_tier_sources(&a.load, &a.strategies, &a.tiers_dirs)?;
     if loads.is_empty() {
         anyhow::bail!("nothing to audit: no tier strategy could be loaded");
     }
     let refs: Vec<_> = loads.iter().collect();
     let au = audit(&refs);
-    match a.format {
-        Format::Json => print_json(&au),
-        Format::Jsonl => {
-            for s in &au.strategies {
-                print_jsonl(
-                    &s.episodes,
-                    &[
-                        ("session", au.session.clone().into()),
-                        ("strategy", s.strategy.clone().into()),
-                    ],
-                )?;
-            }
-            Ok(())
+    report::emit(
+        a.format,
+        &AuditReport {
+            audit: &au,
+            details: a.details,
+        },
+    )
+}
+
+/// The output of `audit`: the audit (JSON), one line per episode and strategy (JSON Lines), one
+/// row per episode and tier (CSV), or the totals, generation costs and episode rows (table).
+pub struct AuditReport<'a> {
+    pub audit: &'a Audit,
+    /// Also list the needles lost non-monotonically, the unsupported additions, the
+    /// contradictions (table only).
+    pub details: bool,
+}
+
+impl report::Report for AuditReport<'_> {
+    fn name(&self) -> &'static str {
+        "audit"
+    }
+    fn document(&self) -> impl serde::Serialize + '_ {
+        self.audit
+    }
+    fn records(&self, out: &mut JsonLines<'_>) -> anyhow::Result<()> {
+        for s in &self.audit.strategies {
+            out.with_context(vec![
+                ("session", self.audit.session.clone().into()),
+                ("strategy", s.strategy.clone().into()),
+            ])
+            .records(&s.episodes)?;
         }
-        Format::Csv => {
-            let (h, rows) = episode_rows(&au, false);
-            out!("{}", csv(&h, &rows));
-            Ok(())
+        Ok(())
+    }
+    fn rows(&self) -> Option<Table> {
+        Some(episode_rows(self.audit))
+    }
+    fn text(&self) -> Text {
+        let au = self.audit;
+        let mut out = Text::new();
+        out.line(format!(
+            "{} — {} ({} probes)",
+            au.session, au.title, au.probes
+        ));
+        let mut totals = Table::aligned(&[
+            "strategy",
+            "tier",
+            "episodes",
+            "tokens",
+            "survival",
+            "per_1k",
+            "probes",
+            "non_monotonic",
+            "unsupported",
+            "contradictions",
+            "dominated",
+        ]);
+        for s in &au.strategies {
+            for t in s.totals.iter().filter(|t| t.episodes > 0) {
+                totals.push(vec![
+                    Cell::text(s.strategy.clone()),
+                    Cell::text(t.tier.to_string()),
+                    Cell::Int(t.episodes as u64),
+                    Cell::Tokens(t.tokens as i64),
+                    Cell::Share(Some(t.survival)),
+                    Cell::Fixed(t.survival_per_1k, 2),
+                    Cell::text(format!("{}/{}", t.probes_ok, t.probes)),
+                    Cell::Int(t.non_monotonic as u64),
+                    Cell::Int(t.unsupported as u64),
+                    Cell::Int(t.contradictions as u64),
+                    Cell::Int(t.dominated as u64),
+                ]);
+            }
         }
-        Format::Table => {
-            outln!(
-                "{} — {} ({} probes)",
-                au.session,
-                tierscope_engine::text::sanitize_for_terminal(&au.title),
-                au.probes
-            );
-            let h = [
-                "strategy",
-                "tier",
-                "episodes",
-                "tokens",
-                "survival",
-                "per_1k",
-                "probes",
-                "non_monotonic",
-                "unsupported",
-                "contradictions",
-                "dominated",
-            ];
-            let mut rows = Vec::new();
-            for s in &au.strategies {
-                for t in s.totals.iter().filter(|t| t.episodes > 0) {
-                    rows.push(vec![
-                        s.strategy.clone(),
-                        t.tier.to_string(),
-                        t.episodes.to_string(),
-                        thousands(t.tokens as i64),
-                        format!("{:.1}%", t.survival * 100.0),
-                        format!("{:.2}", t.survival_per_1k),
-                        format!("{}/{}", t.probes_ok, t.probes),
-                        t.non_monotonic.to_string(),
-                        t.unsupported.to_string(),
-                        t.contradictions.to_string(),
-                        t.dominated.to_string(),
-                    ]);
-                }
-            }
-            out!("{}", table(&h, &rows));
-            for s in &au.strategies {
-                outln!(
-                    "generation cost ({}): {} representations, read {} tokens, wrote {} tokens",
-                    s.strategy,
-                    s.generation.representations,
-                    thousands(s.generation.input_tokens as i64),
-                    thousands(s.generation.output_tokens as i64)
-                );
-            }
-            outln!();
-            let (h, rows) = episode_rows(&au, true);
-            out!("{}", table(&h, &rows));
-            if a.details {
-                print_details(&au)?;
-            }
-            Ok(())
+        out.table(totals);
+        out.blank();
+        out.line("generation cost (tier changes also bill their creation):");
+        let gens: Vec<_> = au
+            .strategies
+            .iter()
+            .map(|s| (s.strategy.as_str(), &s.generation))
+            .collect();
+        out.append(generation_text(&gens));
+        out.blank();
+        out.table(episode_rows(au));
+        if self.details {
+            details(au, &mut out);
         }
+        out
     }
 }
 
-fn episode_rows(au: &Audit, pretty: bool) -> ([&'static str; 14], Vec<Vec<String>>) {
-    let h = [
+/// One row per strategy, episode and tier.
+fn episode_rows(au: &Audit) -> Table {
+    let mut t = Table::aligned(&[
         "strategy",
         "episode",
         "tier",
@@ -154,45 +148,35 @@ fn episode_rows(au: &Audit, pretty: bool) -> ([&'static str; 14], Vec<Vec<String
         "contradictions",
         "dominated_by",
         "floor",
-    ];
-    let mut rows = Vec::new();
+    ]);
     for s in &au.strategies {
         for e in &s.episodes {
-            for t in &e.tiers {
-                rows.push(vec![
-                    s.strategy.clone(),
-                    e.episode.clone(),
-                    t.tier.to_string(),
-                    if pretty {
-                        thousands(i64::from(t.tokens))
-                    } else {
-                        t.tokens.to_string()
-                    },
-                    format!("{}/{}", t.probes_ok, t.probes),
-                    format!("{}/{}", t.pins_ok, t.pins),
-                    format!("{}/{}", t.identifiers_ok, t.identifiers),
-                    if pretty {
-                        format!("{:.1}%", t.survival * 100.0)
-                    } else {
-                        format!("{:.4}", t.survival)
-                    },
-                    format!("{:.2}", t.survival_per_1k),
-                    t.non_monotonic.len().to_string(),
-                    t.unsupported.len().to_string(),
-                    t.contradictions.len().to_string(),
-                    t.dominated_by.map_or_else(
-                        || if pretty { String::new() } else { "-".into() },
-                        |d| d.to_string(),
-                    ),
-                    e.floor.to_string(),
+            for tier in &e.tiers {
+                t.push(vec![
+                    Cell::text(s.strategy.clone()),
+                    Cell::text(e.episode.clone()),
+                    Cell::text(tier.tier.to_string()),
+                    Cell::Tokens(i64::from(tier.tokens)),
+                    Cell::text(format!("{}/{}", tier.probes_ok, tier.probes)),
+                    Cell::text(format!("{}/{}", tier.pins_ok, tier.pins)),
+                    Cell::text(format!("{}/{}", tier.identifiers_ok, tier.identifiers)),
+                    Cell::Share(Some(tier.survival)),
+                    Cell::Fixed(tier.survival_per_1k, 2),
+                    Cell::Int(tier.non_monotonic.len() as u64),
+                    Cell::Int(tier.unsupported.len() as u64),
+                    Cell::Int(tier.contradictions.len() as u64),
+                    tier.dominated_by
+                        .map_or(Cell::Absent, |d| Cell::text(d.to_string())),
+                    Cell::text(e.floor.to_string()),
                 ]);
             }
         }
     }
-    (h, rows)
+    t
 }
 
-fn print_details(au: &Audit) -> anyhow::Result<()> {
+/// `--details`: per episode and tier, what was lost, unsupported or contradicted.
+fn details(au: &Audit, out: &mut Text) {
     for s in &au.strategies {
         for e in &s.episodes {
             for t in &e.tiers {
@@ -210,15 +194,103 @@ fn print_details(au: &Audit) -> anyhow::Result<()> {
                     lines.push(format!("  contradictions: {}", t.contradictions.join("; ")));
                 }
                 if !lines.is_empty() {
-                    outln!("{} {} {}:", s.strategy, e.episode, t.tier);
+                    out.line(format!("{} {} {}:", s.strategy, e.episode, t.tier));
                     for l in lines {
-                        outln!("{}", tierscope_engine::text::sanitize_for_terminal(&l));
+                        out.line(l);
                     }
                 }
             }
         }
     }
-    Ok(())
+}
+
+/// One load per tier strategy (default: source and cascade) and per tiers dir, each under its
+/// own name; a strategy with nothing to show (external tiers that are not there) is skipped with
+/// a warning. Shared by `audit` and `experiment`.
+pub fn load_tier_sources(
+    load: &super::LoadArgs,
+    strategies: &[TierSource],
+    tiers_dirs: &[std::path::PathBuf],
+) -> anyhow::Result<Vec<tierscope_engine::loaded::LoadedSession>> {
+    let strategies = if strategies.is_empty() {
+        vec![TierSource::Source, TierSource::Cascade]
+    } else {
+        strategies.to_vec()
+    };
+    let runs = strategies
+        .iter()
+        .map(|s| (*s, None))
+        .chain(tiers_dirs.iter().map(|d| (TierSource::External, Some(d))));
+    let mut loads = Vec::new();
+    for (s, dir) in runs {
+        let mut args = tierscope_engine::loaded::LoadOptions {
+            tiers: s,
+            ..load.options()
+        };
+        if let Some(d) = dir {
+            args.sidecars = Some(d.clone());
+        }
+        let what = match dir {
+            Some(d) => format!("the tiers in {}", d.display()),
+            None => format!("{} tiers", s.as_str()),
+        };
+        let l = tierscope_engine::loaded::load(&args)
+            .with_context(|| format!("loading the session with {what}"))?;
+        for w in &l.warnings {
+            report::stderr::warn(w);
+        }
+        // Without a tiers sidecar or Magic Context every episode falls back to source tiers;
+        // auditing those under the name "external" would report someone else's numbers.
+        if s == TierSource::External && !has_external_tiers(&l) {
+            report::stderr::warn(&format!(
+                "{}: no external tiers found (no `*.tiers.json` sidecar or Magic Context \
+                 compartments for this session); skipped",
+                match dir {
+                    Some(d) => format!("--tiers-dir {}", d.display()),
+                    None => "--strategy external".to_owned(),
+                }
+            ));
+            continue;
+        }
+        loads.push(l);
+    }
+    Ok(loads)
+}
+
+/// Calls, tokens and dollars per strategy (a table), then the pricing each strategy's dollars
+/// came from (one line per priced strategy).
+pub fn generation_text(gens: &[(&str, &GenerationCost)]) -> Text {
+    let mut t = Table::aligned(&[
+        "strategy",
+        "tiers",
+        "calls",
+        "read",
+        "wrote",
+        "counted_by",
+        "cost",
+    ]);
+    for (name, g) in gens {
+        t.push(vec![
+            Cell::text(*name),
+            Cell::Int(g.representations as u64),
+            Cell::Int(g.calls),
+            Cell::Tokens(g.input_tokens as i64),
+            Cell::Tokens(g.output_tokens as i64),
+            Cell::text(g.basis.clone()),
+            Cell::text(match (g.dollars, g.calls) {
+                (Some(0.0), 0) => "$0 (no model)".to_owned(),
+                (Some(d), _) => format!("${d:.4}"),
+                (None, _) => "not priced".to_owned(),
+            }),
+        ]);
+    }
+    let mut out = Text::from(t);
+    for (name, g) in gens {
+        if let Some(p) = &g.pricing {
+            out.line(format!("{name}: {p}"));
+        }
+    }
+    out
 }
 
 /// Whether any episode has a tier written by someone else.

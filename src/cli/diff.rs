@@ -7,7 +7,7 @@ use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use serde_json::json;
 
-use super::output::out;
+use super::report::{self, Cell, Column, Format, Table, Text};
 use super::LoadArgs;
 use tierscope_engine::compare::delta::{signed, signed_f};
 use tierscope_engine::compare::{self, Comparison, FrameDiff, Metrics, SummaryDelta};
@@ -30,7 +30,7 @@ pub struct DiffArgs {
     #[arg(long, short = 'p', value_name = "POLICY", required = true)]
     pub policy: Vec<String>,
     /// Token budget for both (default: the usable input limit of the recorded model).
-    #[arg(long, value_parser = super::output::budget_value)]
+    #[arg(long, value_parser = super::report::budget_value)]
     pub budget: Option<u64>,
     /// Override a knob of A: KEY=VALUE (repeatable).
     #[arg(long = "set-a", value_name = "KEY=VALUE")]
@@ -94,56 +94,114 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<()> {
             &format!("A: {}", labels.0),
             &format!("B: {}", labels.1),
         );
-        match a.format {
-            DiffFormat::Json => super::output::print_json(&json!({
-                "request": at,
-                "a": { "policy": cmp.a.name, "tokens": ca.tokens, "chunks": ca.chunks.len() },
-                "b": { "policy": cmp.b.name, "tokens": cb.tokens, "chunks": cb.chunks.len() },
-                "identical": unified.is_empty(),
-                "unified": unified,
-            }))?,
-            DiffFormat::Table => out!(
-                "{}",
-                context_report(&cmp, &labels, at, ca.tokens, cb.tokens, &unified)
-            ),
-        }
-        return Ok(());
+        let out = ContextDiffReport {
+            comparison: &cmp,
+            labels: &labels,
+            at,
+            tokens: (ca.tokens, cb.tokens),
+            chunks: (ca.chunks.len(), cb.chunks.len()),
+            unified: &unified,
+        };
+        return report::emit(a.format.into(), &out);
     }
     if let Some(at) = a.at {
         cmp.frames.retain(|f| f.request == at);
     }
-    match a.format {
-        DiffFormat::Json => super::output::print_json(&cmp),
-        DiffFormat::Table => {
-            out!("{}", table(&cmp, &labels, a.at.is_some()));
-            Ok(())
+    report::emit(
+        a.format.into(),
+        &DiffReport {
+            comparison: &cmp,
+            labels: &labels,
+            only_at: a.at.is_some(),
+        },
+    )
+}
+
+impl From<DiffFormat> for Format {
+    fn from(f: DiffFormat) -> Format {
+        match f {
+            DiffFormat::Table => Format::Table,
+            DiffFormat::Json => Format::Json,
         }
+    }
+}
+
+/// The output of `diff`: the comparison (JSON) or the per-request table and the summaries.
+pub struct DiffReport<'a> {
+    pub comparison: &'a Comparison,
+    /// Name and the knobs that set each side apart (see [`compare::side_label`]).
+    pub labels: &'a (String, String),
+    /// `--at N`: one request, with its tier differences spelled out instead of the summary.
+    pub only_at: bool,
+}
+
+impl report::Report for DiffReport<'_> {
+    fn name(&self) -> &'static str {
+        "diff"
+    }
+    fn document(&self) -> impl serde::Serialize + '_ {
+        self.comparison
+    }
+    fn text(&self) -> Text {
+        table(self.comparison, self.labels, self.only_at)
+    }
+}
+
+/// The output of `diff --context --at N`: the unified diff of the two rendered contexts.
+pub struct ContextDiffReport<'a> {
+    pub comparison: &'a Comparison,
+    pub labels: &'a (String, String),
+    pub at: usize,
+    /// Tokens of A's and B's rendered context.
+    pub tokens: (u64, u64),
+    /// Chunks of A's and B's rendered context.
+    pub chunks: (usize, usize),
+    pub unified: &'a str,
+}
+
+impl report::Report for ContextDiffReport<'_> {
+    fn name(&self) -> &'static str {
+        "diff --context"
+    }
+    fn document(&self) -> impl serde::Serialize + '_ {
+        let c = self.comparison;
+        json!({
+            "request": self.at,
+            "a": { "policy": c.a.name, "tokens": self.tokens.0, "chunks": self.chunks.0 },
+            "b": { "policy": c.b.name, "tokens": self.tokens.1, "chunks": self.chunks.1 },
+            "identical": self.unified.is_empty(),
+            "unified": self.unified,
+        })
+    }
+    fn text(&self) -> Text {
+        context_report(self)
     }
 }
 
 /// The header: session, budget, both policies (`labels`: name and the knobs that set each
 /// apart, see [`compare::side_label`]).
-fn header(c: &Comparison, labels: &(String, String)) -> String {
-    let mut out = format!(
-        "session {} \"{}\" · {} requests · {} episodes · budget {} ({})\n",
+fn header(c: &Comparison, labels: &(String, String)) -> Text {
+    let mut out = Text::new();
+    out.line(format!(
+        "session {} \"{}\" · {} requests · {} episodes · budget {} ({})",
         c.session,
-        tierscope_engine::text::sanitize_for_terminal(&c.title),
+        c.title,
         c.requests,
         c.episodes.len(),
         c.a.budget,
         c.a.budget_source
-    );
+    ));
     for (side, p, label) in [("A", &c.a, &labels.0), ("B", &c.b, &labels.1)] {
         let floors = if p.respect_floors {
             "respects floors"
         } else {
             "may go below floors"
         };
-        out.push_str(&format!("{side}: {label} ({}, {floors})\n", p.kind));
+        out.line(format!("{side}: {label} ({}, {floors})", p.kind));
     }
     let s = &c.summary;
-    out.push_str(&format!(
-        "requests differing: {} of {} · tier cells differing: {} (A higher {}, B higher {})\n",
+    out.line(format!(
+        "requests differing: {} of {} · tier cells differing: {} (A higher {}, B higher {})",
         s.requests_differing,
         c.requests,
         s.tier_cells_differing,
@@ -203,46 +261,69 @@ fn tiers_cell(f: &FrameDiff) -> String {
         .join(" ")
 }
 
-fn frame_row(f: &FrameDiff) -> String {
+fn frame_columns() -> Vec<Column> {
+    let r = |name: &str, w: usize| Column::right(name).width(w);
+    vec![
+        r("req", 4),
+        r("tok A", 7),
+        r("tok B", 7),
+        r("Δtok", 6),
+        r("Δdiverg", 7),
+        r("Δradius", 7),
+        r("Δc.read", 7),
+        r("Δc.writ", 7),
+        r("Δcost$", 9),
+        r("Δchg", 4),
+        r("Δhld", 4),
+        r("Δthr", 4),
+        r("Δflv", 4),
+        r("Δpnv", 4),
+        r("Δprb", 4),
+        Column::left("tiers A|B where they differ").sep("  "),
+    ]
+}
+
+fn frame_row(f: &FrameDiff) -> Vec<Cell> {
     let d: &Metrics = &f.delta;
-    format!(
-        "{:>4} {:>7} {:>7} {:>6} {:>7} {:>7} {:>7} {:>7} {:>9} {:>4} {:>4} {:>4} {:>4} {:>4} {:>4}  {}\n",
-        format!("{}{}", f.request, if f.synthetic_call { "*" } else { "" }),
-        f.a.tokens,
-        f.b.tokens,
-        signed(d.tokens),
-        signed(d.divergence),
-        signed(d.radius),
-        signed(d.cache_read),
-        signed(d.cache_write),
-        signed_f(d.cost, 5),
-        signed(d.changes),
-        signed(d.holds),
-        signed(d.thrash),
-        signed(d.floor_violations),
-        signed(d.pin_violations),
-        signed(d.probes_ok),
-        differs_cell(f)
-    )
+    let delta = |v: i64| Cell::Text(signed(v));
+    vec![
+        Cell::text(format!(
+            "{}{}",
+            f.request,
+            if f.synthetic_call { "*" } else { "" }
+        )),
+        Cell::Text(f.a.tokens.to_string()),
+        Cell::Text(f.b.tokens.to_string()),
+        delta(d.tokens),
+        delta(d.divergence),
+        delta(d.radius),
+        delta(d.cache_read),
+        delta(d.cache_write),
+        Cell::Text(signed_f(d.cost, 5)),
+        delta(d.changes),
+        delta(d.holds),
+        delta(d.thrash),
+        delta(d.floor_violations),
+        delta(d.pin_violations),
+        delta(d.probes_ok),
+        Cell::Text(differs_cell(f)),
+    ]
 }
 
 /// Per-request rows, then the summary of A, B and B − A.
-pub fn table(c: &Comparison, labels: &(String, String), only_at: bool) -> String {
+pub fn table(c: &Comparison, labels: &(String, String), only_at: bool) -> Text {
     let mut out = header(c, labels);
-    out.push_str(&format!(
-        "{:>4} {:>7} {:>7} {:>6} {:>7} {:>7} {:>7} {:>7} {:>9} {:>4} {:>4} {:>4} {:>4} {:>4} {:>4}  {}\n",
-        "req", "tok A", "tok B", "Δtok", "Δdiverg", "Δradius", "Δc.read", "Δc.writ", "Δcost$", "Δchg", "Δhld", "Δthr",
-        "Δflv", "Δpnv", "Δprb", "tiers A|B where they differ"
-    ));
+    let mut t = Table::new(frame_columns());
     for f in &c.frames {
-        out.push_str(&frame_row(f));
+        t.push(frame_row(f));
     }
-    out.push_str("= no difference · ! below the episode's floor · * summary call · Δ = B − A\n");
+    out.table(t);
+    out.line("= no difference · ! below the episode's floor · * summary call · Δ = B − A");
     if only_at {
         for f in &c.frames {
             for d in &f.tier_diffs {
-                out.push_str(&format!(
-                    "request {}: {} floor {} · A {}{} · B {}{} · {} is higher\n",
+                out.line(format!(
+                    "request {}: {} floor {} · A {}{} · B {}{} · {} is higher",
                     f.request,
                     d.episode,
                     d.floor,
@@ -267,12 +348,12 @@ pub fn table(c: &Comparison, labels: &(String, String), only_at: bool) -> String
         }
         return out;
     }
-    out.push_str(&summary_table(&c.summary.a, &c.summary.b, &c.summary.delta));
+    out.append(summary_table(&c.summary.a, &c.summary.b, &c.summary.delta));
     out
 }
 
 /// The summaries of A and B side by side with B − A.
-pub fn summary_table(a: &Summary, b: &Summary, d: &SummaryDelta) -> String {
+pub fn summary_table(a: &Summary, b: &Summary, d: &SummaryDelta) -> Text {
     fn count(
         name: &'static str,
         a: impl ToString,
@@ -371,49 +452,47 @@ pub fn summary_table(a: &Summary, b: &Summary, d: &SummaryDelta) -> String {
             opt_i(d.under_fidelity_misses),
         ),
     ];
-    let mut out = format!(
-        "{:<26} {:>12} {:>12} {:>12}\n",
-        "summary", "A", "B", "B − A"
-    );
+    let mut t = Table::new(vec![
+        Column::left("summary").width(26),
+        Column::right("A").width(12),
+        Column::right("B").width(12),
+        Column::right("B − A").width(12),
+    ]);
     for (name, a, b, d) in rows {
-        out.push_str(&format!("{name:<26} {a:>12} {b:>12} {d:>12}\n"));
+        t.push(vec![
+            Cell::text(name),
+            Cell::Text(a),
+            Cell::Text(b),
+            Cell::Text(d),
+        ]);
     }
+    let mut out = Text::from(t);
     if a.probe_survival.is_none() && b.probe_survival.is_none() {
-        out.push_str(
-            "(no probes sidecar: probe survival and the oracle yardsticks are not measured)\n",
-        );
+        out.line("(no probes sidecar: probe survival and the oracle yardsticks are not measured)");
     }
     out
 }
 
-fn context_report(
-    c: &Comparison,
-    labels: &(String, String),
-    at: usize,
-    a_tokens: u64,
-    b_tokens: u64,
-    unified: &str,
-) -> String {
-    let mut out = header(c, labels);
+fn context_report(r: &ContextDiffReport<'_>) -> Text {
+    let (c, at) = (r.comparison, r.at);
+    let (a_tokens, b_tokens) = r.tokens;
+    let mut out = header(c, r.labels);
     if let Some(f) = c.frames.iter().find(|f| f.request == at) {
-        out.push_str(&format!(
+        let mut line = format!(
             "request {at}: A {a_tokens} tokens · B {b_tokens} tokens (Δ {})",
             signed(b_tokens as i64 - a_tokens as i64)
-        ));
+        );
         if !f.tier_diffs.is_empty() {
-            out.push_str(&format!(" · tiers A|B: {}", tiers_cell(f)));
+            line.push_str(&format!(" · tiers A|B: {}", tiers_cell(f)));
         }
-        out.push('\n');
+        out.line(line);
     }
-    if unified.is_empty() {
-        out.push_str(&format!(
-            "the rendered contexts at request {at} are identical\n"
+    if r.unified.is_empty() {
+        out.line(format!(
+            "the rendered contexts at request {at} are identical"
         ));
     } else {
-        out.push_str(unified);
-        if !unified.ends_with('\n') {
-            out.push('\n');
-        }
+        out.verbatim(r.unified);
     }
     out
 }

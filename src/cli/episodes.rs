@@ -9,12 +9,12 @@ use anyhow::Context as _;
 use clap::Args;
 use serde_json::{json, Value};
 
-use super::output::plural;
-use super::sessions::{format_time, write_stdout};
+use super::report::{self, plural, Cell, Column, Format, Table, Text};
+use super::sessions::format_time;
 use super::LoadArgs;
 use tierscope_engine::episode::{Episode, Representation, Strategy, Tier};
 use tierscope_engine::loaded::LoadedSession;
-use tierscope_engine::text::{clip_chars, sanitize_for_terminal};
+use tierscope_engine::text::{clip_chars, sanitize_for_terminal, sanitize_line};
 
 #[derive(Debug, Clone, Args)]
 pub struct EpisodesArgs {
@@ -43,14 +43,14 @@ pub struct EpisodesArgs {
 pub fn run(args: &EpisodesArgs) -> anyhow::Result<()> {
     let loaded = tierscope_engine::loaded::load(&args.load.options())?;
     for w in &loaded.warnings {
-        eprintln!("warning: {}", sanitize_for_terminal(w));
+        report::stderr::warn(w);
     }
     if let Some(path) = &args.records {
         write_records(&loaded, path)?;
     }
     if let Some(id) = &args.explain {
         let e = find(&loaded, id)?;
-        return write_stdout(&explain(&loaded, e));
+        return write_text(&explain(&loaded, e));
     }
     if let Some(id) = &args.show {
         let e = find(&loaded, id)?;
@@ -63,18 +63,34 @@ pub fn run(args: &EpisodesArgs) -> anyhow::Result<()> {
                 .unwrap_or_else(|| "no representation".to_owned());
             anyhow::bail!("{} has no {} tier: {why}", e.id, args.tier);
         };
-        return write_stdout(&show(rep, args.pruned));
+        return write_text(&show(rep, args.pruned));
     }
-    if args.json {
-        return write_stdout(&(serde_json::to_string_pretty(&to_json(&loaded))? + "\n"));
-    }
-    if args.records.is_some() {
+    if args.records.is_some() && !args.json {
         let n: usize = all_sessions(&loaded)
             .map(|l| l.episodes.iter().map(|e| e.tiers.len()).sum::<usize>())
             .sum();
-        eprintln!("wrote {n} representation records");
+        report::stderr::line(&format!("wrote {n} representation records"));
     }
-    write_stdout(&table(&loaded))
+    report::emit(Format::json_if(args.json), &EpisodesReport(&loaded))
+}
+
+/// The output of `episodes`: [`to_json`] or the table of every session's episodes.
+pub struct EpisodesReport<'a>(pub &'a LoadedSession);
+
+impl report::Report for EpisodesReport<'_> {
+    fn name(&self) -> &'static str {
+        "episodes"
+    }
+    fn document(&self) -> impl serde::Serialize + '_ {
+        to_json(self.0)
+    }
+    fn text(&self) -> Text {
+        table(self.0)
+    }
+}
+
+fn write_text(s: &str) -> anyhow::Result<()> {
+    report::stdout::write_text(s)
 }
 
 fn find<'a>(l: &'a LoadedSession, id: &str) -> anyhow::Result<&'a Episode> {
@@ -121,37 +137,36 @@ fn kinds_cell(kinds: &[tierscope_engine::episode::EpisodeKind], width: usize) ->
 }
 
 /// The table, for people.
-pub fn table(l: &LoadedSession) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
+pub fn table(l: &LoadedSession) -> Text {
+    let mut out = Text::new();
+    out.line(format!(
         "session {}  {}  ({}, {}; episodes {}, tiers {}, {}, rules {})",
-        sanitize_for_terminal(&l.trace.session.id),
-        // Sanitize before clipping: an escape shown as `\x1b` must not be cut in half.
-        clip_chars(&sanitize_for_terminal(&l.trace.session.title), 50),
+        l.trace.session.id,
+        // Sanitized before clipping: an escape shown as `\x1b` must not be cut in half.
+        clip_chars(&sanitize_line(&l.trace.session.title), 50),
         plural(l.episodes.len(), "episode"),
         plural(l.trace.requests.len(), "request"),
         l.segmentation.as_str(),
         l.tier_source.as_str(),
         l.tokenizer,
         l.rules_origin
-    );
-    let _ = writeln!(
-        out,
-        "{:<4} {:>7} {:<5} {:<40} {:<28} {:<12} {:<7} {:>6} {:>6} {:>7} {:>6} {:>4}",
-        "id",
-        "reqs",
-        "time",
-        "title",
-        "kinds",
-        "class",
-        "floor",
-        "full",
-        "dense",
-        "compact",
-        "anchor",
-        "pins"
-    );
+    ));
+    let r = |name: &str, w: usize| Column::right(name).width(w);
+    let left = |name: &str, w: usize| Column::left(name).width(w);
+    let mut t = Table::new(vec![
+        left("id", 4),
+        r("reqs", 7),
+        left("time", 5),
+        left("title", 40).clip(40),
+        left("kinds", 28),
+        left("class", 12),
+        left("floor", 7),
+        r("full", 6),
+        r("dense", 6),
+        r("compact", 7),
+        r("anchor", 6),
+        r("pins", 4),
+    ]);
     for e in &l.episodes {
         let reqs = match (e.first_request, e.last_request) {
             (Some(a), Some(b)) if a == b => a.to_string(),
@@ -159,34 +174,36 @@ pub fn table(l: &LoadedSession) -> String {
             _ => "-".to_owned(),
         };
         let tok = |t: Tier| {
-            e.representation(t)
-                .map_or("-".to_owned(), |r| r.tokens.to_string())
+            Cell::Text(
+                e.representation(t)
+                    .map_or("-".to_owned(), |r| r.tokens.to_string()),
+            )
         };
         let time = format_time(e.time_start);
-        let _ = writeln!(
-            out,
-            "{:<4} {:>7} {:<5} {:<40} {:<28} {:<12} {:<7} {:>6} {:>6} {:>7} {:>6} {:>4}",
-            e.id,
-            reqs,
-            time.get(11..).unwrap_or(&time),
-            clip_chars(&sanitize_for_terminal(&e.title.replace('\n', " ")), 40),
-            kinds_cell(&e.kinds, 28),
-            e.class.as_str(),
-            e.floor.as_str(),
+        t.push(vec![
+            Cell::text(e.id.clone()),
+            Cell::Text(reqs),
+            Cell::text(time.get(11..).unwrap_or(&time)),
+            // A title is one line here.
+            Cell::Text(e.title.replace('\n', " ")),
+            Cell::Text(kinds_cell(&e.kinds, 28)),
+            Cell::text(e.class.as_str()),
+            Cell::text(e.floor.as_str()),
             tok(Tier::Full),
             tok(Tier::Dense),
             tok(Tier::Compact),
             tok(Tier::Anchor),
-            e.pins.len()
-        );
+            Cell::Int(e.pins.len() as u64),
+        ]);
     }
+    out.table(t);
     for c in &l.children {
-        let _ = writeln!(
-            out,
-            "\nsub-agent session (parent episode {}):",
+        out.blank();
+        out.line(format!(
+            "sub-agent session (parent episode {}):",
             parent_episode(l, &c.trace.session.id)
-        );
-        out.push_str(&table(c));
+        ));
+        out.append(table(c));
     }
     out
 }
@@ -369,7 +386,7 @@ fn write_records(l: &LoadedSession, path: &std::path::Path) -> anyhow::Result<()
     for s in all_sessions(l) {
         for e in &s.episodes {
             for rep in e.tiers.values() {
-                serde_json::to_writer(&mut w, &record(s, rep))?;
+                report::json::to_writer(&mut w, &record(s, rep))?;
                 w.write_all(b"\n")?;
             }
         }

@@ -1,14 +1,17 @@
 //! `tierscope experiment`: every built-in policy (or `--policy …`) on one trace at one budget or
-//! at budgets tuned so that mean tokens match: the chapter's second experiment as one table.
+//! at budgets tuned so that mean tokens match: the chapter's second experiment as one table. With
+//! `--strategy` / `--tiers-dir`, the table per tier source, with what each source's tiers cost to
+//! create (the first experiment's generation cost carried into the schedule's bill).
 
 use anyhow::Context;
 use clap::Args;
 
-use super::output::{out, outln, print_json, print_jsonl, Format};
+use super::report::{self, Cell, Format, JsonLines, Table, Text};
 use super::LoadArgs;
 use tierscope_engine::policy;
-use tierscope_engine::research::experiment::{run, BudgetMode, Experiment};
-use tierscope_engine::research::report::{csv, pct, table, thousands};
+use tierscope_engine::research::experiment::{run, BudgetMode, Experiment, Row};
+use tierscope_engine::research::report::thousands;
+use tierscope_engine::research::tier_sources::{compare, TierSourceComparison};
 
 #[derive(Debug, Clone, Args)]
 pub struct ExperimentArgs {
@@ -18,12 +21,19 @@ pub struct ExperimentArgs {
     #[arg(long = "policy", short = 'p', value_name = "POLICY")]
     pub policies: Vec<String>,
     /// One token budget for every policy (default: the usable input limit of the recorded model).
-    #[arg(long, conflicts_with = "match_mean_tokens", value_parser = super::output::budget_value)]
+    #[arg(long, conflicts_with = "match_mean_tokens", value_parser = super::report::budget_value)]
     pub budget: Option<u64>,
     /// Tune each policy's budget so its mean tokens match TOKENS (default: the mean tokens of
     /// `retention` at the default budget).
     #[arg(long, value_name = "TOKENS", num_args = 0..=1, default_missing_value = "auto")]
     pub match_mean_tokens: Option<String>,
+    /// Run the table on each of these tier strategies, side by side with what their tiers cost
+    /// to create (repeatable; with `--tiers-dir` alone: source and cascade).
+    #[arg(long = "strategy", value_name = "SOURCE")]
+    pub strategies: Vec<tierscope_engine::episode::options::TierSource>,
+    /// Also run it on the tiers sidecar in DIR (e.g. from `tiers generate --out DIR`; repeatable).
+    #[arg(long = "tiers-dir", value_name = "DIR")]
+    pub tiers_dirs: Vec<std::path::PathBuf>,
     /// Output: table, json (one document), csv or jsonl (one line per policy).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -50,46 +60,65 @@ pub fn run_cli(a: &ExperimentArgs) -> anyhow::Result<()> {
                 })?,
         )),
     };
+    if !a.strategies.is_empty() || !a.tiers_dirs.is_empty() {
+        return run_tier_sources(a, &policies, mode);
+    }
     let session =
         tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
     for w in &session.warnings {
-        eprintln!("warning: {w}");
+        report::stderr::warn(w);
     }
     if session.probes.is_empty() {
-        eprintln!(
-            "note: no probes sidecar found; probe survival and the oracles' yardsticks are empty"
+        report::stderr::note(
+            "no probes sidecar found; probe survival and the oracles' yardsticks are empty",
         );
     }
     let e = run(&session, &policies, mode);
-    match a.format {
-        Format::Json => print_json(&e),
-        Format::Jsonl => print_jsonl(&e.rows, &[("session", e.session.clone().into())]),
-        Format::Csv => {
-            out!("{}", csv(&HEADERS, &cells(&e, false)));
-            Ok(())
-        }
-        Format::Table => {
-            outln!(
-                "{} — {} requests, {} episodes, {} probes; {}",
-                e.session,
-                e.requests,
-                e.episodes,
-                e.probes,
-                match e.target_mean_tokens {
-                    Some(t) => format!(
-                        "budgets tuned to mean {} tokens",
-                        thousands(t.round() as i64)
-                    ),
-                    None => "one budget for every policy".to_string(),
-                }
-            );
-            out!("{}", table(&HEADERS, &cells(&e, true)));
-            Ok(())
-        }
+    report::emit(a.format, &ExperimentReport(&e))
+}
+
+/// The output of `experiment`: the experiment (JSON), one line per policy (JSON Lines, CSV),
+/// or a header line and the policy table.
+pub struct ExperimentReport<'a>(pub &'a Experiment);
+
+impl report::Report for ExperimentReport<'_> {
+    fn name(&self) -> &'static str {
+        "experiment"
+    }
+    fn document(&self) -> impl serde::Serialize + '_ {
+        self.0
+    }
+    fn records(&self, out: &mut JsonLines<'_>) -> anyhow::Result<()> {
+        out.with_context(vec![("session", self.0.session.clone().into())])
+            .records(&self.0.rows)
+    }
+    fn rows(&self) -> Option<Table> {
+        Some(rows(self.0))
+    }
+    fn text(&self) -> Text {
+        let e = self.0;
+        let mut out = Text::new();
+        out.line(format!(
+            "{} — {} requests, {} episodes, {} probes; {}",
+            e.session,
+            e.requests,
+            e.episodes,
+            e.probes,
+            match e.target_mean_tokens {
+                Some(t) => format!(
+                    "budgets tuned to mean {} tokens",
+                    thousands(t.round() as i64)
+                ),
+                None => "one budget for every policy".to_string(),
+            }
+        ));
+        out.table(rows(e));
+        out
     }
 }
 
-const HEADERS: [&str; 22] = [
+/// The policy table's columns, one per [`policy_cells`] value.
+const POLICY_COLUMNS: [&str; 22] = [
     "policy",
     "budget",
     "mean",
@@ -114,57 +143,146 @@ const HEADERS: [&str; 22] = [
     "matched",
 ];
 
-fn cells(e: &Experiment, pretty: bool) -> Vec<Vec<String>> {
-    let n = |v: u64| {
-        if pretty {
-            thousands(v as i64)
-        } else {
-            v.to_string()
+/// One row per policy.
+fn rows(e: &Experiment) -> Table {
+    let mut t = Table::aligned(&POLICY_COLUMNS);
+    for r in &e.rows {
+        t.push(policy_cells(r));
+    }
+    t
+}
+
+/// One policy's row of the table ([`POLICY_COLUMNS`]).
+fn policy_cells(r: &Row) -> Vec<Cell> {
+    let tokens = |v: u64| Cell::Tokens(v as i64);
+    let share = |v: f64| Cell::Share(Some(v));
+    vec![
+        Cell::text(r.policy.clone()),
+        tokens(r.budget),
+        tokens(r.mean_tokens.round() as u64),
+        tokens(r.p50_tokens),
+        tokens(r.p95_tokens),
+        tokens(r.max_tokens),
+        tokens(r.max_overflow),
+        share(r.tiers.full),
+        share(r.tiers.dense),
+        share(r.tiers.compact),
+        share(r.tiers.anchor),
+        share(r.tiers.dropped),
+        Cell::Int(r.floor_violations),
+        Cell::Int(r.pin_violations),
+        Cell::Int(r.holds),
+        Cell::Int(r.thrash),
+        Cell::Fixed(r.switches_per_100, 1),
+        Cell::Tokens(r.divergence_tokens),
+        Cell::Fixed(r.divergence_dollars, 4),
+        Cell::Fixed(r.cost, 4),
+        Cell::Share(r.probe_survival),
+        Cell::text(r.matched.map_or("-", |m| if m { "yes" } else { "no" })),
+    ]
+}
+
+/// The policy table on several tier sources at the same budgets, with each source's generation
+/// cost and the replay cost plus that (`total_$`): "tier changes also bill their creation".
+fn run_tier_sources(
+    a: &ExperimentArgs,
+    policies: &[policy::Policy],
+    mode: BudgetMode,
+) -> anyhow::Result<()> {
+    let loads = super::audit::load_tier_sources(&a.load, &a.strategies, &a.tiers_dirs)?;
+    if loads.is_empty() {
+        anyhow::bail!("nothing to compare: no tier strategy could be loaded");
+    }
+    if loads[0].probes.is_empty() {
+        report::stderr::note("no probes sidecar found; probe survival is empty");
+    }
+    let refs: Vec<_> = loads.iter().collect();
+    let c = compare(&refs, policies, mode);
+    report::emit(
+        a.format,
+        &TierSourcesReport {
+            comparison: &c,
+            policies: policies.len(),
+        },
+    )
+}
+
+/// The output of `experiment --strategy/--tiers-dir`: the comparison (JSON), one line per tier
+/// source and policy (JSON Lines, CSV), or a header line, the table and the generation costs.
+pub struct TierSourcesReport<'a> {
+    pub comparison: &'a TierSourceComparison,
+    /// How many policies each source ran (the header line).
+    pub policies: usize,
+}
+
+impl report::Report for TierSourcesReport<'_> {
+    fn name(&self) -> &'static str {
+        "experiment"
+    }
+    fn document(&self) -> impl serde::Serialize + '_ {
+        self.comparison
+    }
+    fn records(&self, out: &mut JsonLines<'_>) -> anyhow::Result<()> {
+        let c = self.comparison;
+        for run in &c.runs {
+            out.with_context(vec![
+                ("session", c.session.clone().into()),
+                ("strategy", run.strategy.clone().into()),
+                ("generation_dollars", run.generation.dollars.into()),
+            ])
+            .records(&run.experiment.rows)?;
         }
-    };
-    let share = |v: f64| {
-        if pretty {
-            pct(Some(v))
-        } else {
-            format!("{v:.4}")
+        Ok(())
+    }
+    fn rows(&self) -> Option<Table> {
+        Some(tier_source_rows(self.comparison))
+    }
+    fn text(&self) -> Text {
+        let c = self.comparison;
+        let mut out = Text::new();
+        out.line(format!(
+            "{} — {} tier sources × {} policies; {}",
+            c.session,
+            c.runs.len(),
+            self.policies,
+            match c.target_mean_tokens {
+                Some(t) => format!(
+                    "budgets tuned to mean {} tokens",
+                    thousands(t.round() as i64)
+                ),
+                None => "one budget for every policy".to_string(),
+            }
+        ));
+        out.table(tier_source_rows(c));
+        out.blank();
+        out.line("generation cost (tier changes also bill their creation):");
+        let gens: Vec<_> = c
+            .runs
+            .iter()
+            .map(|r| (r.strategy.as_str(), &r.generation))
+            .collect();
+        out.append(super::audit::generation_text(&gens));
+        out
+    }
+}
+
+/// One row per tier source and policy: the source, the policy's row, what the source's tiers
+/// cost to create and the replay cost plus that.
+fn tier_source_rows(c: &TierSourceComparison) -> Table {
+    let mut headers = vec!["strategy"];
+    headers.extend(POLICY_COLUMNS);
+    headers.extend(["gen_calls", "gen_$", "total_$"]);
+    let mut t = Table::aligned(&headers);
+    for run in &c.runs {
+        let gen = run.generation.dollars;
+        for r in &run.experiment.rows {
+            let mut row = vec![Cell::text(run.strategy.clone())];
+            row.extend(policy_cells(r));
+            row.push(Cell::Int(run.generation.calls));
+            row.push(gen.map_or(Cell::text("-"), |d| Cell::Fixed(d, 4)));
+            row.push(gen.map_or(Cell::text("-"), |d| Cell::Fixed(r.cost + d, 4)));
+            t.push(row);
         }
-    };
-    e.rows
-        .iter()
-        .map(|r| {
-            vec![
-                r.policy.clone(),
-                n(r.budget),
-                n(r.mean_tokens.round() as u64),
-                n(r.p50_tokens),
-                n(r.p95_tokens),
-                n(r.max_tokens),
-                n(r.max_overflow),
-                share(r.tiers.full),
-                share(r.tiers.dense),
-                share(r.tiers.compact),
-                share(r.tiers.anchor),
-                share(r.tiers.dropped),
-                r.floor_violations.to_string(),
-                r.pin_violations.to_string(),
-                r.holds.to_string(),
-                r.thrash.to_string(),
-                format!("{:.1}", r.switches_per_100),
-                if pretty {
-                    thousands(r.divergence_tokens)
-                } else {
-                    r.divergence_tokens.to_string()
-                },
-                format!("{:.4}", r.divergence_dollars),
-                format!("{:.4}", r.cost),
-                match r.probe_survival {
-                    Some(s) if pretty => pct(Some(s)),
-                    Some(s) => format!("{s:.4}"),
-                    None => "-".into(),
-                },
-                r.matched
-                    .map_or("-".into(), |m| if m { "yes".into() } else { "no".into() }),
-            ]
-        })
-        .collect()
+    }
+    t
 }

@@ -7,8 +7,8 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Args;
 
-use crate::cli::output::{outln, print_json, print_jsonl, Format};
-use tierscope_engine::fixture::{write_fixture, FixtureConfig};
+use crate::cli::report::{self, Format, Text};
+use tierscope_engine::fixture::{write_fixture, FixtureConfig, FixtureReport};
 
 #[derive(Debug, Args)]
 pub struct FixtureArgs {
@@ -55,36 +55,49 @@ pub fn run(a: &FixtureArgs) -> anyhow::Result<()> {
     let report = write_fixture(&cfg, &a.out)
         .with_context(|| format!("writing fixture into {}", a.out.display()))?;
     let secs = started.elapsed().as_secs_f64();
-    match a.format {
-        Format::Json => print_json(&report),
-        // One record: the report on one line.
-        Format::Jsonl => print_jsonl([&report], &[]),
-        Format::Table | Format::Csv => {
-            let path = |p: &Option<PathBuf>| {
-                p.as_ref()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default()
-            };
-            outln!("export   {}", path(&report.export_path));
-            outln!("probes   {}", path(&report.probes_path));
-            outln!("session  {}", report.session_id);
-            outln!(
-                "{} requests, {} messages, {} episodes ({} revisits), {} probes, {:.1} MB",
-                report.requests,
-                report.messages,
-                report.episodes,
-                report.revisits,
-                report.probes,
-                report.bytes as f64 / 1e6
-            );
-            let dims: Vec<String> = report
-                .probes_by_dimension
-                .iter()
-                .map(|(d, n)| format!("{d} {n}"))
-                .collect();
-            outln!("probes by dimension: {}", dims.join(", "));
-            eprintln!("generated in {secs:.2}s");
-            Ok(())
-        }
+    report::emit(a.format, &FixtureOutput(&report))?;
+    if a.format == Format::Table {
+        report::stderr::line(&format!("generated in {secs:.2}s"));
+    }
+    Ok(())
+}
+
+/// The output of `fixture`: the report (JSON; on one line for JSON Lines) or a summary.
+pub struct FixtureOutput<'a>(pub &'a FixtureReport);
+
+impl report::Report for FixtureOutput<'_> {
+    fn name(&self) -> &'static str {
+        "fixture"
+    }
+    fn document(&self) -> impl serde::Serialize + '_ {
+        self.0
+    }
+    fn text(&self) -> Text {
+        let report = self.0;
+        let path = |p: &Option<PathBuf>| {
+            p.as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        };
+        let mut out = Text::new();
+        out.line(format!("export   {}", path(&report.export_path)));
+        out.line(format!("probes   {}", path(&report.probes_path)));
+        out.line(format!("session  {}", report.session_id));
+        out.line(format!(
+            "{} requests, {} messages, {} episodes ({} revisits), {} probes, {:.1} MB",
+            report.requests,
+            report.messages,
+            report.episodes,
+            report.revisits,
+            report.probes,
+            report.bytes as f64 / 1e6
+        ));
+        let dims: Vec<String> = report
+            .probes_by_dimension
+            .iter()
+            .map(|(d, n)| format!("{d} {n}"))
+            .collect();
+        out.line(format!("probes by dimension: {}", dims.join(", ")));
+        out
     }
 }

@@ -8,16 +8,25 @@ use std::time::Duration;
 
 use anyhow::Context;
 
+use crate::cli::report::{json, stderr};
 use tierscope_engine::follow::{
     follow_path, FollowConfig, FollowEvent, FollowStatus, Follower, SessionBuilder,
 };
 use tierscope_engine::loaded::{LoadOptions, LoadedSession};
 
 /// JSON lines of frames, one per request; a frame is written again only when it changed, so
-/// the last line for a request is its current frame. Each line is flushed.
+/// the last line for a request is its current frame. A request that is gone from the source
+/// (its messages deleted, a session rewound) gets a retraction line `{"request": N,
+/// "retracted": true}`, so a reader that applies every line ends with the same frames as a
+/// fresh replay. Each line is flushed.
 pub struct FrameStream<W: Write> {
     out: W,
     last: BTreeMap<usize, String>,
+}
+
+/// The line that withdraws the frame of `request`.
+pub fn retraction_line(request: usize) -> String {
+    format!("{{\"request\":{request},\"retracted\":true}}")
 }
 
 impl<W: Write> FrameStream<W> {
@@ -28,20 +37,35 @@ impl<W: Write> FrameStream<W> {
         }
     }
 
-    /// Write the frames (request index, one-line JSON) that differ from what was written for
-    /// their request; returns how many lines were written.
+    /// Bring the reader to `frames` (every current frame: request index, one-line JSON):
+    /// write those that differ from what was written for their request, and retract the
+    /// requests that are no longer there. Returns how many lines were written.
     pub fn emit(
         &mut self,
         frames: impl IntoIterator<Item = (usize, String)>,
     ) -> std::io::Result<usize> {
         let mut n = 0;
+        let mut present = std::collections::BTreeSet::new();
         for (request, line) in frames {
+            present.insert(request);
             if self.last.get(&request) == Some(&line) {
                 continue;
             }
             writeln!(self.out, "{line}")?;
             self.out.flush()?;
             self.last.insert(request, line);
+            n += 1;
+        }
+        let gone: Vec<usize> = self
+            .last
+            .keys()
+            .filter(|r| !present.contains(r))
+            .copied()
+            .collect();
+        for request in gone {
+            writeln!(self.out, "{}", retraction_line(request))?;
+            self.out.flush()?;
+            self.last.remove(&request);
             n += 1;
         }
         Ok(n)
@@ -101,15 +125,15 @@ where
                 break FollowEnd::SourceGone(reason)
             }
             FollowEvent::Status(FollowStatus::Retrying(reason)) => {
-                eprintln!("tierscope: {reason}");
+                stderr::line(&format!("tierscope: {reason}"));
             }
             FollowEvent::Status(_) => {}
-            FollowEvent::Error(e) => eprintln!("tierscope: {e}"),
+            FollowEvent::Error(e) => stderr::line(&format!("tierscope: {e}")),
         }
     };
     follower.stop();
     if let FollowEnd::SourceGone(reason) = &end {
-        eprintln!("tierscope: source gone: {reason}");
+        stderr::line(&format!("tierscope: source gone: {reason}"));
     }
     Ok(end)
 }
@@ -121,16 +145,15 @@ pub fn replay_follow(
     a: &crate::cli::replay::ReplayArgs,
     policy: &tierscope_engine::policy::Policy,
 ) -> anyhow::Result<()> {
-    if a.format != crate::cli::output::Format::Jsonl {
+    if a.format != crate::cli::report::Format::Jsonl {
         anyhow::bail!("--follow streams JSON lines: use it with --format jsonl");
     }
     if a.records.is_some() {
         anyhow::bail!("--records is not written while following");
     }
     let timeout = match a.follow_timeout {
-        Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
-        Some(s) => anyhow::bail!("--follow-timeout must be a positive number of seconds, not {s}"),
         None => None,
+        Some(s) => follow_timeout(s)?,
     };
     let budget = a.policy.budget;
     let mut summary = None;
@@ -143,21 +166,30 @@ pub fn replay_follow(
             let lines = r
                 .frames
                 .iter()
-                .map(|f| Ok((f.request, serde_json::to_string(f)?)))
+                .map(|f| Ok((f.request, json::to_line(f)?)))
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            summary = Some(serde_json::to_string(
-                &serde_json::json!({ "summary": r.summary }),
-            )?);
+            summary = Some(json::to_line(&serde_json::json!({ "summary": r.summary }))?);
             Ok(lines)
         },
         stdout.lock(),
     )?;
     if let Some(line) = summary {
         let mut out = stdout.lock();
-        writeln!(out, "{line}")?;
-        out.flush()?;
+        match writeln!(out, "{line}").and_then(|()| out.flush()) {
+            Err(e) if !crate::cli::report::stdout::is_closed_pipe(&e) => return Err(e.into()),
+            _ => {}
+        }
     }
     Ok(())
+}
+
+/// `--follow-timeout SECS`: a positive number of seconds; one too large for a `Duration` (1e300)
+/// means no timeout, which is what it says.
+pub fn follow_timeout(secs: f64) -> anyhow::Result<Option<Duration>> {
+    if secs.is_nan() || secs <= 0.0 {
+        anyhow::bail!("--follow-timeout must be a positive number of seconds, not {secs}");
+    }
+    Ok(Duration::try_from_secs_f64(secs).ok())
 }
 
 #[cfg(test)]
@@ -179,5 +211,34 @@ mod tests {
             assert_eq!(s.current().get(&1).map(String::as_str), Some("b2"));
         }
         assert_eq!(String::from_utf8(buf).unwrap(), "a\nb\nb2\nc\n");
+    }
+
+    #[test]
+    fn a_request_that_is_gone_is_retracted_once() {
+        let mut buf = Vec::new();
+        {
+            let mut s = FrameStream::new(&mut buf);
+            s.emit([(0, "a".into()), (1, "b".into()), (2, "c".into())])
+                .unwrap();
+            // Request 2 was deleted from the database; request 1 changed.
+            assert_eq!(s.emit([(0, "a".into()), (1, "b2".into())]).unwrap(), 2);
+            assert_eq!(s.emit([(0, "a".into()), (1, "b2".into())]).unwrap(), 0);
+            assert_eq!(s.current().len(), 2);
+        }
+        let text = String::from_utf8(buf).unwrap();
+        assert_eq!(text, "a\nb\nc\nb2\n{\"request\":2,\"retracted\":true}\n");
+    }
+
+    #[test]
+    fn a_huge_follow_timeout_means_none_and_never_panics() {
+        assert_eq!(follow_timeout(1e300).unwrap(), None);
+        assert_eq!(follow_timeout(f64::INFINITY).unwrap(), None);
+        assert_eq!(
+            follow_timeout(2.5).unwrap(),
+            Some(Duration::from_millis(2500))
+        );
+        assert!(follow_timeout(0.0).is_err());
+        assert!(follow_timeout(-1.0).is_err());
+        assert!(follow_timeout(f64::NAN).is_err());
     }
 }

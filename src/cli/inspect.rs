@@ -1,14 +1,12 @@
 //! `tierscope inspect [PATH] [--session ID] [--json]`: one session's summary.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use clap::Args;
 use serde::Serialize;
 
-use super::sessions::write_stdout;
+use super::report::{self, Cell, Column, Format, Table, Text};
 use super::LoadArgs;
-use tierscope_engine::text::sanitize_for_terminal;
 use tierscope_engine::trace::{Diagnostic, RequestStatus, ToolStatus, Trace, Usage, UserKind};
 
 #[derive(Debug, Clone, Args)]
@@ -37,6 +35,9 @@ pub struct SessionOut {
     pub title: String,
     pub parent_id: Option<String>,
     pub version: Option<String>,
+    /// The release rules the session was read with, e.g. `0.5.29 (0.2-0.7)` (see
+    /// docs/opencode-eras.md).
+    pub rules: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -104,6 +105,7 @@ pub fn report(trace: &Trace, child_sessions: usize) -> InspectReport {
             title: trace.session.title.clone(),
             parent_id: trace.session.parent_id.clone(),
             version: trace.session.version.clone(),
+            rules: trace.dialect.describe(),
         },
         counts: Counts {
             messages: trace.messages.len(),
@@ -141,10 +143,32 @@ pub fn run(args: &InspectArgs) -> anyhow::Result<()> {
     let (source, trace) = args.load.load()?;
     let children = source.child_ids(&trace).len();
     let r = report(&trace, children);
-    if args.json {
-        return write_stdout(&(serde_json::to_string_pretty(&r)? + "\n"));
+    report::emit(
+        Format::json_if(args.json),
+        &InspectOutput {
+            report: &r,
+            source: source.describe(),
+        },
+    )
+}
+
+/// The output of `inspect`: the report is the JSON document; the text is one row per key.
+pub struct InspectOutput<'a> {
+    pub report: &'a InspectReport,
+    /// What was opened (see [`tierscope_engine::trace::Source::describe`]).
+    pub source: String,
+}
+
+impl super::report::Report for InspectOutput<'_> {
+    fn name(&self) -> &'static str {
+        "inspect"
     }
-    write_stdout(&table(&r, &source.describe()))
+    fn document(&self) -> impl Serialize + '_ {
+        self.report
+    }
+    fn text(&self) -> Text {
+        table(self.report, &self.source).into()
+    }
 }
 
 fn join_counts(m: &BTreeMap<String, usize>) -> String {
@@ -160,14 +184,13 @@ fn join_counts(m: &BTreeMap<String, usize>) -> String {
     }
 }
 
-/// The readable form of a report. Trace text is sanitized for the terminal.
-pub fn table(r: &InspectReport, source: &str) -> String {
+/// The readable form of a report: one key and its value per row.
+pub fn table(r: &InspectReport, source: &str) -> Table {
     let c = &r.counts;
     let u = &r.usage;
-    let mut out = String::new();
-    let mut row = |k: &str, v: String| {
-        let _ = writeln!(out, "{k:<16} {}", sanitize_for_terminal(&v));
-    };
+    let mut t =
+        Table::new(vec![Column::left("key").width(16), Column::left("value")]).without_header();
+    let mut row = |k: &str, v: String| t.push(vec![Cell::text(k), Cell::Text(v)]);
     row("source", source.to_owned());
     row("session", r.session.id.clone());
     row("title", r.session.title.clone());
@@ -179,6 +202,7 @@ pub fn table(r: &InspectReport, source: &str) -> String {
         "version",
         r.session.version.clone().unwrap_or_else(|| "-".into()),
     );
+    row("rules", format!("OpenCode {}", r.session.rules));
     row(
         "messages",
         format!(
@@ -239,5 +263,5 @@ pub fn table(r: &InspectReport, source: &str) -> String {
             );
         }
     }
-    out
+    t
 }

@@ -1,5 +1,7 @@
 //! Command-line front end: one file per subcommand. The CLI never touches TUI code except to
-//! start the explorer (the default command).
+//! start the explorer (the default command). Output leaves only through [`report`] (which
+//! sanitizes it); the lints below keep it that way.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use clap::{Parser, Subcommand};
 
@@ -12,14 +14,15 @@ pub mod fixture;
 pub mod follow;
 pub mod inspect;
 pub mod load_args;
-pub mod output;
 pub mod plot;
 pub mod policies;
 pub mod render;
 pub mod replay;
+pub mod report;
 pub mod sessions;
 pub mod survey;
 pub mod sweep;
+pub mod tiers;
 
 pub use load_args::LoadArgs;
 
@@ -66,6 +69,8 @@ pub enum Command {
     Policies(policies::PoliciesArgs),
     /// Compare two policies (or two knob sets) on one session: tier differences and deltas per request, summary deltas, --context --at N for the rendered-context diff.
     Diff(diff::DiffArgs),
+    /// Tiers written by a model: `tiers generate` (once, cached, billed) into a `*.tiers.json` sidecar.
+    Tiers(tiers::TiersArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -85,6 +90,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             Command::Render(a) => render::run(&a),
             Command::Policies(a) => policies::run(&a),
             Command::Diff(a) => diff::run(&a),
+            Command::Tiers(a) => tiers::run(&a),
         },
     }
 }

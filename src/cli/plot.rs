@@ -23,7 +23,7 @@ pub struct PlotArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
     /// Token budget (default: the usable input limit of the recorded model).
-    #[arg(long, value_parser = super::output::budget_value)]
+    #[arg(long, value_parser = super::report::budget_value)]
     pub budget: Option<u64>,
     /// The SVG file to write.
     #[arg(long, value_name = "FILE.svg")]
@@ -71,6 +71,6 @@ pub fn run(a: &PlotArgs) -> anyhow::Result<()> {
         let res = sweep::run_with(&session, &policy, &axes, a.budget, &|| {})?;
         sweep_figure(&res, metric, &a.out, size)?;
     }
-    eprintln!("wrote {}", a.out.display());
+    super::report::stderr::line(&format!("wrote {}", a.out.display()));
     Ok(())
 }

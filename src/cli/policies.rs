@@ -4,6 +4,7 @@
 use clap::Args;
 use serde::Serialize;
 
+use super::report::{self, Format, Text};
 use tierscope_engine::policy::{self, KnobSpec, Policy};
 
 #[derive(Debug, Clone, Args)]
@@ -39,11 +40,11 @@ fn listing(p: &Policy) -> PolicyListing {
 }
 
 /// The listing as text: one line per policy, then its knobs indented.
-pub fn table(ps: &[Policy]) -> String {
-    let mut out = String::new();
+pub fn table(ps: &[Policy]) -> Text {
+    let mut out = Text::new();
     for p in ps {
-        out.push_str(&format!(
-            "{:<13} {:<12} floors:{:<5} {}\n",
+        out.line(format!(
+            "{:<13} {:<12} floors:{:<5} {}",
             p.name,
             p.kind.as_str(),
             if p.respect_floors { "yes" } else { "no" },
@@ -55,8 +56,8 @@ pub fn table(ps: &[Policy]) -> String {
                 _ if !k.choices.is_empty() => format!("[{}]", k.choices.join("|")),
                 _ => "[true|false]".to_owned(),
             };
-            out.push_str(&format!(
-                "    {:<26} {:<10} {:<26} {}\n",
+            out.line(format!(
+                "    {:<26} {:<10} {:<26} {}",
                 k.name,
                 k.default.to_string(),
                 range,
@@ -67,16 +68,25 @@ pub fn table(ps: &[Policy]) -> String {
     out
 }
 
+/// The output of `policies`: the listings (JSON) or their text.
+pub struct PoliciesReport(pub Vec<Policy>);
+
+impl report::Report for PoliciesReport {
+    fn name(&self) -> &'static str {
+        "policies"
+    }
+    fn document(&self) -> impl Serialize + '_ {
+        self.0.iter().map(listing).collect::<Vec<PolicyListing>>()
+    }
+    fn text(&self) -> Text {
+        table(&self.0)
+    }
+}
+
 pub fn run(a: &PoliciesArgs) -> anyhow::Result<()> {
     let mut ps = policy::builtins()?;
     for f in &a.file {
         ps.push(policy::load(f, &[])?);
     }
-    if a.json {
-        let v: Vec<PolicyListing> = ps.iter().map(listing).collect();
-        super::output::print_json(&v)
-    } else {
-        crate::cli::output::write_stdout(&table(&ps))?;
-        Ok(())
-    }
+    report::emit(Format::json_if(a.json), &PoliciesReport(ps))
 }

@@ -6,9 +6,9 @@ use anyhow::Context;
 use clap::Args;
 
 use super::replay::PolicyArgs;
+use super::report::{self, Format, Text};
 use super::LoadArgs;
 use tierscope_engine::replay::{self, Input, RenderedChunk, RenderedContext};
-use tierscope_engine::text::sanitize_for_terminal;
 
 #[derive(Debug, Clone, Args)]
 pub struct RenderArgs {
@@ -37,9 +37,9 @@ fn label(c: &RenderedChunk) -> String {
     }
 }
 
-fn write_chunk(out: &mut String, c: &RenderedChunk, mark: &str) {
-    out.push_str(&format!(
-        "{mark}── {} · {} tokens{} ──\n",
+fn write_chunk(out: &mut Text, c: &RenderedChunk, mark: &str) {
+    out.line(format!(
+        "{mark}── {} · {} tokens{} ──",
         label(c),
         c.tokens,
         c.message_id
@@ -47,26 +47,30 @@ fn write_chunk(out: &mut String, c: &RenderedChunk, mark: &str) {
             .map(|m| format!(" · {m}"))
             .unwrap_or_default()
     ));
-    for line in sanitize_for_terminal(&c.text).lines() {
-        out.push_str(mark);
-        out.push_str("  ");
-        out.push_str(line);
-        out.push('\n');
+    let mut body = String::new();
+    // Sanitized before splitting, so a `\r` is shown (as `\x0d`) rather than eaten by `lines`.
+    for line in tierscope_engine::text::sanitize_for_terminal(&c.text).lines() {
+        body.push_str(mark);
+        body.push_str("  ");
+        body.push_str(line);
+        body.push('\n');
     }
+    out.verbatim(body);
 }
 
 /// The context as text.
-pub fn text(ctx: &RenderedContext, diff_prev: bool) -> String {
-    let mut out = format!(
-        "request {} · {} tokens · {} chunks\n",
+pub fn text(ctx: &RenderedContext, diff_prev: bool) -> Text {
+    let mut out = Text::new();
+    out.line(format!(
+        "request {} · {} tokens · {} chunks",
         ctx.request,
         ctx.tokens,
         ctx.chunks.len()
-    );
+    ));
     for (i, c) in ctx.chunks.iter().enumerate() {
         if diff_prev && ctx.divergence_index == Some(i) {
-            out.push_str(&format!(
-                ">>>>>> divergence against request {}: common prefix {} tokens; {} chunks there before:\n",
+            out.line(format!(
+                ">>>>>> divergence against request {}: common prefix {} tokens; {} chunks there before:",
                 ctx.prev_request.map_or("-".into(), |p| p.to_string()),
                 ctx.divergence,
                 ctx.replaced.len()
@@ -74,7 +78,7 @@ pub fn text(ctx: &RenderedContext, diff_prev: bool) -> String {
             for r in &ctx.replaced {
                 write_chunk(&mut out, r, "- ");
             }
-            out.push_str(">>>>>> now:\n");
+            out.line(">>>>>> now:");
         }
         let mark = if diff_prev && c.changed_since_prev {
             "+ "
@@ -84,8 +88,8 @@ pub fn text(ctx: &RenderedContext, diff_prev: bool) -> String {
         write_chunk(&mut out, c, mark);
     }
     if diff_prev && ctx.divergence_index == Some(ctx.chunks.len()) {
-        out.push_str(&format!(
-            ">>>>>> identical to request {} ({} tokens)\n",
+        out.line(format!(
+            ">>>>>> identical to request {} ({} tokens)",
             ctx.prev_request.map_or("-".into(), |p| p.to_string()),
             ctx.divergence
         ));
@@ -93,15 +97,34 @@ pub fn text(ctx: &RenderedContext, diff_prev: bool) -> String {
     out
 }
 
+/// The output of `render`: the rendered context (JSON) or its text.
+pub struct RenderReport<'a> {
+    pub context: &'a RenderedContext,
+    pub diff_prev: bool,
+}
+
+impl report::Report for RenderReport<'_> {
+    fn name(&self) -> &'static str {
+        "render"
+    }
+    fn document(&self) -> impl serde::Serialize + '_ {
+        self.context
+    }
+    fn text(&self) -> Text {
+        text(self.context, self.diff_prev)
+    }
+}
+
 pub fn run(a: &RenderArgs) -> anyhow::Result<()> {
     let policy = a.policy.resolve()?;
     let session =
         tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
     let ctx = replay::render_at(&Input::from(&session), &policy, a.policy.budget, a.at)?;
-    if a.json {
-        super::output::print_json(&ctx)
-    } else {
-        crate::cli::output::write_stdout(&text(&ctx, a.diff_prev))?;
-        Ok(())
-    }
+    report::emit(
+        Format::json_if(a.json),
+        &RenderReport {
+            context: &ctx,
+            diff_prev: a.diff_prev,
+        },
+    )
 }

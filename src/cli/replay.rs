@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::Args;
 use serde_json::{json, Value};
 
-use super::output::Format;
+use super::report::{self, Cell, Column, Format, Table, Text};
 use super::LoadArgs;
 use tierscope_engine::episode::Tier;
 use tierscope_engine::policy::{self, Policy};
@@ -23,7 +23,7 @@ pub struct PolicyArgs {
     #[arg(long, short = 'p', default_value = "retention")]
     pub policy: String,
     /// Token budget (default: the usable input limit of the recorded model).
-    #[arg(long)]
+    #[arg(long, value_parser = super::report::budget_value)]
     pub budget: Option<u64>,
     /// Override a knob: KEY=VALUE (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -51,7 +51,8 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "FILE")]
     pub records: Option<PathBuf>,
     /// Keep watching the source and stream frames as requests arrive (with --format jsonl; a
-    /// frame that changes is written again, the last line for a request wins).
+    /// frame that changes is written again, the last line for a request wins; a request deleted
+    /// from the source gets `{"request": N, "retracted": true}`).
     #[arg(long)]
     pub follow: bool,
     /// With --follow: stop after this many seconds without a change.
@@ -68,34 +69,45 @@ pub fn run(a: &ReplayArgs) -> anyhow::Result<()> {
         tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
     let r = replay::replay_session(&session, &policy, a.policy.budget);
     if let Some(path) = &a.records {
-        let mut f = std::io::BufWriter::new(
-            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
-        );
-        for rec in records::selection_records(&r) {
-            serde_json::to_writer(&mut f, &rec)?;
-            f.write_all(b"\n")?;
-        }
-        f.flush()?;
+        write_records(&r, path)?;
     }
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    match a.format {
-        Format::Json => {
-            serde_json::to_writer_pretty(&mut out, &r)?;
-            writeln!(out)?;
-        }
-        Format::Jsonl => {
-            for f in &r.frames {
-                serde_json::to_writer(&mut out, f)?;
-                writeln!(out)?;
-            }
-            serde_json::to_writer(&mut out, &json!({ "summary": r.summary }))?;
-            writeln!(out)?;
-        }
-        Format::Csv => out.write_all(csv(&r).as_bytes())?,
-        Format::Table => out.write_all(table(&r).as_bytes())?,
+    report::emit(a.format, &ReplayReport(&r))
+}
+
+/// `--records FILE`: the selection-decision records as JSON Lines.
+fn write_records(r: &Replay, path: &std::path::Path) -> anyhow::Result<()> {
+    let mut f = std::io::BufWriter::new(
+        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
+    );
+    for rec in records::selection_records(r) {
+        report::json::to_writer(&mut f, &rec)?;
+        f.write_all(b"\n")?;
     }
+    f.flush()?;
     Ok(())
+}
+
+/// The output of `replay`: the replay itself is the JSON document; JSON Lines are the frames
+/// then `{summary}`; CSV one row per frame with its scalar keys; the table one line per request.
+pub struct ReplayReport<'a>(pub &'a Replay);
+
+impl report::Report for ReplayReport<'_> {
+    fn name(&self) -> &'static str {
+        "replay"
+    }
+    fn document(&self) -> impl serde::Serialize + '_ {
+        self.0
+    }
+    fn records(&self, out: &mut report::JsonLines<'_>) -> anyhow::Result<()> {
+        out.records(&self.0.frames)?;
+        out.record(&json!({ "summary": self.0.summary }))
+    }
+    fn rows(&self) -> Option<Table> {
+        Some(csv_rows(self.0))
+    }
+    fn text(&self) -> Text {
+        text(self.0)
+    }
 }
 
 /// Scalar keys of a frame, flattened (`tiers.full.count`, `recorded.prompt`, …), in order.
@@ -130,38 +142,112 @@ pub fn scalar_columns(f: &Frame) -> Vec<(String, Value)> {
     out
 }
 
-fn csv_cell(v: &Value) -> String {
-    match v {
-        Value::String(s) if s.contains([',', '"', '\n']) => {
-            format!("\"{}\"", s.replace('"', "\"\""))
-        }
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
+/// One CSV row per frame with the scalar keys (named after the first frame's).
+fn csv_rows(r: &Replay) -> Table {
+    let Some(first) = r.frames.first() else {
+        return Table::new(Vec::new());
+    };
+    let mut t = Table::new(
+        scalar_columns(first)
+            .into_iter()
+            .map(|(k, _)| Column::left(k))
+            .collect(),
+    );
+    for f in &r.frames {
+        t.push(
+            scalar_columns(f)
+                .into_iter()
+                .map(|(_, v)| match v {
+                    Value::String(s) => Cell::Text(s),
+                    other => Cell::Text(other.to_string()),
+                })
+                .collect(),
+        );
     }
+    t
 }
 
-/// One row per frame with the scalar keys.
-pub fn csv(r: &Replay) -> String {
-    let mut out = String::new();
-    let Some(first) = r.frames.first() else {
-        return out;
-    };
-    let header: Vec<String> = scalar_columns(first).into_iter().map(|(k, _)| k).collect();
-    out.push_str(&header.join(","));
-    out.push('\n');
-    for f in &r.frames {
-        let row: Vec<String> = scalar_columns(f).iter().map(|(_, v)| csv_cell(v)).collect();
-        out.push_str(&row.join(","));
-        out.push('\n');
+/// The per-request table's columns (`F/D/C/A/X`: episodes per tier).
+fn frame_columns() -> Vec<Column> {
+    let r = |name: &str, w: usize| Column::right(name).width(w);
+    vec![
+        r("req", 4),
+        Column::left("status").width(7),
+        r("tokens", 7),
+        r("record", 7),
+        r("press", 5),
+        r("over", 6),
+        r("diverge", 7),
+        r("radius", 7),
+        r("c.read", 7),
+        r("cost$", 9),
+        r("F", 4),
+        r("D", 3).sep("/"),
+        r("C", 3).sep("/"),
+        r("A", 3).sep("/"),
+        r("X", 3).sep("/"),
+        r("def", 3),
+        r("hld", 3),
+        r("flv", 3),
+        r("pnv", 3),
+        r("thr", 3),
+        Column::left("changes").sep("  "),
+    ]
+}
+
+fn frame_row(f: &Frame) -> Vec<Cell> {
+    let mut changes: Vec<String> = f
+        .changes
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {}→{} ({}, {})",
+                c.episode,
+                c.from,
+                c.to,
+                c.reason.as_str(),
+                c.applied
+            )
+        })
+        .collect();
+    if f.compaction {
+        changes.insert(0, "compaction".into());
     }
-    out
+    let tc = |t: Tier| Cell::Int(f.tiers.get(t).count);
+    vec![
+        Cell::text(format!(
+            "{}{}",
+            f.request,
+            if f.synthetic_call { "*" } else { "" }
+        )),
+        Cell::text(f.status.to_string()),
+        Cell::Int(f.tokens),
+        Cell::Int(f.recorded.prompt),
+        Cell::Fixed(f.pressure, 2),
+        Cell::Int(f.overflow),
+        Cell::Int(f.divergence),
+        Cell::Int(f.radius),
+        Cell::Int(f.cache_read),
+        Cell::Fixed(f.cost, 5),
+        tc(Tier::Full),
+        tc(Tier::Dense),
+        tc(Tier::Compact),
+        tc(Tier::Anchor),
+        tc(Tier::Dropped),
+        Cell::Int(f.deferred),
+        Cell::Int(f.holds),
+        Cell::Int(f.floor_violations),
+        Cell::Int(f.pin_violations),
+        Cell::Int(f.thrash),
+        Cell::text(changes.join("; ")),
+    ]
 }
 
 /// One line per request, then the summary.
-pub fn table(r: &Replay) -> String {
-    let mut out = String::new();
-    out.push_str(&format!(
-        "session {} · {} requests · {} episodes · policy {} ({}) · budget {} ({})\n",
+pub fn text(r: &Replay) -> Text {
+    let mut out = Text::new();
+    out.line(format!(
+        "session {} · {} requests · {} episodes · policy {} ({}) · budget {} ({})",
         r.trace.session,
         r.trace.requests,
         r.trace.episodes,
@@ -171,8 +257,8 @@ pub fn table(r: &Replay) -> String {
         r.policy.budget_source
     ));
     for s in &r.trace.system_segments {
-        out.push_str(&format!(
-            "system chunk {}/{}: {} tokens ({}{})\n",
+        out.line(format!(
+            "system chunk {}/{}: {} tokens ({}{})",
             s.agent,
             s.model,
             s.tokens,
@@ -183,61 +269,17 @@ pub fn table(r: &Replay) -> String {
         ));
     }
     if let Some(n) = &r.trace.pricing.note {
-        out.push_str(&format!("pricing: {n}\n"));
+        out.line(format!("pricing: {n}"));
     }
-    out.push_str(&format!(
-        "{:>4} {:<7} {:>7} {:>7} {:>5} {:>6} {:>7} {:>7} {:>7} {:>9} {:>4}/{:>3}/{:>3}/{:>3}/{:>3} {:>3} {:>3} {:>3} {:>3} {:>3}  changes\n",
-        "req", "status", "tokens", "record", "press", "over", "diverge", "radius", "c.read", "cost$",
-        "F", "D", "C", "A", "X", "def", "hld", "flv", "pnv", "thr"
-    ));
+    let mut t = Table::new(frame_columns());
     for f in &r.frames {
-        let mut changes: Vec<String> = f
-            .changes
-            .iter()
-            .map(|c| {
-                format!(
-                    "{} {}→{} ({}, {})",
-                    c.episode,
-                    c.from,
-                    c.to,
-                    c.reason.as_str(),
-                    c.applied
-                )
-            })
-            .collect();
-        if f.compaction {
-            changes.insert(0, "compaction".into());
-        }
-        let tc = |t: Tier| f.tiers.get(t).count;
-        out.push_str(&format!(
-            "{:>4} {:<7} {:>7} {:>7} {:>5.2} {:>6} {:>7} {:>7} {:>7} {:>9.5} {:>4}/{:>3}/{:>3}/{:>3}/{:>3} {:>3} {:>3} {:>3} {:>3} {:>3}  {}\n",
-            format!("{}{}", f.request, if f.synthetic_call { "*" } else { "" }),
-            f.status,
-            f.tokens,
-            f.recorded.prompt,
-            f.pressure,
-            f.overflow,
-            f.divergence,
-            f.radius,
-            f.cache_read,
-            f.cost,
-            tc(Tier::Full),
-            tc(Tier::Dense),
-            tc(Tier::Compact),
-            tc(Tier::Anchor),
-            tc(Tier::Dropped),
-            f.deferred,
-            f.holds,
-            f.floor_violations,
-            f.pin_violations,
-            f.thrash,
-            changes.join("; ")
-        ));
+        t.push(frame_row(f));
     }
+    out.table(t);
     let s = &r.summary;
-    out.push_str("* = summary call (its own conversation)\n");
-    out.push_str(&format!(
-        "summary: mean tokens {:.0} · max overflow {} · cost ${:.4} · cache hit {:.1}% · divergence cost {} tokens (${:.4}) vs full\n",
+    out.line("* = summary call (its own conversation)");
+    out.line(format!(
+        "summary: mean tokens {:.0} · max overflow {} · cost ${:.4} · cache hit {:.1}% · divergence cost {} tokens (${:.4}) vs full",
         s.mean_tokens,
         s.max_overflow,
         s.cost,
@@ -245,21 +287,22 @@ pub fn table(r: &Replay) -> String {
         s.divergence_cost.tokens,
         s.divergence_cost.dollars
     ));
-    out.push_str(&format!(
-        "         changes {} ({:.1} per 100 requests) · thrash {} · holds {} · deferred {} · emergencies {} · floor violations {} · pin violations {} · prunes {} · synthetic calls {}\n",
+    out.line(format!(
+        "         changes {} ({:.1} per 100 requests) · thrash {} · holds {} · deferred {} · emergencies {} · floor violations {} · pin violations {} · prunes {} · synthetic calls {}",
         s.changes, s.switches_per_100, s.thrash, s.holds, s.deferred, s.emergencies, s.floor_violations, s.pin_violations, s.prunes, s.synthetic_calls
     ));
     match s.probe_survival {
-        Some(p) => out.push_str(&format!(
-            "         probe survival {:.1}% · excess fidelity {} tokens · under-fidelity misses {}\n",
+        Some(p) => out.line(format!(
+            "         probe survival {:.1}% · excess fidelity {} tokens · under-fidelity misses {}",
             p * 100.0,
             s.excess_fidelity_tokens.unwrap_or(0),
             s.under_fidelity_misses.unwrap_or(0)
         )),
-        None => out.push_str("         no probes sidecar: probe survival and oracle yardsticks not measured\n"),
-    }
-    out.push_str(&format!(
-        "         vs recorded prompt: mean |error| {:.2}% · max {:.2}% over {} requests (Σ delta {} tokens)\n",
+        None => out
+            .line("         no probes sidecar: probe survival and oracle yardsticks not measured"),
+    };
+    out.line(format!(
+        "         vs recorded prompt: mean |error| {:.2}% · max {:.2}% over {} requests (Σ delta {} tokens)",
         s.recorded_error.mean_abs_pct, s.recorded_error.max_abs_pct, s.recorded_error.requests, s.recorded_error.total_delta
     ));
     out

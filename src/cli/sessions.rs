@@ -2,12 +2,11 @@
 //! parent.
 
 use std::collections::{HashMap, HashSet};
-use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use clap::Args;
 
-use tierscope_engine::text::{clip_chars, sanitize_for_terminal};
+use super::report::{self, Cell, Column, Format, Table, Text};
 use tierscope_engine::trace::SessionSummary;
 
 #[derive(Debug, Clone, Args)]
@@ -23,28 +22,41 @@ pub struct SessionsArgs {
 pub fn run(args: &SessionsArgs) -> anyhow::Result<()> {
     let source = tierscope_engine::trace::open(args.path.as_deref())?;
     let sessions = source.list_sessions()?;
-    if args.json {
-        return write_stdout(&(serde_json::to_string_pretty(&sessions)? + "\n"));
-    }
-    write_stdout(&format!(
-        "{}\n{}",
-        sanitize_for_terminal(&source.describe()),
-        table(&sessions)
-    ))?;
-    for d in source.diagnostics().items() {
-        eprintln!(
-            "warning: {} ×{}: {}",
-            d.kind.as_str(),
-            d.count,
-            sanitize_for_terminal(&d.example)
-        );
+    report::emit(
+        Format::json_if(args.json),
+        &SessionsReport {
+            source: source.describe(),
+            sessions: &sessions,
+        },
+    )?;
+    if !args.json {
+        for d in source.diagnostics().items() {
+            report::stderr::warn(&format!("{} ×{}: {}", d.kind.as_str(), d.count, d.example));
+        }
     }
     Ok(())
 }
 
-/// Write to stdout; a closed pipe (`| head`) ends the output quietly instead of panicking.
-pub(crate) fn write_stdout(s: &str) -> anyhow::Result<()> {
-    super::output::write_stdout(s)
+/// The output of `sessions`: the JSON document is the list; the table says what was opened,
+/// then one line per session, children indented under their parent.
+pub struct SessionsReport<'a> {
+    pub source: String,
+    pub sessions: &'a [SessionSummary],
+}
+
+impl report::Report for SessionsReport<'_> {
+    fn name(&self) -> &'static str {
+        "sessions"
+    }
+    fn document(&self) -> impl serde::Serialize + '_ {
+        self.sessions
+    }
+    fn text(&self) -> Text {
+        let mut t = Text::new();
+        t.line(self.source.clone());
+        t.append(table(self.sessions));
+        t
+    }
 }
 
 /// Unix ms as `YYYY-MM-DD HH:MM` UTC.
@@ -56,7 +68,7 @@ pub fn format_time(ms: i64) -> String {
 
 /// The sessions table: parents first (most recently updated first), each child indented under its
 /// parent. Sessions on a parent cycle are listed at the top level and marked.
-pub fn table(sessions: &[SessionSummary]) -> String {
+pub fn table(sessions: &[SessionSummary]) -> Text {
     let by_id: HashMap<&str, &SessionSummary> =
         sessions.iter().map(|s| (s.id.as_str(), s)).collect();
     // Children by parent: from parent ids and from task links.
@@ -112,68 +124,60 @@ pub fn table(sessions: &[SessionSummary]) -> String {
         }
     }
 
-    // Cells first, so the id and parent columns fit the longest (indented) id.
-    let cells: Vec<(String, String, String)> = rows
-        .iter()
-        .map(|(depth, s, cyclic)| {
-            let indent = if *depth > 0 {
-                format!("{}└ ", "  ".repeat(depth - 1))
-            } else {
-                String::new()
-            };
-            let mut title = s.title.clone();
-            if *cyclic {
-                title = format!(
-                    "{title} (cyclic parent {})",
-                    s.parent_id.as_deref().unwrap_or("?")
-                );
-            }
-            (
-                sanitize_for_terminal(&format!("{indent}{}", s.id)).into_owned(),
-                sanitize_for_terminal(&clip_chars(&title, 40)).into_owned(),
-                sanitize_for_terminal(s.parent_id.as_deref().unwrap_or("-")).into_owned(),
-            )
-        })
-        .collect();
-    let width = |f: fn(&(String, String, String)) -> &String, min: usize| {
-        cells
-            .iter()
-            .map(|c| f(c).chars().count())
-            .max()
-            .unwrap_or(0)
-            .max(min)
-    };
-    let id_w = width(|c| &c.0, 2);
-    let parent_w = width(|c| &c.2, 6);
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<id_w$} {:<40} {:<28} {:<parent_w$} {:<16} {:<16} {:>5} {:>5} {:>9} {:>8} {:>7} {:>10} {:>9} {:>8}",
-        "ID", "TITLE", "DIRECTORY", "PARENT", "CREATED", "UPDATED", "MSGS", "REQS", "INPUT", "OUTPUT",
-        "REASON", "CACHE_RD", "CACHE_WR", "COST"
-    );
-    for ((_, s, _), (id, title, parent)) in rows.iter().zip(&cells) {
-        let _ = writeln!(
-            out,
-            "{:<id_w$} {:<40} {:<28} {:<parent_w$} {:<16} {:<16} {:>5} {:>5} {:>9} {:>8} {:>7} {:>10} {:>9} {:>8}",
-            id,
-            title,
-            sanitize_for_terminal(&clip_chars(&s.directory, 28)),
-            parent,
-            format_time(s.created),
-            format_time(s.updated),
-            s.messages,
-            s.requests,
-            s.tokens.input,
-            s.tokens.output,
-            s.tokens.reasoning,
-            s.tokens.cache_read,
-            s.tokens.cache_write,
-            format!("{:.4}", s.cost),
-        );
+    let columns = vec![
+        Column::left("ID").width(2),
+        Column::left("TITLE").width(40).clip(40),
+        Column::left("DIRECTORY").width(28).clip(28),
+        Column::left("PARENT").width(6),
+        Column::left("CREATED").width(16),
+        Column::left("UPDATED").width(16),
+        Column::right("MSGS").width(5),
+        Column::right("REQS").width(5),
+        Column::right("INPUT").width(9),
+        Column::right("OUTPUT").width(8),
+        Column::right("REASON").width(7),
+        Column::right("CACHE_RD").width(10),
+        Column::right("CACHE_WR").width(9),
+        Column::right("COST").width(8),
+    ];
+    // The id and parent columns are as wide as their widest (indented) id.
+    let mut columns = columns;
+    columns[0].width = None;
+    columns[3].width = None;
+    let mut t = Table::new(columns);
+    for (depth, s, cyclic) in &rows {
+        let indent = if *depth > 0 {
+            format!("{}└ ", "  ".repeat(depth - 1))
+        } else {
+            String::new()
+        };
+        let mut title = s.title.clone();
+        if *cyclic {
+            title = format!(
+                "{title} (cyclic parent {})",
+                s.parent_id.as_deref().unwrap_or("?")
+            );
+        }
+        t.push(vec![
+            Cell::text(format!("{indent}{}", s.id)),
+            Cell::text(title),
+            Cell::text(s.directory.clone()),
+            Cell::text(s.parent_id.as_deref().unwrap_or("-")),
+            Cell::text(format_time(s.created)),
+            Cell::text(format_time(s.updated)),
+            Cell::Int(s.messages as u64),
+            Cell::Int(s.requests as u64),
+            Cell::Int(s.tokens.input),
+            Cell::Int(s.tokens.output),
+            Cell::Int(s.tokens.reasoning),
+            Cell::Int(s.tokens.cache_read),
+            Cell::Int(s.tokens.cache_write),
+            Cell::text(format!("{:.4}", s.cost)),
+        ]);
     }
+    let mut out = Text::from(t);
     if sessions.is_empty() {
-        out.push_str("(no sessions)\n");
+        out.line("(no sessions)");
     }
     out
 }

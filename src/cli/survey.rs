@@ -6,18 +6,19 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 
-use super::output::{out, outln, plural, print_json, print_jsonl, Format};
+use super::report::{self, plural, Cell, Format, JsonLines, Table, Text};
 use super::LoadArgs;
 use tierscope_engine::episode::sidecar::{SidecarLocator, Sidecars};
 use tierscope_engine::policy;
 use tierscope_engine::research::experiment::TierShare;
-use tierscope_engine::research::report::{csv, pct, table, thousands};
+use tierscope_engine::research::report::{pct, thousands};
 use tierscope_engine::research::survey::{combine, survey_session, Failure, Survey};
 use tierscope_engine::tokens::Tokenizer;
+use tierscope_engine::trace::SessionSummary;
 
 /// [`mix_cells`] of a per-session policy row or of a policy's totals (two types, same fields).
 macro_rules! mix_of {
-    ($p:expr, $share:expr) => {
+    ($p:expr) => {
         mix_cells(
             &$p.tiers,
             $p.switches_per_100,
@@ -27,7 +28,6 @@ macro_rules! mix_of {
                 $p.saves_vs_full_cost,
                 $p.saves_vs_opencode_cost,
             ],
-            $share,
         )
     };
 }
@@ -80,7 +80,7 @@ pub fn run(a: &SurveyArgs) -> anyhow::Result<()> {
     let source =
         tierscope_engine::trace::open(a.load.path.as_deref()).context("opening the data dir")?;
     let list = source.list_sessions().context("listing sessions")?;
-    let main: Vec<_> = list.into_iter().filter(|s| s.parent_id.is_none()).collect();
+    let main = main_sessions(list);
     let base = tierscope_engine::loaded::options_from_args(&a.load.options())?;
     let locator = SidecarLocator {
         dir: a.load.sidecars.clone(),
@@ -130,7 +130,7 @@ pub fn run(a: &SurveyArgs) -> anyhow::Result<()> {
         .collect();
     surveying.finish_and_clear();
     if let Err(e) = tokenizer.save() {
-        eprintln!("warning: {e}");
+        report::stderr::warn(&e.to_string());
     }
     let mut sessions = Vec::new();
     for r in results {
@@ -140,26 +140,82 @@ pub fn run(a: &SurveyArgs) -> anyhow::Result<()> {
         }
     }
     for f in &failures {
-        eprintln!(
-            "skipped {}: {}",
-            tierscope_engine::text::sanitize_for_terminal(&f.session),
-            tierscope_engine::text::sanitize_for_terminal(&f.error)
-        );
+        report::stderr::line(&format!("skipped {}: {}", f.session, f.error));
     }
     let survey = combine(source.describe(), sessions, failures);
-    match a.format {
-        Format::Json => print_json(&survey),
-        Format::Jsonl => print_jsonl(&survey.sessions, &[]),
-        Format::Csv => {
-            let (h, rows) = session_rows(&survey, false);
-            out!("{}", csv(&h, &rows));
-            Ok(())
+    report::emit(a.format, &SurveyReport(&survey))
+}
+
+/// The sessions a survey covers: those without a parent, and those whose parent is not in the
+/// source or whose parent chain loops (no root reaches them, so no main session covers them).
+/// Each of the latter is reported on stderr.
+fn main_sessions(list: Vec<SessionSummary>) -> Vec<SessionSummary> {
+    let by_id: std::collections::HashMap<&str, &SessionSummary> =
+        list.iter().map(|s| (s.id.as_str(), s)).collect();
+    let mut keep = Vec::new();
+    for s in &list {
+        let Some(parent) = s.parent_id.as_deref() else {
+            keep.push(true);
+            continue;
+        };
+        if !by_id.contains_key(parent) {
+            report::stderr::note(&format!(
+                "session {}: its parent {parent} is not in the source; surveyed as a main session",
+                s.id
+            ));
+            keep.push(true);
+            continue;
         }
-        Format::Table => print_table(&survey),
+        // Walk up; a chain that comes back to a session already seen loops.
+        let mut seen = std::collections::HashSet::from([s.id.as_str()]);
+        let mut cur = parent;
+        let looped = loop {
+            if !seen.insert(cur) {
+                break true;
+            }
+            match by_id.get(cur).and_then(|p| p.parent_id.as_deref()) {
+                Some(next) if by_id.contains_key(next) => cur = next,
+                _ => break false,
+            }
+        };
+        if looped {
+            report::stderr::note(&format!(
+                "session {}: its parent chain loops back ({parent} …); surveyed as a main session",
+                s.id
+            ));
+        }
+        keep.push(looped);
+    }
+    list.into_iter()
+        .zip(keep)
+        .filter_map(|(s, k)| k.then_some(s))
+        .collect()
+}
+
+/// The output of `survey`: the survey (JSON), one line per session (JSON Lines), one row per
+/// session and policy (CSV), or the ecological summary, the policy table and the session table.
+pub struct SurveyReport<'a>(pub &'a Survey);
+
+impl report::Report for SurveyReport<'_> {
+    fn name(&self) -> &'static str {
+        "survey"
+    }
+    fn document(&self) -> impl serde::Serialize + '_ {
+        self.0
+    }
+    fn records(&self, out: &mut JsonLines<'_>) -> anyhow::Result<()> {
+        out.records(&self.0.sessions)
+    }
+    fn rows(&self) -> Option<Table> {
+        Some(session_rows(self.0))
+    }
+    fn text(&self) -> Text {
+        text(self.0)
     }
 }
 
-fn session_rows(s: &Survey, pretty: bool) -> (Vec<&'static str>, Vec<Vec<String>>) {
+/// One row per session and policy.
+fn session_rows(s: &Survey) -> Table {
     let mut h = vec![
         "session",
         "policy",
@@ -171,30 +227,23 @@ fn session_rows(s: &Survey, pretty: bool) -> (Vec<&'static str>, Vec<Vec<String>
     ];
     h.extend(MIX_COLUMNS);
     h.extend(["cost_saves_vs_full", "cost_saves_vs_opencode"]);
-    let share = |v: f64| {
-        if pretty {
-            pct(Some(v))
-        } else {
-            format!("{v:.4}")
-        }
-    };
-    let mut rows = Vec::new();
+    let mut t = Table::aligned(&h);
     for ss in &s.sessions {
         for p in &ss.policies {
             let mut row = vec![
-                ss.session.clone(),
-                p.policy.clone(),
-                ss.requests.to_string(),
-                ss.episodes.to_string(),
-                share(ss.old_context_share),
-                format!("{:.0}", ss.mean_full_tokens),
-                format!("{:.0}", p.mean_tokens),
+                Cell::text(ss.session.clone()),
+                Cell::text(p.policy.clone()),
+                Cell::Int(ss.requests as u64),
+                Cell::Int(ss.episodes as u64),
+                Cell::Share(Some(ss.old_context_share)),
+                Cell::Fixed(ss.mean_full_tokens, 0),
+                Cell::Fixed(p.mean_tokens, 0),
             ];
-            row.extend(mix_of!(p, share));
-            rows.push(row);
+            row.extend(mix_of!(p));
+            t.push(row);
         }
     }
-    (h, rows)
+    t
 }
 
 /// The columns of [`mix_cells`] but its last two (the cost savings).
@@ -210,15 +259,10 @@ const MIX_COLUMNS: [&str; 8] = [
 ];
 
 /// The cells both tables share: the tier mix, switches per 100 requests, then the savings
-/// (`saves`: tokens vs full, tokens vs OpenCode, cost vs full, cost vs OpenCode); `share`
-/// formats a fraction.
-fn mix_cells(
-    tiers: &TierShare,
-    switches_per_100: f64,
-    saves: [f64; 4],
-    share: impl Fn(f64) -> String,
-) -> Vec<String> {
-    let mut cells: Vec<String> = [
+/// (`saves`: tokens vs full, tokens vs OpenCode, cost vs full, cost vs OpenCode).
+fn mix_cells(tiers: &TierShare, switches_per_100: f64, saves: [f64; 4]) -> Vec<Cell> {
+    let share = |v: f64| Cell::Share(Some(v));
+    let mut cells: Vec<Cell> = [
         tiers.full,
         tiers.dense,
         tiers.compact,
@@ -226,26 +270,27 @@ fn mix_cells(
         tiers.dropped,
     ]
     .into_iter()
-    .map(&share)
+    .map(share)
     .collect();
-    cells.push(format!("{switches_per_100:.1}"));
-    cells.extend(saves.into_iter().map(&share));
+    cells.push(Cell::Fixed(switches_per_100, 1));
+    cells.extend(saves.into_iter().map(share));
     cells
 }
 
-fn print_table(s: &Survey) -> anyhow::Result<()> {
+fn text(s: &Survey) -> Text {
+    let mut out = Text::new();
     let reqs: usize = s.sessions.iter().map(|x| x.requests).sum();
-    outln!(
+    out.line(format!(
         "{}: {} surveyed ({} requests), {} skipped",
         s.source,
         plural(s.sessions.len(), "session"),
         reqs,
         s.failures.len()
-    );
-    outln!(
+    ));
+    out.line(format!(
         "old context: {} of the context under `full`, requests-weighted",
         pct(Some(s.old_context_share))
-    );
+    ));
     let total: u64 = s.aged_by_class.values().sum();
     let mix = |m: &std::collections::BTreeMap<String, u64>| {
         let mut v: Vec<(&String, &u64)> = m.iter().collect();
@@ -265,25 +310,21 @@ fn print_table(s: &Survey) -> anyhow::Result<()> {
         s if s.is_empty() => "none (no episode closed before the last request)".to_string(),
         s => s,
     };
-    outln!("aged history by class: {}", mix(&s.aged_by_class));
-    outln!("aged history by kind:  {}", mix(&s.aged_by_kind));
-    outln!();
+    out.line(format!("aged history by class: {}", mix(&s.aged_by_class)));
+    out.line(format!("aged history by kind:  {}", mix(&s.aged_by_kind)));
+    out.blank();
     let mut h = vec!["policy", "sessions"];
     h.extend(MIX_COLUMNS);
     // The same names as the session table: these are savings (positive = cheaper), not costs.
     h.extend(["cost_saves_vs_full", "cost_saves_vs_opencode"]);
-    let rows: Vec<Vec<String>> = s
-        .policies
-        .iter()
-        .map(|p| {
-            let mut row = vec![p.policy.clone(), p.sessions.to_string()];
-            row.extend(mix_of!(p, |v| pct(Some(v))));
-            row
-        })
-        .collect();
-    out!("{}", table(&h, &rows));
-    outln!();
-    let (h, rows) = session_rows(s, true);
-    out!("{}", table(&h, &rows));
-    Ok(())
+    let mut t = Table::aligned(&h);
+    for p in &s.policies {
+        let mut row = vec![Cell::text(p.policy.clone()), Cell::Int(p.sessions as u64)];
+        row.extend(mix_of!(p));
+        t.push(row);
+    }
+    out.table(t);
+    out.blank();
+    out.table(session_rows(s));
+    out
 }

@@ -6,10 +6,10 @@ use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::output::{out, outln, plural, print_json, print_jsonl, Format};
+use super::report::{self, plural, Cell, Column, Format, JsonLines, Table, Text};
 use super::LoadArgs;
 use tierscope_engine::policy;
-use tierscope_engine::research::report::{csv, pct, table, thousands};
+use tierscope_engine::research::report::thousands;
 use tierscope_engine::sweep::{self, format_value, Axis, SweepResult};
 
 #[derive(Debug, Clone, Args)]
@@ -26,7 +26,7 @@ pub struct SweepArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
     /// Token budget (default: the usable input limit of the recorded model).
-    #[arg(long, value_parser = super::output::budget_value)]
+    #[arg(long, value_parser = super::report::budget_value)]
     pub budget: Option<u64>,
     /// Output: table, json (one document), csv or jsonl (one line per grid point).
     #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -52,7 +52,7 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
     let session =
         tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
     for w in &session.warnings {
-        eprintln!("warning: {w}");
+        report::stderr::warn(w);
     }
     let bar = ProgressBar::new(n as u64);
     bar.set_style(
@@ -65,131 +65,116 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     let result = sweep::run_with(&session, &policy, &axes, a.budget, &|| bar.inc(1))?;
     bar.finish_and_clear();
-    eprintln!(
+    report::stderr::line(&format!(
         "{} ({} invalid) in {:.1}s",
         plural(result.points.len(), "point"),
         result.points.len() - result.valid(),
         started.elapsed().as_secs_f64()
-    );
-    match a.format {
-        Format::Json => print_json(&result),
-        Format::Jsonl => print_jsonl(
-            &result.points,
-            &[
-                ("policy", result.policy.clone().into()),
-                ("budget", result.budget.into()),
-            ],
-        ),
-        Format::Csv => {
-            let (h, rows) = cells(&result, false);
-            let h: Vec<&str> = h.iter().map(String::as_str).collect();
-            out!("{}", csv(&h, &rows));
-            Ok(())
-        }
-        Format::Table => {
-            outln!(
-                "sweep of {} at budget {} ({}); * = Pareto front (lower cost and thrash, higher survival)",
-                result.policy,
-                thousands(result.budget as i64),
-                result.budget_source
-            );
-            let (h, rows) = cells(&result, true);
-            let h: Vec<&str> = h.iter().map(String::as_str).collect();
-            out!("{}", table(&h, &rows));
-            // Each distinct reason once, with how many points it ruled out.
-            let mut reasons: Vec<(String, usize)> = Vec::new();
-            for r in result.points.iter().filter_map(|p| p.reason.as_ref()) {
-                match reasons.iter_mut().find(|(x, _)| x == r) {
-                    Some((_, n)) => *n += 1,
-                    None => reasons.push((r.clone(), 1)),
-                }
+    ));
+    report::emit(a.format, &SweepReport(&result))
+}
+
+/// The output of `sweep`: the result (JSON), one line per grid point (JSON Lines, CSV), or a
+/// header, the points with the Pareto front marked, and the reasons points were invalid.
+pub struct SweepReport<'a>(pub &'a SweepResult);
+
+impl report::Report for SweepReport<'_> {
+    fn name(&self) -> &'static str {
+        "sweep"
+    }
+    fn document(&self) -> impl serde::Serialize + '_ {
+        self.0
+    }
+    fn records(&self, out: &mut JsonLines<'_>) -> anyhow::Result<()> {
+        out.with_context(vec![
+            ("policy", self.0.policy.clone().into()),
+            ("budget", self.0.budget.into()),
+        ])
+        .records(&self.0.points)
+    }
+    fn rows(&self) -> Option<Table> {
+        Some(points(self.0))
+    }
+    fn text(&self) -> Text {
+        let result = self.0;
+        let mut out = Text::new();
+        out.line(format!(
+            "sweep of {} at budget {} ({}); * = Pareto front (lower cost and thrash, higher survival)",
+            result.policy,
+            thousands(result.budget as i64),
+            result.budget_source
+        ));
+        out.table(points(result));
+        // Each distinct reason once, with how many points it ruled out.
+        let mut reasons: Vec<(String, usize)> = Vec::new();
+        for r in result.points.iter().filter_map(|p| p.reason.as_ref()) {
+            match reasons.iter_mut().find(|(x, _)| x == r) {
+                Some((_, n)) => *n += 1,
+                None => reasons.push((r.clone(), 1)),
             }
-            for (r, n) in reasons {
-                outln!("invalid ({}): {r}", plural(n, "point"));
-            }
-            Ok(())
         }
+        for (r, n) in reasons {
+            out.line(format!("invalid ({}): {r}", plural(n, "point")));
+        }
+        out
     }
 }
 
-fn cells(r: &SweepResult, pretty: bool) -> (Vec<String>, Vec<Vec<String>>) {
+/// One row per grid point: its knob values, then its metrics (`-` where it is invalid).
+fn points(r: &SweepResult) -> Table {
     let mut headers: Vec<String> = r.axes.iter().map(|a| a.key.clone()).collect();
-    for h in [
-        "status",
-        "cost_$",
-        "div_tokens",
-        "div_$",
-        "mean",
-        "max_overflow",
-        "overflow_reqs",
-        "thrash",
-        "holds",
-        "violations",
-        "survival",
-        "pareto",
-    ] {
-        headers.push(h.to_string());
-    }
-    if !pretty {
-        headers.push("reason".into());
-    }
-    let rows = r
-        .points
-        .iter()
-        .map(|p| {
-            let mut row: Vec<String> = p.knobs.iter().map(|(_, v)| format_value(*v)).collect();
-            match &p.metrics {
-                None => {
-                    row.push("invalid".into());
-                    row.extend(std::iter::repeat_n("-".to_string(), 10));
-                    row.push(if pretty {
-                        String::new()
-                    } else {
-                        "false".into()
-                    });
-                    if !pretty {
-                        row.push(p.reason.clone().unwrap_or_default());
-                    }
-                }
-                Some(m) => {
-                    let n = |v: u64| {
-                        if pretty {
-                            thousands(v as i64)
-                        } else {
-                            v.to_string()
-                        }
-                    };
-                    row.push("ok".into());
-                    row.push(format!("{:.4}", m.cost));
-                    row.push(if pretty {
-                        thousands(m.divergence_tokens)
-                    } else {
-                        m.divergence_tokens.to_string()
-                    });
-                    row.push(format!("{:.4}", m.divergence_dollars));
-                    row.push(n(m.mean_tokens.round() as u64));
-                    row.push(n(m.max_overflow));
-                    row.push(m.overflow_requests.to_string());
-                    row.push(m.thrash.to_string());
-                    row.push(m.holds.to_string());
-                    row.push(m.violations.to_string());
-                    row.push(match m.probe_survival {
-                        Some(s) if pretty => pct(Some(s)),
-                        Some(s) => format!("{s:.4}"),
-                        None => "-".into(),
-                    });
-                    row.push(match (p.pareto, pretty) {
-                        (true, true) => "*".into(),
-                        (false, true) => String::new(),
-                        (on, false) => on.to_string(),
-                    });
-                    if !pretty {
-                        row.push(String::new());
-                    }
-                }
+    headers.extend(
+        [
+            "status",
+            "cost_$",
+            "div_tokens",
+            "div_$",
+            "mean",
+            "max_overflow",
+            "overflow_reqs",
+            "thrash",
+            "holds",
+            "violations",
+            "survival",
+            "pareto",
+        ]
+        .map(String::from),
+    );
+    let mut t = Table::aligned(&headers);
+    // Why a point is invalid: the table lists the reasons below it instead.
+    t.columns.push(Column::right("reason").sep("  ").csv_only());
+    for p in &r.points {
+        let mut row: Vec<Cell> = p
+            .knobs
+            .iter()
+            .map(|(_, v)| Cell::Text(format_value(*v)))
+            .collect();
+        match &p.metrics {
+            None => {
+                row.push(Cell::text("invalid"));
+                row.extend(std::iter::repeat_n(Cell::text("-"), 10));
+                row.push(Cell::Mark(false));
+                row.push(Cell::Text(p.reason.clone().unwrap_or_default()));
             }
-            row
-        })
-        .collect();
-    (headers, rows)
+            Some(m) => {
+                row.extend([
+                    Cell::text("ok"),
+                    Cell::Fixed(m.cost, 4),
+                    Cell::Tokens(m.divergence_tokens),
+                    Cell::Fixed(m.divergence_dollars, 4),
+                    Cell::Tokens(m.mean_tokens.round() as i64),
+                    Cell::Tokens(m.max_overflow as i64),
+                    Cell::Int(m.overflow_requests),
+                    Cell::Int(m.thrash),
+                    Cell::Int(m.holds),
+                    Cell::Int(m.violations),
+                    Cell::Share(m.probe_survival),
+                    Cell::Mark(p.pareto),
+                    Cell::text(""),
+                ]);
+            }
+        }
+        t.push(row);
+    }
+    t
 }

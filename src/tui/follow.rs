@@ -16,7 +16,6 @@ use std::time::SystemTime;
 use ratatui::text::Span;
 
 use crate::tui::app::{Effect, Level, Screen, SessionView, State};
-use crate::tui::widgets::Viewport;
 use tierscope_engine::follow::{follow_path, SessionBuilder};
 use tierscope_engine::follow::{FollowConfig, FollowEvent, FollowStatus, Follower, ReloadStats};
 use tierscope_engine::loaded::LoadOptions;
@@ -65,10 +64,6 @@ pub struct FollowCmd {
     pub paused: bool,
 }
 
-fn flash(state: &mut State, text: impl Into<String>, level: Level) {
-    state.flash = Some((text.into(), level));
-}
-
 /// Called by `update` when a session is shown (loaded, drilled into, gone back to): follow it
 /// if following is on.
 pub fn on_session_shown(state: &mut State, fx: &mut Vec<Effect>) {
@@ -93,7 +88,7 @@ pub fn toggle(state: &mut State, fx: &mut Vec<Effect>) {
         (None, _) => {
             state.follow.enabled = true;
             on_session_shown(state, fx);
-            flash(state, "following the session", Level::Info);
+            state.flash("following the session", Level::Info);
         }
         (Some(id), Some(FollowStatus::Paused)) => {
             fx.push(Effect::Follow(FollowCmd {
@@ -101,7 +96,7 @@ pub fn toggle(state: &mut State, fx: &mut Vec<Effect>) {
                 paused: false,
                 first: false,
             }));
-            flash(state, "following resumed", Level::Info);
+            state.flash("following resumed", Level::Info);
         }
         (Some(id), _) => {
             fx.push(Effect::Follow(FollowCmd {
@@ -109,7 +104,7 @@ pub fn toggle(state: &mut State, fx: &mut Vec<Effect>) {
                 paused: true,
                 first: false,
             }));
-            flash(state, "following paused", Level::Info);
+            state.flash("following paused", Level::Info);
         }
     }
 }
@@ -143,14 +138,14 @@ pub fn on_msg(state: &mut State, m: FollowMsg, fx: &mut Vec<Effect>) {
                 if state.follow.waiting {
                     state.screen = Screen::Failed(format!("source gone: {reason}"));
                 }
-                flash(state, format!("source gone: {reason}"), Level::Warn);
+                state.flash(format!("source gone: {reason}"), Level::Warn);
             }
             state.follow.status = Some(s);
         }
         FollowMsg::Error(e) if state.follow.waiting => {
             state.screen = Screen::Failed(format!("follow: {e}"));
         }
-        FollowMsg::Error(e) => flash(state, format!("follow: {e}"), Level::Error),
+        FollowMsg::Error(e) => state.flash(format!("follow: {e}"), Level::Error),
         FollowMsg::Reloaded { view, stats } => on_reloaded(state, view, &stats, fx),
     }
 }
@@ -181,25 +176,25 @@ fn on_reloaded(
         return;
     }
     let old_n = old.model.requests.len();
-    let at_newest = old_n == 0 || state.cursor + 1 >= old_n;
+    let at_newest = old_n == 0 || state.main.cursor + 1 >= old_n;
     let n = view.model.requests.len();
     let episodes = view.model.episodes.len();
     state.session = Some(view);
     // The replay and context of the old state no longer match; new ones are requested below.
-    state.replay = None;
-    state.context = None;
+    state.schedule.session_changed();
+    state.main.context.model = None;
+    crate::tui::main::search::refresh(state);
     if at_newest && n > 0 {
-        state.cursor = n - 1;
+        state.main.cursor = n - 1;
         state.follow.new_requests = 0;
-        let vp = state.viewport();
-        state.heat_first = Viewport::follow(vp.first, vp.per_col, vp.cols, vp.total, state.cursor);
     } else {
         // Counted against what the screen showed (the first state after a start may repeat it).
         state.follow.new_requests += n.saturating_sub(old_n);
-        state.cursor = state.cursor.min(n.saturating_sub(1));
+        state.main.cursor = state.main.cursor.min(n.saturating_sub(1));
     }
-    state.selected = state.selected.min(episodes.saturating_sub(1));
-    crate::tui::app::request_replay(state, fx);
+    state.main.selected = state.main.selected.min(episodes.saturating_sub(1));
+    crate::tui::main::navigate::follow_cursor(state);
+    state.schedule.request(fx);
 }
 
 /// Status-bar spans: `● following 12:03:41 · 3 new requests · W pause`.
@@ -242,7 +237,7 @@ pub fn status_spans(state: &State) -> Vec<Span<'static>> {
 
 /// Called when the cursor moves: reaching the newest request clears "N new requests".
 pub fn on_cursor_moved(state: &mut State) {
-    if state.cursor + 1 >= state.requests() {
+    if state.main.cursor + 1 >= state.requests() {
         state.follow.new_requests = 0;
     }
 }
@@ -314,7 +309,7 @@ impl FollowDriver {
                 FollowEvent::Reloaded { data, stats } => {
                     let l: Arc<LoadedSession> = *data;
                     let view = Arc::new(SessionView {
-                        model: crate::tui::adapt::session_model(&l),
+                        model: crate::tui::prepare::session_model(&l),
                     });
                     // The slot first, the message second: a replay the message triggers finds
                     // this session (or a newer one) waiting.

@@ -1,13 +1,13 @@
 //! Background work: a latest-wins queue (gitui's `AsyncSingleJob` idea: a queued job is
-//! replaced by a newer one with the same key before it starts) and the [`Worker`] that executes
-//! jobs against the engine. The worker owns the engine's data; the UI only ever sees the
-//! prepared models that come back as [`Msg`]s.
+//! replaced by a newer one of the same [`crate::tui::app::JobKey`] before it starts) and the
+//! [`Worker`] that executes jobs against the engine. The worker owns the engine's data; the UI
+//! only ever sees the prepared view-models that come back as [`Msg`]s.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex};
 
-use crate::tui::adapt;
 use crate::tui::app::{Effect, Msg, SessionView};
+use crate::tui::prepare;
 use tierscope_engine::loaded::LoadOptions;
 use tierscope_engine::loaded::LoadedSession;
 
@@ -28,8 +28,9 @@ impl JobQueue {
     /// Queues `job`, dropping a queued (not yet started) job with the same key.
     pub fn push(&self, job: Effect) {
         let Ok(mut q) = self.inner.lock() else { return };
-        let key = job.job_key();
-        q.jobs.retain(|j| j.job_key() != key);
+        if let Some(key) = job.job_key() {
+            q.jobs.retain(|j| j.job_key() != Some(key));
+        }
         q.jobs.push(job);
         self.cv.notify_one();
     }
@@ -157,13 +158,15 @@ impl Worker {
                 budget,
             } => Some(self.replay(gen, &policy, budget)),
             Effect::Context { gen, at } => self.context(gen, at),
-            Effect::SavePolicy { path, toml } => Some(Msg::Saved(
-                std::fs::write(&path, toml)
-                    .map(|()| path.clone())
-                    .map_err(|e| format!("{path}: {e}")),
-            )),
-            Effect::Diff(job) => Some(crate::tui::diff::work::run(self.current.as_ref(), job)),
-            Effect::Sweep(job) => Some(crate::tui::sweep::work::run(
+            Effect::SavePolicy {
+                path,
+                toml,
+                overwrite,
+            } => Some(Msg::Saved(crate::tui::knobs::write_policy(
+                &path, &toml, overwrite,
+            ))),
+            Effect::Diff(job) => Some(crate::tui::diff::job::run(self.current.as_ref(), job)),
+            Effect::Sweep(job) => Some(crate::tui::sweep::job::run(
                 self.current.as_ref(),
                 job,
                 progress,
@@ -184,7 +187,7 @@ impl Worker {
         match source.list_sessions() {
             Ok(list) => Msg::Opened {
                 describe,
-                sessions: adapt::session_entries(&list),
+                sessions: prepare::session_entries(&list),
             },
             Err(e) => Msg::Failed(e.to_string()),
         }
@@ -195,7 +198,7 @@ impl Worker {
             self.current = Some(l.clone());
             self.replay = None;
             return Msg::Loaded(Ok(Arc::new(SessionView {
-                model: adapt::session_model(&l),
+                model: prepare::session_model(&l),
             })));
         }
         let what = self
@@ -217,7 +220,7 @@ impl Worker {
                 self.current = Some(l.clone());
                 self.replay = None;
                 Msg::Loaded(Ok(Arc::new(SessionView {
-                    model: adapt::session_model(&l),
+                    model: prepare::session_model(&l),
                 })))
             }
             Err(e) => Msg::Loaded(Err(e.to_string())),
@@ -236,7 +239,7 @@ impl Worker {
                 result: Err("no session loaded".to_owned()),
             };
         };
-        let (replay, model) = adapt::run_replay(&l, policy, budget);
+        let (replay, model) = prepare::run_replay(&l, policy, budget);
         self.replay = Some((gen, policy.clone(), budget, replay));
         Msg::Replayed {
             gen,
@@ -249,7 +252,7 @@ impl Worker {
     fn context(&mut self, gen: u64, at: usize) -> Option<Msg> {
         match (&self.current, &self.replay) {
             (Some(l), Some((g, policy, budget, _))) if *g == gen => {
-                let result = adapt::context_model(l, policy, *budget, at).map(Arc::new);
+                let result = prepare::context_model(l, policy, *budget, at).map(Arc::new);
                 Some(Msg::Context { gen, at, result })
             }
             _ => None,

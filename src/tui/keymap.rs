@@ -3,6 +3,8 @@
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+use crate::tui::main::Pane;
+
 /// Where keys are read. Overlays take all keys while open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -25,6 +27,10 @@ pub enum Mode {
     SweepSetup,
     /// Sweep pane: typing a range.
     SweepEdit,
+    /// The list of an episode's sub-agent sessions.
+    SubAgents,
+    /// A yes / no question (quit with unsaved knobs, overwrite a file).
+    Confirm,
 }
 
 impl Mode {
@@ -42,6 +48,8 @@ impl Mode {
             Mode::Sweep => "Sweep pane (two knobs as a grid)",
             Mode::SweepSetup => "Sweep pane: knobs, ranges, metric",
             Mode::SweepEdit => "Sweep pane: typing a range",
+            Mode::SubAgents => "Sub-agent list",
+            Mode::Confirm => "Question (yes / no)",
         }
     }
 }
@@ -50,6 +58,8 @@ impl Mode {
 pub enum Action {
     Quit,
     ForceQuit,
+    /// Esc: close or cancel what is open (never quits).
+    Cancel,
     Back,
     Help,
     StepNext,
@@ -90,6 +100,10 @@ pub enum Action {
     SavePolicy,
     DrillIn,
     Search,
+    /// `:` go to a request or an episode.
+    Goto,
+    /// The focused pane fills the screen (again: all panes).
+    Maximize,
     SearchNext,
     SearchPrev,
     Copy,
@@ -111,6 +125,10 @@ pub enum Action {
     ListPageUp,
     ListPageDown,
     Accept,
+    /// Empty the text field (readline's C-u).
+    ClearInput,
+    /// Answer "no" to a question, but save first (the quit question's `w`).
+    SaveThenQuit,
     // diff mode
     OpenDiff,
     NextHunk,
@@ -164,6 +182,8 @@ impl Key {
             Key::Char(c) => c.to_string(),
             Key::Ctrl(c) => format!("C-{c}"),
             Key::Code(c) => code(c),
+            // BackTab is Shift+Tab already.
+            Key::Shift(KeyCode::BackTab) => code(&KeyCode::BackTab),
             Key::Shift(c) => format!("S-{}", code(c)),
         }
     }
@@ -189,6 +209,8 @@ pub struct Binding {
     pub desc: &'static str,
     /// Shown in the status bar of its mode.
     pub hint: Option<&'static str>,
+    /// On the main screen: the panes whose focus shows the hint (empty: every pane).
+    pub panes: &'static [Pane],
 }
 
 use Action as A;
@@ -208,18 +230,41 @@ const fn b(
         action,
         desc,
         hint,
+        panes: &[],
     }
 }
 
+/// A main-screen binding whose hint shows while one of `panes` has the focus.
+const fn bp(
+    keys: &'static [Key],
+    action: Action,
+    desc: &'static str,
+    hint: &'static str,
+    panes: &'static [Pane],
+) -> Binding {
+    Binding {
+        mode: Mode::Main,
+        keys,
+        action,
+        desc,
+        hint: Some(hint),
+        panes,
+    }
+}
+
+const HEAT: &[Pane] = &[Pane::Heatmap];
+const LISTS: &[Pane] = &[Pane::Heatmap, Pane::Episodes];
+const TEXTS: &[Pane] = &[Pane::Context, Pane::Detail];
+
 /// The whole keymap. Order is the order of the help overlay and the status bar hints.
 pub static BINDINGS: &[Binding] = &[
-    // main screen
-    b(
-        Mode::Main,
+    // main screen (hints: what the focused pane offers first, then what works everywhere)
+    bp(
         &[Code(K::Right), C('l')],
         A::StepNext,
         "next request",
-        Some("step"),
+        "step",
+        &[],
     ),
     b(
         Mode::Main,
@@ -256,6 +301,13 @@ pub static BINDINGS: &[Binding] = &[
         "last request",
         None,
     ),
+    bp(
+        &[C(':')],
+        A::Goto,
+        "go to a request (42) or an episode (E3)",
+        "goto",
+        &[],
+    ),
     b(
         Mode::Main,
         &[C('u')],
@@ -270,13 +322,7 @@ pub static BINDINGS: &[Binding] = &[
         "previous user turn",
         None,
     ),
-    b(
-        Mode::Main,
-        &[C('c')],
-        A::NextChange,
-        "next tier change",
-        Some("change"),
-    ),
+    bp(&[C('c')], A::NextChange, "next tier change", "change", HEAT),
     b(
         Mode::Main,
         &[C('C')],
@@ -320,27 +366,15 @@ pub static BINDINGS: &[Binding] = &[
         "previous compaction",
         None,
     ),
-    b(
-        Mode::Main,
-        &[C(' ')],
-        A::PlayPause,
-        "play / pause",
-        Some("play"),
-    ),
-    b(
-        Mode::Main,
-        &[C('+'), C('=')],
-        A::Faster,
-        "play faster",
-        None,
-    ),
+    bp(&[C(' ')], A::PlayPause, "play / pause", "play", HEAT),
+    b(Mode::Main, &[C('=')], A::Faster, "play faster", None),
     b(Mode::Main, &[C('-')], A::Slower, "play slower", None),
-    b(
-        Mode::Main,
+    bp(
         &[Code(K::Down), C('j')],
         A::SelectDown,
         "next episode",
-        None,
+        "episode",
+        LISTS,
     ),
     b(
         Mode::Main,
@@ -349,26 +383,26 @@ pub static BINDINGS: &[Binding] = &[
         "previous episode",
         None,
     ),
-    b(
-        Mode::Main,
+    bp(
         &[Code(K::PageDown), Ctrl('d')],
         A::ScrollDown,
-        "scroll the focused pane down",
-        None,
+        "scroll the focused pane down (half a page)",
+        "scroll",
+        TEXTS,
     ),
     b(
         Mode::Main,
         &[Code(K::PageUp), Ctrl('u')],
         A::ScrollUp,
-        "scroll the focused pane up",
+        "scroll the focused pane up (half a page)",
         None,
     ),
-    b(
-        Mode::Main,
+    bp(
         &[Code(K::Tab)],
         A::FocusNext,
         "focus the next pane",
-        None,
+        "focus",
+        &[],
     ),
     b(
         Mode::Main,
@@ -377,32 +411,39 @@ pub static BINDINGS: &[Binding] = &[
         "focus the previous pane",
         None,
     ),
-    b(
-        Mode::Main,
+    bp(
+        &[C('+')],
+        A::Maximize,
+        "the focused pane fills the screen (again: every pane)",
+        "max",
+        &[],
+    ),
+    bp(
         &[C('z')],
         A::ZoomIn,
-        "heatmap: zoom in (fewer requests per column)",
-        None,
+        "heatmap: zoom in (fewer requests, wider cells)",
+        "zoom",
+        HEAT,
     ),
     b(
         Mode::Main,
         &[C('Z')],
         A::ZoomOut,
-        "heatmap: zoom out (more requests per column)",
+        "heatmap: zoom out (up to the whole session)",
         None,
     ),
     b(
         Mode::Main,
         &[C('<'), C(',')],
         A::PanLeft,
-        "heatmap: scroll left",
+        "heatmap: scroll left (when zoomed in)",
         None,
     ),
     b(
         Mode::Main,
         &[C('>'), C('.')],
         A::PanRight,
-        "heatmap: scroll right",
+        "heatmap: scroll right (when zoomed in)",
         None,
     ),
     b(
@@ -412,12 +453,12 @@ pub static BINDINGS: &[Binding] = &[
         "chart: pressure / cumulative cost",
         None,
     ),
-    b(
-        Mode::Main,
+    bp(
         &[C(']')],
         A::NextTierText,
         "detail: show the next tier's text",
-        None,
+        "tier",
+        &[Pane::Detail],
     ),
     b(
         Mode::Main,
@@ -426,47 +467,26 @@ pub static BINDINGS: &[Binding] = &[
         "detail: show the previous tier's text",
         None,
     ),
-    b(
-        Mode::Main,
+    bp(
         &[C('e')],
         A::ToggleContextText,
         "context: every chunk's text / one line per chunk",
-        None,
+        "text",
+        &[Pane::Context],
     ),
-    b(
-        Mode::Main,
-        &[C('K')],
-        A::OpenKnobs,
-        "knobs panel (edit the policy's knobs)",
-        Some("knobs"),
+    bp(
+        &[C('y')],
+        A::Copy,
+        "copy the shown tier text (OSC 52)",
+        "copy",
+        &[Pane::Detail],
     ),
-    b(
-        Mode::Main,
-        &[C('p')],
-        A::SwitchPolicy,
-        "switch policy",
-        Some("policy"),
-    ),
-    b(
-        Mode::Main,
-        &[C('w')],
-        A::SavePolicy,
-        "save the current knobs as a policy TOML",
-        None,
-    ),
-    b(
-        Mode::Main,
-        &[C('d')],
-        A::OpenDiff,
-        "diff mode: compare with a second policy (A/B)",
-        Some("diff"),
-    ),
-    b(
-        Mode::Main,
+    bp(
         &[Code(K::Enter)],
         A::DrillIn,
-        "open the selected episode's sub-agent session",
-        None,
+        "open the selected episode's sub-agent session (a list when it has several)",
+        "sub-agent",
+        &[Pane::Episodes, Pane::Detail],
     ),
     b(
         Mode::Main,
@@ -475,12 +495,12 @@ pub static BINDINGS: &[Binding] = &[
         "back to the parent session (or to the session picker)",
         None,
     ),
-    b(
-        Mode::Main,
+    bp(
         &[C('/')],
         A::Search,
-        "search episodes by text",
-        Some("search"),
+        "search episodes by text (filters the table, highlights the matches)",
+        "search",
+        LISTS,
     ),
     b(
         Mode::Main,
@@ -496,11 +516,39 @@ pub static BINDINGS: &[Binding] = &[
         "previous search match",
         None,
     ),
+    bp(
+        &[C('K')],
+        A::OpenKnobs,
+        "knobs panel (edit the policy's knobs and the budget)",
+        "knobs",
+        &[],
+    ),
     b(
         Mode::Main,
-        &[C('y')],
-        A::Copy,
-        "copy the shown tier text (OSC 52)",
+        &[C('p')],
+        A::SwitchPolicy,
+        "switch policy",
+        Some("policy"),
+    ),
+    b(
+        Mode::Main,
+        &[C('w')],
+        A::SavePolicy,
+        "save the current knobs as a policy TOML (asks before overwriting)",
+        None,
+    ),
+    b(
+        Mode::Main,
+        &[C('d')],
+        A::OpenDiff,
+        "diff mode: compare with a second policy (A/B)",
+        Some("diff"),
+    ),
+    b(
+        Mode::Main,
+        &[C('S')],
+        A::OpenSweep,
+        "sweep pane: two knobs as a grid of a metric",
         None,
     ),
     b(
@@ -519,17 +567,82 @@ pub static BINDINGS: &[Binding] = &[
     ),
     b(
         Mode::Main,
-        &[C('q'), Code(K::Esc)],
+        &[Code(K::Esc)],
+        A::Cancel,
+        "close or cancel: the search, the maximised pane, the sub-agent session",
+        None,
+    ),
+    b(
+        Mode::Main,
+        &[C('q')],
         A::Quit,
-        "quit (Esc: back from a sub-agent first)",
+        "quit (asks first when knob edits are unsaved)",
         Some("quit"),
     ),
     b(Mode::Main, &[Ctrl('c')], A::ForceQuit, "quit at once", None),
+    // sub-agent list
     b(
-        Mode::Main,
-        &[C('S')],
-        A::OpenSweep,
-        "sweep pane: two knobs as a grid of a metric",
+        Mode::SubAgents,
+        &[Code(K::Up), C('k')],
+        A::ListUp,
+        "previous sub-agent session",
+        None,
+    ),
+    b(
+        Mode::SubAgents,
+        &[Code(K::Down), C('j')],
+        A::ListDown,
+        "next sub-agent session",
+        None,
+    ),
+    b(
+        Mode::SubAgents,
+        &[Code(K::Enter)],
+        A::Accept,
+        "open it",
+        Some("open"),
+    ),
+    b(
+        Mode::SubAgents,
+        &[Code(K::Esc), C('q')],
+        A::CloseOverlay,
+        "close the list",
+        Some("close"),
+    ),
+    b(
+        Mode::SubAgents,
+        &[Ctrl('c')],
+        A::ForceQuit,
+        "quit at once",
+        None,
+    ),
+    // questions
+    b(
+        Mode::Confirm,
+        &[C('y'), Code(K::Enter)],
+        A::Accept,
+        "yes",
+        Some("yes"),
+    ),
+    b(
+        Mode::Confirm,
+        &[C('w')],
+        A::SaveThenQuit,
+        "quitting: save the knobs first",
+        None,
+    ),
+    b(
+        Mode::Confirm,
+        &[C('n'), Code(K::Esc)],
+        A::CloseOverlay,
+        "no",
+        Some("no"),
+    ),
+    b(
+        Mode::Confirm,
+        &[Ctrl('c')],
+        A::ForceQuit,
+        "quit at once",
         None,
     ),
     // knobs panel
@@ -695,6 +808,13 @@ pub static BINDINGS: &[Binding] = &[
         A::Back,
         "clear the filter, else quit",
         Some("clear/quit"),
+    ),
+    b(
+        Mode::Picker,
+        &[Ctrl('u')],
+        A::ClearInput,
+        "clear the filter",
+        None,
     ),
     b(
         Mode::Picker,
@@ -1161,6 +1281,13 @@ pub static BINDINGS: &[Binding] = &[
     ),
     b(
         Mode::SweepEdit,
+        &[Ctrl('u')],
+        A::ClearInput,
+        "clear the field",
+        None,
+    ),
+    b(
+        Mode::SweepEdit,
         &[Ctrl('c')],
         A::ForceQuit,
         "quit at once",
@@ -1178,8 +1305,15 @@ pub static BINDINGS: &[Binding] = &[
         Mode::Input,
         &[Code(K::Esc)],
         A::CloseOverlay,
-        "cancel",
+        "cancel (a search: clear it)",
         Some("cancel"),
+    ),
+    b(
+        Mode::Input,
+        &[Ctrl('u')],
+        A::ClearInput,
+        "clear the field",
+        Some("clear"),
     ),
     b(
         Mode::Input,
@@ -1199,17 +1333,28 @@ pub fn lookup(mode: Mode, ev: &KeyEvent) -> Option<Action> {
         .map(|b| b.action)
 }
 
-/// "k1/k2" for a binding.
+/// "k1/k2" for a binding (a label two keys share, such as Tab's, once).
 pub fn keys_label(b: &Binding) -> String {
-    b.keys.iter().map(Key::label).collect::<Vec<_>>().join("/")
+    let mut labels: Vec<String> = Vec::new();
+    for l in b.keys.iter().map(Key::label) {
+        if !labels.contains(&l) {
+            labels.push(l);
+        }
+    }
+    labels.join("/")
 }
 
-/// The status-bar hints of a mode: (first key, hint).
-pub fn hints(mode: Mode) -> impl Iterator<Item = (String, &'static str)> {
-    BINDINGS
-        .iter()
-        .filter(move |b| b.mode == mode)
-        .filter_map(|b| Some((b.keys.first()?.label(), b.hint?)))
+/// The status-bar hints of a mode: (first key, hint). On the main screen the hints of the
+/// focused pane come first, then those for every pane.
+pub fn hints(mode: Mode, focus: Pane) -> Vec<(String, &'static str)> {
+    let of = |pane_specific: bool| {
+        BINDINGS
+            .iter()
+            .filter(move |b| b.mode == mode && b.panes.is_empty() != pane_specific)
+            .filter(move |b| b.panes.is_empty() || b.panes.contains(&focus))
+            .filter_map(|b| Some((b.keys.first()?.label(), b.hint?)))
+    };
+    of(true).chain(of(false)).collect()
 }
 
 #[cfg(test)]

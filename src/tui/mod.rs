@@ -1,14 +1,20 @@
 //! The explorer: an Elm-style terminal UI over the engine.
 //!
-//! `Msg` (key, mouse, resize, tick, job done, session loaded) → [`app::update`]`(&mut State, Msg)
-//! -> Vec<Effect>` → [`ui::view`]`(&State, &mut Frame)`. Views only read the state; loading and
-//! replays run on a worker thread ([`jobs`]), latest-wins per key, and come back as a `Msg`.
-//! [`run`] owns the terminal: it redraws only when something changed and blocks on events (with
-//! a timeout only while playing or loading), so an idle explorer uses no CPU.
+//! `Msg` (key, mouse, resize, tick, job done, session loaded, geometry) →
+//! [`app::update`]`(&mut State, Msg) -> Vec<Effect>` → [`ui::view`]`(&State, &mut Frame) ->
+//! Geometry`. Views only read the state and report what `update` needs of the frame (page sizes,
+//! hit-test rectangles) as [`geometry::Geometry`]; loading and replays run on a worker thread
+//! ([`jobs`]), latest-wins per [`app::JobKey`], and come back as a `Msg`. [`run`] owns the
+//! terminal: it redraws only when something changed and blocks on events (with a timeout only
+//! while playing or loading), so an idle explorer uses no CPU.
+//!
+//! The state is split by feature: [`main`] (the main screen), [`knobs`], [`picker`], [`follow`],
+//! [`diff`], [`sweep`]; [`schedule`] is what they share (policy, budget, replay).
 
+pub mod geometry;
 pub mod keymap;
-pub mod model;
 pub mod theme;
+pub mod view_model;
 
 /// Trace text made safe and single-width-friendly for a buffer: control characters and escape
 /// sequences visible and inert ([`tierscope_engine::text::sanitize_for_terminal`]), tabs expanded (a raw
@@ -33,13 +39,18 @@ pub fn safe_text(s: &str) -> String {
 pub fn safe_line(s: &str) -> String {
     safe_text(s).replace('\n', " ⏎ ")
 }
-pub mod adapt;
 pub mod app;
 pub mod diff;
 pub mod follow;
 pub mod jobs;
+pub mod knobs;
+pub mod main;
+pub mod picker;
+pub mod prepare;
 pub mod run;
+pub mod schedule;
 pub mod sweep;
+pub mod totals;
 pub mod ui;
 pub mod widgets;
 

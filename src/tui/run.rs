@@ -12,7 +12,7 @@ use ratatui::crossterm::event::{
     self, DisableMouseCapture, EnableMouseCapture, Event, MouseEventKind,
 };
 use ratatui::crossterm::terminal::{
-    self, disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
 };
 use ratatui::crossterm::{cursor, execute};
 use ratatui::Terminal;
@@ -102,7 +102,7 @@ fn panicked(job: &Effect) -> Option<Msg> {
             result: Err(e),
         },
         Effect::LoadSession { .. } => Msg::Loaded(Err(e)),
-        Effect::SavePolicy { .. } => Msg::Saved(Err(e)),
+        Effect::SavePolicy { .. } => Msg::Saved(Err(crate::tui::knobs::SaveError::Failed(e))),
         Effect::ListSessions => Msg::Failed(e),
         Effect::Diff(j) => Msg::Diff(j.failed(e)),
         Effect::Sweep(j) => Msg::Sweep(j.failed(e)),
@@ -110,15 +110,54 @@ fn panicked(job: &Effect) -> Option<Msg> {
     })
 }
 
+/// Held while a frame is written and while a signal restores the terminal, so the restore
+/// never lands in the middle of an escape sequence of a frame.
+static OUTPUT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// SIGTERM, SIGINT, SIGHUP and SIGQUIT (`kill`, a closed terminal window, `kill -INT`: in raw
+/// mode Ctrl-C is a key, not a signal) restore the terminal, then end the process with the
+/// conventional status 128 + the signal's number. A thread waits for them, so nothing runs in a
+/// signal handler; it takes [`OUTPUT`] first, so a frame being drawn is finished.
+#[cfg(unix)]
+fn install_signal_restore(modes: Modes) -> io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    let mut result = Ok(());
+    INSTALLED.call_once(|| {
+        result = (|| {
+            let mut signals =
+                signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT])?;
+            std::thread::Builder::new()
+                .name("tierscope-signals".into())
+                .spawn(move || {
+                    if let Some(sig) = signals.forever().next() {
+                        let _lock = OUTPUT.lock();
+                        restore(modes);
+                        std::process::exit(128 + sig);
+                    }
+                })?;
+            Ok(())
+        })();
+    });
+    result
+}
+
+#[cfg(not(unix))]
+fn install_signal_restore(_modes: Modes) -> io::Result<()> {
+    Ok(())
+}
+
 /// The terminal in the explorer's modes (raw, alternate screen, hidden cursor, mouse capture if
-/// asked) with a panic hook that restores them before the panic message prints. Dropping it
-/// restores them too.
+/// asked) with a panic hook and signal handlers that restore them (before the panic message
+/// prints; before the process ends on SIGTERM, SIGINT, SIGHUP, SIGQUIT). Dropping it restores
+/// them too.
 pub struct TerminalGuard(Modes);
 
 impl TerminalGuard {
     pub fn enter(mouse: bool) -> io::Result<TerminalGuard> {
         let modes = Modes { mouse };
         install_panic_hook(modes);
+        install_signal_restore(modes)?;
         TERMINAL_ACTIVE.store(true, std::sync::atomic::Ordering::SeqCst);
         enable_raw_mode()?;
         let guard = TerminalGuard(modes);
@@ -238,8 +277,23 @@ fn event_loop(
     let mut next_tick: Option<Instant> = None;
     // Every pass draws once: after the first frame, a pass only starts when a message arrived
     // (the loop blocks otherwise), so this is "redraw only when something changed".
+    // Redraws in a row for a new geometry; bounded, should a frame and its geometry disagree.
+    let mut settling = 0;
     let result = loop {
-        terminal.draw(|f| ui::view(state, f))?;
+        let mut geometry = None;
+        {
+            // A signal restoring the terminal waits for the frame (see `OUTPUT`).
+            let _frame = OUTPUT.lock().unwrap_or_else(|e| e.into_inner());
+            terminal.draw(|f| geometry = Some(ui::view(state, f)))?;
+        }
+        // The view reports what `update` needs of the frame (page sizes, where the panes are);
+        // a change may move a scroll, so the frame is drawn again at once.
+        if let Some(g) = geometry.filter(|g| *g != state.geometry && settling < 3) {
+            settling += 1;
+            handle(state, Msg::Geometry(g), &queue)?;
+            continue;
+        }
+        settling = 0;
         if state.quit {
             break Ok(());
         }
@@ -295,12 +349,9 @@ fn dispatch(e: Effect, queue: &JobQueue) -> Result<(), RunError> {
 fn copy_osc52(text: &str) -> io::Result<()> {
     use base64::Engine as _;
     let b64 = base64::engine::general_purpose::STANDARD.encode(text.as_bytes());
+    // Like a frame: a signal's restore must not land inside the sequence.
+    let _output = OUTPUT.lock().unwrap_or_else(|e| e.into_inner());
     let mut out = io::stdout();
     write!(out, "\x1b]52;c;{b64}\x07")?;
     out.flush()
-}
-
-/// Size of the real terminal (for the CLI to size the state before the first frame).
-pub fn terminal_size() -> (u16, u16) {
-    terminal::size().unwrap_or((80, 24))
 }

@@ -282,10 +282,6 @@ impl Theme {
             Tier::Dropped => self.tier_dropped,
         }
     }
-
-    pub fn is_mono(&self) -> bool {
-        self.name == "mono"
-    }
 }
 
 fn read(p: &Path) -> Result<String, ThemeError> {

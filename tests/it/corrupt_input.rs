@@ -277,7 +277,7 @@ fn a_cyclic_parent_id_is_reported_not_followed() {
     assert!(source.load_children(&me).is_empty());
     let list = source.list_sessions().expect("list");
     assert_eq!(list.len(), 3);
-    let table = tierscope::cli::sessions::table(&list);
+    let table = tierscope::cli::sessions::table(&list).render();
     assert_eq!(table.lines().count(), 4, "{table}");
     assert!(table.contains("cyclic parent"));
     let out = Command::new(BIN)

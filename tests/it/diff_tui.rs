@@ -1,5 +1,5 @@
 //! Diff mode of the explorer on a real recording (sample-traces/M1, `retention` at a budget of
-//! 9,000 against `age`): snapshots of the chooser and the diff screen at 120×40 and 80×24, and
+//! 9,000 against `age`): snapshots of the chooser and the diff screen at 160×45, 120×40 and 80×24, and
 //! the behaviour behind them (B chosen from the list, hunks jumped with n/N, both sides' knobs
 //! rerunning both replays, the pre-edit policy offered as B, Esc back to the main screen).
 
@@ -11,7 +11,7 @@ use tierscope::tui::diff::DiffJob;
 use tierscope::tui::keymap::Mode;
 use tui_common::*;
 
-const SIZES: [(u16, u16); 2] = [(120, 40), (80, 24)];
+const SIZES: [(u16, u16); 3] = [(160, 45), (120, 40), (80, 24)];
 
 fn m1(w: u16, h: u16) -> App {
     open_m1("dark", w, h)
@@ -58,7 +58,12 @@ fn chooser_snapshot() {
 #[test]
 fn diff_screen_snapshots() {
     // mono: the sides and the floor violations must read without colour (▲/▼, `!`, -/+).
-    for (theme, (w, h)) in [("dark", SIZES[0]), ("dark", SIZES[1]), ("mono", SIZES[1])] {
+    for (theme, (w, h)) in [
+        ("dark", SIZES[0]),
+        ("dark", SIZES[1]),
+        ("dark", SIZES[2]),
+        ("mono", SIZES[2]),
+    ] {
         let mut app = open_m1(theme, w, h);
         diff_with_age(&mut app);
         // Request 18: age has just taken E0 (the rejected approach) below its floor.
@@ -193,6 +198,7 @@ fn editing_either_side_reruns_both_replays_and_the_pre_edit_policy_is_offered() 
     assert!(app.state.diff.is_none());
     assert_eq!(
         app.state
+            .schedule
             .policy
             .knobs
             .get("min_dwell")

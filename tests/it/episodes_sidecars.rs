@@ -251,6 +251,11 @@ fn sidecars_are_found_and_applied() {
     assert_eq!(compact.text(), "Dry run, then CHANGELOG.");
     assert_eq!(compact.generator, "hand model=none");
     assert_eq!(e1.representation(Tier::Anchor).unwrap().text(), "dry run");
+    // The sidecar gives no full tier: full stays the messages as sent.
+    assert_eq!(
+        e1.representation(Tier::Full).unwrap().strategy,
+        Strategy::Source
+    );
 }
 
 /// The JSON examples in docs/episodes.md parse with the real parsers, and the TOML example is
@@ -268,13 +273,17 @@ fn documented_examples_parse() {
             .collect()
     };
     let json = blocks("json");
-    assert_eq!(json.len(), 3);
+    assert_eq!(json.len(), 4);
     let p = Path::new("docs");
     let a = parse_annotations(&json[0], p).unwrap();
     assert_eq!(a.pins.len(), 2);
     let t = parse_tiers(&json[1], p).unwrap();
     assert_eq!(t.episodes[0].tiers.len(), 3);
-    let pr = parse_probes(&json[2], p).unwrap();
+    // A tier with the lineage the historian writes.
+    let tier: tierscope_engine::episode::sidecar::ExternalTier =
+        serde_json::from_str(&json[2]).unwrap();
+    assert_eq!(tier.usage.unwrap().output_tokens, Some(412));
+    let pr = parse_probes(&json[3], p).unwrap();
     assert_eq!(pr.len(), 2);
     let toml = blocks("toml");
     assert_eq!(toml.len(), 1);

@@ -48,7 +48,8 @@ impl App {
 }
 
 fn replay_matches(s: &State) -> bool {
-    s.replay
+    s.schedule
+        .replay
         .as_ref()
         .is_some_and(|r| r.frames.len() == s.requests())
 }
@@ -91,9 +92,9 @@ fn the_explorer_follows_a_growing_session() {
     }));
 
     // The user looks at request 0 and selects an episode; then the session grows.
-    app.state.cursor = 0;
-    app.state.selected = 1;
-    let knobs = app.state.policy.clone();
+    app.state.main.cursor = 0;
+    app.state.main.selected = 1;
+    let knobs = app.state.schedule.policy.clone();
     append_like_opencode(&w, &rest[..half], Duration::from_millis(5));
     let mid = tierscope_engine::trace::load::open(Some(&db))
         .unwrap()
@@ -104,23 +105,23 @@ fn the_explorer_follows_a_growing_session() {
     assert!(app.until(Duration::from_secs(20), |s| s.requests() == mid
         && replay_matches(s)));
     assert_eq!(
-        app.state.cursor, 0,
+        app.state.main.cursor, 0,
         "the cursor moved away from where the user put it"
     );
-    assert_eq!(app.state.selected, 1);
+    assert_eq!(app.state.main.selected, 1);
     assert_eq!(app.state.follow.new_requests, mid - early);
-    assert_eq!(app.state.policy, knobs);
+    assert_eq!(app.state.schedule.policy, knobs);
     assert!(app.state.follow.last_change.is_some());
 
     // At the newest request the cursor follows new ones.
     app.key('G');
-    assert_eq!(app.state.cursor, mid - 1);
+    assert_eq!(app.state.main.cursor, mid - 1);
     assert_eq!(app.state.follow.new_requests, 0);
     append_like_opencode(&w, &rest[half..], Duration::from_millis(5));
     let n = full.requests.len();
     assert!(app.until(Duration::from_secs(20), |s| s.requests() == n
         && replay_matches(s)));
-    assert_eq!(app.state.cursor, n - 1);
+    assert_eq!(app.state.main.cursor, n - 1);
     assert_eq!(app.state.follow.new_requests, 0);
 
     // W pauses, W resumes.

@@ -397,7 +397,7 @@ fn inspect_json_has_the_documented_keys_and_formats_agree() {
                 );
                 assert_eq!(
                     keys(&v["session"]),
-                    sorted(&["id", "title", "parent_id", "version"])
+                    sorted(&["id", "title", "parent_id", "version", "rules"])
                 );
                 assert_eq!(
                     keys(&v["counts"]),

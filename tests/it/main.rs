@@ -1,10 +1,12 @@
 //! One integration-test crate: every suite is a module here, so the tests link once.
 
 mod follow_common;
+mod historian_common;
 mod loader_support;
 mod tmux_common;
 mod tui_common;
 
+mod adversarial;
 mod corrupt_input;
 mod decay_conformance;
 mod diff_cli;
@@ -15,6 +17,7 @@ mod episodes_cli;
 mod episodes_recordings;
 mod episodes_sidecars;
 mod episodes_tier_audit;
+mod eras_ground_truth;
 mod fixture_export;
 mod follow_children;
 mod follow_db;
@@ -24,6 +27,8 @@ mod follow_live;
 mod follow_replay;
 mod follow_status;
 mod follow_tui;
+mod hardening;
+mod historian_cli;
 mod loader_db;
 mod loader_export;
 mod loader_recordings;
@@ -41,7 +46,9 @@ mod research_sweep;
 mod sweep_tui;
 mod tmux_diff;
 mod tmux_explorer;
+mod tmux_navigation;
 mod tmux_panic;
+mod tmux_signals;
 mod tui_safety;
 mod tui_snapshots;
 mod tui_update;

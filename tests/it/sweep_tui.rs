@@ -29,7 +29,7 @@ fn sw(app: &App) -> &SweepState {
 }
 
 fn num(app: &App, key: &str) -> f64 {
-    match app.state.policy.knobs.get(key) {
+    match app.state.schedule.policy.knobs.get(key) {
         Some(KnobValue::Num(v)) => *v,
         other => panic!("{key}: {other:?}"),
     }
@@ -66,13 +66,15 @@ fn setup_form_chooses_knobs_ranges_and_metric() {
                 let s = sw(a);
                 assert_eq!(s.x_knob().map(|k| k.name.as_str()), Some("demote_at"));
                 assert_eq!(s.y_knob().map(|k| k.name.as_str()), Some("promote_at"));
+                // Inside promote_at < target (0.75) < demote_at: no point of the default grid
+                // breaks the constraint, and both hold the current value.
                 assert_eq!(
                     s.x_axis.values(),
-                    vec![0.63, 0.72, 0.81, 0.9, 0.99, 1.08, 1.17]
+                    vec![0.81, 0.9, 0.99, 1.08, 1.17, 1.26, 1.35]
                 );
                 assert_eq!(
                     s.y_axis.values(),
-                    vec![0.42, 0.48, 0.54, 0.6, 0.66, 0.72, 0.78]
+                    vec![0.36, 0.42, 0.48, 0.54, 0.6, 0.66, 0.72]
                 );
                 assert_eq!(s.phase, Phase::Setup);
             },
@@ -97,7 +99,7 @@ fn setup_form_chooses_knobs_ranges_and_metric() {
             |a| {
                 assert_eq!(
                     sw(a).metric,
-                    tierscope::tui::sweep::model::Metric::Divergence
+                    tierscope::tui::sweep::grid::Metric::Divergence
                 );
             },
         ),
@@ -108,7 +110,7 @@ fn setup_form_chooses_knobs_ranges_and_metric() {
                 assert_eq!(a.state.mode(), Mode::SweepEdit);
                 assert_eq!(
                     sw(a).edit.as_ref().map(|e| e.0.as_str()),
-                    Some("0.63:1.17:0.09")
+                    Some("0.81:1.35:0.09")
                 );
             },
         ),
@@ -160,10 +162,10 @@ fn the_grid_runs_moves_and_enter_loads_the_point_into_the_main_view() {
         (num(&app, "demote_at"), num(&app, "promote_at")),
         (0.9, 0.6)
     );
-    let gen_before = app.state.replay_gen;
+    let gen_before = app.state.schedule.gen;
     let steps: Vec<Step> = vec![
         (
-            "Enter runs the 7×7 grid",
+            "Enter runs the 7×7 grid, every point valid",
             vec![KeyCode::Char('S'), KeyCode::Enter],
             |a| {
                 assert_eq!(a.state.mode(), Mode::Sweep);
@@ -171,37 +173,51 @@ fn the_grid_runs_moves_and_enter_loads_the_point_into_the_main_view() {
                 assert_eq!(s.phase, Phase::Grid);
                 let g = s.grid.as_ref().expect("grid");
                 assert_eq!((g.rows(), g.cols()), (7, 7));
-                // promote_at < 0.75 < demote_at: demote 0.63 and 0.72 and promote 0.78 are invalid.
-                assert_eq!(g.result.valid(), 30);
+                assert_eq!(g.result.valid(), 49);
                 assert!(g.result.points.iter().any(|p| p.pareto));
-                let bad = g.result.at(&[0, 0]).expect("cell");
-                assert!(!bad.is_valid());
-                assert!(g.reasons[0]
-                    .as_deref()
-                    .is_some_and(|r| r.contains("promote_at < target < demote_at")));
                 // The current knobs (0.9, 0.6) are on the grid, and the selection starts there.
-                assert_eq!(g.current, Some((3, 3)));
-                assert_eq!(s.sel, (3, 3));
+                assert_eq!(g.current, Some((4, 1)));
+                assert_eq!(s.sel, (4, 1));
             },
         ),
         (
             "arrows move and stop at the edges",
-            vec![
-                KeyCode::Right,
-                KeyCode::Right,
-                KeyCode::Right,
-                KeyCode::Right,
-                KeyCode::Up,
-            ],
+            {
+                let mut v = vec![KeyCode::Right; 7];
+                v.push(KeyCode::Up);
+                v
+            },
             |a| {
-                assert_eq!(sw(a).sel, (2, 6));
+                assert_eq!(sw(a).sel, (3, 6));
             },
         ),
         ("m recolours without rerunning", keys("m"), |a| {
             let s = sw(a);
-            assert_eq!(s.metric, tierscope::tui::sweep::model::Metric::Divergence);
+            assert_eq!(s.metric, tierscope::tui::sweep::grid::Metric::Divergence);
             assert_eq!(s.phase, Phase::Grid);
         }),
+        (
+            "a typed range across target: its points are kept as invalid, with the reason",
+            {
+                let mut v = vec![KeyCode::Char('s'), KeyCode::Char('e')];
+                v.extend([KeyCode::Backspace; 20]);
+                v.extend(keys("0.6:1.2:0.1"));
+                v.extend([KeyCode::Enter, KeyCode::Enter]);
+                v
+            },
+            |a| {
+                let s = sw(a);
+                let g = s.grid.as_ref().expect("grid");
+                assert_eq!((g.rows(), g.cols()), (7, 7));
+                // demote_at 0.6 and 0.7 are below target 0.75.
+                assert_eq!(g.result.valid(), 35);
+                assert!(!g.result.at(&[0, 0]).expect("cell").is_valid());
+                assert!(g.reasons[0]
+                    .as_deref()
+                    .is_some_and(|r| r.contains("promote_at < target < demote_at")));
+                assert_eq!(g.current, Some((4, 3)));
+            },
+        ),
         (
             "Enter on an invalid point explains and stays",
             vec![KeyCode::Home, KeyCode::Enter],
@@ -222,15 +238,15 @@ fn the_grid_runs_moves_and_enter_loads_the_point_into_the_main_view() {
             |a| {
                 assert!(a.state.sweep.is_none());
                 assert_eq!(a.state.mode(), Mode::Main);
-                assert_eq!((num(a, "demote_at"), num(a, "promote_at")), (1.08, 0.54));
+                assert_eq!((num(a, "demote_at"), num(a, "promote_at")), (1.1, 0.48));
             },
         ),
     ];
     run_steps(&mut app, steps);
     // The main view's replay reran with the loaded knobs.
-    assert!(app.state.replay_gen > gen_before);
-    assert!(!app.state.replay_pending);
-    assert!(app.state.replay.is_some());
+    assert!(app.state.schedule.gen > gen_before);
+    assert!(!app.state.schedule.pending);
+    assert!(app.state.schedule.replay.is_some());
     // The knobs panel of the main view shows the loaded values.
     app.key(KeyCode::Char('K'));
     let t = text(&app.draw());
@@ -240,11 +256,11 @@ fn the_grid_runs_moves_and_enter_loads_the_point_into_the_main_view() {
             .unwrap_or_default()
             .to_owned()
     };
-    assert!(row("demote_at").contains("1.08"), "{t}");
-    assert!(row("promote_at").contains("0.54"), "{t}");
+    assert!(row("demote_at").contains("1.1"), "{t}");
+    assert!(row("promote_at").contains("0.48"), "{t}");
     app.key(KeyCode::Esc);
     // Diff mode offers the knobs before the sweep as "before the last edits".
-    let before = app.state.diff_memo.before.as_ref().expect("memo");
+    let before = app.state.knobs.memo.before.as_ref().expect("memo");
     assert_eq!(before.knobs.get("demote_at"), Some(&KnobValue::Num(0.9)));
 }
 
@@ -261,7 +277,7 @@ fn esc_cancels_a_running_sweep_and_its_late_result_is_ignored() {
         [Effect::Sweep(j)] => j.clone(),
         other => panic!("{other:?}"),
     };
-    assert_eq!(job.job_key(), "sweep");
+    assert_eq!(job.job_key(), tierscope::tui::app::JobKey::Sweep);
     assert_eq!(sw(&app).phase, Phase::Running { done: 0, total: 49 });
     let buf = app.draw();
     assert!(text(&buf).contains("0 of 49 points done"), "{}", text(&buf));
@@ -280,6 +296,7 @@ fn esc_cancels_a_running_sweep_and_its_late_result_is_ignored() {
 #[test]
 fn snapshots() {
     for (theme, w, h) in [
+        ("dark", 160, 45),
         ("dark", 120, 40),
         ("dark", 80, 24),
         ("mono", 120, 40),

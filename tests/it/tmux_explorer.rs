@@ -65,6 +65,10 @@ fn real_binary_in_tmux_steps_changes_a_knob_and_restores_the_terminal() {
     t.keys(&["Escape"]);
     t.wait("the panel closed", |s| !s.contains("Knobs:"));
 
-    // Quit and check the terminal is back to normal.
-    t.quit_and_check_restored();
+    // Quit: the edit is unsaved, so q asks first; y quits. The terminal is back to normal.
+    t.keys(&["q"]);
+    t.wait("the question", |s| {
+        s.contains("Quit?") && s.contains("not saved")
+    });
+    t.quit_with_and_check_restored(&["y"]);
 }

@@ -37,7 +37,9 @@ fn a_panic_restores_the_terminal_before_printing() {
         exe.display()
     );
     t.start(&cmd);
-    let screen = t.wait("the child to finish", |s| s.contains("__EXIT__"));
+    let screen = t.wait("the child to finish and stty", |s| {
+        s.contains("__EXIT__") && s.contains("echoke")
+    });
     // The message is on the normal screen (it printed after the alternate screen was left).
     assert!(
         screen.contains("deliberate panic for the restore test"),

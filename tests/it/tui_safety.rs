@@ -21,38 +21,30 @@ fn assert_shows_escapes(buf: &ratatui::buffer::Buffer, pane: &str) {
     );
 }
 
-/// Scrolls the detail pane to the first line of the full tier holding the escapes.
+/// Scrolls the detail pane (showing episode `ep`'s full tier) until the escapes are on screen.
 fn detail_at_escape(app: &mut App, ep: usize) {
-    app.state.selected = ep;
-    app.state.detail_tier = Some(Tier::Full);
-    let lines = &app
-        .state
-        .session
-        .as_ref()
-        .unwrap_or_else(|| panic!("no session"))
-        .model
-        .episodes[ep]
-        .tier_text(Tier::Full)
-        .unwrap_or_else(|| panic!("no full tier"))
-        .lines;
-    app.state.detail_scroll = lines
-        .iter()
-        .position(|l| l.contains(VISIBLE))
-        .unwrap_or_else(|| panic!("the full tier does not show the escapes"));
+    app.state.main.selected = ep;
+    app.state.main.detail.tier = Some(Tier::Full);
+    app.state.main.focus = tierscope::tui::main::Pane::Detail;
+    app.resize(app.state.width, app.state.height);
+    for _ in 0..400 {
+        if text(&app.draw()).contains(VISIBLE) {
+            return;
+        }
+        app.key(KeyCode::PageDown);
+    }
+    panic!("the full tier does not show the escapes");
 }
 
 /// Expands the context pane and scrolls it to the first line holding the escapes.
 fn context_at_escape(app: &mut App) {
+    use tierscope::tui::view_model::ContextRow;
     app.key(KeyCode::Char('e'));
-    let c = app
-        .state
-        .context
-        .as_ref()
-        .unwrap_or_else(|| panic!("no context"));
-    app.state.context_scroll = c
-        .lines
+    let c = app.context();
+    app.state.main.context.scroll = c
+        .expanded
         .iter()
-        .position(|(_, l)| l.contains(VISIBLE))
+        .position(|r| matches!(r, ContextRow::Line(l) if c.lines[*l].1.contains(VISIBLE)))
         .unwrap_or_else(|| panic!("the context does not show the escapes"));
 }
 
@@ -124,7 +116,7 @@ fn constructed_trace_with_escapes_in_user_text_and_tool_output() {
     assert_shows_escapes(&app.draw(), "context");
     // The compact context list shows it in the user chunk's one-line preview too.
     app.key(KeyCode::Char('e'));
-    app.state.context_scroll = 0;
+    app.state.main.context.scroll = 0;
     let t = text(&app.draw());
     assert!(t.contains("before \\x1b]0;owned"), "{t}");
 }
@@ -159,14 +151,22 @@ fn four_hundred_by_one_twenty_uses_the_space() {
     let t = text(&buf);
     let lines: Vec<&str> = t.lines().collect();
     assert_eq!(lines.len(), 120);
-    let r = app.state.main_rects();
+    let r = app.state.geometry.main.clone();
     // Three panes side by side across the whole width, right border at the last column.
     assert!(r.table.width > 100 && r.context.width > 80 && r.detail.width > 80);
     assert_eq!(r.detail.right(), 400);
-    // The heatmap spends its columns on requests (several cells each when the trace is short).
-    let vp = app.state.viewport();
-    let cells = vp.used_cols() * vp.col_w;
-    assert!(cells > 240, "heatmap uses {cells} cells");
+    // The heatmap spends its whole width on requests (several cells each when the trace is
+    // short).
+    let vp = app
+        .state
+        .main
+        .viewport(usize::from(r.heat_cells.width), app.state.requests());
+    assert_eq!(vp.used_cells(), usize::from(r.heat_cells.width));
+    assert!(
+        vp.used_cells() > 240,
+        "heatmap uses {} cells",
+        vp.used_cells()
+    );
     // Every row of the screen holds something.
     let empty = lines.iter().filter(|l| l.trim().is_empty()).count();
     assert!(empty < 5, "{empty} empty rows");

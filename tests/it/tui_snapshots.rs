@@ -1,5 +1,5 @@
 //! Snapshots of the explorer on ratatui's TestBackend, on a real recording (sample-traces/M1:
-//! a dependency migration with a sub-agent), at 120×40 and 80×24, in the default (dark) and mono
+//! a dependency migration with a sub-agent), at 160×45, 120×40 and 80×24, in the default (dark) and mono
 //! themes: the main screen, the session picker, the help overlay and the knobs panel. Each
 //! snapshot holds the text and a style map (see `tui_common::styled`).
 
@@ -8,7 +8,7 @@ use crate::tui_common;
 use ratatui::crossterm::event::KeyCode;
 use tui_common::*;
 
-const SIZES: [(u16, u16); 2] = [(120, 40), (80, 24)];
+const SIZES: [(u16, u16); 3] = [(160, 45), (120, 40), (80, 24)];
 const THEMES: [&str; 2] = ["dark", "mono"];
 
 /// M1 under `retention` with a budget tight enough for changes, holds and deferrals.

@@ -167,10 +167,12 @@ impl Rules {
     }
 
     pub fn from_file(path: &Path) -> Result<Rules, RulesError> {
-        let text = std::fs::read_to_string(path).map_err(|source| RulesError::Io {
-            path: path.to_owned(),
-            source,
-        })?;
+        let text =
+            crate::trace::input::read_to_string_capped(path, crate::trace::input::MAX_CONFIG_BYTES)
+                .map_err(|source| RulesError::Io {
+                    path: path.to_owned(),
+                    source,
+                })?;
         Rules::parse(&text, &path.display().to_string())
     }
 
@@ -322,24 +324,9 @@ pub fn request_of_message(trace: &Trace) -> Vec<Option<usize>> {
     v
 }
 
-/// Classify one segment by the rules (annotations are applied afterwards by the caller).
-pub fn classify(
-    trace: &Trace,
-    seg: &Segment,
-    rules: &Rules,
-    req_of: &[Option<usize>],
-) -> Classified {
-    classify_with_todos(
-        trace,
-        seg,
-        rules,
-        req_of,
-        &super::segment::todo_changes(trace),
-    )
-}
-
-/// [`classify`] with the session's todo changes computed once by the caller (they cover the
-/// whole trace; recomputing them per episode made classification quadratic).
+/// Classify one segment by the rules (annotations are applied afterwards by the caller), with
+/// the session's todo changes computed once by the caller (they cover the whole trace;
+/// recomputing them per episode made classification quadratic).
 pub fn classify_with_todos(
     trace: &Trace,
     seg: &Segment,

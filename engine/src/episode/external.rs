@@ -33,6 +33,9 @@ pub fn from_tiers_file(
         if let Some(p) = &t.prompt_version {
             generator.push_str(&format!(" prompt={p}"));
         }
+        if let Some(s) = &t.strategy {
+            generator.push_str(&format!(" strategy={s}"));
+        }
         drafts.push(one(tier, generator, &t.text, source_ids, first_message));
     }
     (drafts, notes)
@@ -83,6 +86,7 @@ fn one(tier: Tier, generator: String, text: &str, ids: &[String], first: usize) 
         chunks: vec![DraftChunk {
             message_id: ids.first().cloned().unwrap_or_default(),
             message_index: first,
+            step: 0,
             text: text.to_owned(),
             artefact: false,
             pruned: None,

@@ -56,6 +56,7 @@ impl Tier {
     pub fn higher(&self) -> Option<Tier> {
         self.depth().checked_sub(1).and_then(Tier::from_depth)
     }
+    /// Whether the level has a representation (one of [`Tier::TIERS`]; not `Dropped`).
     pub fn is_representation(&self) -> bool {
         *self != Tier::Dropped
     }
@@ -170,6 +171,10 @@ pub struct Chunk {
     /// Index of that message in `Trace::messages` (the replay renders the active episode's
     /// chunks whose message comes before the request's own message).
     pub message_index: usize,
+    /// The step of a multi-step assistant message (OpenCode ≤0.7: one model request per step)
+    /// this chunk renders; 0 for every other message.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub step: u32,
     /// Content hash (xxh3 of the text); equal hashes mean an unchanged chunk for divergence.
     pub hash: u64,
     pub tokens: u32,
@@ -182,6 +187,18 @@ pub struct Chunk {
     /// of messages that have a pruned tool output.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pruned: Option<PrunedChunk>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl Chunk {
+    /// Where the chunk sits in the conversation: its message and step (compare with
+    /// [`crate::trace::Request::position`]).
+    pub fn position(&self) -> (usize, u32) {
+        (self.message_index, self.step)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -68,6 +68,8 @@ pub struct Segment {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TodoChange {
     pub message_index: usize,
+    /// The step of the message whose `todowrite` made the change (0.x messages hold several).
+    pub step: u32,
     pub content: String,
     pub from: String,
     pub to: String,
@@ -79,7 +81,11 @@ pub fn todo_changes(trace: &Trace) -> Vec<TodoChange> {
     let mut known: BTreeMap<String, String> = BTreeMap::new();
     let mut out = Vec::new();
     for (mi, m) in trace.messages.iter().enumerate() {
-        for (_, t) in m.tool_parts() {
+        let steps = m.part_steps();
+        for (p, step) in m.parts.iter().zip(steps) {
+            let crate::trace::PartKind::Tool(t) = &p.kind else {
+                continue;
+            };
             if t.tool != "todowrite" {
                 continue;
             }
@@ -96,6 +102,7 @@ pub fn todo_changes(trace: &Trace) -> Vec<TodoChange> {
                     if prev != status {
                         out.push(TodoChange {
                             message_index: mi,
+                            step,
                             content: content.to_owned(),
                             from: prev,
                             to: status.to_owned(),

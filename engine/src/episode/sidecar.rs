@@ -336,6 +336,45 @@ pub struct ExternalTier {
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_version: Option<String>,
+    /// Lineage a model-written tier carries (the historian writes all of these): `source` (from
+    /// the episode's full text) or `cascade` (from the tier above).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<String>,
+    /// The episode it was written from (`E3`) and the hash of what the model was shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_episode: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_hash: Option<String>,
+    /// The tier the model read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_tier: Option<Tier>,
+    /// What the call that wrote it cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<TierUsage>,
+}
+
+/// The usage of the call that wrote a tier. One call may write several tiers (`source` writes
+/// dense, compact and anchor at once): they share its `call` id, and totals count each call once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TierUsage {
+    pub call: String,
+    /// `None` when the endpoint reported no usage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_tokens: Option<u64>,
+    /// The model that answered, as the response named it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_model: Option<String>,
+    /// What the call cost when it was made, and at whose prices (the pricing table's entry, or
+    /// `--price`): kept so a model the table does not know stays priced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dollars: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priced_as: Option<String>,
 }
 
 pub fn parse_tiers(text: &str, path: &Path) -> Result<TiersFile, SidecarError> {
@@ -446,7 +485,11 @@ impl SidecarLocator {
     ) -> Result<Option<(PathBuf, String)>, SidecarError> {
         for path in self.candidates(session_id, kind) {
             if path.is_file() {
-                let text = std::fs::read_to_string(&path).map_err(|source| SidecarError::Io {
+                let text = crate::trace::input::read_to_string_capped(
+                    &path,
+                    crate::trace::input::MAX_SIDECAR_BYTES,
+                )
+                .map_err(|source| SidecarError::Io {
                     path: path.clone(),
                     source,
                 })?;

@@ -53,6 +53,8 @@ pub fn contract(tier: Tier) -> &'static str {
 pub struct DraftChunk {
     pub message_id: String,
     pub message_index: usize,
+    /// The step of a multi-step message (0 otherwise).
+    pub step: u32,
     pub text: String,
     pub artefact: bool,
     /// `(time_compacted, text)` of the pruned variant.
@@ -85,7 +87,7 @@ impl Draft {
 pub fn artefact_ids(trace: &Trace) -> BTreeSet<String> {
     let mut s = BTreeSet::new();
     for c in &trace.compactions {
-        s.insert(c.user_message_id.clone());
+        s.extend(c.user_message_id.clone());
         s.extend(c.summary_message_id.clone());
         s.extend(c.continuation_message_id.clone());
     }
@@ -117,29 +119,42 @@ pub fn generate(
         source_message_ids: ids.clone(),
         chunks,
     };
-    let per_message = |render: &dyn Fn(&Message) -> String, with_pruned: bool| {
-        msgs.iter()
-            .enumerate()
-            .map(|(k, m)| DraftChunk {
-                message_id: m.id.clone(),
-                message_index: seg.first_message + k,
-                text: render(m),
-                artefact: artefacts.contains(&m.id),
-                pruned: if with_pruned { pruned_variant(m) } else { None },
-            })
-            .collect::<Vec<_>>()
+    // One chunk per message; a multi-step 0.x assistant message gives one chunk per step (each
+    // step was a model request of its own, and a later step saw the earlier ones).
+    let json_results = trace.dialect.json_encodes_tool_results();
+    let per_message = |how: Fidelity| {
+        let mut out = Vec::with_capacity(msgs.len());
+        for (k, m) in msgs.iter().enumerate() {
+            let dropped = dropped_after_own_turn(trace, m);
+            for (step, range) in step_ranges(m) {
+                out.push(DraftChunk {
+                    message_id: m.id.clone(),
+                    message_index: seg.first_message + k,
+                    step,
+                    text: render(m, how, range.clone(), json_results),
+                    artefact: artefacts.contains(&m.id),
+                    pruned: match (how, dropped) {
+                        (Fidelity::Full { .. }, Some(t)) => Some((t, String::new())),
+                        (Fidelity::Full { .. }, None) => pruned_variant(m, range, json_results),
+                        (Fidelity::Dense, _) => None,
+                    },
+                });
+            }
+        }
+        out
     };
     let one = |text: String| {
         vec![DraftChunk {
             message_id: ids[0].clone(),
             message_index: seg.first_message,
+            step: 0,
             text,
             artefact: all_artefacts,
             pruned: None,
         }]
     };
 
-    let full = draft(Tier::Full, per_message(&|m| render_full(m, false), true));
+    let full = draft(Tier::Full, per_message(Fidelity::Full { pruned: false }));
     let full_text = join(&full.chunks);
     let mut out = match strategy {
         Strategy::Cascade => {
@@ -165,7 +180,7 @@ pub fn generate(
         }
         _ => vec![
             full,
-            draft(Tier::Dense, per_message(&render_dense, false)),
+            draft(Tier::Dense, per_message(Fidelity::Dense)),
             draft(
                 Tier::Compact,
                 one(source_compact(episode_id, cl, &full_text)),
@@ -270,7 +285,24 @@ fn join(chunks: &[DraftChunk]) -> String {
 
 /// One message as the model was sent it (see the module docs for the format).
 pub fn render_full(m: &Message, pruned: bool) -> String {
-    render(m, Fidelity::Full { pruned })
+    render(m, Fidelity::Full { pruned }, 0..m.parts.len(), false)
+}
+
+/// The parts of each chunk of a message: one range of all parts, or for an assistant message
+/// holding several model requests (OpenCode ≤0.7) one range per step, from its `step-start`.
+pub fn step_ranges(m: &Message) -> Vec<(u32, std::ops::Range<usize>)> {
+    if !m.is_assistant() || m.summary || m.step_count() <= 1 {
+        return vec![(0, 0..m.parts.len())];
+    }
+    let steps = m.part_steps();
+    let mut out: Vec<(u32, std::ops::Range<usize>)> = Vec::new();
+    for (i, s) in steps.iter().enumerate() {
+        match out.last_mut() {
+            Some((cur, r)) if cur == s => r.end = i + 1,
+            _ => out.push((*s, i..i + 1)),
+        }
+    }
+    out
 }
 
 /// How [`render`] serializes a message: the full tier (as sent, optionally with the recorded
@@ -283,11 +315,14 @@ enum Fidelity {
 }
 
 /// The one serializer of both per-message tiers, so dense is full with parts left out or
-/// clipped, never a different rendering of the same part.
-fn render(m: &Message, how: Fidelity) -> String {
+/// clipped, never a different rendering of the same part. `parts` is the range rendered (a step
+/// of a multi-step message); the message's error goes with its last range.
+/// `json_results`: tool results as the JSON-encoded strings OpenCode 0.1.x sent.
+fn render(m: &Message, how: Fidelity, parts: std::ops::Range<usize>, json_results: bool) -> String {
     let full = matches!(how, Fidelity::Full { .. });
+    let last = parts.end >= m.parts.len();
     let mut out = String::from(if m.is_user() { "user:" } else { "assistant:" });
-    for p in &m.parts {
+    for p in m.parts.get(parts).unwrap_or_default() {
         match &p.kind {
             PartKind::Text { text, ignored, .. } if !*ignored => line(&mut out, text),
             // Closed, so a text part after it is not taken for reasoning (cascade reads this).
@@ -337,7 +372,9 @@ fn render(m: &Message, how: Fidelity) -> String {
                     }
                     _ => tool_body(t),
                 };
-                if !body.is_empty() {
+                if json_results && full {
+                    line(&mut out, &serde_json::Value::String(body).to_string());
+                } else if !body.is_empty() {
                     line(&mut out, &body);
                 }
             }
@@ -345,7 +382,7 @@ fn render(m: &Message, how: Fidelity) -> String {
             _ => {}
         }
     }
-    if let Some(e) = &m.error {
+    if let Some(e) = m.error.as_ref().filter(|_| last) {
         line(
             &mut out,
             &format!("[error {}: {}]", e.name, e.message.as_deref().unwrap_or("")),
@@ -354,9 +391,39 @@ fn render(m: &Message, how: Fidelity) -> String {
     out
 }
 
-fn pruned_variant(m: &Message) -> Option<(i64, String)> {
-    let t = m.tool_parts().filter_map(|(_, t)| t.time_compacted).min()?;
-    Some((t, render_full(m, true)))
+/// When OpenCode stopped sending an errored assistant message: from just after its own requests
+/// (its later steps still saw it), if its release dropped such messages from the history
+/// ([`crate::trace::Dialect::resends_errored`]). Modelled as a prune of the whole message.
+fn dropped_after_own_turn(trace: &Trace, m: &Message) -> Option<i64> {
+    if trace.dialect.resends(m) {
+        return None;
+    }
+    let tools_end = m.tool_parts().filter_map(|(_, t)| t.time_end).max();
+    let end = [Some(m.time_created), m.time_completed, tools_end]
+        .into_iter()
+        .flatten()
+        .max()?;
+    Some(end + 1)
+}
+
+fn pruned_variant(
+    m: &Message,
+    parts: std::ops::Range<usize>,
+    json_results: bool,
+) -> Option<(i64, String)> {
+    let t = m
+        .parts
+        .get(parts.clone())?
+        .iter()
+        .filter_map(|p| match &p.kind {
+            PartKind::Tool(t) => t.time_compacted,
+            _ => None,
+        })
+        .min()?;
+    Some((
+        t,
+        render(m, Fidelity::Full { pruned: true }, parts, json_results),
+    ))
 }
 
 fn line(out: &mut String, s: &str) {
@@ -399,10 +466,6 @@ const DENSE_HEAD_LINES: usize = 6;
 const DENSE_TAIL_LINES: usize = 3;
 const DENSE_LINE_CHARS: usize = 200;
 const DENSE_INPUT_CHARS: usize = 160;
-
-fn render_dense(m: &Message) -> String {
-    render(m, Fidelity::Dense)
-}
 
 /// Long string values of a tool input clipped to head and tail.
 fn clip_json(v: &Value) -> Value {
@@ -760,6 +823,7 @@ fn representations(
                 hash: hash(&c.text),
                 message_id: c.message_id,
                 message_index: c.message_index,
+                step: c.step,
                 tokens,
                 artefact: c.artefact,
                 pruned: c.pruned.map(|(time_compacted, text)| PrunedChunk {
@@ -828,6 +892,7 @@ mod tests {
                 .map(|(k, (id, t))| DraftChunk {
                     message_id: (*id).to_owned(),
                     message_index: k,
+                    step: 0,
                     text: (*t).to_owned(),
                     artefact: false,
                     pruned: None,

@@ -526,6 +526,8 @@ where
             LoadError::NotAnExport { .. } | LoadError::Database { .. } | LoadError::Io { .. } => {
                 Attempt::Partial(e.to_string(), None)
             }
+            // Not something a write in progress fixes.
+            LoadError::NotAFile { .. } | LoadError::TooLarge { .. } => Attempt::Gone(e.to_string()),
         }
     }
 

@@ -109,6 +109,46 @@ pub fn specs(kind: PolicyKind) -> Vec<KnobSpec> {
     v
 }
 
+/// Whether the replay reads knob `name` under `p`'s other settings: the choice knobs that pick
+/// a driver leave some knobs unread. A progressive policy on the age driver ignores the pressure
+/// thresholds and relevance, on the pressure driver the age steps (and the relevance window when
+/// relevance comes from probes); `flat` with `trigger = recorded` ignores the simulate knobs;
+/// `decay` with `tier_cost = measured` ignores the per-tier constants. A knob the kind does not
+/// declare is not read. Sliders and sweeps that offer only read knobs never move a dead one.
+pub fn is_read(p: &Policy, name: &str) -> bool {
+    if p.spec(name).is_none() {
+        return false;
+    }
+    match p.kind {
+        PolicyKind::Progressive => {
+            let age = p.choice("driver") == "age";
+            match name {
+                "demote_at" | "target" | "promote_at" | "relevance_source" => !age,
+                "relevance_window" => !age && p.choice("relevance_source") != "probes",
+                "dense_after" | "compact_after" | "anchor_after" => age,
+                _ => true,
+            }
+        }
+        PolicyKind::Flat => match name {
+            "context_limit"
+            | "max_output"
+            | "tail_turns"
+            | "preserve_recent_share"
+            | "preserve_recent_min"
+            | "preserve_recent_max"
+            | "summary_tokens" => p.choice("trigger") == "simulate",
+            _ => true,
+        },
+        PolicyKind::Decay => match name {
+            "cost_full" | "cost_dense" | "cost_compact" | "cost_anchor" => {
+                p.choice("tier_cost") != "measured"
+            }
+            _ => true,
+        },
+        _ => true,
+    }
+}
+
 /// Constraints between knobs; `Err` explains the first one violated.
 pub fn check_constraints(p: &Policy) -> Result<(), String> {
     crate::replay::policies::check(p.kind, p)?;
@@ -119,4 +159,35 @@ pub fn check_constraints(p: &Policy) -> Result<(), String> {
         return Err("boundary = fold is only for kind decay".into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::policy::load;
+
+    fn over(name: &str, sets: &[(&str, &str)]) -> crate::policy::Policy {
+        let o: Vec<(String, String)> = sets
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        load(name, &o).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn drivers_say_which_knobs_they_read() {
+        let retention = over("retention", &[]);
+        assert!(retention.reads("demote_at") && retention.reads("min_dwell"));
+        assert!(!retention.reads("dense_after"));
+        assert!(!retention.reads("h50"), "not a knob of the kind");
+        let age = over("age", &[]);
+        assert!(age.reads("dense_after") && age.reads("boundary"));
+        assert!(!age.reads("demote_at") && !age.reads("relevance_window"));
+        let probes = over("retention", &[("relevance_source", "probes")]);
+        assert!(!probes.reads("relevance_window"));
+        let flat = over("opencode", &[]);
+        assert!(!flat.reads("tail_turns") && flat.reads("ttl_s"));
+        assert!(over("opencode", &[("trigger", "simulate")]).reads("tail_turns"));
+        let decay = over("decay", &[("tier_cost", "measured")]);
+        assert!(!decay.reads("cost_full") && decay.reads("h50"));
+    }
 }

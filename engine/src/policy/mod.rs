@@ -43,10 +43,12 @@ pub fn load(name_or_path: &str, overrides: &[(String, String)]) -> Result<Policy
                 builtins: builtin_names(),
             });
         }
-        let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text =
+            crate::trace::input::read_to_string_capped(path, crate::trace::input::MAX_CONFIG_BYTES)
+                .map_err(|source| PolicyError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
         let stem = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())

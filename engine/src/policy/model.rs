@@ -169,6 +169,11 @@ impl Policy {
     pub fn spec(&self, key: &str) -> Option<&KnobSpec> {
         self.specs.iter().find(|s| s.name == key)
     }
+    /// Whether the replay reads knob `key` with this policy's settings (see
+    /// [`kinds::is_read`]).
+    pub fn reads(&self, key: &str) -> bool {
+        kinds::is_read(self, key)
+    }
 
     /// Apply `--set KEY=VALUE` overrides, then re-check the kind's constraints.
     pub fn with_overrides(mut self, overrides: &[(String, String)]) -> Result<Policy, PolicyError> {

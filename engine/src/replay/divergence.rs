@@ -23,6 +23,12 @@ pub(crate) struct Conv {
 }
 
 impl Conv {
+    /// What a builder-sized request shares with this conversation's previous one: (system
+    /// key, tokens) of that request.
+    pub fn prefix(&self) -> Option<(u64, u64)> {
+        self.has_prev.then_some((self.prev_sys, self.prev_tokens))
+    }
+
     /// Episode `e` (shown at `tier` with `cut`) changes now.
     pub fn mark(&mut self, e: usize, tier: Tier, cut: usize) {
         match self.pending {

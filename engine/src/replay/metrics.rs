@@ -17,7 +17,9 @@
 //! - `floor_violations` / `pin_violations`: every violation in force at this request.
 
 use super::cache_cost::{self, Price};
+use super::compaction_call;
 use super::pass::PassOutput;
+use super::policies::Compacted;
 use super::probes::ProbeIndex;
 use super::schedule::Waiting;
 use super::state::State;
@@ -34,7 +36,10 @@ pub(crate) struct Measured<'s> {
     /// (episode, chunks shown, tokens) of the active episode.
     pub active: Option<(usize, usize, u64)>,
     pub prunes: u64,
-    pub compaction: bool,
+    /// The summary call the policy made here.
+    pub compacted: Option<Compacted>,
+    /// A recorded compaction call's own request (its tokens without the system chunk).
+    pub built: Option<u64>,
     pub waiting: Waiting,
 }
 
@@ -141,6 +146,9 @@ pub(crate) fn frame(
         tiers.full.count += 1;
         tiers.full.tokens += tok;
     }
+    if let Some(call) = m.built {
+        tiers = compaction_call::tiers(call);
+    }
     // Counters count every violation in force; the list names those that began (or changed)
     // at this request, so long replays stay small.
     let mut violations = Vec::new();
@@ -205,7 +213,11 @@ pub(crate) fn frame(
         violations,
         thrash: counts.thrash,
         prunes: m.prunes,
-        compaction: m.compaction,
+        compaction: m.compacted.is_some(),
+        // Answered by the summary it wrote (now the one shown).
+        compaction_call: m
+            .compacted
+            .map(|c| compaction_call::price_simulated(price, st.p, c.history, st.summary_tokens())),
         probes_due,
         probes_ok,
         probes: probe_results,
@@ -228,7 +240,11 @@ pub(crate) fn summary(out: &PassOutput, baseline: Option<(u64, f64)>) -> Summary
     let tokens = sum(|f| f.tokens);
     let cache_read = sum(|f| f.cache_read);
     let radius = sum(|f| f.radius);
-    let cost: f64 = frames.iter().map(|f| f.cost).sum();
+    // Every request's cost, plus the compaction calls the policy simulated.
+    let cost: f64 = frames
+        .iter()
+        .map(|f| f.cost + f.compaction_call.map_or(0.0, |c| c.cost))
+        .sum();
     let changes = sum(|f| f.changes.len() as u64);
     let (base_radius, base_cost) = baseline.unwrap_or((radius, cost));
     let mut err = RecordedError::default();

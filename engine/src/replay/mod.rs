@@ -17,6 +17,7 @@
 //! - Summary calls (`synthetic_call`) are a conversation of their own for divergence and cache.
 
 pub mod cache_cost;
+mod compaction_call;
 mod divergence;
 mod fenwick;
 pub mod limits;
@@ -41,6 +42,7 @@ use crate::episode::sidecar::Probe;
 use crate::episode::Episode;
 use crate::loaded::LoadedSession;
 use crate::policy::{Policy, PolicyKind};
+use crate::trace::compaction_request::CompactionSizes;
 use crate::trace::Trace;
 
 /// What a replay reads: a trace, its episodes with tiers, its probes and milestones.
@@ -54,6 +56,9 @@ pub struct Input<'a> {
     pub milestones: &'a BTreeSet<usize>,
     /// The Magic Context compartments behind the episodes, if they come from a `context.db`.
     pub magic_context: Option<&'a crate::episode::magic_context::MagicContextSession>,
+    /// The recorded compaction calls as OpenCode built them, and the release's compaction
+    /// prompt, sized at load (see [`crate::trace::compaction_request`]).
+    pub compaction: &'a CompactionSizes,
 }
 
 impl<'a> From<&'a LoadedSession> for Input<'a> {
@@ -64,6 +69,7 @@ impl<'a> From<&'a LoadedSession> for Input<'a> {
             probes: &s.probes,
             milestones: &s.milestones,
             magic_context: s.magic_context.as_ref(),
+            compaction: &s.compaction,
         }
     }
 }

@@ -5,12 +5,16 @@
 //!
 //! The rendered context of a request is: the system chunk of its (agent, model), the compaction
 //! summary if one is shown, each closed episode at its applied tier, then the active episode's
-//! chunks before the request's message ([`context_tokens`] is the one place it is sized).
+//! chunks before the request's position ([`context_tokens`] is the one place it is sized). A
+//! request of OpenCode's v2 loop sees nothing before the loop's first message. A recorded
+//! compaction call is its own request: the system chunk plus what OpenCode's builder sent
+//! ([`super::compaction_call`]).
 //! Closing an episode at `full` only appends, so the state keeps running sums (a Fenwick tree
 //! over closed episodes) and divergence starts from the first episode changed since the
 //! conversation's previous request: per request the work is O(changes · log episodes).
 
 use super::cache_cost::Price;
+use super::compaction_call;
 use super::divergence::{self, Conv, Current};
 use super::metrics::{self, ProbeTally, ProbeTotals};
 use super::policies::{Decide, RequestView};
@@ -47,8 +51,7 @@ pub(crate) struct PassInput<'s, 'a> {
 }
 
 /// Tokens of a request's rendered context: system chunk + summary + closed episodes at their
-/// applied tiers + the active episode so far. Summary calls (`synthetic_call`) are sized here
-/// like any other request.
+/// applied tiers + the active episode so far.
 pub(crate) fn context_tokens(st: &State<'_, '_>, sys: u64, active_tok: u64) -> u64 {
     sys + st.summary_tokens() + st.applied_sum() + active_tok
 }
@@ -100,6 +103,8 @@ pub(crate) fn run(input: &PassInput<'_, '_>, policy: &mut dyn Decide) -> PassOut
             st.close(e);
             policy.on_close(&st, e);
         }
+        // A request of OpenCode's v2 loop never saw the session's v1 history.
+        st.view_from(p.context_start(rq.msg));
         // Prunes recorded up to this request's start.
         let mut prunes = 0u64;
         if common.apply_prunes {
@@ -115,7 +120,7 @@ pub(crate) fn run(input: &PassInput<'_, '_>, policy: &mut dyn Decide) -> PassOut
         policy.observe(&st, t);
         let active = rq.active;
         let active_n = if active < n {
-            st.active_count(active, rq.msg)
+            st.active_count(active, rq.pos)
         } else {
             0
         };
@@ -133,26 +138,42 @@ pub(crate) fn run(input: &PassInput<'_, '_>, policy: &mut dyn Decide) -> PassOut
             base: rq.sys_tokens + active_tokens(&st),
         };
         // 2–3. Decide and schedule.
-        let mut compaction = false;
+        let mut compacted = None;
         if !(req.synthetic_call && policy.holds_through_summary_calls()) {
-            compaction = policy.decide(&mut st, &view);
-            if compaction {
+            compacted = policy.decide(&mut st, &view);
+            if compacted.is_some() {
                 synthetic += 1;
             }
         }
         // 4–5. Render and measure (the decision may have cut the active episode).
         let active_tok = active_tokens(&st);
-        let tokens = context_tokens(&st, rq.sys_tokens, active_tok);
-        let cur = Current {
-            conv: rq.conv,
-            sys_key: rq.sys_key,
-            sys: rq.sys_tokens,
-            active,
-            active_n,
-            tokens,
-            time: rq.time,
+        // A recorded compaction call is its own request, sized as OpenCode built it.
+        let built = rq.call_tokens.filter(|_| req.synthetic_call);
+        let tokens = match built {
+            Some(call) => rq.sys_tokens + call,
+            None => context_tokens(&st, rq.sys_tokens, active_tok),
         };
-        let div = divergence::divergence(&st, common.apply_prunes, &cur);
+        let div = match built {
+            Some(_) => compaction_call::divergence(
+                &st.conv[rq.conv].prefix(),
+                rq.sys_key,
+                rq.sys_tokens,
+                tokens,
+            ),
+            None => divergence::divergence(
+                &st,
+                common.apply_prunes,
+                &Current {
+                    conv: rq.conv,
+                    sys_key: rq.sys_key,
+                    sys: rq.sys_tokens,
+                    active,
+                    active_n,
+                    tokens,
+                    time: rq.time,
+                },
+            ),
+        };
         let fresh = warm;
         let waiting = policy.waiting(&st);
         let frame = metrics::frame(
@@ -164,7 +185,8 @@ pub(crate) fn run(input: &PassInput<'_, '_>, policy: &mut dyn Decide) -> PassOut
                 cache_fresh: fresh,
                 active: (active < n).then_some((active, active_n, active_tok)),
                 prunes,
-                compaction,
+                compacted,
+                built,
                 waiting,
             },
             input.price,

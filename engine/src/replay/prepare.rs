@@ -29,8 +29,9 @@ pub(crate) struct TierData {
     pub idx: Vec<u32>,
     /// Prefix sums of their tokens (`len = idx.len() + 1`).
     pub prefix: Vec<u64>,
-    /// Message index of each included chunk (full tier: to cut the active episode).
-    pub msg: Vec<usize>,
+    /// Position (message index, step) of each included chunk (full tier: to cut the active
+    /// episode before the request's own position).
+    pub pos: Vec<(usize, u32)>,
 }
 
 impl TierData {
@@ -70,6 +71,8 @@ pub(crate) struct EpData {
 #[derive(Debug, Clone)]
 pub(crate) struct ReqData {
     pub msg: usize,
+    /// Message and step: the context is everything before it.
+    pub pos: (usize, u32),
     pub active: usize,
     /// 0 = the conversation, 1 = compaction summary calls.
     pub conv: usize,
@@ -78,6 +81,9 @@ pub(crate) struct ReqData {
     pub milestone: bool,
     pub sys_key: u64,
     pub sys_tokens: u64,
+    /// A recorded compaction call's own request, as OpenCode built it (tokens without the
+    /// system chunk).
+    pub call_tokens: Option<u64>,
     /// Episodes whose keys this request touches (sorted).
     pub touched: Vec<u32>,
 }
@@ -94,6 +100,13 @@ pub(crate) struct Prep<'a> {
     pub compaction_msgs: BTreeSet<usize>,
     /// The Magic Context compartments behind the episodes, if any.
     pub magic_context: Option<&'a crate::episode::magic_context::MagicContextSession>,
+    /// How compaction calls are sized (recorded calls, the release's fixed prompt).
+    pub compaction: &'a crate::trace::compaction_request::CompactionSizes,
+    /// Per episode, the share of its full-tier text a compaction call of this release shows
+    /// (tool outputs clipped from 1.14.21; 1.0 before).
+    pub compaction_keep: Vec<f64>,
+    /// The first message of OpenCode's v2 loop, if any (its requests see nothing before it).
+    first_v2: Option<usize>,
 }
 
 fn tier_data(
@@ -105,7 +118,7 @@ fn tier_data(
     let mut d = TierData {
         idx: Vec::new(),
         prefix: vec![0],
-        msg: Vec::new(),
+        pos: Vec::new(),
     };
     let mut sum = 0u64;
     for (i, c) in rep.chunks.iter().enumerate() {
@@ -115,10 +128,32 @@ fn tier_data(
         sum += u64::from(c.tokens);
         d.idx.push(i as u32);
         d.prefix.push(sum);
-        d.msg.push(c.message_index);
+        d.pos.push(c.position());
     }
     Some(d)
 }
+
+/// The agent whose system chunk a request carries. A compaction (summary) call has its own
+/// system prompt in every release, whatever agent name it was stored under (OpenCode ≤1.0.68
+/// stored `build`).
+/// Requests of OpenCode's v2 loop carry that loop's own system prompt and tools.
+pub(crate) fn system_agent(trace: &Trace, r: &crate::trace::Request) -> String {
+    let agent = if r.synthetic_call {
+        COMPACTION_AGENT
+    } else {
+        r.agent.as_deref().unwrap_or("")
+    };
+    if trace.messages.get(r.message_index).is_some_and(|m| m.v2) {
+        format!("{agent} {V2_LOOP}")
+    } else {
+        agent.to_owned()
+    }
+}
+
+/// The agent name of compaction calls' system chunks.
+pub(crate) const COMPACTION_AGENT: &str = "compaction";
+/// Suffix of the system chunks of v2-loop requests.
+pub(crate) const V2_LOOP: &str = "(v2 loop)";
 
 /// Key of a system chunk: (agent, provider/model).
 pub(crate) fn sys_key(agent: &str, model: &str) -> u64 {
@@ -148,7 +183,7 @@ impl<'a> Prep<'a> {
             .iter()
             .flat_map(|c| {
                 [
-                    Some(c.user_message_id.as_str()),
+                    c.user_message_id.as_deref(),
                     c.summary_message_id.as_deref(),
                 ]
                 .into_iter()
@@ -224,6 +259,12 @@ impl<'a> Prep<'a> {
             segments: Vec::new(),
             compaction_msgs,
             magic_context: input.magic_context,
+            compaction: input.compaction,
+            first_v2: trace.messages.iter().position(|m| m.v2),
+            compaction_keep: episodes
+                .iter()
+                .map(|e| super::compaction_call::keep_share(trace, e))
+                .collect(),
         };
         prep.segments = prep.system_segments(system_tokens);
         let by_key: HashMap<u64, u64> = prep
@@ -235,6 +276,24 @@ impl<'a> Prep<'a> {
             r.sys_tokens = by_key.get(&r.sys_key).copied().unwrap_or(0);
         }
         prep
+    }
+
+    /// Where the view of a request at message `mi` starts ([`Trace::context_start`], without a
+    /// scan per request).
+    pub fn context_start(&self, mi: usize) -> usize {
+        match self.first_v2 {
+            Some(f) if self.trace.messages.get(mi).is_some_and(|m| m.v2) => f,
+            _ => 0,
+        }
+    }
+
+    /// The compaction agent's system chunk for this trace's model (0 when no recorded compaction
+    /// call gave one).
+    pub fn compaction_system_tokens(&self) -> u64 {
+        self.segments
+            .iter()
+            .find(|s| s.agent.starts_with(COMPACTION_AGENT))
+            .map_or(0, |s| s.tokens)
     }
 
     /// The tier data of an episode at a tier (falling back to denser tiers).
@@ -270,7 +329,7 @@ impl<'a> Prep<'a> {
     fn system_segments(&self, knob: Option<u64>) -> Vec<SystemSegment> {
         let mut out: Vec<SystemSegment> = Vec::new();
         for r in &self.trace.requests {
-            let agent = r.agent.clone().unwrap_or_default();
+            let agent = system_agent(self.trace, r);
             let model = r
                 .model
                 .as_ref()
@@ -296,7 +355,7 @@ impl<'a> Prep<'a> {
                     from_request: None,
                 }),
                 (None, None) => {
-                    let conv = self.recorded_view_tokens(r.index);
+                    let conv = self.conversation_tokens(r.index);
                     out.push(SystemSegment {
                         agent,
                         model,
@@ -306,7 +365,7 @@ impl<'a> Prep<'a> {
                     })
                 }
                 (Some(i), None) if out[i].source == "none" && prompt > 0 => {
-                    let conv = self.recorded_view_tokens(r.index);
+                    let conv = self.conversation_tokens(r.index);
                     out[i].tokens = prompt.saturating_sub(conv);
                     out[i].source = "estimated".into();
                     out[i].from_request = Some(r.index);
@@ -315,6 +374,15 @@ impl<'a> Prep<'a> {
             }
         }
         out
+    }
+
+    /// What request `t` sent besides its system chunk: a compaction call's own request as
+    /// OpenCode built it, else the conversation ([`Prep::recorded_view_tokens`]).
+    fn conversation_tokens(&self, t: usize) -> u64 {
+        match self.reqs.get(t).and_then(|r| r.call_tokens) {
+            Some(c) if self.trace.requests[t].synthetic_call => c,
+            _ => self.recorded_view_tokens(t),
+        }
     }
 
     /// Tokens of the conversation OpenCode sent at request `t`: the last compaction in effect
@@ -336,13 +404,15 @@ impl<'a> Prep<'a> {
             summary = msgs.iter().map(|&m| self.message_tokens(m)).sum();
         }
         let mut body = 0u64;
+        let pos = req.position();
+        let start = start.max(self.context_start(req.message_index));
         for e in self.episodes {
             let Some(rep) = e.representation(Tier::Full) else {
                 continue;
             };
             for c in &rep.chunks {
                 if c.message_index < start
-                    || c.message_index >= req.message_index
+                    || c.position() >= pos
                     || self.compaction_msgs.contains(&c.message_index)
                 {
                     continue;
@@ -367,10 +437,27 @@ impl<'a> Prep<'a> {
         let Some(c) = trace.compactions.get(ci) else {
             return (0, Vec::new());
         };
-        let cm = trace.message_index(&c.user_message_id).unwrap_or(0);
+        let summary = c
+            .summary_message_id
+            .as_deref()
+            .and_then(|id| trace.message_index(id));
+        if c.style == crate::trace::CompactionStyle::SummaryMessage {
+            // OpenCode ≤1.0.68 sent the history from the summary on, the summary first.
+            return match summary {
+                Some(s) => (s + 1, vec![s]),
+                None => (0, Vec::new()),
+            };
+        }
+        let cm = c
+            .user_message_id
+            .as_deref()
+            .and_then(|id| trace.message_index(id))
+            .or(summary)
+            .unwrap_or(0);
         let start = c
             .tail_start_id
             .as_deref()
+            .filter(|_| trace.tail_as_messages(c))
             .and_then(|id| trace.message_index(id))
             .unwrap_or(cm + 1);
         let mut msgs = msgs_of(c);
@@ -399,18 +486,10 @@ impl<'a> Prep<'a> {
     }
 }
 
-/// Recorded prompt of a request (MODEL §3.5): input + cache read + cache write, or input alone
-/// where the OpenCode version counted cache inside input and the numbers say so.
+/// Recorded prompt of a request (MODEL §3.5), read by its release's token semantics (see
+/// [`crate::trace::Request::recorded_prompt`]).
 pub(crate) fn recorded_prompt(trace: &Trace, t: usize) -> u64 {
-    let Some(r) = trace.requests.get(t) else {
-        return 0;
-    };
-    let u = &r.usage;
-    if trace.token_semantics.input_may_include_cache && u.input >= u.cache_read + u.cache_write {
-        u.input
-    } else {
-        u.input + u.cache_read + u.cache_write
-    }
+    trace.requests.get(t).map_or(0, |r| r.recorded_prompt())
 }
 
 fn requests(input: &Input<'_>, trace: &Trace, episodes: &[Episode]) -> Vec<ReqData> {
@@ -450,7 +529,7 @@ fn requests(input: &Input<'_>, trace: &Trace, episodes: &[Episode]) -> Vec<ReqDa
         // The todo change or compaction happened in the previous step: this request is the
         // first one after it.
         let milestone = r.index > 0 && input.milestones.contains(&(r.index - 1));
-        let agent = r.agent.as_deref().unwrap_or("");
+        let agent = system_agent(trace, r);
         let model = r
             .model
             .as_ref()
@@ -492,13 +571,15 @@ fn requests(input: &Input<'_>, trace: &Trace, episodes: &[Episode]) -> Vec<ReqDa
         touched.dedup();
         out.push(ReqData {
             msg: r.message_index,
+            pos: r.position(),
             active,
             conv: usize::from(r.synthetic_call),
             time: r.time_created,
             user_turn,
             milestone,
-            sys_key: sys_key(agent, &model),
+            sys_key: sys_key(&agent, &model),
             sys_tokens: 0,
+            call_tokens: input.compaction.call(r.index).map(|c| c.tokens),
             touched,
         });
     }

@@ -199,7 +199,7 @@ fn materialize(
             Cell::Active => {
                 let n = p
                     .td(e, Tier::Full)
-                    .map_or(0, |td| td.msg.partition_point(|m| *m < rq.msg));
+                    .map_or(0, |td| td.pos.partition_point(|p| *p < rq.pos));
                 (Tier::Full, Some(n), "active")
             }
             Cell::Future => break,

@@ -54,8 +54,11 @@ pub(crate) struct State<'p, 'a> {
     /// The matrix rows in the making (tier codes, active, future).
     pub(crate) row_applied: Vec<u8>,
     pub(crate) row_desired: Vec<u8>,
-    /// First rendered chunk of the full tier (a recorded compaction's kept tail).
+    /// First rendered chunk of the full tier (a recorded compaction's kept tail, the start of
+    /// OpenCode's v2 loop).
     cut: Vec<usize>,
+    /// The first message the model's view includes ([`State::view_from`]).
+    context_from: usize,
     closed_at: Vec<usize>,
     last_change: Vec<Option<LastChange>>,
     ep_tok: Vec<u64>,
@@ -110,6 +113,7 @@ impl<'p, 'a> State<'p, 'a> {
             row_applied: vec![TierMatrix::FUTURE_CODE; n],
             row_desired: vec![TierMatrix::FUTURE_CODE; n],
             cut: vec![0; n],
+            context_from: 0,
             closed_at: vec![0; n],
             last_change: vec![None; n],
             ep_tok: vec![0; n],
@@ -266,11 +270,12 @@ impl<'p, 'a> State<'p, 'a> {
         (td.prefix[end] - td.prefix[from]).saturating_sub(pruned)
     }
 
-    /// Included full-tier chunks of the active episode `e` before message `msg`.
-    pub fn active_count(&self, e: usize, msg: usize) -> usize {
+    /// Included full-tier chunks of the active episode `e` before position `pos` (the
+    /// request's message and step).
+    pub fn active_count(&self, e: usize, pos: (usize, u32)) -> usize {
         self.p
             .td(e, Tier::Full)
-            .map_or(0, |td| td.msg.partition_point(|m| *m < msg))
+            .map_or(0, |td| td.pos.partition_point(|p| *p < pos))
     }
 
     /// The deepest tier at or above `t` that the policy may show.
@@ -433,9 +438,34 @@ impl<'p, 'a> State<'p, 'a> {
         }
     }
 
+    /// Show only the chunks of episode `e` from message `start` on (all of it, part of it, or
+    /// none).
+    pub fn cut_before(&mut self, e: usize, start: usize) {
+        if self.p.episodes[e].first_message >= start {
+            return;
+        }
+        let from = self
+            .p
+            .td(e, Tier::Full)
+            .map_or(0, |td| td.pos.partition_point(|p| p.0 < start));
+        self.set_cut(e, from);
+    }
+
     // ----------------------------------------------------------------------------------------
     // The pass's API
     // ----------------------------------------------------------------------------------------
+
+    /// The model's view starts at message `from` from now on (a request of OpenCode's v2 loop
+    /// never saw the session's v1 history): the episodes so far are cut before it.
+    pub(crate) fn view_from(&mut self, from: usize) {
+        if from <= self.context_from {
+            return;
+        }
+        self.context_from = from;
+        for e in 0..(self.k + 1).min(self.n) {
+            self.cut_before(e, from);
+        }
+    }
 
     /// Start request `t`: clear its counts and boundaries.
     pub(crate) fn begin(&mut self, t: usize, boundaries: Boundaries) {

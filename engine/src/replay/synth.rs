@@ -51,6 +51,10 @@ impl Default for SynthSpec {
     }
 }
 
+/// Generated sessions hold no compaction.
+static NO_COMPACTION: crate::trace::compaction_request::CompactionSizes =
+    crate::trace::compaction_request::CompactionSizes::NONE;
+
 /// A generated session.
 #[derive(Debug, Clone)]
 pub struct Synth {
@@ -69,6 +73,7 @@ impl Synth {
             probes: &self.probes,
             milestones: &self.milestones,
             magic_context: None,
+            compaction: &NO_COMPACTION,
         }
     }
 }
@@ -94,6 +99,7 @@ fn chunk(msg_id: &str, mi: usize, text: String, tokens: u32) -> Chunk {
     Chunk {
         message_id: msg_id.to_owned(),
         message_index: mi,
+        step: 0,
         hash: xxh3_64(text.as_bytes()),
         tokens,
         text,
@@ -177,6 +183,7 @@ pub fn generate(spec: &SynthSpec) -> Synth {
             finish: None,
             error: None,
             summary: false,
+            v2: false,
             tokens: None,
             cost: 0.0,
             parts: vec![Part {
@@ -251,6 +258,8 @@ pub fn generate(spec: &SynthSpec) -> Synth {
                 finish: Some("tool-calls".into()),
                 user_message_id: Some(uid.clone()),
                 synthetic_call: false,
+                step: None,
+                prompt: recorded_prompt,
             });
             messages.push(Message {
                 id: aid.clone(),
@@ -264,6 +273,7 @@ pub fn generate(spec: &SynthSpec) -> Synth {
                 finish: Some("tool-calls".into()),
                 error: None,
                 summary: false,
+                v2: false,
                 tokens: None,
                 cost: 0.0,
                 parts: vec![Part {
@@ -384,6 +394,7 @@ pub fn generate(spec: &SynthSpec) -> Synth {
             input_may_include_cache: false,
             output_includes_reasoning: false,
         },
+        dialect: crate::trace::Dialect::default(),
         source: SourceKind::Export("synthetic".into()),
         diagnostics: Diagnostics::default(),
         id_index: Default::default(),

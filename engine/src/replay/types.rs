@@ -196,10 +196,21 @@ pub struct Frame {
     pub prunes: u64,
     /// The policy compacted here (a simulated summary call).
     pub compaction: bool,
+    /// The compaction call the policy made here, sized as the release would have built it and
+    /// priced (its cost is in the summary's `cost`, not in this frame's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compaction_call: Option<CompactionCallCost>,
     pub probes_due: u64,
     pub probes_ok: u64,
     pub probes: Vec<ProbeResult>,
     pub recorded: Recorded,
+}
+
+/// A simulated compaction call: its request's tokens and what it cost.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CompactionCallCost {
+    pub tokens: u64,
+    pub cost: f64,
 }
 
 /// A system chunk estimate (MODEL §3 "The system chunk").

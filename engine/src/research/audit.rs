@@ -102,13 +102,29 @@ pub struct TierTotals {
     pub dominated: usize,
 }
 
-/// What generating the tiers read and wrote, in tokens (tiers below `full`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+/// What generating the tiers read and wrote, in tokens (tiers below `full`), and what it cost.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct GenerationCost {
     pub representations: usize,
-    /// Tokens read: the full tier for `source`, the tier above for `cascade`.
+    /// Tokens read: the full tier for `source`, the tier above for `cascade`; for a model, the
+    /// prompt tokens it reported.
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Model calls that wrote the tiers (0 for a deterministic generator).
+    pub calls: u64,
+    /// Where the token counts come from: `tokenizer` (our count of what a deterministic
+    /// generator read and wrote) or `usage` (as the model's endpoint reported it).
+    pub basis: String,
+    pub cached_input_tokens: u64,
+    /// Calls whose response reported no usage (their tokens are not in the counts).
+    pub calls_without_usage: u64,
+    /// The models that wrote the tiers.
+    pub models: Vec<String>,
+    /// Dollars: 0 without a model; `None` when the model is not in the pricing table.
+    pub dollars: Option<f64>,
+    /// How the dollars were priced, or why they were not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pricing: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -286,27 +302,8 @@ pub fn audit_session(s: &LoadedSession) -> StrategyAudit {
         .zip(&by_episode)
         .map(|(e, p)| audit_episode(e, p))
         .collect();
-    let strategy = s.tier_source.as_str().to_owned();
-    let cascade = strategy == "cascade";
-    let mut gen = GenerationCost::default();
-    for e in &s.episodes {
-        let mut above: Option<u32> = None;
-        for t in Tier::TIERS {
-            let Some(r) = e.representation(t) else {
-                continue;
-            };
-            if t != Tier::Full {
-                gen.representations += 1;
-                gen.output_tokens += u64::from(r.tokens);
-                gen.input_tokens += u64::from(if cascade {
-                    above.unwrap_or(0)
-                } else {
-                    e.tokens(Tier::Full)
-                });
-            }
-            above = Some(r.tokens);
-        }
-    }
+    let strategy = super::tier_sources::label(s);
+    let gen = super::tier_sources::generation_cost(s);
     let totals = Tier::TIERS
         .into_iter()
         .map(|t| {
@@ -358,6 +355,36 @@ pub fn audit_session(s: &LoadedSession) -> StrategyAudit {
         totals,
         episodes,
     }
+}
+
+/// What a deterministic generator read and wrote for the tiers below `full`, by our tokenizer:
+/// the full tier per representation for `source`, the tier above for `cascade`.
+pub fn tokenizer_generation(s: &LoadedSession) -> GenerationCost {
+    let cascade = s.tier_source == crate::episode::options::TierSource::Cascade;
+    let mut gen = GenerationCost {
+        basis: "tokenizer".to_owned(),
+        dollars: Some(0.0),
+        ..GenerationCost::default()
+    };
+    for e in &s.episodes {
+        let mut above: Option<u32> = None;
+        for t in Tier::TIERS {
+            let Some(r) = e.representation(t) else {
+                continue;
+            };
+            if t != Tier::Full {
+                gen.representations += 1;
+                gen.output_tokens += u64::from(r.tokens);
+                gen.input_tokens += u64::from(if cascade {
+                    above.unwrap_or(0)
+                } else {
+                    e.tokens(Tier::Full)
+                });
+            }
+            above = Some(r.tokens);
+        }
+    }
+    gen
 }
 
 /// Audit several loads of the same session (e.g. `source` and `cascade` tiers).
@@ -415,6 +442,7 @@ mod tests {
             chunks: vec![crate::episode::Chunk {
                 message_id: "m".into(),
                 message_index: 0,
+                step: 0,
                 hash: 0,
                 tokens,
                 text: text.into(),

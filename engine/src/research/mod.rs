@@ -1,5 +1,6 @@
 //! Research tools over loaded sessions: the policy comparison table ([`experiment`]), the tier
-//! audit ([`audit`]), the survey of real sessions ([`survey`]), SVG figures ([`plot`]).
+//! audit ([`audit`]) and tier sources side by side with their generation cost
+//! ([`tier_sources`]), the survey of real sessions ([`survey`]), SVG figures ([`plot`]).
 //! Threshold sweeps live in [`crate::sweep`]; fixtures in [`crate::fixture`].
 
 pub mod audit;
@@ -7,3 +8,4 @@ pub mod experiment;
 pub mod plot;
 pub mod report;
 pub mod survey;
+pub mod tier_sources;

@@ -15,6 +15,8 @@ use crate::sweep::{format_value, Metrics, SweepResult};
 
 pub const MAX_COLS: usize = 1200;
 pub const MAX_ROWS: usize = 400;
+/// Most episode labels on the replay figure's heatmap axis (more would overlap).
+const MAX_LABELS: usize = 24;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PlotError {
@@ -77,15 +79,25 @@ pub fn replay_figure(r: &Replay, out: &Path, size: (u32, u32)) -> Result<(), Plo
             "applied tier per episode (rows) at each request (columns)",
             ("sans-serif", 15),
         )
-        .build_cartesian_2d(0f64..requests as f64, 0f64..episodes as f64)
+        // Rows are centred on whole numbers so that the episode labels sit mid-row (not on the
+        // boundaries between rows, which would also add a label past the last episode).
+        .build_cartesian_2d(0f64..requests as f64, -0.5f64..episodes as f64 - 0.5)
         .map_err(&err)?;
+    let ep_label = |y: &f64| {
+        let r = y.round();
+        if (y - r).abs() > 1e-6 || r < 0.0 || r >= episodes as f64 {
+            return String::new();
+        }
+        format!("E{}", r as i64)
+    };
     heat.configure_mesh()
         .disable_mesh()
         .x_desc("request")
         .y_desc("episode")
         .label_style(("sans-serif", 12))
         .x_label_formatter(&|x| format!("{}", *x as i64))
-        .y_label_formatter(&|y| format!("E{}", *y as i64))
+        .y_labels(episodes.min(MAX_LABELS) + 1)
+        .y_label_formatter(&ep_label)
         .draw()
         .map_err(&err)?;
     let cw = requests as f64 / cols as f64;
@@ -98,7 +110,7 @@ pub fn replay_figure(r: &Replay, out: &Path, size: (u32, u32)) -> Result<(), Plo
     };
     let mut cells = Vec::new();
     for e in 0..rows {
-        let y0 = e as f64 * rh;
+        let y0 = e as f64 * rh - 0.5;
         let mut c = 0;
         while c < cols {
             let here = color_at(c, e);

@@ -3,28 +3,58 @@
 //! session loads to the same trace from any format.
 
 use super::diagnostics::{DiagnosticKind, Diagnostics};
+use super::dialect::{Dialect, InputSemantics, Markers};
 use super::model::*;
+use super::steps::{recorded_prompt, requests_of, semantics_for};
 
 /// OpenCode's auto-continue prompt (before 1.4.7 it carried no metadata marker).
 pub const CONTINUE_PREFIX: &str = "Continue if you have next steps";
+/// The synthetic user message OpenCode 0.10–1.0.68 wrote after a summary.
+pub const RESUME_PREFIX: &str = "Use the above summary generated from your last session";
 
 /// Build a trace. `messages` may come in any order and carry their parts in any order.
 pub fn build_trace(
-    session: SessionInfo,
+    mut session: SessionInfo,
     mut messages: Vec<Message>,
     source: SourceKind,
     mut diagnostics: Diagnostics,
 ) -> Trace {
-    // Order by (time.created, id), as OpenCode's SQL does; parts by id (step order).
-    messages.sort_by(|a, b| (a.time_created, &a.id).cmp(&(b.time_created, &b.id)));
     for m in &mut messages {
         m.parts.sort_by(|a, b| a.id.cmp(&b.id));
+    }
+    let dialect = Dialect::detect(session.version.as_deref(), &markers(&messages));
+    if dialect.inferred {
+        diagnostics.push(
+            DiagnosticKind::RuleVersion,
+            format!(
+                "session {}: no OpenCode version recorded ({:?}); read with the rules of {}",
+                session.id,
+                session.version.as_deref().unwrap_or(""),
+                dialect.describe()
+            ),
+        );
+    }
+    order_messages(&mut messages, &dialect, &source, &mut diagnostics);
+    if session.directory.is_empty() {
+        if let Some(cwd) = messages.iter().find_map(Message::cwd) {
+            diagnostics.push(
+                DiagnosticKind::RuleDirectory,
+                format!(
+                    "session {}: no directory stored (OpenCode {}); taken from the assistant's \
+                     path.cwd {cwd}",
+                    session.id,
+                    dialect.describe()
+                ),
+            );
+            session.directory = cwd.to_owned();
+        }
     }
     classify_user_messages(&mut messages);
 
     let ids: std::collections::HashSet<&str> = messages.iter().map(|m| m.id.as_str()).collect();
     let mut requests = Vec::new();
     let mut last_user: Option<String> = None;
+    let mut rules = RuleCounts::default();
     for (mi, m) in messages.iter().enumerate() {
         match m.role {
             Role::User => last_user = Some(m.id.clone()),
@@ -34,22 +64,40 @@ pub fn build_trace(
                     .clone()
                     .filter(|p| ids.contains(p.as_str()))
                     .or_else(|| last_user.clone());
-                let (usage, cost) = request_usage(m);
-                requests.push(Request {
-                    index: requests.len(),
-                    message_id: m.id.clone(),
-                    message_index: mi,
-                    status: request_status(m),
-                    time_created: m.time_created,
-                    time_completed: m.time_completed,
-                    agent: m.agent.clone(),
-                    model: m.model.clone(),
-                    usage,
-                    cost,
-                    finish: m.finish.clone(),
-                    user_message_id: user,
-                    synthetic_call: m.summary || m.agent.as_deref() == Some("compaction"),
-                });
+                let steps = requests_of(m, request_status(m));
+                if steps.len() > 1 {
+                    rules.split += 1;
+                    rules.extra += steps.len() - 1;
+                }
+                let semantics = semantics_for(&dialect, m);
+                for st in steps {
+                    rules.failed_before += usize::from(st.failed_before_step);
+                    if st.step.is_some() && !st.has_usage && !st.failed_before_step {
+                        rules.without_usage += 1;
+                    }
+                    let (prompt, consistent) = recorded_prompt(&st.usage, semantics);
+                    if semantics == InputSemantics::IncludesCache && st.usage.cache_read > 0 {
+                        rules.inclusive += 1;
+                    }
+                    rules.contradicted += usize::from(!consistent);
+                    requests.push(Request {
+                        index: requests.len(),
+                        message_id: m.id.clone(),
+                        message_index: mi,
+                        status: st.status,
+                        time_created: st.time,
+                        time_completed: m.time_completed,
+                        agent: m.agent.clone(),
+                        model: m.model.clone(),
+                        usage: st.usage,
+                        cost: st.cost,
+                        finish: m.finish.clone(),
+                        user_message_id: user.clone(),
+                        synthetic_call: m.summary || m.agent.as_deref() == Some("compaction"),
+                        step: st.step,
+                        prompt,
+                    });
+                }
             }
         }
         for (p, t) in m.tool_parts() {
@@ -64,6 +112,7 @@ pub fn build_trace(
             }
         }
     }
+    rules.report(&mut diagnostics, &dialect);
 
     if requests.is_empty() {
         diagnostics.push(
@@ -75,7 +124,20 @@ pub fn build_trace(
         );
     }
     let compactions = compaction_events(&messages, &requests);
-    let mut children = Vec::new();
+    if dialect.compaction_shape_uncertain() && !compactions.is_empty() {
+        diagnostics.push_n(
+            DiagnosticKind::RuleCompaction,
+            compactions.len(),
+            format!(
+                "OpenCode {}: which compaction request form this release sent is not known (the \
+                 history as one text arrived between 1.18.4 and 1.18.33); its {} compaction \
+                 call(s) are sized as 1.18.3 sent them (the head as messages, tool outputs clipped)",
+                dialect.describe(),
+                compactions.len()
+            ),
+        );
+    }
+    let mut children: Vec<ChildLink> = Vec::new();
     let mut pruned = Vec::new();
     for m in &messages {
         for (p, t) in m.tool_parts() {
@@ -101,7 +163,16 @@ pub fn build_trace(
             }
         }
     }
-    let token_semantics = token_semantics(session.version.as_deref());
+    let provider = requests
+        .iter()
+        .find_map(|r| r.model.as_ref())
+        .map_or("", |m| m.provider_id.as_str());
+    let token_semantics = TokenSemantics {
+        input_may_include_cache: dialect.input_semantics(provider) == InputSemantics::IncludesCache,
+        output_includes_reasoning: dialect
+            .version
+            .is_some_and(|v| v < OUTPUT_EXCLUDES_REASONING_FROM),
+    };
     Trace {
         session,
         messages,
@@ -110,34 +181,136 @@ pub fn build_trace(
         children,
         pruned,
         token_semantics,
+        dialect,
         source,
         diagnostics,
         id_index: Default::default(),
     }
 }
 
-/// Usage of one request: the sum of its step-finish parts, else `message.tokens`.
-fn request_usage(m: &Message) -> (Usage, f64) {
-    let mut usage = Usage::default();
-    let mut cost = 0.0;
-    let mut steps = 0;
-    for p in &m.parts {
-        if let PartKind::StepFinish {
-            tokens, cost: c, ..
-        } = &p.kind
-        {
-            steps += 1;
-            cost += c;
-            if let Some(t) = tokens {
-                usage.add(t);
-            }
+/// From 1.3.16 `output` no longer includes reasoning.
+const OUTPUT_EXCLUDES_REASONING_FROM: (u64, u64, u64) = (1, 3, 16);
+
+/// How often each request rule applied, reported once per session.
+#[derive(Default)]
+struct RuleCounts {
+    /// Assistant messages split into several requests, and the requests that adds.
+    split: usize,
+    extra: usize,
+    /// 0.2–0.7 failed requests that wrote no step-start.
+    failed_before: usize,
+    /// Step requests without recorded usage (0.1.x).
+    without_usage: usize,
+    /// Requests with a cache hit read with input-includes-cache semantics.
+    inclusive: usize,
+    /// Requests whose numbers contradict those semantics.
+    contradicted: usize,
+}
+
+impl RuleCounts {
+    fn report(&self, diags: &mut Diagnostics, dialect: &Dialect) {
+        let v = dialect.describe();
+        let (split, extra) = (self.split, self.extra);
+        diags.push_n(
+            DiagnosticKind::RuleStepRequests,
+            split,
+            format!(
+                "OpenCode {v}: {split} assistant message(s) hold several model requests (one per \
+                 step-start); counted as {extra} more request(s), each with its own step's usage"
+            ),
+        );
+        let n = self.failed_before;
+        diags.push_n(
+            DiagnosticKind::RuleStepRequests,
+            n,
+            format!(
+                "{n} assistant message(s) end in an error after a complete step: one more request \
+                 that failed before it wrote a step-start (no usage)"
+            ),
+        );
+        let n = self.without_usage;
+        diags.push_n(
+            DiagnosticKind::RuleStepUsage,
+            n,
+            format!(
+                "OpenCode {v} stored no usage for {n} step request(s) (only each message's last \
+                 step); the replay sizes them without a recorded prompt"
+            ),
+        );
+        let n = self.inclusive;
+        diags.push_n(
+            DiagnosticKind::RuleTokenSemantics,
+            n,
+            format!(
+                "OpenCode {v} stored tokens.input with the cached part inside: the recorded prompt \
+                 of {n} request(s) with a cache hit is input alone (not input + cache read)"
+            ),
+        );
+        let n = self.contradicted;
+        diags.push_n(
+            DiagnosticKind::RuleTokenSemantics,
+            n,
+            format!(
+                "{n} request(s) have tokens.input below the cache read although OpenCode {v} \
+                 counted the cache inside input; their prompt is input + cache read + cache write"
+            ),
+        );
+    }
+}
+
+/// Shapes only some releases write, for a session without a version.
+fn markers(messages: &[Message]) -> Markers {
+    let mut mk = Markers::default();
+    let by_id: std::collections::HashMap<&str, &Message> =
+        messages.iter().map(|m| (m.id.as_str(), m)).collect();
+    for m in messages {
+        let prefix = format!("{}-p", m.id);
+        mk.v1_messages |= m.parts.iter().any(|p| p.id.starts_with(&prefix));
+        mk.multi_step |= m.is_assistant() && m.step_count() > 1;
+        if let Some(c) = m.compaction_part() {
+            mk.compaction_part = true;
+            mk.tail_start |= c.tail_start_id.is_some();
+        }
+        if m.is_assistant() && m.summary {
+            let parent_compaction = m
+                .parent_id
+                .as_deref()
+                .and_then(|p| by_id.get(p))
+                .is_some_and(|p| p.compaction_part().is_some());
+            mk.summary_message |= !parent_compaction;
         }
     }
-    if steps == 0 {
-        (m.tokens.unwrap_or_default(), m.cost)
-    } else {
-        (usage, cost)
+    mk
+}
+
+/// JSON releases (< 1.2) listed messages by file name, that is by id; the database orders by
+/// `(time.created, id)`. A session read from a database was last read by a release ≥ 1.2.
+fn order_messages(
+    messages: &mut [Message],
+    dialect: &Dialect,
+    source: &SourceKind,
+    diags: &mut Diagnostics,
+) {
+    messages.sort_by(|a, b| (a.time_created, &a.id).cmp(&(b.time_created, &b.id)));
+    if !dialect.orders_by_id() || matches!(source, SourceKind::Database(_)) {
+        return;
     }
+    let by_time: Vec<String> = messages.iter().map(|m| m.id.clone()).collect();
+    messages.sort_by(|a, b| a.id.cmp(&b.id));
+    let moved = messages
+        .iter()
+        .zip(&by_time)
+        .filter(|(m, id)| m.id != **id)
+        .count();
+    diags.push_n(
+        DiagnosticKind::RuleMessageOrder,
+        moved,
+        format!(
+            "OpenCode {} read its JSON storage in id order: {moved} message(s) sit elsewhere than \
+             their time.created would put them (the order OpenCode sent them in is kept)",
+            dialect.describe()
+        ),
+    );
 }
 
 fn request_status(m: &Message) -> RequestStatus {
@@ -175,7 +348,7 @@ fn is_continue_message(m: &Message) -> bool {
         && texts.iter().all(|(_, synthetic, _)| *synthetic)
         && texts
             .iter()
-            .any(|(t, _, cc)| *cc || t.contains(CONTINUE_PREFIX))
+            .any(|(t, _, cc)| *cc || t.contains(CONTINUE_PREFIX) || t.contains(RESUME_PREFIX))
 }
 
 /// Mark each user message Human / Compaction / SyntheticContinue / OverflowReplay (reference §8.9).
@@ -240,8 +413,9 @@ fn compaction_events(messages: &[Message], requests: &[Request]) -> Vec<Compacti
         if compaction.is_none() && !is_old_style_summary {
             continue;
         }
+        // An old-style summary has no compaction message: its parent is the human turn.
         let (summary_idx, user_id) = if is_old_style_summary {
-            (Some(i), m.parent_id.clone().unwrap_or_default())
+            (Some(i), None)
         } else {
             let idx = messages[i + 1..]
                 .iter()
@@ -250,7 +424,7 @@ fn compaction_events(messages: &[Message], requests: &[Request]) -> Vec<Compacti
                         && (a.parent_id.as_deref() == Some(m.id.as_str()) || a.summary)
                 })
                 .map(|p| p + i + 1);
-            (idx, m.id.clone())
+            (idx, Some(m.id.clone()))
         };
         let summary = summary_idx.map(|s| &messages[s]);
         let continuation = summary_idx.and_then(|s| {
@@ -267,6 +441,11 @@ fn compaction_events(messages: &[Message], requests: &[Request]) -> Vec<Compacti
         });
         out.push(CompactionEvent {
             user_message_id: user_id,
+            style: if is_old_style_summary {
+                CompactionStyle::SummaryMessage
+            } else {
+                CompactionStyle::CompactionMessage
+            },
             summary_message_id: summary.map(|s| s.id.clone()),
             summary_request: summary.and_then(|s| req_of(&s.id)),
             auto: compaction.is_some_and(|c| c.auto),
@@ -277,40 +456,4 @@ fn compaction_events(messages: &[Message], requests: &[Request]) -> Vec<Compacti
         });
     }
     out
-}
-
-/// Parse "1.18.33" style versions; unknown versions get today's semantics.
-pub fn token_semantics(version: Option<&str>) -> TokenSemantics {
-    let v = version.and_then(parse_version);
-    TokenSemantics {
-        input_may_include_cache: v.is_some_and(|v| v < (1, 3, 6)),
-        output_includes_reasoning: v.is_some_and(|v| v < (1, 3, 16)),
-    }
-}
-
-fn parse_version(v: &str) -> Option<(u64, u64, u64)> {
-    let mut it = v
-        .trim_start_matches('v')
-        .split(|c: char| !c.is_ascii_digit())
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse::<u64>().ok());
-    Some((
-        it.next()??,
-        it.next().flatten().unwrap_or(0),
-        it.next().flatten().unwrap_or(0),
-    ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn versions_pick_token_semantics() {
-        assert!(token_semantics(Some("1.3.5")).input_may_include_cache);
-        assert!(!token_semantics(Some("1.3.6")).input_may_include_cache);
-        assert!(token_semantics(Some("1.3.15")).output_includes_reasoning);
-        assert!(!token_semantics(Some("1.18.33")).output_includes_reasoning);
-        assert!(!token_semantics(None).input_may_include_cache);
-    }
 }

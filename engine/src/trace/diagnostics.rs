@@ -21,10 +21,44 @@ pub enum DiagnosticKind {
     PartialWrite,
     MergedFromStorage,
     NoRequests,
+    /// Release rules applied where the stored format leaves a choice (each says which rule and
+    /// how often): part ids made for 0.1.x inline parts, one request per step of a multi-step
+    /// message, usage missing for earlier steps, id order of JSON releases, the directory taken
+    /// from `path.cwd`, the token semantics of `tokens.input`, a version inferred from the data,
+    /// an uncertain compaction form.
+    RuleInlinePartIds,
+    RuleStepRequests,
+    RuleStepUsage,
+    RuleMessageOrder,
+    RuleDirectory,
+    RuleTokenSemantics,
+    RuleVersion,
+    RuleCompaction,
+    /// Damaged JSON that was repaired (see [`crate::trace::lenient`]) or read piece by piece.
+    RepairedJson,
+    /// A token count that is not a non-negative integer (a string, negative, null, fractional
+    /// or absurdly large): read as the nearest count and reported.
+    BadTokenCount,
+    /// A database table or page that could not be read (missing, corrupt, unreadable).
+    DatabaseDamage,
     Other,
 }
 
 impl DiagnosticKind {
+    /// A release rule applied (not damage): the data loaded whole, this says how it was read.
+    pub fn is_rule(&self) -> bool {
+        matches!(
+            self,
+            DiagnosticKind::RuleInlinePartIds
+                | DiagnosticKind::RuleStepRequests
+                | DiagnosticKind::RuleStepUsage
+                | DiagnosticKind::RuleMessageOrder
+                | DiagnosticKind::RuleDirectory
+                | DiagnosticKind::RuleTokenSemantics
+                | DiagnosticKind::RuleVersion
+                | DiagnosticKind::RuleCompaction
+        )
+    }
     pub fn as_str(&self) -> &'static str {
         match self {
             DiagnosticKind::CorruptJson => "corrupt_json",
@@ -42,6 +76,17 @@ impl DiagnosticKind {
             DiagnosticKind::PartialWrite => "partial_write",
             DiagnosticKind::MergedFromStorage => "merged_from_storage",
             DiagnosticKind::NoRequests => "no_requests",
+            DiagnosticKind::RuleInlinePartIds => "rule_inline_part_ids",
+            DiagnosticKind::RuleStepRequests => "rule_step_requests",
+            DiagnosticKind::RuleStepUsage => "rule_step_usage",
+            DiagnosticKind::RuleMessageOrder => "rule_message_order",
+            DiagnosticKind::RuleDirectory => "rule_directory",
+            DiagnosticKind::RuleTokenSemantics => "rule_token_semantics",
+            DiagnosticKind::RuleVersion => "rule_version",
+            DiagnosticKind::RuleCompaction => "rule_compaction",
+            DiagnosticKind::RepairedJson => "repaired_json",
+            DiagnosticKind::BadTokenCount => "bad_token_count",
+            DiagnosticKind::DatabaseDamage => "database_damage",
             DiagnosticKind::Other => "other",
         }
     }
@@ -108,6 +153,10 @@ impl Diagnostics {
             .iter()
             .find(|d| d.kind == kind)
             .map_or(0, |d| d.count)
+    }
+    /// Diagnostics that report damage or skipped data (release rules left out).
+    pub fn problems(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.items.iter().filter(|d| !d.kind.is_rule())
     }
     pub fn total(&self) -> usize {
         self.items.iter().map(|d| d.count).sum()

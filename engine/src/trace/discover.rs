@@ -90,7 +90,11 @@ pub fn databases_in(dir: &Path) -> Vec<PathBuf> {
 
 fn data_dir_input(dir: &Path) -> Option<Input> {
     let dbs = databases_in(dir);
-    let trees = Storage::find_in_data_dir(dir);
+    let mut trees = Storage::find_in_data_dir(dir);
+    if dbs.is_empty() && trees.is_empty() {
+        // An OpenCode ≤0.5 `<data>/project` dir: one tree per project slug.
+        trees = Storage::find_in_project_dir(dir);
+    }
     if dbs.is_empty() && trees.is_empty() {
         return None;
     }
@@ -116,6 +120,13 @@ pub fn classify(path: &Path) -> Result<Input, LoadError> {
             return Ok(Input::Storage(tree));
         }
         return Err(LoadError::NoData(path.to_owned()));
+    }
+    if !meta.is_file() {
+        // Checked before anything opens it: a FIFO would block, a device never end.
+        return Err(LoadError::NotAFile {
+            path: path.to_owned(),
+            kind: super::input::file_kind(&meta),
+        });
     }
     let by_name = path
         .extension()

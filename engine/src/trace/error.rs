@@ -21,4 +21,8 @@ pub enum LoadError {
     SessionNotFound { id: String, path: PathBuf },
     #[error("{path} holds no sessions")]
     NoSessions { path: PathBuf },
+    #[error("{path} is {kind}, not a regular file; tierscope reads an opencode.db, an OpenCode data dir or an export file")]
+    NotAFile { path: PathBuf, kind: &'static str },
+    #[error("{path} is {}, more than the {} tierscope reads from one file", super::input::human_size(*size), super::input::human_size(*cap))]
+    TooLarge { path: PathBuf, size: u64, cap: u64 },
 }

@@ -464,12 +464,13 @@ impl Source {
                     .iter()
                     .filter_map(|p| load_export(p).ok())
                     .collect();
-                let mut ids: Vec<String> = e
-                    .main
-                    .children
-                    .iter()
-                    .map(|c| c.session_id.clone())
-                    .collect();
+                // A resumed sub-agent is one session behind several `task` calls.
+                let mut ids: Vec<String> = Vec::new();
+                for c in &e.main.children {
+                    if !ids.contains(&c.session_id) {
+                        ids.push(c.session_id.clone());
+                    }
+                }
                 for k in &kids {
                     if !ids.contains(&k.session.id) && k.session.id != e.main.session.id {
                         ids.push(k.session.id.clone());
@@ -554,11 +555,12 @@ impl Source {
         match &self.inner {
             Inner::Store(store) => store.child_ids(trace),
             Inner::Export(e) => {
-                let mut ids: Vec<String> = trace
-                    .children
-                    .iter()
-                    .map(|c| c.session_id.clone())
-                    .collect();
+                let mut ids: Vec<String> = Vec::new();
+                for c in &trace.children {
+                    if !ids.contains(&c.session_id) {
+                        ids.push(c.session_id.clone());
+                    }
+                }
                 if trace.session.id == e.main.session.id {
                     for p in &e.child_files {
                         if let Ok(k) = load_export(p) {

@@ -6,6 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::diagnostics::Diagnostics;
+use super::dialect::Dialect;
 
 /// Session metadata. Every field but `id` is optional in the sources, so defaults are empty.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -62,12 +63,13 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Sums saturate: a damaged count must not wrap a session's total.
     pub fn add(&mut self, o: &Usage) {
-        self.input += o.input;
-        self.output += o.output;
-        self.reasoning += o.reasoning;
-        self.cache_read += o.cache_read;
-        self.cache_write += o.cache_write;
+        self.input = self.input.saturating_add(o.input);
+        self.output = self.output.saturating_add(o.output);
+        self.reasoning = self.reasoning.saturating_add(o.reasoning);
+        self.cache_read = self.cache_read.saturating_add(o.cache_read);
+        self.cache_write = self.cache_write.saturating_add(o.cache_write);
     }
     pub fn is_zero(&self) -> bool {
         *self == Usage::default()
@@ -103,6 +105,10 @@ pub struct Message {
     pub parts: Vec<Part>,
     /// Set by [`crate::trace::derive`] for user messages.
     pub user_kind: Option<UserKind>,
+    /// Written by OpenCode's experimental v2 agent loop (a `session_message` row): its requests
+    /// have their own system prompt and tools and see only v2 messages.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub v2: bool,
     /// Fields this model does not name, kept as they were.
     #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
     pub extra: serde_json::Map<String, Value>,
@@ -142,6 +148,47 @@ impl Message {
             PartKind::Compaction(c) => Some(c),
             _ => None,
         })
+    }
+    /// Number of `step-start` parts (model calls an assistant message records; 0.x messages
+    /// hold several, later ones one).
+    pub fn step_count(&self) -> usize {
+        self.parts
+            .iter()
+            .filter(|p| matches!(p.kind, PartKind::StepStart { .. }))
+            .count()
+    }
+    /// The step (0-based) each part belongs to: a `step-start` opens the next one; parts before
+    /// the first `step-start` belong to step 0.
+    pub fn part_steps(&self) -> Vec<u32> {
+        let mut out = Vec::with_capacity(self.parts.len());
+        let mut step: Option<u32> = None;
+        for p in &self.parts {
+            if matches!(p.kind, PartKind::StepStart { .. }) {
+                step = Some(step.map_or(0, |s| s + 1));
+            }
+            out.push(step.unwrap_or(0));
+        }
+        out
+    }
+    /// Holds something besides step bookkeeping and reasoning (what OpenCode ≥0.10 asks of an
+    /// aborted message before it sends it again).
+    pub fn has_content(&self) -> bool {
+        self.parts.iter().any(|p| {
+            !matches!(
+                p.kind,
+                PartKind::StepStart { .. }
+                    | PartKind::StepFinish { .. }
+                    | PartKind::Reasoning { .. }
+            )
+        })
+    }
+    /// `path.cwd` of an assistant message (the working directory OpenCode ran in).
+    pub fn cwd(&self) -> Option<&str> {
+        self.extra
+            .get("path")
+            .and_then(|p| p.get("cwd"))
+            .and_then(Value::as_str)
+            .filter(|c| !c.is_empty())
     }
 }
 
@@ -331,19 +378,44 @@ pub struct Request {
     pub user_message_id: Option<String>,
     /// A compaction summary call (not a step of the conversation).
     pub synthetic_call: bool,
+    /// Which step of a multi-step assistant message (OpenCode ≤0.7) this request is; `None` when
+    /// the message is one request.
+    pub step: Option<u32>,
+    /// The prompt the model received by the recorded usage, read by the release's token
+    /// semantics (see [`Request::recorded_prompt`]); 0 where the recording has no usage.
+    pub prompt: u64,
 }
 
 impl Request {
-    /// Recorded prompt size: input + cache read + cache write (MODEL §3.5).
+    /// Recorded prompt size (MODEL §3.5): input + cache read + cache write, or input alone where
+    /// the release stored input with the cache inside (OpenCode < 1.0.62 on OpenAI-style
+    /// providers).
     pub fn recorded_prompt(&self) -> u64 {
-        self.usage.input + self.usage.cache_read + self.usage.cache_write
+        self.prompt
     }
+    /// Position of the request in the conversation: its message and step. Everything before this
+    /// position was the request's context.
+    pub fn position(&self) -> (usize, u32) {
+        (self.message_index, self.step.unwrap_or(0))
+    }
+}
+
+/// How a recorded compaction was stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionStyle {
+    /// OpenCode ≥1.0.69: a user message with a `compaction` part, then the summary.
+    CompactionMessage,
+    /// OpenCode ≤1.0.68: only a `summary: true` assistant; the conversation continues after it.
+    SummaryMessage,
 }
 
 /// One recorded compaction: the compaction user message, the summary call, and what followed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CompactionEvent {
-    pub user_message_id: String,
+    /// The compaction user message (none for [`CompactionStyle::SummaryMessage`]).
+    pub user_message_id: Option<String>,
+    pub style: CompactionStyle,
     pub summary_message_id: Option<String>,
     /// Request index of the summary call.
     pub summary_request: Option<usize>,
@@ -404,6 +476,8 @@ pub struct Trace {
     pub children: Vec<ChildLink>,
     pub pruned: Vec<PrunedOutput>,
     pub token_semantics: TokenSemantics,
+    /// The release rules the trace was read with.
+    pub dialect: Dialect,
     pub source: SourceKind,
     pub diagnostics: Diagnostics,
     /// Message id → index, built on first lookup (traces reach 100k+ messages).
@@ -443,13 +517,35 @@ impl Trace {
     /// Message indices of a compaction's own messages: the compaction user message and, once it
     /// exists, the summary.
     pub fn compaction_message_indices(&self, c: &CompactionEvent) -> Vec<usize> {
-        let mut ms: Vec<usize> = self.message_index(&c.user_message_id).into_iter().collect();
+        let mut ms: Vec<usize> = c
+            .user_message_id
+            .as_deref()
+            .and_then(|id| self.message_index(id))
+            .into_iter()
+            .collect();
         ms.extend(
             c.summary_message_id
                 .as_deref()
                 .and_then(|id| self.message_index(id)),
         );
         ms
+    }
+    /// Whether the model saw a compaction's kept tail as the messages themselves (v1) rather than
+    /// inside the summary (the v2 loop serializes it into its checkpoint message).
+    pub fn tail_as_messages(&self, c: &CompactionEvent) -> bool {
+        !c.user_message_id
+            .as_deref()
+            .and_then(|id| self.message(id))
+            .is_some_and(|m| m.v2)
+    }
+    /// Where the model's view of the conversation can start for a request at message `mi`: a
+    /// request of OpenCode's v2 loop sees only v2 messages (a v2 prompt on a v1 session starts
+    /// from an empty history), so its view starts at the session's first v2 message.
+    pub fn context_start(&self, mi: usize) -> usize {
+        if !self.messages.get(mi).is_some_and(|m| m.v2) {
+            return 0;
+        }
+        self.messages.iter().position(|m| m.v2).unwrap_or(0)
     }
     /// Messages that are human turns (MODEL §1).
     pub fn human_turns(&self) -> impl Iterator<Item = &Message> {

@@ -41,15 +41,58 @@ fn short(v: &Value) -> String {
     crate::text::clip_chars(&t, 160)
 }
 
-/// `{input, output, reasoning, cache: {read, write}}` → [`Usage`].
-pub fn parse_usage(v: &Value) -> Usage {
+/// The largest token count believed: no model reads a trillion tokens in one request, and
+/// capping here keeps every sum over a session far from `u64` overflow.
+pub const MAX_TOKEN_COUNT: u64 = 1_000_000_000_000;
+
+/// One token count of `v[key]`. A missing key is 0 (older versions omit `reasoning`); anything
+/// but a non-negative integer is read as the nearest count — a numeric string as its number,
+/// a fraction rounded down, a negative number, `null` or another type as 0, a count above
+/// [`MAX_TOKEN_COUNT`] as that — with a `bad_token_count` diagnostic naming `what` and the key.
+fn token_count(v: &Value, key: &str, what: &str, diags: &mut Diagnostics) -> u64 {
+    let Some(x) = v.get(key) else {
+        return 0;
+    };
+    let saturated = |n: u64| n.min(MAX_TOKEN_COUNT);
+    let (n, problem) = match x {
+        Value::Number(num) => match (num.as_u64(), num.as_i64(), num.as_f64()) {
+            (Some(n), _, _) if n <= MAX_TOKEN_COUNT => return n,
+            (Some(n), _, _) => (saturated(n), "out of range"),
+            (None, Some(_), _) => (0, "negative"),
+            (_, _, Some(f)) if f < 0.0 => (0, "negative"),
+            (_, _, Some(f)) if f > MAX_TOKEN_COUNT as f64 => (MAX_TOKEN_COUNT, "out of range"),
+            (_, _, Some(f)) if f.fract() == 0.0 => return f as u64,
+            (_, _, Some(f)) => (f as u64, "not a whole number"),
+            _ => (0, "not a number"),
+        },
+        Value::String(t) => match t.trim().parse::<u64>() {
+            Ok(n) => (saturated(n), "a string"),
+            Err(_) => (0, "a string that is not a count"),
+        },
+        Value::Null => (0, "null"),
+        _ => (0, "not a number"),
+    };
+    diags.push(
+        DiagnosticKind::BadTokenCount,
+        format!(
+            "{what}: token count {key} = {} is {problem}; read as {n}",
+            crate::text::clip_chars(&x.to_string(), 40)
+        ),
+    );
+    n
+}
+
+/// `{input, output, reasoning, cache: {read, write}}` → [`Usage`]; `what` names the message or
+/// part in diagnostics (see [`token_count`]).
+pub fn parse_usage(v: &Value, what: &str, diags: &mut Diagnostics) -> Usage {
     let cache = v.get("cache").cloned().unwrap_or(Value::Null);
+    let what_cache = format!("{what} (cache)");
     Usage {
-        input: u(v, "input"),
-        output: u(v, "output"),
-        reasoning: u(v, "reasoning"),
-        cache_read: u(&cache, "read"),
-        cache_write: u(&cache, "write"),
+        input: token_count(v, "input", what, diags),
+        output: token_count(v, "output", what, diags),
+        reasoning: token_count(v, "reasoning", what, diags),
+        cache_read: token_count(&cache, "read", &what_cache, diags),
+        cache_write: token_count(&cache, "write", &what_cache, diags),
     }
 }
 
@@ -99,6 +142,52 @@ const MESSAGE_KEYS: &[&str] = &[
     "tokens",
     "cost",
 ];
+
+/// A stored message object with the parts it carries inline: the 0.1.x "v1" format (`metadata`
+/// and inline parts without ids, rewritten by [`crate::trace::opencode::message_v1`]) or a
+/// MessageV2 object (whose parts live elsewhere; an inline `parts` array is read too).
+pub fn parse_message_with_inline_parts(v: &Value, diags: &mut Diagnostics) -> Option<Message> {
+    use crate::trace::opencode::message_v1;
+    if message_v1::is_v1(v) {
+        let (info, parts) = message_v1::to_v2(v);
+        let mut m = parse_message(&info, diags)?;
+        let made = parts
+            .iter()
+            .filter(|p| {
+                p.get("id")
+                    .and_then(Value::as_str)
+                    .is_some_and(|i| i.starts_with(&format!("{}-p", m.id)))
+            })
+            .count();
+        diags.push_n(
+            DiagnosticKind::RuleInlinePartIds,
+            made,
+            format!(
+                "message {}: OpenCode 0.1.x stored its parts inline without ids; ids made from the \
+                 message id and position ({}-p0000…)",
+                m.id, m.id
+            ),
+        );
+        for p in &parts {
+            if let Some(p) = parse_part(p, &m.id, diags) {
+                m.parts.push(p);
+            }
+        }
+        return Some(m);
+    }
+    let mut m = parse_message(v, diags)?;
+    for p in v
+        .get("parts")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(p) = parse_part(p, &m.id, diags) {
+            m.parts.push(p);
+        }
+    }
+    Some(m)
+}
 
 /// A message without its parts. `None` (and a diagnostic) when id or role is missing.
 pub fn parse_message(v: &Value, diags: &mut Diagnostics) -> Option<Message> {
@@ -159,10 +248,14 @@ pub fn parse_message(v: &Value, diags: &mut Diagnostics) -> Option<Message> {
         finish: s(v, "finish"),
         error,
         summary,
-        tokens: v.get("tokens").filter(|t| t.is_object()).map(parse_usage),
+        tokens: v
+            .get("tokens")
+            .filter(|t| t.is_object())
+            .map(|t| parse_usage(t, &format!("message {id}"), diags)),
         cost: f(v, "cost"),
         parts: Vec::new(),
         user_kind: None,
+        v2: false,
         extra,
         id,
     })
@@ -285,7 +378,10 @@ pub fn parse_part(v: &Value, message_id: &str, diags: &mut Diagnostics) -> Optio
         "step-finish" => PartKind::StepFinish {
             reason: s(v, "reason"),
             cost: f(v, "cost"),
-            tokens: v.get("tokens").filter(|t| t.is_object()).map(parse_usage),
+            tokens: v
+                .get("tokens")
+                .filter(|t| t.is_object())
+                .map(|t| parse_usage(t, &format!("part {id}"), diags)),
         },
         "snapshot" => PartKind::Snapshot {
             snapshot: s(v, "snapshot").unwrap_or_default(),

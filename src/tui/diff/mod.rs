@@ -5,21 +5,21 @@
 //! on the worker thread, latest wins.
 //!
 //! Self-contained: its state hangs off [`State::diff`], its keys are the `Diff*` modes of the
-//! keymap, its work is [`DiffJob`] (run by [`work::run`]) and its results come back as
+//! keymap, its work is [`DiffJob`] (run by [`job::run`]) and its results come back as
 //! [`DiffMsg`]. Diff mode works on copies of the policies: closing it leaves the main screen's
 //! policy as it was. It has its own request cursor, starting at the main one.
 
-pub mod model;
+pub mod job;
 pub mod view;
-pub mod work;
+pub mod view_model;
 
 use std::sync::Arc;
 
-use crate::tui::app::{Effect, Level, State};
+use crate::tui::app::{Effect, HelpView, JobKey, Level, Overlay, State};
 use crate::tui::keymap::{Action, Mode};
-use model::DiffModel;
 use tierscope_engine::compare::ContextDiff;
 use tierscope_engine::policy::Policy;
+use view_model::DiffModel;
 
 /// A side of the comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,29 +56,6 @@ pub struct Choice {
 pub struct KnobEdit {
     pub side: Side,
     pub selected: usize,
-}
-
-/// The policy before the last run of knob edits on the main screen, for "compare with before".
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Memo {
-    /// The policy as it was before the last run of edits.
-    pub before: Option<Policy>,
-    /// An edit run is under way (it ends when the knobs panel is opened again).
-    editing: bool,
-}
-
-impl Memo {
-    /// The knobs panel opened: the next edit starts a new run.
-    pub fn panel_opened(&mut self) {
-        self.editing = false;
-    }
-    /// A knob is about to change from `old`.
-    pub fn knob_changing(&mut self, old: &Policy) {
-        if !self.editing {
-            self.before = Some(old.clone());
-            self.editing = true;
-        }
-    }
 }
 
 pub struct DiffState {
@@ -158,10 +135,10 @@ pub enum DiffJob {
 
 impl DiffJob {
     /// Latest wins per key.
-    pub fn job_key(&self) -> &'static str {
+    pub fn job_key(&self) -> JobKey {
         match self {
-            DiffJob::Replay { .. } => "diff-replay",
-            DiffJob::Context { .. } => "diff-context",
+            DiffJob::Replay { .. } => JobKey::DiffReplay,
+            DiffJob::Context { .. } => JobKey::DiffContext,
         }
     }
     /// The answer when the job failed (e.g. panicked) with `e`.
@@ -194,20 +171,17 @@ pub enum DiffMsg {
     },
 }
 
-fn flash(state: &mut State, text: impl Into<String>, level: Level) {
-    state.flash = Some((text.into(), level));
-}
-
 /// The list B is chosen from: the policy before the last knob edits (when it differs from the
 /// current one), then every built-in.
 pub fn choices(state: &State) -> Vec<Choice> {
     let mut out = Vec::new();
-    if let Some(before) = &state.diff_memo.before {
-        if before.name != state.policy.name || before.knobs != state.policy.knobs {
+    let current = &state.schedule.policy;
+    if let Some(before) = &state.knobs.memo.before {
+        if before.name != current.name || before.knobs != current.knobs {
             let changed: Vec<String> = before
                 .knobs
                 .iter()
-                .filter(|(k, v)| state.policy.knobs.get(*k) != Some(*v))
+                .filter(|(k, v)| current.knobs.get(*k) != Some(*v))
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect();
             out.push(Choice {
@@ -236,11 +210,11 @@ pub fn choices(state: &State) -> Vec<Choice> {
 /// `d` on the main screen: open the list to choose B.
 pub fn open(state: &mut State) {
     if state.session.is_none() {
-        flash(state, "no session loaded", Level::Info);
+        state.flash("no session loaded", Level::Info);
         return;
     }
     if state.requests() == 0 {
-        flash(state, "no requests yet: nothing to compare", Level::Info);
+        state.flash("no requests yet: nothing to compare", Level::Info);
         return;
     }
     let list = choices(state);
@@ -249,7 +223,7 @@ pub fn open(state: &mut State) {
         .iter()
         .position(|c| c.label.ends_with("before the last edits"))
         .or_else(|| {
-            let want = if state.policy.name == "age" {
+            let want = if state.schedule.policy.name == "age" {
                 "retention"
             } else {
                 "age"
@@ -258,11 +232,11 @@ pub fn open(state: &mut State) {
         })
         .unwrap_or(0);
     state.diff = Some(Box::new(DiffState {
-        a: state.policy.clone(),
-        b: state.policy.clone(),
-        budget: state.budget,
-        cursor: state.cursor,
-        selected: state.selected,
+        a: state.schedule.policy.clone(),
+        b: state.schedule.policy.clone(),
+        budget: state.schedule.budget,
+        cursor: state.main.cursor,
+        selected: state.main.selected,
         gen: 0,
         pending: false,
         model: None,
@@ -345,7 +319,7 @@ pub fn on_msg(state: &mut State, msg: DiffMsg, fx: &mut Vec<Effect>) {
                 }
                 Err(e) => {
                     d.error = Some(e.clone());
-                    flash(state, format!("diff failed: {e}"), Level::Error);
+                    state.flash(format!("diff failed: {e}"), Level::Error);
                 }
             }
         }
@@ -361,7 +335,7 @@ pub fn on_msg(state: &mut State, msg: DiffMsg, fx: &mut Vec<Effect>) {
                     d.hunk = c.hunks.first().map(|_| 0);
                     d.context = Some(c);
                 }
-                Err(e) => flash(state, format!("context diff failed: {e}"), Level::Error),
+                Err(e) => state.flash(format!("context diff failed: {e}"), Level::Error),
             }
         }
     }
@@ -430,7 +404,7 @@ fn on_pick(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
 }
 
 fn on_diff(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
-    let height = usize::from(state.height);
+    let page = state.geometry.diff_context;
     let Some(d) = state.diff.as_deref_mut() else {
         return;
     };
@@ -441,10 +415,7 @@ fn on_diff(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
             state.diff = None;
         }
         Action::ForceQuit => state.quit = true,
-        Action::Help => {
-            let scroll = crate::tui::ui::help::scroll_to(state, Mode::Diff);
-            state.overlay = crate::tui::app::Overlay::Help { scroll };
-        }
+        Action::Help => state.overlay = Overlay::Help(HelpView::at(Mode::Diff)),
         Action::StepNext => move_cursor(d, c + 1, fx),
         Action::StepPrev => move_cursor(d, c.saturating_sub(1), fx),
         Action::StepNextFast => move_cursor(d, c + 10, fx),
@@ -467,33 +438,21 @@ fn on_diff(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
                 Some(r) => move_cursor(d, r, fx),
                 None => {
                     let what = if fwd { "ahead" } else { "before" };
-                    flash(
-                        state,
-                        format!("no difference between A and B {what}"),
-                        Level::Info,
-                    )
+                    state.flash(format!("no difference between A and B {what}"), Level::Info)
                 }
             }
         }
         Action::SelectDown => d.selected = (d.selected + 1).min(d.episodes().saturating_sub(1)),
         Action::SelectUp => d.selected = d.selected.saturating_sub(1),
         Action::ScrollDown | Action::ScrollUp => {
-            let page = (height / 4).max(1);
-            let rows = d.context.as_ref().map_or(0, |c| c.rows.len());
-            d.context_scroll = if a == Action::ScrollDown {
-                (d.context_scroll + page).min(rows.saturating_sub(1))
-            } else {
-                d.context_scroll.saturating_sub(page)
-            };
+            let by = page.half_page();
+            let by = if a == Action::ScrollDown { by } else { -by };
+            d.context_scroll = page.moved(d.context_scroll.min(page.max), by);
         }
         Action::NextHunk | Action::PrevHunk => {
             let Some(ctx) = d.context.clone() else { return };
             if ctx.hunks.is_empty() {
-                flash(
-                    state,
-                    "the rendered contexts are identical here",
-                    Level::Info,
-                );
+                state.flash("the rendered contexts are identical here", Level::Info);
                 return;
             }
             let n = ctx.hunks.len();
@@ -592,7 +551,7 @@ fn on_knobs(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
         _ => Ok(()),
     };
     if let Err(e) = res {
-        flash(state, e, Level::Warn);
+        state.flash(e, Level::Warn);
     }
 }
 
@@ -617,7 +576,7 @@ fn step(d: &mut DiffState, k: KnobEdit, steps: f64, fx: &mut Vec<Effect>) -> Res
         if b == 0 {
             return Ok(());
         }
-        d.budget = Some(crate::tui::model::stepped_budget(b, steps));
+        d.budget = Some(crate::tui::knobs::stepped_budget(b, steps));
         request_replay(d, fx);
         return Ok(());
     }
@@ -625,7 +584,7 @@ fn step(d: &mut DiffState, k: KnobEdit, steps: f64, fx: &mut Vec<Effect>) -> Res
     let Some(spec) = p.specs.get(k.selected - 1).cloned() else {
         return Ok(());
     };
-    let Some(text) = crate::tui::model::stepped_knob(&spec, p.knobs.get(&spec.name), steps) else {
+    let Some(text) = crate::tui::knobs::stepped_knob(&spec, p.knobs.get(&spec.name), steps) else {
         return Ok(());
     };
     let np = p

@@ -10,11 +10,12 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Chart, Clear, Dataset, GraphType, Paragraph};
 use ratatui::Frame;
 
-use super::model::DiffModel;
+use super::view_model::DiffModel;
 use super::{DiffState, Side};
 use crate::tui::app::State;
+use crate::tui::geometry::Scroll;
 use crate::tui::theme::Theme;
-use crate::tui::ui::{centered, pane_block, rule_block, thousands};
+use crate::tui::ui::{centered, hidden_rows, pane_block, rule_block, scrollbar, thousands};
 use crate::tui::widgets::Viewport;
 use tierscope_engine::compare::context::{RowKind, SideLine};
 use tierscope_engine::compare::delta::{signed, signed_f};
@@ -35,7 +36,13 @@ pub struct DiffRects {
 /// Lays the screen out: small terminals get a shorter heatmap and chart, never a missing pane.
 pub fn rects(area: Rect, episodes: usize) -> DiffRects {
     let tall = area.height >= 36;
-    let heat_rows = episodes.clamp(1, if tall { 8 } else { 4 }) as u16 + 1;
+    // Tall terminals give the disagreements more rows (the context keeps at least 15).
+    let cap = if tall {
+        usize::from(area.height.saturating_sub(28)).clamp(8, 16)
+    } else {
+        4
+    };
+    let heat_rows = episodes.clamp(1, cap) as u16 + 1;
     let chart_h = if tall { 8 } else { 5 };
     let [header, heat, chart, deltas, bottom, status] = Layout::vertical([
         Constraint::Length(1),
@@ -68,11 +75,12 @@ fn side_style(t: &Theme, s: Side) -> Style {
     }
 }
 
-/// Draws diff mode over the whole area.
-pub fn render(state: &State, d: &DiffState, f: &mut Frame, area: Rect) {
+/// Draws diff mode over the whole area; reports the context diff's scroll limits.
+pub fn render(state: &State, d: &DiffState, f: &mut Frame, area: Rect) -> Scroll {
     let t = &state.theme;
     let episodes = d.model.as_ref().map_or(1, |m| m.episodes.len());
     let r = rects(area, episodes);
+    let mut scroll = Scroll::default();
     header(state, d, f, r.header);
     match &d.model {
         Some(m) => {
@@ -80,7 +88,7 @@ pub fn render(state: &State, d: &DiffState, f: &mut Frame, area: Rect) {
             chart(t, d, m, f, r.chart);
             deltas(t, d, m, f, r.deltas);
             tiers(state, d, m, f, r.tiers);
-            context(t, d, f, r.context);
+            scroll = context(t, d, f, r.context);
         }
         None => {
             let what = match (&d.error, d.pending) {
@@ -105,8 +113,10 @@ pub fn render(state: &State, d: &DiffState, f: &mut Frame, area: Rect) {
         picker(t, list, *sel, f, area);
     }
     if let Some(k) = d.knobs {
-        knobs(t, d, k.side, k.selected, f, area, r.tiers.y);
+        let rect = knobs_rect(d.policy(k.side), area, r.tiers.y);
+        knobs(t, d, k, f, rect);
     }
+    scroll
 }
 
 fn header(state: &State, d: &DiffState, f: &mut Frame, area: Rect) {
@@ -116,8 +126,8 @@ fn header(state: &State, d: &DiffState, f: &mut Frame, area: Rect) {
         Some(m) => (m.a_label.clone(), m.b_label.clone()),
         None if d.picker.is_some() => (d.a.name.clone(), "?".to_owned()),
         None => (
-            super::model::side_label(&d.a, &d.b),
-            super::model::side_label(&d.b, &d.a),
+            super::view_model::side_label(&d.a, &d.b),
+            super::view_model::side_label(&d.b, &d.a),
         ),
     };
     let hs = |s: Side| {
@@ -191,7 +201,24 @@ fn heatmap(state: &State, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rec
             " below floor ─ same "
         }),
     ]);
-    let block = rule_block(title, false, t);
+    let rows = usize::from(area.height.saturating_sub(1));
+    let n = m.episodes.len();
+    let first = d.selected.saturating_sub(rows.saturating_sub(1));
+    // The rows out of view, as on the main screen.
+    let more = if n > rows && rows > 0 {
+        let mut v = format!(" episodes {first}–{} of {n}", (first + rows).min(n) - 1);
+        if first > 0 {
+            v.push_str(&format!(" ▲{first}"));
+        }
+        if first + rows < n {
+            v.push_str(&format!(" ▼{}", n - first - rows));
+        }
+        v + " "
+    } else {
+        String::new()
+    };
+    let block =
+        rule_block(title, false, t).title(Line::from(Span::styled(more, t.warn)).right_aligned());
     let inner = block.inner(area);
     f.render_widget(block, area);
     let cols_w = usize::from(inner.width.saturating_sub(LABEL_W));
@@ -199,39 +226,28 @@ fn heatmap(state: &State, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rec
         return;
     }
     let vp = viewport(m.requests, cols_w, d.cursor);
-    let rows = usize::from(inner.height);
-    let first = d.selected.saturating_sub(rows.saturating_sub(1));
+    let cursor_cells = vp.cells_of(d.cursor);
     let buf = f.buffer_mut();
     for (vis, e) in (first..m.episodes.len()).take(rows).enumerate() {
         let y = inner.y + vis as u16;
         let (id, _) = &m.episodes[e];
         let ls = if e == d.selected { t.selection } else { t.dim };
         buf.set_stringn(inner.x, y, format!("{id:<5} "), usize::from(LABEL_W), ls);
-        for col in 0..vp.used_cols() {
-            let range = vp.range(col);
-            let (glyph, mut st) = bucket(t, m, e, range.clone());
-            if range.contains(&d.cursor) {
+        // Every cell of a request carries its mark: the mark is the information.
+        for x in 0..vp.used_cells() {
+            let (glyph, mut st) = bucket(t, m, e, vp.range(x));
+            if cursor_cells.as_ref().is_some_and(|c| c.contains(&x)) {
                 st = st.patch(t.cursor);
             }
-            for w in 0..vp.col_w {
-                let x = inner.x + LABEL_W + (col * vp.col_w + w) as u16;
-                buf.set_string(x, y, if w == 0 { glyph } else { " " }, st);
-            }
+            buf.set_string(inner.x + LABEL_W + x as u16, y, glyph, st);
         }
     }
 }
 
-/// Requests per column and cells per column so that the whole trace fits, following the cursor.
+/// The whole trace over `width` cells (following the cursor if it ever does not fit).
 fn viewport(total: usize, width: usize, cursor: usize) -> Viewport {
-    let (per_col, col_w) = Viewport::fit(total, width);
-    let cols = width / col_w.max(1);
-    Viewport {
-        first: Viewport::follow(0, per_col, cols, total, cursor),
-        per_col,
-        col_w,
-        cols,
-        total,
-    }
+    let vp = Viewport::new(0, None, width, total);
+    Viewport::new(vp.follow(cursor), None, width, total)
 }
 
 /// The glyph of one heatmap column: the strongest disagreement among its requests.
@@ -284,21 +300,11 @@ fn chart(t: &Theme, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rect) {
         v.iter().enumerate().map(|(i, p)| (i as f64, *p)).collect()
     };
     let (pa, pb) = (pts(&m.pressure_a), pts(&m.pressure_b));
-    let y_max = m
-        .pressure_a
-        .iter()
-        .chain(&m.pressure_b)
-        .fold(1.0f64, |acc, v| acc.max(*v))
-        * 1.05;
+    let (y_lo, y_hi) = pressure_range(&m.pressure_a, &m.pressure_b);
     let x_max = (n - 1).max(1) as f64;
     let budget = [(0.0, 1.0), (x_max, 1.0)];
-    let cur = [(d.cursor as f64, 0.0), (d.cursor as f64, y_max)];
-    let sets = vec![
-        Dataset::default()
-            .marker(Marker::Braille)
-            .graph_type(GraphType::Line)
-            .style(t.line_budget)
-            .data(&budget),
+    let cur = [(d.cursor as f64, y_lo), (d.cursor as f64, y_hi)];
+    let mut sets = vec![
         Dataset::default()
             .marker(Marker::Braille)
             .graph_type(GraphType::Line)
@@ -315,34 +321,73 @@ fn chart(t: &Theme, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rect) {
             .style(side_style(t, Side::B))
             .data(&pb),
     ];
+    if (y_lo..=y_hi).contains(&1.0) {
+        sets.insert(
+            0,
+            Dataset::default()
+                .marker(Marker::Braille)
+                .graph_type(GraphType::Line)
+                .style(t.line_budget)
+                .data(&budget),
+        );
+    }
+    let pct = |v: f64| Span::styled(format!("{:.0}%", v * 100.0), t.dim);
     let chart = Chart::new(sets)
         .block(rule_block(title, false, t))
         .style(t.base)
         .x_axis(Axis::default().bounds([0.0, x_max]).style(t.dim))
-        .y_axis(Axis::default().bounds([0.0, y_max]).style(t.dim).labels([
-            Span::styled("0", t.dim),
-            Span::styled(format!("{y_max:.1}"), t.dim),
+        .y_axis(Axis::default().bounds([y_lo, y_hi]).style(t.dim).labels([
+            pct(y_lo),
+            pct((y_lo + y_hi) / 2.0),
+            pct(y_hi),
         ]));
     f.render_widget(chart, area);
+}
+
+/// The pressure range the diff chart shows: both curves with a margin, the budget line (1.0)
+/// taken in when the curves come near it (within half their range).
+pub fn pressure_range(a: &[f64], b: &[f64]) -> (f64, f64) {
+    let vals = a.iter().chain(b).copied().filter(|v| v.is_finite());
+    let (lo, hi) = vals.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| {
+        (l.min(v), h.max(v))
+    });
+    if lo > hi {
+        return (0.0, 1.0);
+    }
+    let pad = ((hi - lo) * 0.1).max(0.01);
+    let (mut lo, mut hi) = ((lo - pad).max(0.0), hi + pad);
+    let near = (hi - lo) / 2.0;
+    if hi < 1.0 && 1.0 - hi <= near {
+        hi = 1.02;
+    }
+    if lo > 1.0 && lo - 1.0 <= near {
+        lo = 0.98;
+    }
+    (lo, hi)
 }
 
 fn deltas(t: &Theme, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rect) {
     let mut lines = Vec::new();
     // Only what differs: a strip of zeros would hide the numbers that matter.
+    // Each item shown whole or not at all (a number cut in half misleads).
     let item = |name: &str, v: String| -> Vec<Span<'static>> {
         if v == "·" || v == "·%" {
             return Vec::new();
         }
         vec![
-            Span::styled(format!(" {name} "), t.dim),
+            Span::styled(format!("{name} "), t.dim),
             Span::styled(v, t.base),
         ]
     };
+    let width = usize::from(area.width);
+    let fit = |groups: Vec<Vec<Span<'static>>>| {
+        Line::from(crate::tui::ui::fit_groups(groups, Span::raw(" "), width))
+    };
     if let Some(fr) = m.frames.get(d.cursor) {
         let x = &fr.delta;
-        let mut spans = vec![Span::styled(format!(" r{} B−A", fr.request), t.key)];
+        let mut spans = vec![vec![Span::styled(format!(" r{} B−A", fr.request), t.key)]];
         if fr.same {
-            spans.push(Span::styled(" no difference at this request", t.dim));
+            spans.push(vec![Span::styled("no difference at this request", t.dim)]);
         } else {
             // Violations first: on a narrow terminal the end of the strip is cut.
             for (n, v) in [
@@ -359,14 +404,14 @@ fn deltas(t: &Theme, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rect) {
                 ("thrash", signed(x.thrash)),
                 ("probes ok", signed(x.probes_ok)),
             ] {
-                spans.extend(item(n, v));
+                spans.push(item(n, v));
             }
         }
-        lines.push(Line::from(spans));
+        lines.push(fit(spans));
     }
     if let Some(s) = &m.summary {
         let x = &s.delta;
-        let mut spans = vec![Span::styled(" session B−A", t.key)];
+        let mut spans = vec![vec![Span::styled(" session B−A", t.key)]];
         for (n, v) in [
             ("floor-viol", signed(x.floor_violations)),
             ("pin-viol", signed(x.pin_violations)),
@@ -377,12 +422,12 @@ fn deltas(t: &Theme, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rect) {
             ("thrash", signed(x.thrash)),
             ("holds", signed(x.holds)),
         ] {
-            spans.extend(item(n, v));
+            spans.push(item(n, v));
         }
         if let Some(p) = x.probe_survival {
-            spans.extend(item("survival", signed_f(p * 100.0, 1) + "%"));
+            spans.push(item("survival", signed_f(p * 100.0, 1) + "%"));
         }
-        lines.push(Line::from(spans));
+        lines.push(fit(spans));
     }
     f.render_widget(Paragraph::new(lines).style(t.base), area);
 }
@@ -417,8 +462,8 @@ fn tiers(state: &State, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rect)
     for e in (first..m.episodes.len()).take(rows) {
         let (id, floor) = &m.episodes[e];
         let c = d.cursor;
-        let active =
-            m.tiers_a.get(e, c) & crate::tui::model::cell::STATE == crate::tui::model::cell::ACTIVE;
+        let active = m.tiers_a.get(e, c) & crate::tui::view_model::cell::STATE
+            == crate::tui::view_model::cell::ACTIVE;
         let (ta, tb) = (m.tiers_a.tier(e, c), m.tiers_b.tier(e, c));
         let below = |x: Option<Tier>| x.is_some_and(|x| x.depth() > floor.depth());
         let st = |x: Option<Tier>| match x {
@@ -452,7 +497,7 @@ fn tiers(state: &State, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rect)
     f.render_widget(Paragraph::new(lines).style(t.base), inner);
 }
 
-fn context(t: &Theme, d: &DiffState, f: &mut Frame, area: Rect) {
+fn context(t: &Theme, d: &DiffState, f: &mut Frame, area: Rect) -> Scroll {
     let title = match &d.context {
         Some(c) if c.request == d.cursor => {
             let hunk = match (d.hunk, c.hunks.len()) {
@@ -470,12 +515,20 @@ fn context(t: &Theme, d: &DiffState, f: &mut Frame, area: Rect) {
         _ if d.context_pending => format!(" context at r{}: rendering A and B… ", d.cursor),
         _ => " context ".to_owned(),
     };
-    let block = pane_block(title, false, t);
+    let page = usize::from(area.height.saturating_sub(2));
+    let rows = d.context.as_ref().map_or(0, |c| c.rows.len());
+    let scroll = Scroll::of(rows, page);
+    let top = d.context_scroll.min(scroll.max);
+    let block = pane_block(title, false, t)
+        .title_bottom(Line::from(Span::styled(hidden_rows(top, scroll), t.dim)).right_aligned());
     let inner = block.inner(area);
     f.render_widget(block, area);
-    let Some(c) = &d.context else { return };
+    scrollbar(f, area, top, scroll, t);
+    let Some(c) = &d.context else {
+        return scroll;
+    };
     if inner.width < 10 || inner.height == 0 {
-        return;
+        return scroll;
     }
     let half = (inner.width - 1) / 2;
     let (left, right) = (
@@ -491,7 +544,7 @@ fn context(t: &Theme, d: &DiffState, f: &mut Frame, area: Rect) {
     for (vis, row) in c
         .rows
         .iter()
-        .skip(d.context_scroll)
+        .skip(top)
         .take(usize::from(inner.height))
         .enumerate()
     {
@@ -512,6 +565,7 @@ fn context(t: &Theme, d: &DiffState, f: &mut Frame, area: Rect) {
         side_line(buf, left, y, row.a.as_ref(), mark(row.kind, Side::A), sa);
         side_line(buf, right, y, row.b.as_ref(), mark(row.kind, Side::B), sb);
     }
+    scroll
 }
 
 /// One side of a row: gutter with the line number and mark, then the text, emphasised words
@@ -608,27 +662,25 @@ fn picker(t: &Theme, list: &[super::Choice], sel: usize, f: &mut Frame, area: Re
     f.render_widget(Paragraph::new(lines).style(t.base), inner);
 }
 
-fn knobs(
-    t: &Theme,
-    d: &DiffState,
-    side: Side,
-    selected: usize,
-    f: &mut Frame,
-    area: Rect,
-    top: u16,
-) {
-    let p = d.policy(side);
-    let other = d.policy(side.other());
+/// The knobs panel's rectangle: over the bottom of the screen from `top`, left-aligned.
+fn knobs_rect(p: &tierscope_engine::policy::Policy, area: Rect, top: u16) -> Rect {
     let rows = 1 + p.specs.len();
     let h = (rows as u16 + 2)
         .min(area.height.saturating_sub(top))
         .max(3);
-    let rect = Rect::new(
+    Rect::new(
         area.x,
         top.min(area.bottom().saturating_sub(h)),
         area.width.min(64),
         h,
-    );
+    )
+}
+
+fn knobs(t: &Theme, d: &DiffState, k: super::KnobEdit, f: &mut Frame, rect: Rect) {
+    let (side, selected) = (k.side, k.selected);
+    let p = d.policy(side);
+    let other = d.policy(side.other());
+    let rows = 1 + p.specs.len();
     f.render_widget(Clear, rect);
     let state = if d.pending {
         "replaying…"
@@ -652,9 +704,9 @@ fn knobs(
             ("budget (both)".to_owned(), thousands(b), false)
         } else {
             let spec = &p.specs[row - 1];
-            let v = crate::tui::model::knob_value(p, spec);
+            let v = crate::tui::knobs::knob_value(p, spec);
             let shown = match &v {
-                KnobValue::Num(n) => crate::tui::model::fmt_knob(*n, spec.integer),
+                KnobValue::Num(n) => crate::tui::knobs::fmt_knob(*n, spec.integer),
                 other => other.to_string(),
             };
             // Only knobs both sides have can differ (each kind has its own knobs).
@@ -683,8 +735,29 @@ fn knobs(
 
 fn other_value(p: &tierscope_engine::policy::Policy, name: &str) -> String {
     match (p.knobs.get(name), p.spec(name)) {
-        (Some(KnobValue::Num(n)), Some(s)) => crate::tui::model::fmt_knob(*n, s.integer),
+        (Some(KnobValue::Num(n)), Some(s)) => crate::tui::knobs::fmt_knob(*n, s.integer),
         (Some(v), _) => v.to_string(),
         (None, _) => "–".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pressure_range;
+
+    #[test]
+    fn the_chart_fits_both_curves() {
+        // Two curves between 74 % and 92 %: the range hugs them, and takes the budget line in
+        // when they come near it.
+        let (lo, hi) = pressure_range(&[0.74, 0.8], &[0.9, 0.92]);
+        assert!(
+            lo > 0.6 && lo < 0.74 && hi > 0.92 && hi <= 1.02,
+            "{lo} {hi}"
+        );
+        assert!(hi >= 1.0, "0.92 is near the budget: {hi}");
+        // Far below the budget: no budget line, no squeezing into the top row.
+        let (lo, hi) = pressure_range(&[0.05, 0.06], &[0.07, 0.08]);
+        assert!(lo < 0.05 && hi < 0.2, "{lo} {hi}");
+        assert_eq!(pressure_range(&[], &[]), (0.0, 1.0));
     }
 }

@@ -5,22 +5,24 @@
 //! knobs into the main view (its replay reruns) and returns to it.
 //!
 //! Self-contained like diff mode: its state hangs off [`State::sweep`], its keys are the
-//! `Sweep*` modes of the keymap, its work is [`SweepJob`] (run by [`work::run`]) and its results
+//! `Sweep*` modes of the keymap, its work is [`SweepJob`] (run by [`job::run`]) and its results
 //! come back as [`SweepMsg`]. It sweeps a copy of the policy; only Enter on a point changes the
 //! main view.
 
-pub mod model;
+pub mod axes;
+pub mod grid;
+pub mod job;
 pub mod view;
-pub mod work;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use crate::tui::app::{Effect, Level, State};
+use crate::tui::app::{Effect, HelpView, JobKey, Level, Overlay, State};
 use crate::tui::keymap::{Action, Mode};
-use model::{KnobChoice, Metric, SweepGrid};
+use axes::KnobChoice;
+use grid::{Metric, SweepGrid};
 use tierscope_engine::policy::Policy;
 use tierscope_engine::sweep::{format_value, Axis};
 
@@ -65,8 +67,8 @@ pub struct SweepJob {
 
 impl SweepJob {
     /// Latest wins.
-    pub fn job_key(&self) -> &'static str {
-        "sweep"
+    pub fn job_key(&self) -> JobKey {
+        JobKey::Sweep
     }
     /// The answer when the job failed (e.g. panicked) with `e`.
     pub fn failed(&self, e: String) -> SweepMsg {
@@ -148,33 +150,30 @@ impl SweepState {
     }
 }
 
-fn flash(state: &mut State, text: impl Into<String>, level: Level) {
-    state.flash = Some((text.into(), level));
-}
-
 /// `S` on the main screen: open the setup form for the current policy.
 pub fn open(state: &mut State) {
     if state.session.is_none() {
-        flash(state, "no session loaded", Level::Info);
+        state.flash("no session loaded", Level::Info);
         return;
     }
-    let knobs = model::numeric_knobs(&state.policy);
-    let Some((x, y)) = model::default_pair(&state.policy, &knobs) else {
-        let name = crate::tui::safe_line(&state.policy.name);
-        flash(
-            state,
-            format!("policy {name} has fewer than two numeric knobs to sweep"),
+    let policy = state.schedule.policy.clone();
+    let knobs = axes::numeric_knobs(&policy);
+    let Some((x, y)) = axes::default_pair(&knobs) else {
+        let name = crate::tui::safe_line(&policy.name);
+        state.flash(
+            format!("policy {name} reads fewer than two numeric knobs: nothing to sweep"),
             Level::Info,
         );
         return;
     };
-    state.playing = false;
+    state.main.playing = false;
+    let (x_axis, y_axis) = axes::proposed_axes(&policy, &knobs[x], &knobs[y]);
     state.sweep = Some(Box::new(SweepState {
-        policy: state.policy.clone(),
-        budget: state.budget,
-        main_budget: crate::tui::app::effective_budget(state),
-        x_axis: model::default_axis(&knobs[x]),
-        y_axis: model::default_axis(&knobs[y]),
+        budget: state.schedule.budget,
+        main_budget: state.schedule.effective_budget(),
+        policy,
+        x_axis,
+        y_axis,
         knobs,
         x,
         y,
@@ -188,6 +187,11 @@ pub fn open(state: &mut State) {
         error: None,
         sel: (0, 0),
     }));
+}
+
+/// The mode the pane is in (for the help overlay's section).
+fn mode_of(state: &State) -> Mode {
+    state.sweep.as_ref().map_or(Mode::Sweep, |s| s.mode())
 }
 
 /// Starts (or restarts: latest wins) the sweep of the form's grid.
@@ -267,7 +271,7 @@ pub fn on_msg(state: &mut State, msg: SweepMsg) {
                     } else {
                         Phase::Setup
                     };
-                    flash(state, format!("sweep failed: {e}"), Level::Error);
+                    state.flash(format!("sweep failed: {e}"), Level::Error);
                 }
             }
         }
@@ -307,7 +311,7 @@ fn on_edit(state: &mut State, k: &KeyEvent, action: Option<Action>) {
                 s.y_knob()
             };
             let Some(knob) = knob.cloned() else { return };
-            match model::parse_axis(&knob, &text) {
+            match axes::parse_axis(&knob, &text) {
                 Ok(a) if s.form_row == ROW_X => s.x_axis = a,
                 Ok(a) => s.y_axis = a,
                 Err(e) => s.edit = Some((text, Some(crate::tui::safe_line(&e)))),
@@ -347,7 +351,7 @@ fn on_setup(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
                 ROW_Y => &s.y_axis,
                 _ => return,
             };
-            s.edit = Some((model::axis_text(axis), None));
+            s.edit = Some((axes::axis_text(axis), None));
         }
         Action::Accept => run(s, fx),
         Action::CloseOverlay => {
@@ -358,7 +362,7 @@ fn on_setup(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
                 close(state);
             }
         }
-        Action::Help => state.overlay = crate::tui::app::Overlay::Help { scroll: 0 },
+        Action::Help => state.overlay = Overlay::Help(HelpView::at(mode_of(state))),
         _ => {}
     }
 }
@@ -379,7 +383,9 @@ fn change_knob(s: &mut SweepState, row: usize, by: isize) {
     if i == cur || i == other {
         return;
     }
-    let axis = model::default_axis(&s.knobs[i]);
+    // A range valid with every value of the other axis.
+    let other_axis = if row == ROW_X { &s.y_axis } else { &s.x_axis };
+    let axis = axes::proposed_axis(&s.policy, &s.knobs[i], Some(other_axis));
     if row == ROW_X {
         s.x = i;
         s.x_axis = axis;
@@ -397,7 +403,7 @@ fn on_grid(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
     if let Phase::Running { .. } = s.phase {
         match a {
             Action::CloseOverlay => cancel(s),
-            Action::Help => state.overlay = crate::tui::app::Overlay::Help { scroll: 0 },
+            Action::Help => state.overlay = Overlay::Help(HelpView::at(mode_of(state))),
             _ => {}
         }
         return;
@@ -416,7 +422,7 @@ fn on_grid(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
         Action::SweepSetup => s.phase = Phase::Setup,
         Action::Accept => load_point(state, fx),
         Action::CloseOverlay | Action::Quit => close(state),
-        Action::Help => state.overlay = crate::tui::app::Overlay::Help { scroll: 0 },
+        Action::Help => state.overlay = Overlay::Help(HelpView::at(mode_of(state))),
         _ => {}
     }
 }
@@ -435,7 +441,7 @@ fn load_point(state: &mut State, fx: &mut Vec<Effect>) {
     };
     if !p.is_valid() {
         let why = g.reasons.get(i).cloned().flatten().unwrap_or_default();
-        flash(state, format!("this point is invalid: {why}"), Level::Warn);
+        state.flash(format!("this point is invalid: {why}"), Level::Warn);
         return;
     }
     let overrides: Vec<(String, String)> = p
@@ -449,19 +455,18 @@ fn load_point(state: &mut State, fx: &mut Vec<Effect>) {
         .map(|(k, v)| format!("{}={}", crate::tui::safe_line(k), format_value(*v)))
         .collect::<Vec<_>>()
         .join(" ");
-    match state.policy.clone().with_overrides(&overrides) {
+    match state.schedule.policy.clone().with_overrides(&overrides) {
         Ok(np) => {
             close(state);
-            if np.knobs != state.policy.knobs {
-                state.diff_memo.knob_changing(&state.policy);
-                state.policy = np;
-                crate::tui::app::request_replay(state, fx);
-            }
-            flash(state, format!("loaded {shown} from the sweep"), Level::Info);
+            // A point loaded is its own before → after.
+            state.schedule.end_edits();
+            crate::tui::knobs::set_policy(state, np, fx);
+            state.schedule.end_edits();
+            state.flash(format!("loaded {shown} from the sweep"), Level::Info);
         }
         Err(e) => {
             let e = crate::tui::safe_line(&e.to_string());
-            flash(state, format!("cannot load {shown}: {e}"), Level::Error);
+            state.flash(format!("cannot load {shown}: {e}"), Level::Error);
         }
     }
 }

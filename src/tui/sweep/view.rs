@@ -11,7 +11,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
-use super::model::{Metric, SweepGrid};
+use super::grid::{Metric, SweepGrid};
 use super::{Phase, SweepState, ROW_METRIC, ROW_X, ROW_Y};
 use crate::tui::app::{Level, State};
 use crate::tui::keymap;
@@ -195,7 +195,11 @@ fn intro(t: &Theme, s: &SweepState, f: &mut Frame, area: Rect) {
             t.dim,
         )),
         Line::from(Span::styled(
-            " Points whose knobs break the policy's constraints are kept as invalid and not replayed.",
+            " The proposed ranges hold the current values and keep the policy's constraints; only the knobs its driver reads are offered.",
+            t.dim,
+        )),
+        Line::from(Span::styled(
+            " Points of a typed range that break the constraints are kept as invalid and not replayed.",
             t.dim,
         )),
     ];
@@ -563,7 +567,7 @@ fn status_line(state: &State, s: &SweepState, f: &mut Frame, area: Rect) {
     let hints: Vec<(String, &str)> = if let Phase::Running { .. } = s.phase {
         vec![("Esc".to_owned(), "cancel")]
     } else {
-        keymap::hints(s.mode()).collect()
+        keymap::hints(s.mode(), state.main.focus)
     };
     spans.extend(key_spans(&hints, t.status_key, t.status));
     f.render_widget(Paragraph::new(Line::from(spans)).style(t.status), area);

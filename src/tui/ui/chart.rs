@@ -1,4 +1,5 @@
-//! The pressure chart pane (or cumulative cost, `v`), aligned with the heatmap's columns.
+//! The pressure chart pane (or cumulative cost, `v`), aligned with the heatmap's cells. Its
+//! legend lists only the lines the chart draws, and says when the budget is off the scale.
 
 use ratatui::text::{Line, Span};
 use ratatui::Frame;
@@ -10,24 +11,34 @@ use crate::tui::widgets::chart::{short, ChartKind, StripChart};
 
 pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
     let t = &state.theme;
-    let mut title = match state.chart {
-        ChartKind::Pressure => vec![
-            Span::raw(" Pressure "),
-            Span::styled("▆", t.line_tokens),
-            Span::styled("tokens ", t.dim),
-            Span::styled("•", t.line_recorded),
-            Span::styled("recorded prompt ", t.dim),
-            Span::styled("╌", t.line_budget),
-            Span::styled("budget ", t.dim),
-            Span::styled("╌", t.line_demote),
-            Span::styled("demote_at ", t.dim),
-            Span::styled("╌", t.line_target),
-            Span::styled("target ", t.dim),
-            Span::styled("╌", t.line_promote),
-            Span::styled("promote_at ", t.dim),
-            Span::styled("↯", t.divergence),
-            Span::styled("cache break ", t.dim),
-        ],
+    let replay = state.schedule.replay.as_deref();
+    let mut title = match state.main.chart {
+        ChartKind::Pressure => {
+            let mut v = vec![
+                Span::raw(" Pressure "),
+                Span::styled("▆", t.line_tokens),
+                Span::styled("tokens ", t.dim),
+                Span::styled("•", t.line_recorded),
+                Span::styled("recorded prompt ", t.dim),
+                Span::styled("─", t.line_budget),
+                Span::styled("budget ", t.dim),
+            ];
+            if let Some(rp) = replay {
+                for (k, st, name) in [
+                    (rp.demote_at, t.line_demote, "demote_at"),
+                    (rp.target, t.line_target, "target"),
+                    (rp.promote_at, t.line_promote, "promote_at"),
+                ] {
+                    if let Some(k) = k {
+                        v.push(Span::styled("─", st));
+                        v.push(Span::styled(format!("{name} {k} "), t.dim));
+                    }
+                }
+            }
+            v.push(Span::styled("↯", t.divergence));
+            v.push(Span::styled("cache break ", t.dim));
+            v
+        }
         ChartKind::Cost => vec![
             Span::raw(" Cumulative cost "),
             Span::styled("▆", t.line_tokens),
@@ -37,15 +48,15 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
         ],
     };
     let mut at = Vec::new();
-    if let Some(rp) = &state.replay {
-        if state.chart == ChartKind::Pressure && rp.budget > rp.y_max {
+    if let Some(rp) = replay {
+        if state.main.chart == ChartKind::Pressure && rp.budget as f64 > rp.y_max as f64 {
             title.push(Span::styled(
-                format!("(budget {} off-scale) ", short(rp.budget as f64)),
-                t.dim,
+                format!("(budget {} off the scale) ", short(rp.budget as f64)),
+                t.warn,
             ));
         }
-        if let Some(fr) = rp.frames.get(state.cursor) {
-            let text = match state.chart {
+        if let Some(fr) = rp.frames.get(state.main.cursor) {
+            let text = match state.main.chart {
                 ChartKind::Pressure => format!(
                     " @t: {} tok, {:.0}% ",
                     short(fr.tokens as f64),
@@ -61,7 +72,7 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
     }
     title.splice(1..1, at);
     f.render_widget(rule_block(Line::from(title), false, t), r.chart_block);
-    let (Some(replay), Some(s)) = (&state.replay, &state.session) else {
+    let (Some(replay), Some(s)) = (replay, &state.session) else {
         return;
     };
     if state.requests() == 0 {
@@ -71,10 +82,12 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
         StripChart {
             replay,
             session: &s.model,
-            vp: state.viewport(),
-            cursor: state.cursor,
+            vp: state
+                .main
+                .viewport(usize::from(r.heat_cells.width), state.requests()),
+            cursor: state.main.cursor,
             theme: t,
-            kind: state.chart,
+            kind: state.main.chart,
             label_width: r.label_width,
         },
         r.chart,

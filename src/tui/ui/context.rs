@@ -1,21 +1,28 @@
 //! The rendered context at the cursor, chunk by chunk (episode, tier, tokens), with the
-//! divergence point against the previous request marked and the changed chunks highlighted.
+//! divergence point against the previous request marked and the changed chunks highlighted. It
+//! opens with the divergence in view and the pane filled; a scrollbar and "▲/▼ n more" say what
+//! is out of view. Reports its scroll limits.
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use super::{pane_block, thousands};
-use crate::tui::app::{Pane, State};
-use crate::tui::model::{ChunkRow, ContextModel};
+use super::{hidden_rows, pane_block, scrollbar, thousands};
+use crate::tui::app::State;
+use crate::tui::geometry::Scroll;
+use crate::tui::main::Pane;
+use crate::tui::theme::Theme;
+use crate::tui::view_model::{ChunkRow, ContextModel, ContextRow};
 use crate::tui::widgets::chart::short;
 
-pub fn render(state: &State, f: &mut Frame, area: Rect) {
+pub fn render(state: &State, f: &mut Frame, area: Rect) -> Scroll {
     let t = &state.theme;
-    let focused = state.focus == Pane::Context;
-    let Some(c) = &state.context else {
-        let msg = if state.context_pending || state.replay_pending {
+    let cv = &state.main.context;
+    let focused = state.main.focus == Pane::Context;
+    let page = usize::from(area.height.saturating_sub(2));
+    let Some(c) = &cv.model else {
+        let msg = if cv.pending || state.schedule.pending {
             "rendering…"
         } else if state.session.is_some() && state.requests() == 0 {
             "no requests: no context was sent to the model yet"
@@ -29,9 +36,12 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
                 .block(pane_block(" Context ", focused, t)),
             area,
         );
-        return;
+        return Scroll::default();
     };
-    let stale = c.request != state.cursor;
+    let rows = c.rows(cv.expanded);
+    let scroll = Scroll::of(rows.len(), page);
+    let top = cv.scroll.min(scroll.max);
+    let stale = c.request != state.main.cursor;
     let changed = c.chunks.iter().filter(|x| x.changed).count();
     // The title's parts go in whole while they fit the top border (its corners take two).
     let mut title = format!(
@@ -51,65 +61,65 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         title.push_str(&part);
     }
     title.push(' ');
-    let inner_h = usize::from(area.height.saturating_sub(2));
     let inner_w = usize::from(area.width.saturating_sub(2));
-    if state.context_expanded {
-        let lines = expanded(state, c, inner_h, inner_w);
-        f.render_widget(
-            Paragraph::new(lines).block(pane_block(title, focused, t)),
-            area,
-        );
-        return;
-    }
-    let mut lines: Vec<Line> = Vec::with_capacity(inner_h);
-    let mut i = state.context_scroll.min(c.chunks.len().saturating_sub(1));
-    while lines.len() < inner_h && i < c.chunks.len() {
-        if c.divergence_chunk == Some(i) {
-            lines.push(divergence_line(c, t, inner_w));
-            if lines.len() >= inner_h {
-                break;
-            }
-        }
-        let ch = &c.chunks[i];
-        let mark = if ch.changed { "▌" } else { " " };
-        let style = if ch.changed { t.chunk_changed } else { t.base };
-        lines.push(Line::from(vec![
-            Span::styled(mark, t.chunk_changed),
-            Span::styled(format!("{:<7}", ch.label), style),
-            Span::styled(
-                format!(
-                    "{:<8}",
-                    if ch.tier == ch.label {
-                        ""
-                    } else {
-                        ch.tier.as_str()
-                    }
-                ),
+    let lines: Vec<Line> = rows
+        .iter()
+        .skip(top)
+        .take(page)
+        .map(|row| match *row {
+            ContextRow::Divergence => divergence_line(c, t, inner_w),
+            ContextRow::NoDivergence => Line::from(Span::styled(
+                if inner_w >= 54 {
+                    "── no divergence: the previous context is a prefix ──"
+                } else {
+                    "── no divergence ──"
+                },
                 t.dim,
+            )),
+            ContextRow::Chunk(i) if cv.expanded => header(&c.chunks[i], t),
+            ContextRow::Chunk(i) => chunk_line(&c.chunks[i], t),
+            ContextRow::Line(l) => {
+                let (chunk, text) = &c.lines[l];
+                let style = if c.chunks.get(*chunk).is_some_and(|x| x.changed) {
+                    t.chunk_changed
+                } else {
+                    t.base
+                };
+                Line::from(Span::styled(text.as_str(), style))
+            }
+        })
+        .collect();
+    let block = pane_block(title, focused, t)
+        .title_bottom(Line::from(Span::styled(hidden_rows(top, scroll), t.dim)).right_aligned());
+    f.render_widget(Paragraph::new(lines).block(block), area);
+    scrollbar(f, area, top, scroll, t);
+    scroll
+}
+
+fn chunk_line<'a>(ch: &'a ChunkRow, t: &Theme) -> Line<'a> {
+    let mark = if ch.changed { "▌" } else { " " };
+    let style = if ch.changed { t.chunk_changed } else { t.base };
+    Line::from(vec![
+        Span::styled(mark, t.chunk_changed),
+        Span::styled(format!("{:<7}", ch.label), style),
+        Span::styled(
+            format!(
+                "{:<8}",
+                if ch.tier == ch.label {
+                    ""
+                } else {
+                    ch.tier.as_str()
+                }
             ),
-            Span::styled(format!("{:>6} ", short(ch.tokens as f64)), t.dim),
-            Span::styled(ch.preview.clone(), if ch.changed { style } else { t.base }),
-        ]));
-        i += 1;
-    }
-    if c.divergence_chunk.is_none() && lines.len() < inner_h && i >= c.chunks.len() {
-        lines.push(Line::from(Span::styled(
-            if inner_w >= 54 {
-                "── no divergence: the previous context is a prefix ──"
-            } else {
-                "── no divergence ──"
-            },
             t.dim,
-        )));
-    }
-    f.render_widget(
-        Paragraph::new(lines).block(pane_block(title, focused, t)),
-        area,
-    );
+        ),
+        Span::styled(format!("{:>6} ", short(ch.tokens as f64)), t.dim),
+        Span::styled(ch.preview.as_str(), style),
+    ])
 }
 
 /// The divergence marker, in words that fit `width` (a narrow pane gets the short form).
-fn divergence_line<'a>(c: &ContextModel, t: &crate::tui::theme::Theme, width: usize) -> Line<'a> {
+fn divergence_line<'a>(c: &ContextModel, t: &Theme, width: usize) -> Line<'a> {
     let kept = c.divergence_tokens;
     let redo = c.total_tokens.saturating_sub(kept);
     let long = format!(
@@ -129,7 +139,7 @@ fn divergence_line<'a>(c: &ContextModel, t: &crate::tui::theme::Theme, width: us
     Line::from(Span::styled(text, t.divergence))
 }
 
-fn header<'a>(ch: &ChunkRow, t: &crate::tui::theme::Theme) -> Line<'a> {
+fn header<'a>(ch: &ChunkRow, t: &Theme) -> Line<'a> {
     let st = if ch.changed {
         t.chunk_changed
     } else {
@@ -152,50 +162,4 @@ fn header<'a>(ch: &ChunkRow, t: &crate::tui::theme::Theme) -> Line<'a> {
             st,
         ),
     ])
-}
-
-/// Every chunk's text from the scroll line on, each chunk under a header line.
-fn expanded<'a>(state: &State, c: &'a ContextModel, h: usize, w: usize) -> Vec<Line<'a>> {
-    let t = &state.theme;
-    let mut out: Vec<Line> = Vec::with_capacity(h);
-    let n = c.chunks.len();
-    if n == 0 {
-        return out;
-    }
-    let scroll = state.context_scroll.min(c.lines.len());
-    // The chunk holding the scroll line (chunks with no text hold none; take the last start ≤).
-    let mut chunk = c
-        .chunk_start
-        .partition_point(|&s| s <= scroll)
-        .saturating_sub(1);
-    let mut li = scroll;
-    while out.len() < h && chunk < n {
-        let start = c.chunk_start[chunk];
-        let end = c
-            .chunk_start
-            .get(chunk + 1)
-            .copied()
-            .unwrap_or(c.lines.len());
-        if li <= start {
-            if c.divergence_chunk == Some(chunk) {
-                out.push(divergence_line(c, t, w));
-            }
-            if out.len() < h {
-                out.push(header(&c.chunks[chunk], t));
-            }
-            li = start;
-        }
-        let style = if c.chunks[chunk].changed {
-            t.chunk_changed
-        } else {
-            t.base
-        };
-        while li < end && out.len() < h {
-            out.push(Line::from(Span::styled(c.lines[li].1.as_str(), style)));
-            li += 1;
-        }
-        chunk += 1;
-        li = li.max(c.chunk_start.get(chunk).copied().unwrap_or(li));
-    }
-    out
 }

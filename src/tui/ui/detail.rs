@@ -1,71 +1,100 @@
-//! The selected episode: class and floor with their reasons, pins, the tiers with the applied one
-//! marked, the change history with reasons, holds, then the text of the shown tier (scrollable).
+//! The selected episode as one scrollable page: class and floor, the tiers with the applied one
+//! marked, a deferred change, the change history with reasons, the holds, then why (class and
+//! floor reasons, pins, tier notes), its sub-agent sessions, and the text of the shown tier.
+//! The page wraps to the pane; the pane scrolls over all of it (scrollbar, "▲/▼ n more") and
+//! reports its scroll limits.
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
-use super::pane_block;
-use crate::tui::app::{applied_tier, shown_tier, Pane, State};
+use super::{hidden_rows, highlight, pane_block, scrollbar};
+use crate::tui::app::State;
+use crate::tui::geometry::Scroll;
+use crate::tui::main::{applied_tier, shown_tier, Pane};
+use crate::tui::view_model::{cell, EpisodeRow};
+use tierscope_engine::episode::model::Tier;
 
-pub fn render(state: &State, f: &mut Frame, area: Rect) {
+/// Most holds listed by request before "… (+n)".
+const HOLDS_LISTED: usize = 24;
+
+pub fn render(state: &State, f: &mut Frame, area: Rect) -> Scroll {
     let t = &state.theme;
-    let focused = state.focus == Pane::Detail;
+    let focused = state.main.focus == Pane::Detail;
     let Some(ep) = state
         .session
         .as_ref()
-        .and_then(|s| s.model.episodes.get(state.selected))
+        .and_then(|s| s.model.episodes.get(state.main.selected))
     else {
         f.render_widget(pane_block(" Detail ", focused, t), area);
-        return;
+        return Scroll::default();
     };
-    let applied = applied_tier(state, state.selected);
-    let shown = shown_tier(state);
-    let mut lines: Vec<Line> = Vec::new();
-    lines.push(Line::from(vec![
-        Span::styled(format!("{} ", ep.id), t.key),
-        Span::styled(ep.title.clone(), t.base),
-    ]));
-    let children = if ep.children.is_empty() {
-        String::new()
+    let lines = page(state, ep);
+    let para = Paragraph::new(lines).wrap(Wrap { trim: false });
+    let inner_w = area.width.saturating_sub(2);
+    let page_h = usize::from(area.height.saturating_sub(2));
+    let total = para.line_count(inner_w);
+    let scroll = Scroll::of(total, page_h);
+    let top = state.main.detail.scroll.min(scroll.max);
+    let title = if scroll.max > 0 {
+        format!(
+            " Detail {}: lines {}–{} of {total} ",
+            ep.id,
+            top + 1,
+            (top + page_h).min(total)
+        )
     } else {
-        format!("  sub-agents: {} (Enter opens)", ep.children.join(", "))
+        format!(" Detail {} ", ep.id)
     };
+    let block = pane_block(title, focused, t)
+        .title_bottom(Line::from(Span::styled(hidden_rows(top, scroll), t.dim)).right_aligned());
+    f.render_widget(
+        para.scroll((u16::try_from(top).unwrap_or(u16::MAX), 0))
+            .block(block),
+        area,
+    );
+    scrollbar(f, area, top, scroll, t);
+    scroll
+}
+
+/// The whole page for episode `ep`, unwrapped.
+fn page<'a>(state: &'a State, ep: &'a EpisodeRow) -> Vec<Line<'a>> {
+    let t = &state.theme;
+    let sel = state.main.selected;
+    let cursor = state.main.cursor;
+    let needle = state.main.search.needle();
+    let applied = applied_tier(state, sel);
+    let shown = shown_tier(state);
+    let replay = state.schedule.replay.as_deref();
+    let section = |s: &'a str| Line::from(Span::styled(s, t.title_focus));
+    let mut lines: Vec<Line> = Vec::new();
+    let mut head = vec![Span::styled(format!("{} ", ep.id), t.key)];
+    head.extend(highlight(
+        &ep.title,
+        needle.as_deref(),
+        t.base,
+        t.search_match,
+    ));
+    lines.push(Line::from(head));
     lines.push(Line::from(Span::styled(
         format!(
-            "kinds {}  requests {}{}",
+            "kinds {}  requests {}",
             ep.kinds,
             match (ep.first_request, ep.last_request) {
                 (Some(a), Some(b)) => format!("{a}–{b}"),
                 _ => "none".to_owned(),
             },
-            children
         ),
         t.dim,
     )));
     lines.push(Line::from(vec![
         Span::styled("class ", t.dim),
         Span::styled(ep.class, t.key),
-    ]));
-    for r in &ep.class_reasons {
-        lines.push(Line::from(Span::styled(format!("  · {r}"), t.dim)));
-    }
-    lines.push(Line::from(vec![
-        Span::styled("floor ", t.dim),
+        Span::styled("  floor ", t.dim),
         Span::styled(ep.floor.as_str(), t.key),
     ]));
-    for r in &ep.floor_reasons {
-        lines.push(Line::from(Span::styled(format!("  · {r}"), t.dim)));
-    }
-    for (reason, text) in &ep.pins {
-        lines.push(Line::from(vec![
-            Span::styled("pin ", t.warn),
-            Span::styled(format!("({reason}) "), t.dim),
-            Span::styled(text.clone(), t.base),
-        ]));
-    }
-    // Tiers: the applied one marked ●, the shown one underlined by the selection style.
+    // Tiers: the applied one marked ●, the shown one in the selection style.
     let mut tiers = vec![Span::styled("tiers ", t.dim)];
     for tt in &ep.tiers {
         let mark = if Some(tt.tier) == applied {
@@ -81,16 +110,14 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         tiers.push(Span::styled(format!("{mark}{} {}", tt.tier, tt.tokens), st));
         tiers.push(Span::raw("  "));
     }
-    if applied == Some(tierscope_engine::episode::model::Tier::Dropped) {
+    if applied == Some(Tier::Dropped) {
         tiers.push(Span::styled("●dropped", t.tier_dropped));
     }
     lines.push(Line::from(tiers));
-    for n in &ep.tier_notes {
-        lines.push(Line::from(Span::styled(format!("  · {n}"), t.dim)));
-    }
-    if let Some(rp) = &state.replay {
-        if let (Some(d), Some(a)) = (rp.desired.get(&(state.selected, state.cursor)), applied) {
+    if let Some(rp) = replay {
+        if let (Some(d), Some(a)) = (rp.desired.get(&(sel, cursor)), applied) {
             let boundary = state
+                .schedule
                 .policy
                 .knobs
                 .get("boundary")
@@ -103,24 +130,14 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
                 t.mark_deferred,
             )));
         }
-        let hist = rp
-            .history
-            .get(state.selected)
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
+        let hist = rp.history.get(sel).map(Vec::as_slice).unwrap_or(&[]);
         if hist.is_empty() {
             lines.push(Line::from(Span::styled("changes: none", t.dim)));
         } else {
-            lines.push(Line::from(Span::styled(
-                format!("changes ({}):", hist.len()),
-                t.dim,
-            )));
+            lines.push(section("changes"));
             for c in hist {
-                let st = if c.request <= state.cursor {
-                    t.base
-                } else {
-                    t.dim
-                };
+                // Changes after the cursor are still to come: dimmed.
+                let st = if c.request <= cursor { t.base } else { t.dim };
                 lines.push(Line::from(Span::styled(
                     format!(
                         "  r{:<4} {}→{}  {} ({})",
@@ -130,15 +147,15 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
                 )));
             }
         }
-        let holds = rp
-            .holds_of
-            .get(state.selected)
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
+        let holds = rp.holds_of.get(sel).map(Vec::as_slice).unwrap_or(&[]);
         if !holds.is_empty() {
-            let shown: Vec<String> = holds.iter().take(12).map(|r| format!("r{r}")).collect();
-            let more = if holds.len() > 12 {
-                format!(" … (+{})", holds.len() - 12)
+            let listed: Vec<String> = holds
+                .iter()
+                .take(HOLDS_LISTED)
+                .map(|r| format!("r{r}"))
+                .collect();
+            let more = if holds.len() > HOLDS_LISTED {
+                format!(" … (+{})", holds.len() - HOLDS_LISTED)
             } else {
                 String::new()
             };
@@ -147,21 +164,53 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
                     "held at floor {} ({}×): {}{more}",
                     ep.floor,
                     holds.len(),
-                    shown.join(" ")
+                    listed.join(" ")
                 ),
                 t.mark_hold,
             )));
         }
     }
-    let header_len = lines.len();
+    if !(ep.class_reasons.is_empty() && ep.floor_reasons.is_empty() && ep.pins.is_empty()) {
+        lines.push(section("why"));
+    }
+    for r in ep.class_reasons.iter().chain(&ep.floor_reasons) {
+        lines.push(Line::from(Span::styled(format!("  · {r}"), t.dim)));
+    }
+    for (reason, text) in &ep.pins {
+        lines.push(Line::from(vec![
+            Span::styled("  pin ", t.warn),
+            Span::styled(format!("({reason}) "), t.dim),
+            Span::styled(text.as_str(), t.base),
+        ]));
+    }
+    for n in &ep.tier_notes {
+        lines.push(Line::from(Span::styled(format!("  · {n}"), t.dim)));
+    }
+    if !ep.children.is_empty() {
+        let how = if ep.children.len() == 1 {
+            "Enter opens it"
+        } else {
+            "Enter lists them"
+        };
+        lines.push(section("sub-agent sessions"));
+        lines.push(Line::from(Span::styled(format!("  ({how})"), t.dim)));
+        for c in &ep.children {
+            let req = c
+                .requests
+                .map_or(" (not in this recording)".to_owned(), |n| {
+                    format!(" ({n} requests)")
+                });
+            lines.push(Line::from(vec![
+                Span::styled(format!("  {}", c.title), t.base),
+                Span::styled(format!("{req} {}", c.id), t.dim),
+            ]));
+        }
+    }
     if let Some(tier) = shown {
-        let active = state.replay.as_ref().is_some_and(|r| {
-            r.grid.get(state.selected, state.cursor) & crate::tui::model::cell::STATE
-                == crate::tui::model::cell::ACTIVE
-        });
+        let active = replay.is_some_and(|r| r.grid.get(sel, cursor) & cell::STATE == cell::ACTIVE);
         let label = if Some(tier) == applied {
             "applied at the cursor; [ ] other tiers"
-        } else if active && tier == tierscope_engine::episode::model::Tier::Full {
+        } else if active && tier == Tier::Full {
             "active: rendered as it stands; [ ] other tiers"
         } else {
             "not applied at the cursor; [ ] other tiers"
@@ -172,10 +221,13 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         )));
         match ep.tier_text(tier) {
             Some(tt) => {
-                let h = usize::from(area.height);
-                let start = state.detail_scroll.min(tt.lines.len().saturating_sub(1));
-                for l in tt.lines.iter().skip(start).take(h) {
-                    lines.push(Line::from(Span::styled(l.clone(), t.base)));
+                for l in &tt.lines {
+                    lines.push(Line::from(highlight(
+                        l,
+                        needle.as_deref(),
+                        t.base,
+                        t.search_match,
+                    )));
                 }
             }
             None => lines.push(Line::from(Span::styled(
@@ -184,19 +236,5 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
             ))),
         }
     }
-    let title = format!(
-        " Detail {}{} ",
-        ep.id,
-        if header_len > 0 && state.detail_scroll > 0 {
-            format!(" (text line {})", state.detail_scroll + 1)
-        } else {
-            String::new()
-        }
-    );
-    f.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .block(pane_block(title, focused, t)),
-        area,
-    );
+    lines
 }

@@ -1,69 +1,79 @@
 //! The episode table at the cursor: id, title, kinds, class, floor, applied tier (and the desired
 //! one when a change is deferred), tokens at that tier, and the last change with its reason.
+//! While a search is on it lists only the matches, the matched text highlighted.
 
-use ratatui::layout::Constraint;
+use ratatui::layout::{Constraint, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Row, Table};
 use ratatui::Frame;
 
-use super::layout::MainRects;
-use super::pane_block;
-use crate::tui::app::{Pane, State};
-use crate::tui::model::cell;
+use super::{hidden_rows, highlight, pane_block, scrollbar};
+use crate::tui::app::State;
+use crate::tui::geometry::Scroll;
+use crate::tui::main::Pane;
+use crate::tui::view_model::cell;
 use crate::tui::widgets::chart::short;
+use tierscope_engine::episode::model::Tier;
 
-pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
+pub fn render(state: &State, f: &mut Frame, area: Rect) {
     let t = &state.theme;
+    let m = &state.main;
     let n = state.episodes();
-    let title = format!(
-        " Episodes {}/{} at t {} ",
-        (state.selected + 1).min(n),
-        n,
-        state.cursor
-    );
-    let block = pane_block(title, state.focus == Pane::Episodes, t);
+    let shown = m.table_rows(n);
+    let page = usize::from(area.height.saturating_sub(3));
+    let scroll = Scroll::of(shown.len(), page);
+    let top = m.table_top.min(scroll.max);
+    let at = shown.iter().position(|&e| e == m.selected);
+    let title = if m.search.filters() {
+        format!(
+            " Episodes: {} of {n} match {:?} at t {} (Esc clears) ",
+            shown.len(),
+            m.search.query,
+            m.cursor
+        )
+    } else {
+        format!(
+            " Episodes {}/{} at t {} ",
+            at.map_or(0, |i| i + 1),
+            n,
+            m.cursor
+        )
+    };
+    let focused = m.focus == Pane::Episodes;
+    let block = pane_block(title, focused, t)
+        .title_bottom(Line::from(Span::styled(hidden_rows(top, scroll), t.dim)).right_aligned());
     let Some(s) = &state.session else {
-        f.render_widget(block, r.table);
+        f.render_widget(block, area);
         return;
     };
-    let w = r.table.width;
+    let w = area.width;
     let wide = w >= 90;
     let with_last = w >= 64;
-    // Narrow: class and floor live in the detail pane; the title needs the room.
-    let with_class = w >= 56;
-    let class_of = |c: &'static str| -> &'static str {
-        if wide {
-            c
-        } else {
-            match c {
-                "compressible" => "cmp",
-                "discardable" => "dsc",
-                other => other,
-            }
-        }
-    };
-    let matches = &state.search_hits;
-    let rows_n = usize::from(r.table_rows);
-    let mut rows = Vec::with_capacity(rows_n);
-    for i in state.table_first..(state.table_first + rows_n).min(n) {
+    // Narrower: the class only in the detail pane, then the floor too; the title needs the room.
+    let with_class = wide;
+    let with_floor = w >= 56;
+    let needle = m.search.needle();
+    let replay = state.schedule.replay.as_deref();
+    let mut rows = Vec::with_capacity(page);
+    for &i in shown.iter().skip(top).take(page) {
         let e = &s.model.episodes[i];
-        let (tier_text, tier_style, tokens) = match &state.replay {
+        let (tier_text, tier_style, tokens) = match replay {
             Some(rp) => {
-                let v = rp.grid.get(i, state.cursor) & cell::STATE;
+                let v = rp.grid.get(i, m.cursor) & cell::STATE;
                 match v {
                     cell::NONE => ("—".to_owned(), t.dim, String::new()),
                     cell::ACTIVE => (
                         "active".to_owned(),
                         t.tier_active,
-                        e.tier_text(tierscope_engine::episode::model::Tier::Full)
+                        e.tier_text(Tier::Full)
                             .map(|x| short(x.tokens as f64))
                             .unwrap_or_default(),
                     ),
                     _ => {
-                        let tier = rp.grid.tier(i, state.cursor).unwrap_or_default();
+                        let tier = rp.grid.tier(i, m.cursor).unwrap_or_default();
                         let mut text = tier.to_string();
-                        if let Some(d) = rp.desired.get(&(i, state.cursor)) {
+                        if let Some(d) = rp.desired.get(&(i, m.cursor)) {
                             text = format!("{tier}→{d}…");
                         }
                         let tok = e
@@ -76,28 +86,37 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
             }
             None => ("…".to_owned(), t.dim, String::new()),
         };
-        let last = state.replay.as_ref().and_then(|rp| {
+        let last = replay.and_then(|rp| {
             let h = rp.history.get(i)?;
-            let k = h.partition_point(|c| c.request <= state.cursor);
+            let k = h.partition_point(|c| c.request <= m.cursor);
             k.checked_sub(1).map(|k| &h[k])
         });
         let last = last
             .map(|c| format!("r{} {}→{} {}", c.request, c.from, c.to, c.reason))
             .unwrap_or_default();
-        let id_style = if matches.contains(&i) {
+        let hit = m.search.hits.contains(&i);
+        let id_style = if hit {
             t.search_match
         } else {
             Style::default()
         };
         let mut cells = vec![
             Cell::from(Span::styled(e.id.clone(), id_style)),
-            Cell::from(e.title.clone()),
+            Cell::from(Line::from(highlight(
+                &e.title,
+                needle.as_deref(),
+                Style::default(),
+                t.search_match,
+            ))),
         ];
         if wide {
             cells.push(Cell::from(Span::styled(e.kinds.clone(), t.dim)));
         }
         if with_class {
-            cells.extend([Cell::from(class_of(e.class)), Cell::from(e.floor.as_str())]);
+            cells.push(Cell::from(e.class));
+        }
+        if with_floor {
+            cells.push(Cell::from(e.floor.as_str()));
         }
         cells.extend([
             Cell::from(Span::styled(tier_text, tier_style)),
@@ -107,7 +126,7 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
             cells.push(Cell::from(Span::styled(last, t.dim)));
         }
         let mut row = Row::new(cells);
-        if i == state.selected {
+        if i == m.selected {
             row = row.style(t.selection);
         }
         rows.push(row);
@@ -119,11 +138,12 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
         header.push("kinds");
     }
     if with_class {
-        widths.extend([
-            Constraint::Length(if wide { 12 } else { 5 }),
-            Constraint::Length(7),
-        ]);
-        header.extend(["class", "floor"]);
+        widths.push(Constraint::Length(12));
+        header.push("class");
+    }
+    if with_floor {
+        widths.push(Constraint::Length(7));
+        header.push("floor");
     }
     widths.extend([
         Constraint::Length(if with_last { 13 } else { 9 }),
@@ -134,9 +154,16 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
         widths.push(Constraint::Fill(2));
         header.push("last change");
     }
+    let empty = rows.is_empty() && m.search.filters();
     let table = Table::new(rows, widths)
         .header(Row::new(header).style(t.title))
         .column_spacing(1)
         .block(block);
-    f.render_widget(table, r.table);
+    f.render_widget(table, area);
+    if empty {
+        let msg = Line::from(Span::styled(" no episode matches (Esc clears)", t.dim));
+        let r = super::layout::table_body(area);
+        f.render_widget(ratatui::widgets::Paragraph::new(msg), r);
+    }
+    scrollbar(f, area, top, scroll, t);
 }

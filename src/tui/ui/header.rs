@@ -1,4 +1,5 @@
-//! The header line: session, policy and its key knobs, budget, the request cursor and its time.
+//! The header line: session, policy and its key knobs, budget (and where it came from: set, the
+//! session's or the model's limit, or assumed), assumed prices, the request cursor and its time.
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -6,12 +7,13 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::{clock, thousands};
-use crate::tui::app::{effective_budget, State, SPEEDS_MS};
+use crate::tui::app::State;
+use crate::tui::main::speed_label;
 use tierscope_engine::policy::PolicyKind;
 
 /// The knobs worth a place in the header for a policy: those overridden, then the kind's main ones.
 pub fn key_knobs(state: &State) -> Vec<String> {
-    let p = &state.policy;
+    let p = &state.schedule.policy;
     let mut names: Vec<&str> = p.overridden.iter().map(String::as_str).collect();
     let main: &[&str] = match p.kind {
         PolicyKind::Progressive if p.choice("driver") == "age" => {
@@ -40,28 +42,29 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     // Most important first: the line is cut at the right edge on narrow terminals.
     let mut spans = vec![Span::styled(" tierscope", t.header), sep()];
     let n = state.requests();
+    let cursor = state.main.cursor;
     let time = state
         .session
         .as_ref()
-        .and_then(|s| s.model.requests.get(state.cursor))
+        .and_then(|s| s.model.requests.get(cursor))
         .map(|r| clock(r.time))
         .unwrap_or_default();
     let at = if n == 0 && state.session.is_some() {
         "no requests yet".to_owned()
     } else {
-        format!("t {} / {} {time}", state.cursor, n.saturating_sub(1))
+        format!("t {} / {} {time}", cursor, n.saturating_sub(1))
     };
     spans.push(Span::styled(at, t.header));
-    if state.playing {
-        let ms = SPEEDS_MS[state.speed.min(SPEEDS_MS.len() - 1)];
-        spans.push(Span::styled(format!(" ▶ {ms} ms/req"), t.header));
+    if state.main.playing {
+        let speed = speed_label(state.main.speed);
+        spans.push(Span::styled(format!(" ▶ {speed}"), t.header));
     }
-    if state.replay_pending {
+    if state.schedule.pending {
         spans.push(Span::styled(" replaying…", t.header));
     }
     spans.push(sep());
     spans.push(Span::styled(
-        format!("policy {}", state.policy.name),
+        format!("policy {}", state.schedule.policy.name),
         t.header,
     ));
     // The key knobs go only where the title still fits after them (the knobs panel shows all).
@@ -79,12 +82,12 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         }
         knobs.pop();
     }
-    let b = effective_budget(state);
-    let src = match (&state.budget, &state.replay) {
-        (Some(_), _) => "set".to_owned(),
-        // "session-limits:<id>" → "session-limits": the id is in the title already.
-        (None, Some(r)) => r.budget_source.split(':').next().unwrap_or("").to_owned(),
-        (None, None) => "…".to_owned(),
+    let b = state.schedule.effective_budget();
+    let replay = state.schedule.replay.as_deref();
+    let src = match (&state.schedule.budget, replay) {
+        (Some(_), _) => "set",
+        (None, Some(r)) => r.budget_origin(),
+        (None, None) => "…",
     };
     // From here on nothing is cut mid-word: the budget shows whole or not at all, the titles
     // are clipped with "…".
@@ -98,7 +101,20 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     .find(|b| used(&spans) + 3 + b.chars().count() <= width);
     if let Some(budget) = budget {
         spans.push(sep());
-        spans.push(Span::styled(budget, t.header));
+        let st = if src == "assumed" { t.warn } else { t.header };
+        spans.push(Span::styled(budget, st));
+    }
+    // Prices the pricing table does not know are an assumption: say so (the CLI does too).
+    if replay.is_some_and(|r| r.pricing_note.is_some()) {
+        let text = "prices assumed (model not in the table)";
+        let short = "prices assumed";
+        if let Some(p) = [text, short]
+            .into_iter()
+            .find(|p| used(&spans) + 3 + p.chars().count() + 10 <= width)
+        {
+            spans.push(sep());
+            spans.push(Span::styled(p, t.warn));
+        }
     }
     let room = width.saturating_sub(used(&spans) + 3);
     // Inside a sub-agent: the parents' titles first, shortened to "… › " before the shown
@@ -108,6 +124,7 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         .as_ref()
         .map_or(String::new(), |s| s.model.title.clone());
     let parents: String = state
+        .main
         .stack
         .iter()
         .map(|c| format!("{} › ", c.title))

@@ -1,4 +1,5 @@
-//! The tier heatmap pane: a legend in its title rule, then the widget.
+//! The tier heatmap pane: a legend and the scale in its title rule, how many episode rows are out
+//! of view (and where the active episode is when it is), then the widget.
 
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
@@ -6,39 +7,107 @@ use ratatui::Frame;
 
 use super::layout::MainRects;
 use super::rule_block;
-use crate::tui::app::{Pane, State};
-use crate::tui::widgets::heatmap::{tier_glyph, Heatmap};
+use crate::tui::app::State;
+use crate::tui::main::Pane;
+use crate::tui::widgets::heatmap::{tier_glyph, Heatmap, RowLabel};
 use tierscope_engine::episode::model::Tier;
 
 /// What the heatmap says for a session without requests (the model was never called yet).
 pub const EMPTY_SESSION: &str = "No requests yet: OpenCode records one each time it calls the model, so there is nothing to replay. The episodes below come from the messages so far.";
 
+/// The first episode row shown: the state's, kept inside the list.
+pub fn top_row(state: &State, rows: usize) -> usize {
+    state
+        .main
+        .heat
+        .top
+        .min(state.episodes().saturating_sub(rows))
+}
+
 pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
     let t = &state.theme;
-    let vp = state.viewport();
-    let mut title = vec![Span::raw(" Tiers ")];
+    let vp = state
+        .main
+        .viewport(usize::from(r.heat_cells.width), state.requests());
+    let rows = usize::from(r.heat_cells.height);
+    let top = top_row(state, rows);
+    let n = state.episodes();
+    // Right: the scale and the rows out of view (with the active episode when it is among
+    // them); left: the legend, as much of it as fits beside them.
+    let mut info = vec![Span::styled(format!(" {} ", vp.scale_label()), t.dim)];
+    if !vp.fits() {
+        info.push(Span::styled(
+            format!("r{}–{} ", vp.first, vp.first + vp.span - 1),
+            t.dim,
+        ));
+    }
+    if n > rows && rows > 0 {
+        let mut more = format!("episodes {}–{} of {n}", top, (top + rows).min(n) - 1);
+        let active = state
+            .session
+            .as_ref()
+            .and_then(|s| s.model.requests.get(state.main.cursor))
+            .and_then(|q| q.episode);
+        if top > 0 {
+            more.push_str(&format!(" ▲{top}"));
+        }
+        if top + rows < n {
+            more.push_str(&format!(" ▼{}", n - top - rows));
+        }
+        if let (Some(a), Some(s)) = (active, &state.session) {
+            if a < top || a >= top + rows {
+                let id = s.model.episodes.get(a).map_or("", |e| e.id.as_str());
+                more.push_str(&format!(
+                    " (active {id} {})",
+                    if a < top { "▲" } else { "▼" }
+                ));
+            }
+        }
+        more.push(' ');
+        info.push(Span::styled(more, t.warn));
+    }
+    let info_w: usize = info.iter().map(Span::width).sum();
+    let mut tiers = vec![Span::raw(" Tiers ")];
+    // The legend, as much of it as fits beside the scale and the rows.
     for tier in Tier::ALL {
-        title.push(Span::styled(tier_glyph(tier), t.tier(tier)));
-        title.push(Span::styled(format!("{tier} "), t.dim));
+        tiers.push(Span::styled(tier_glyph(tier), t.tier(tier)));
+        tiers.push(Span::styled(format!("{tier} "), t.dim));
     }
-    title.push(Span::styled("◆", t.tier_active));
-    title.push(Span::styled("active ", t.dim));
-    if r.heat.width >= 110 {
-        title.push(Span::styled("▼▲", t.mark_change));
-        title.push(Span::styled("change ", t.dim));
-        title.push(Span::styled("⊥", t.mark_hold));
-        title.push(Span::styled("hold ", t.dim));
-        title.push(Span::styled("…", t.mark_deferred));
-        title.push(Span::styled("deferred ", t.dim));
-        title.push(Span::styled("!", t.mark_thrash));
-        title.push(Span::styled("thrash ", t.dim));
+    tiers.push(Span::styled("◆", t.tier_active));
+    tiers.push(Span::styled("active ", t.dim));
+    let marks = vec![
+        Span::styled("▼▲", t.mark_change),
+        Span::styled("change ", t.dim),
+        Span::styled("⊥", t.mark_hold),
+        Span::styled("hold ", t.dim),
+        Span::styled("…", t.mark_deferred),
+        Span::styled("deferred ", t.dim),
+        Span::styled("!", t.mark_thrash),
+        Span::styled("thrash ", t.dim),
+    ];
+    let width = |v: &[Span]| v.iter().map(Span::width).sum::<usize>();
+    let room = usize::from(r.heat.width).saturating_sub(info_w + 4);
+    let mut title = if width(&tiers) <= room {
+        tiers
+    } else {
+        // Too narrow for the names: the glyphs alone, full first.
+        let mut v = vec![Span::raw(" Tiers ")];
+        for tier in Tier::ALL {
+            v.push(Span::styled(tier_glyph(tier), t.tier(tier)));
+        }
+        v.push(Span::styled("◆ ", t.tier_active));
+        v
+    };
+    if width(&title) + width(&marks) <= room {
+        title.extend(marks);
     }
-    title.push(Span::styled(format!(" 1 col = {} req ", vp.per_col), t.dim));
-    let block = rule_block(Line::from(title), state.focus == Pane::Heatmap, t);
+    let block = rule_block(Line::from(title), state.main.focus == Pane::Heatmap, t)
+        .title(Line::from(info).right_aligned());
     f.render_widget(block, r.heat);
-    let Some(replay) = &state.replay else {
+    let Some(replay) = &state.schedule.replay else {
         let msg = state
-            .replay_error
+            .schedule
+            .error
             .clone()
             .unwrap_or_else(|| "replaying…".to_owned());
         f.render_widget(Paragraph::new(msg).style(t.dim), r.heat_body);
@@ -54,15 +123,27 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
         );
         return;
     }
-    let labels: Vec<&str> = s.model.episodes.iter().map(|e| e.id.as_str()).collect();
+    let with_titles = r.label_width > 9;
+    let hits = &state.main.search.hits;
+    let labels: Vec<RowLabel> = s
+        .model
+        .episodes
+        .iter()
+        .enumerate()
+        .map(|(i, e)| RowLabel {
+            id: e.id.as_str(),
+            title: if with_titles { e.title.as_str() } else { "" },
+            hit: hits.contains(&i),
+        })
+        .collect();
     f.render_widget(
         Heatmap {
             grid: &replay.grid,
             labels: &labels,
             vp,
-            first_row: state.ep_first,
-            selected: state.selected,
-            cursor: state.cursor,
+            first_row: top,
+            selected: state.main.selected,
+            cursor: state.main.cursor,
             theme: t,
             label_width: r.label_width,
         },

@@ -1,105 +1,146 @@
-//! The help overlay: every binding of every mode, from the keymap itself.
+//! The help overlay: every binding of every mode, from the keymap itself, descriptions wrapped
+//! under their column so nothing is cut. It opens at the section of where the user is and
+//! reports its scroll limits and the row at its top.
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 use ratatui::Frame;
 
-use super::{centered, pane_block};
-use crate::tui::app::State;
+use super::{centered, hidden_rows, pane_block, scrollbar};
+use crate::tui::app::{HelpView, State};
+use crate::tui::geometry::Scroll;
 use crate::tui::keymap::{keys_label, Mode, BINDINGS};
 
-/// Every line of the help text (also used by tests to check every key is listed).
-pub fn lines(state: &State) -> Vec<Line<'static>> {
-    let t = &state.theme;
+/// The sections, in order.
+const MODES: [Mode; 14] = [
+    Mode::Main,
+    Mode::SubAgents,
+    Mode::Knobs,
+    Mode::PolicyPick,
+    Mode::Picker,
+    Mode::Input,
+    Mode::Help,
+    Mode::Confirm,
+    Mode::Diff,
+    Mode::DiffKnobs,
+    Mode::DiffPick,
+    Mode::Sweep,
+    Mode::SweepSetup,
+    Mode::SweepEdit,
+];
+
+/// Width of the key column.
+const KEYS_W: usize = 18;
+
+/// (keys, description) rows of a section, the extra rows (mouse, typing) included.
+fn entries(m: Mode) -> Vec<(String, &'static str)> {
+    let mut v: Vec<(String, &'static str)> = BINDINGS
+        .iter()
+        .filter(|b| b.mode == m)
+        .map(|b| (keys_label(b), b.desc))
+        .collect();
+    match m {
+        Mode::Main => v.push((
+            "mouse".to_owned(),
+            "click a heatmap cell or a row to select it and focus its pane, the chart to move the cursor; the wheel scrolls the pane under it (over the heatmap: its rows, else the cursor)",
+        )),
+        Mode::Picker => v.push((
+            "any text".to_owned(),
+            "filters by title, directory or id",
+        )),
+        _ => {}
+    }
+    v
+}
+
+/// `text` in lines of at most `width` chars, broken at spaces (a longer word is cut).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(8);
     let mut out = Vec::new();
-    let modes = [
-        Mode::Main,
-        Mode::Knobs,
-        Mode::PolicyPick,
-        Mode::Picker,
-        Mode::Input,
-        Mode::Help,
-        Mode::Diff,
-        Mode::DiffKnobs,
-        Mode::DiffPick,
-        Mode::Sweep,
-        Mode::SweepSetup,
-        Mode::SweepEdit,
-    ];
-    for (i, m) in modes.iter().enumerate() {
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let n = line.chars().count();
+        if n > 0 && n + 1 + word.chars().count() > width {
+            out.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+        while line.chars().count() > width {
+            let head: String = line.chars().take(width).collect();
+            line = line.chars().skip(width).collect();
+            out.push(head);
+        }
+    }
+    if !line.is_empty() || out.is_empty() {
+        out.push(line);
+    }
+    out
+}
+
+/// Every line of the help text for an overlay `width` wide (borders included), and the row
+/// where each section starts.
+pub fn lines(state: &State, width: u16) -> (Vec<Line<'static>>, Vec<(Mode, usize)>) {
+    let t = &state.theme;
+    let desc_w = usize::from(width.saturating_sub(2)).saturating_sub(KEYS_W + 2);
+    let mut out = Vec::new();
+    let mut sections = Vec::new();
+    for (i, m) in MODES.iter().enumerate() {
         if i > 0 {
             out.push(Line::raw(""));
         }
+        sections.push((*m, out.len()));
         out.push(Line::from(Span::styled(
             m.title().to_owned(),
             t.title_focus,
         )));
-        for b in BINDINGS.iter().filter(|b| b.mode == *m) {
-            out.push(Line::from(vec![
-                Span::styled(format!("  {:<18}", keys_label(b)), t.key),
-                Span::styled(b.desc.to_owned(), t.base),
-            ]));
-        }
-        if *m == Mode::Main {
-            out.push(Line::from(vec![
-                Span::styled(format!("  {:<18}", "mouse"), t.key),
-                Span::styled(
-                    "click a heatmap cell or a row to select, the chart to move the cursor; wheel scrolls"
-                        .to_owned(),
-                    t.base,
-                ),
-            ]));
-        }
-        if *m == Mode::Picker {
-            out.push(Line::from(vec![
-                Span::styled(format!("  {:<18}", "any text"), t.key),
-                Span::styled("filters by title, directory or id".to_owned(), t.base),
-            ]));
+        for (keys, desc) in entries(*m) {
+            for (j, part) in wrap(desc, desc_w).into_iter().enumerate() {
+                let k = if j == 0 { keys.as_str() } else { "" };
+                out.push(Line::from(vec![
+                    Span::styled(format!("  {k:<KEYS_W$}"), t.key),
+                    Span::styled(part, t.base),
+                ]));
+            }
         }
     }
-    out
+    (out, sections)
 }
 
 /// The overlay's rectangle in `area` for `n` lines of help.
 fn rect(area: Rect, n: usize) -> Rect {
     let h = (n as u16 + 2).min(area.height.saturating_sub(2)).max(3);
-    centered(area, 88, h)
+    centered(area, 96, h)
 }
 
-/// Lines the overlay shows at once, and the furthest it scrolls, at the state's size.
-pub fn page_and_max_scroll(state: &State) -> (usize, usize) {
-    let n = lines(state).len();
-    let r = rect(Rect::new(0, 0, state.width, state.height), n);
-    let page = usize::from(r.height.saturating_sub(2)).max(1);
-    (page, n.saturating_sub(page))
-}
-
-/// The scroll that opens the overlay at `mode`'s section (the keys of where the user is).
-pub fn scroll_to(state: &State, mode: Mode) -> usize {
-    let title = mode.title();
-    let at = lines(state)
-        .iter()
-        .position(|l| l.spans.first().is_some_and(|s| s.content == title))
-        .unwrap_or(0);
-    at.min(page_and_max_scroll(state).1)
-}
-
-pub fn render(state: &State, f: &mut Frame, area: Rect, scroll: usize) {
+pub fn render(state: &State, f: &mut Frame, area: Rect, h: HelpView) -> (Scroll, usize) {
     let t = &state.theme;
-    let all = lines(state);
+    let width = centered(area, 96, area.height).width;
+    let (all, sections) = lines(state, width);
     let rect = rect(area, all.len());
-    let inner_h = usize::from(rect.height.saturating_sub(2));
-    let scroll = scroll.min(all.len().saturating_sub(inner_h));
-    let shown: Vec<Line> = all.into_iter().skip(scroll).take(inner_h).collect();
+    let page = usize::from(rect.height.saturating_sub(2));
+    let scroll = Scroll::of(all.len(), page);
+    let top = match h.section {
+        Some(m) => sections
+            .iter()
+            .find(|(s, _)| *s == m)
+            .map_or(0, |(_, row)| *row),
+        None => h.top,
+    }
+    .min(scroll.max);
+    let shown: Vec<Line> = all.into_iter().skip(top).take(page).collect();
     f.render_widget(Clear, rect);
-    let title = " Help: every key (↑/↓ PgUp/PgDn scroll, Esc close) ";
-    f.render_widget(
-        Paragraph::new(shown)
-            .style(t.base)
-            .block(pane_block(title, true, t)),
-        rect,
-    );
+    let block = pane_block(
+        " Help: every key (↑/↓ PgUp/PgDn scroll, Esc close) ",
+        true,
+        t,
+    )
+    .title_bottom(Line::from(Span::styled(hidden_rows(top, scroll), t.dim)).right_aligned());
+    f.render_widget(Paragraph::new(shown).style(t.base).block(block), rect);
+    scrollbar(f, rect, top, scroll, t);
+    (scroll, top)
 }
 
 #[cfg(test)]
@@ -109,7 +150,7 @@ mod tests {
     use crate::tui::theme::Theme;
 
     #[test]
-    fn help_lists_every_binding() {
+    fn help_lists_every_binding_whole() {
         let policy =
             tierscope_engine::policy::load("retention", &[]).unwrap_or_else(|e| panic!("{e}"));
         let state = State::new(
@@ -118,17 +159,33 @@ mod tests {
             None,
             StartOptions::default(),
         );
-        let text: Vec<String> = lines(&state)
+        // At 80 columns the descriptions wrap; joined back they are whole.
+        let (lines, _) = lines(&state, 80);
+        let text: Vec<String> = lines
             .iter()
             .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
             .collect();
+        assert!(
+            text.iter().all(|l| l.chars().count() <= 78),
+            "a line is cut"
+        );
+        let joined = text.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ");
         for b in BINDINGS {
             let keys = keys_label(b);
             assert!(
-                text.iter().any(|l| l.contains(&keys) && l.contains(b.desc)),
+                text.iter().any(|l| l.contains(&keys)) && joined.contains(b.desc),
                 "help misses {keys} ({})",
                 b.desc
             );
         }
+        assert!(joined.contains("the wheel scrolls the pane under it"));
+        assert!(!joined.contains("S-S-Tab"));
+    }
+
+    #[test]
+    fn text_wraps_at_spaces() {
+        assert_eq!(wrap("aaa bbb ccc", 8), ["aaa bbb", "ccc"]);
+        assert_eq!(wrap("", 8), [""]);
+        assert_eq!(wrap("abcdefghij", 8), ["abcdefgh", "ij"]);
     }
 }

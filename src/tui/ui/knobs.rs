@@ -7,22 +7,26 @@ use ratatui::widgets::{Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
 use super::{centered, pane_block, thousands};
-use crate::tui::app::{effective_budget, State};
+use crate::tui::app::State;
+use crate::tui::knobs::{fmt_knob, knob_value};
 use crate::tui::widgets::slider::Slider;
 use tierscope_engine::policy::KnobValue;
 
 /// Value, shown minimum, shown maximum and default of a slider.
 type SliderRange = (f64, f64, f64, Option<f64>);
 
-pub fn render(state: &State, f: &mut Frame, area: Rect, selected: usize) {
+pub fn render(state: &State, f: &mut Frame, area: Rect) {
+    let Some(selected) = state.knobs.panel else {
+        return;
+    };
     let t = &state.theme;
-    let p = &state.policy;
+    let p = &state.schedule.policy;
     let rows = 1 + p.specs.len();
     // Docked over the bottom panes so the heatmap, the chart and the metrics stay in view
     // while knobs change (that is the point of turning them).
     let rect = dock(state, area, rows as u16 + 4);
     f.render_widget(Clear, rect);
-    let status = if state.replay_pending {
+    let status = if state.schedule.pending {
         "replaying…"
     } else {
         "up to date"
@@ -34,19 +38,26 @@ pub fn render(state: &State, f: &mut Frame, area: Rect, selected: usize) {
     if inner.height < 3 || inner.width < 30 {
         return;
     }
-    let name_w: u16 = 22;
+    let name_w: u16 = (inner.width / 3).clamp(22, 30);
     let val_w: u16 = 12;
     let slider_w = inner.width.saturating_sub(name_w + val_w + 2).min(40);
     // Rows visible: leave two lines for the help of the selected knob.
     let list_h = usize::from(inner.height.saturating_sub(2));
     let first = selected.saturating_sub(list_h.saturating_sub(1));
+    let list_scroll = crate::tui::geometry::Scroll::of(rows, list_h);
     for (vis, row) in (first..rows).take(list_h).enumerate() {
         let y = inner.y + vis as u16;
         let focused = row == selected;
-        let name_style = if focused { t.selection } else { t.base };
+        // A knob the policy's driver does not read is dimmed (moving it changes nothing).
+        let read = row == 0 || p.specs.get(row - 1).is_some_and(|s| p.reads(&s.name));
+        let name_style = match (focused, read) {
+            (true, _) => t.selection,
+            (false, true) => t.base,
+            (false, false) => t.dim,
+        };
         let (name, value, range): (String, String, Option<SliderRange>) = if row == 0 {
-            let b = effective_budget(state) as f64;
-            let src = if state.budget.is_some() {
+            let b = state.schedule.effective_budget() as f64;
+            let src = if state.schedule.budget.is_some() {
                 "set"
             } else {
                 "default"
@@ -58,9 +69,10 @@ pub fn render(state: &State, f: &mut Frame, area: Rect, selected: usize) {
             )
         } else {
             let spec = &p.specs[row - 1];
-            let v = crate::tui::model::knob_value(p, spec);
+            let v = knob_value(p, spec);
             let modified = v != spec.default;
-            let name = format!("{}{}", spec.name, if modified { " *" } else { "" });
+            let unread = if p.reads(&spec.name) { "" } else { " (unused)" };
+            let name = format!("{}{}{unread}", spec.name, if modified { " *" } else { "" });
             match (&v, spec.min, spec.max) {
                 (KnobValue::Num(n), Some(lo), Some(hi)) => {
                     let d = match spec.default {
@@ -75,7 +87,7 @@ pub fn render(state: &State, f: &mut Frame, area: Rect, selected: usize) {
                     };
                     (
                         name,
-                        crate::tui::model::fmt_knob(*n, spec.integer),
+                        fmt_knob(*n, spec.integer),
                         Some((*n, lo, hi_shown, d)),
                     )
                 }
@@ -89,7 +101,7 @@ pub fn render(state: &State, f: &mut Frame, area: Rect, selected: usize) {
         f.buffer_mut().set_stringn(
             inner.x,
             y,
-            format!("{name:<22}"),
+            format!("{name:<w$}", w = usize::from(name_w)),
             usize::from(name_w),
             name_style,
         );
@@ -128,10 +140,17 @@ pub fn render(state: &State, f: &mut Frame, area: Rect, selected: usize) {
                     _ if !s.choices.is_empty() => format!(" [{}]", s.choices.join(" | ")),
                     _ => String::new(),
                 };
-                format!("{}{range}", s.help)
+                let unread = if p.reads(&s.name) {
+                    ""
+                } else {
+                    " (not read with these settings: moving it changes nothing)"
+                };
+                format!("{}{range}{unread}", s.help)
             })
             .unwrap_or_default()
     };
+    let list_rect = Rect::new(rect.x, rect.y, rect.width, list_h as u16 + 2);
+    super::scrollbar(f, list_rect, first, list_scroll, t);
     let help_area = Rect::new(inner.x, inner.bottom().saturating_sub(2), inner.width, 2);
     f.render_widget(Clear, help_area);
     f.render_widget(
@@ -140,15 +159,21 @@ pub fn render(state: &State, f: &mut Frame, area: Rect, selected: usize) {
     );
 }
 
-/// The knobs panel's rectangle: the bottom panes' area (right-aligned, at most 100 wide), or
-/// centred when the main screen is not laid out.
+/// The knobs panel's rectangle: the bottom panes' area (right-aligned, at most 100 wide; on a
+/// short terminal the chart's too), or centred when the main screen is not laid out.
 fn dock(state: &State, area: Rect, want_h: u16) -> Rect {
     let r = super::layout::main_rects(area, state);
     if r.too_small || state.screen != crate::tui::app::Screen::Main {
         return centered(area, area.width.saturating_sub(4).min(96), want_h);
     }
-    let top = r.table.y;
     let bottom = r.metrics.y;
+    // Over the bottom panes; on a short terminal over the chart too (the heatmap and the
+    // metrics stay in view either way).
+    let top = if bottom.saturating_sub(r.table.y) < want_h.min(12) && r.chart_block.height > 0 {
+        r.chart_block.y
+    } else {
+        r.table.y
+    };
     let h = want_h
         .min(bottom.saturating_sub(top))
         .max(6.min(bottom - top));
@@ -158,15 +183,15 @@ fn dock(state: &State, area: Rect, want_h: u16) -> Rect {
 
 pub fn render_policies(state: &State, f: &mut Frame, area: Rect, selected: usize) {
     let t = &state.theme;
-    let n = state.policy_names.len();
+    let n = state.knobs.names.len();
     let rect = centered(area, area.width.saturating_sub(4).min(100), n as u16 + 2);
     f.render_widget(Clear, rect);
     // Inside the borders, after "● name         " (15) and a space: descriptions end in "…".
     let desc_w = usize::from(rect.width.saturating_sub(2 + 16));
     let mut lines = Vec::new();
-    for (i, name) in state.policy_names.iter().enumerate() {
-        let desc = state.policy_descs.get(i).cloned().unwrap_or_default();
-        let cur = if *name == state.policy.name {
+    for (i, name) in state.knobs.names.iter().enumerate() {
+        let desc = state.knobs.descs.get(i).cloned().unwrap_or_default();
+        let cur = if *name == state.schedule.policy.name {
             "●"
         } else {
             " "

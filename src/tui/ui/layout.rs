@@ -1,20 +1,22 @@
 //! Where every pane goes, as a pure function of the terminal size and the state. The view draws
-//! into these rectangles and `update` hit-tests mouse clicks against the same ones.
+//! into these rectangles and reports them (with the panes' scroll limits) as the geometry that
+//! `update` hit-tests mouse clicks against.
 //!
 //! ```text
 //! header ─────────────────────────────────────────────────────────────
-//! tier heatmap: episodes × requests (grows with the episode count)
-//! pressure / cost chart (same columns as the heatmap)
+//! tier heatmap: episodes × requests (up to 40 % of the body)
+//! pressure / cost chart (same columns as the heatmap; 40 % of what is left, 5 to 14 rows)
 //! episode table │ context at the cursor │ detail of the selected episode
-//! metrics strip ───────────────────────────────────────────────────────
+//! metrics strip: this request, then the run's totals ─────────────────
 //! status bar ──────────────────────────────────────────────────────────
 //! ```
 //! Below 150 columns the context and the detail share the right column; below 100 they share
-//! one pane (Tab switches).
+//! one pane (Tab switches). `+` gives the focused pane the whole body.
 
 use ratatui::layout::{Constraint, Layout, Rect};
 
-use crate::tui::app::{Pane, State};
+use crate::tui::app::State;
+use crate::tui::main::Pane;
 
 /// Smallest size the main screen is drawn at; below it a "terminal too small" notice shows.
 pub const MIN_WIDTH: u16 = 60;
@@ -30,31 +32,41 @@ pub struct MainRects {
     pub heat_body: Rect,
     pub heat_labels: Rect,
     pub heat_cells: Rect,
-    pub heat_cols: u16,
-    pub heat_rows: u16,
+    /// Width of the label column of the heatmap and the chart (ids, titles when room allows).
     pub label_width: u16,
-    /// The chart block and the area the chart draws into.
+    /// The chart block and the area the chart draws into (zero-sized when hidden).
     pub chart_block: Rect,
     pub chart: Rect,
     pub table: Rect,
-    pub table_body: Rect,
-    pub table_rows: u16,
     /// Zero-sized when hidden (narrow terminals show context or detail).
     pub context: Rect,
     pub detail: Rect,
-    pub detail_rows: u16,
+    /// One line (this request) or two (and the run's totals).
     pub metrics: Rect,
     pub status: Rect,
 }
 
-/// Width of the episode-id column of the heatmap and chart.
-pub fn label_width(state: &State) -> u16 {
+/// Width of the id column of the heatmap and the chart: the longest id, and room for the
+/// chart's value labels ("133k").
+fn id_width(state: &State) -> u16 {
     let longest = state
         .session
         .as_ref()
         .and_then(|s| s.model.episodes.iter().map(|e| e.id.chars().count()).max())
         .unwrap_or(3);
-    (longest as u16 + 1).clamp(4, 8)
+    (longest as u16 + 1).clamp(5, 8)
+}
+
+/// The label column: ids, plus the episode titles when the heatmap is wide (they take what
+/// the cells can spare beyond 100 columns, at most 24).
+pub fn label_width(state: &State, heat_width: u16) -> u16 {
+    let id = id_width(state);
+    let titles = (heat_width.saturating_sub(100) / 2).min(24);
+    if titles >= 10 {
+        id + titles
+    } else {
+        id
+    }
 }
 
 pub fn main_rects(area: Rect, state: &State) -> MainRects {
@@ -63,53 +75,64 @@ pub fn main_rects(area: Rect, state: &State) -> MainRects {
         r.too_small = true;
         return r;
     }
+    let metrics_h = if area.height >= 20 { 2 } else { 1 };
     let [header, body, metrics, status] = area.layout(&Layout::vertical([
         Constraint::Length(1),
         Constraint::Fill(1),
-        Constraint::Length(1),
+        Constraint::Length(metrics_h),
         Constraint::Length(1),
     ]));
     r.header = header;
     r.metrics = metrics;
     r.status = status;
-    let eps = state.episodes().max(1) as u16;
-    let heat_h = (eps + 2).min((body.height * 35 / 100).max(4));
-    let chart_h = (body.height / 6).clamp(5, 16);
-    let [heat, chart, bottom] = body.layout(&Layout::vertical([
-        Constraint::Length(heat_h),
-        Constraint::Length(chart_h),
-        Constraint::Fill(1),
-    ]));
+    let m = &state.main;
+    let (heat, chart, bottom) = if m.maximized {
+        match m.focus {
+            Pane::Heatmap => (body, Rect::default(), Rect::default()),
+            _ => (Rect::default(), Rect::default(), body),
+        }
+    } else {
+        // The heatmap first (every episode while they take at most 40 % of the body), then the
+        // chart from what is left (its resolution is what tells the thresholds apart), then
+        // the panes.
+        let eps = state.episodes().max(1) as u16;
+        let heat_h = (eps + 2).min(body.height * 2 / 5).max(4);
+        let chart_h = (body.height.saturating_sub(heat_h) * 2 / 5).clamp(5, 14);
+        let [heat, chart, bottom] = body.layout(&Layout::vertical([
+            Constraint::Length(heat_h),
+            Constraint::Length(chart_h),
+            Constraint::Fill(1),
+        ]));
+        (heat, chart, bottom)
+    };
     r.heat = heat;
-    r.label_width = label_width(state);
+    r.label_width = label_width(state, heat.width.max(body.width));
     // Title line, then the widget (axis line + rows).
-    r.heat_body = Rect::new(
-        heat.x,
-        heat.y + 1,
-        heat.width,
-        heat.height.saturating_sub(1),
-    );
-    let rows_y = r.heat_body.y + 1;
-    let rows_h = r.heat_body.height.saturating_sub(1);
-    r.heat_labels = Rect::new(heat.x, rows_y, r.label_width, rows_h);
-    r.heat_cells = Rect::new(
-        heat.x + r.label_width,
-        rows_y,
-        heat.width.saturating_sub(r.label_width),
-        rows_h,
-    );
-    r.heat_cols = r.heat_cells.width;
-    r.heat_rows = rows_h;
+    if heat.height > 0 {
+        r.heat_body = Rect::new(heat.x, heat.y + 1, heat.width, heat.height - 1);
+        let rows_y = r.heat_body.y + 1;
+        let rows_h = r.heat_body.height.saturating_sub(1);
+        r.heat_labels = Rect::new(heat.x, rows_y, r.label_width, rows_h);
+        r.heat_cells = Rect::new(
+            heat.x + r.label_width,
+            rows_y,
+            heat.width.saturating_sub(r.label_width),
+            rows_h,
+        );
+    }
     r.chart_block = chart;
-    r.chart = Rect::new(
-        chart.x,
-        chart.y + 1,
-        chart.width,
-        chart.height.saturating_sub(1),
-    );
-
+    if chart.height > 0 {
+        r.chart = Rect::new(chart.x, chart.y + 1, chart.width, chart.height - 1);
+    }
     let w = bottom.width;
-    let (table, context, detail) = if w >= 150 {
+    let (table, context, detail) = if m.maximized {
+        match m.focus {
+            Pane::Episodes => (bottom, Rect::default(), Rect::default()),
+            Pane::Context => (Rect::default(), bottom, Rect::default()),
+            Pane::Detail => (Rect::default(), Rect::default(), bottom),
+            Pane::Heatmap => (Rect::default(), Rect::default(), Rect::default()),
+        }
+    } else if w >= 150 {
         let [t, c, d] = bottom.layout(&Layout::horizontal([
             Constraint::Percentage(40),
             Constraint::Percentage(30),
@@ -131,26 +154,22 @@ pub fn main_rects(area: Rect, state: &State) -> MainRects {
             Constraint::Percentage(50),
             Constraint::Percentage(50),
         ]));
-        if state.focus == Pane::Context {
+        if m.focus == Pane::Context {
             (t, right, Rect::default())
         } else {
             (t, Rect::default(), right)
         }
     };
     r.table = table;
-    // Border, then a header row.
-    r.table_body = Rect::new(
-        table.x + 1,
-        table.y + 2,
-        table.width.saturating_sub(2),
-        table.height.saturating_sub(3),
-    );
-    r.table_rows = r.table_body.height;
     r.context = context;
     r.detail = detail;
-    r.detail_rows = detail
-        .height
-        .saturating_sub(2)
-        .max(context.height.saturating_sub(2));
     r
+}
+
+/// The episode table's rows: inside the border, below the header row.
+pub fn table_body(table: Rect) -> Rect {
+    if table.height < 3 || table.width < 2 {
+        return Rect::default();
+    }
+    Rect::new(table.x + 1, table.y + 2, table.width - 2, table.height - 3)
 }

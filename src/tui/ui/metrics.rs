@@ -1,5 +1,8 @@
-//! The metrics strip at the cursor: tokens / budget gauge, divergence, radius, cache, cost
-//! (request and cumulative), changes, holds, thrash, probes.
+//! The metrics strip: at the cursor the tokens / budget gauge, divergence, radius, cache, cost
+//! (request and cumulative), changes, deferrals, holds, thrash, probes; then the run's totals
+//! (Σ changes, holds, deferrals, thrash, requests over budget) and, after the policy, a knob or
+//! the budget changed, each total as before → after. One line when the terminal is short: the
+//! totals go where there is room.
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -7,24 +10,52 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use crate::tui::app::State;
+use crate::tui::theme::Theme;
+use crate::tui::totals::before_after;
+use crate::tui::view_model::{FrameRow, ReplayModel};
 use crate::tui::widgets::chart::short;
 
 pub fn render(state: &State, f: &mut Frame, area: Rect) {
     let t = &state.theme;
-    let Some(fr) = state
-        .replay
-        .as_ref()
-        .and_then(|r| r.frames.get(state.cursor))
-    else {
-        let msg = match &state.replay {
+    let replay = state.schedule.replay.as_deref();
+    let Some(fr) = replay.and_then(|r| r.frames.get(state.main.cursor)) else {
+        let msg = match replay {
             Some(r) if r.frames.is_empty() => " no requests: no metrics to show",
             Some(_) => " no frame at the cursor",
-            None if state.replay_pending => " replaying…",
+            None if state.schedule.pending => " replaying…",
             None => " no replay yet",
         };
         f.render_widget(Paragraph::new(msg).style(t.dim), area);
         return;
     };
+    let Some(r) = replay else { return };
+    let sep = Span::styled(" │ ", t.border);
+    let width = usize::from(area.width);
+    let totals = totals_groups(state, r, t);
+    if area.height >= 2 {
+        let now = super::fit_groups(request_groups(fr, t), sep.clone(), width);
+        let run = super::fit_groups(totals, sep, width);
+        f.render_widget(Paragraph::new(vec![Line::from(now), Line::from(run)]), area);
+    } else {
+        let mut groups = request_groups(fr, t);
+        // Short terminal: the totals right after the gauge, the rest where it fits.
+        let rest = groups.split_off(1);
+        groups.extend(totals);
+        groups.extend(rest);
+        let spans = super::fit_groups(groups, sep, width);
+        f.render_widget(Paragraph::new(Line::from(spans)), area);
+    }
+}
+
+fn kv<'a>(t: &Theme, k: &str, v: String) -> Vec<Span<'a>> {
+    vec![
+        Span::styled(format!("{k} "), t.dim),
+        Span::styled(v, t.base),
+    ]
+}
+
+/// The request at the cursor, most important first; a group that does not fit whole is left out.
+fn request_groups<'a>(fr: &FrameRow, t: &Theme) -> Vec<Vec<Span<'a>>> {
     let p = fr.pressure;
     let gauge_style = if p > 1.0 {
         t.gauge_over
@@ -36,13 +67,6 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     let gw = 10usize;
     let filled = ((p.clamp(0.0, 1.0)) * gw as f64).round() as usize;
     let gauge = format!("{}{}", "█".repeat(filled), "░".repeat(gw - filled));
-    let kv = |k: &str, v: String| {
-        vec![
-            Span::styled(format!("{k} "), t.dim),
-            Span::styled(v, t.base),
-        ]
-    };
-    // Most important first; a part that does not fit whole is left out, never cut.
     let mut groups = vec![
         vec![
             Span::styled(" tok ", t.dim),
@@ -54,12 +78,13 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
             Span::styled(format!(" {:.0}%", p * 100.0), gauge_style),
         ],
         [
-            kv("div", short(fr.divergence as f64)),
+            kv(t, "div", short(fr.divergence as f64)),
             vec![Span::raw(" ")],
-            kv("radius", short(fr.radius as f64)),
+            kv(t, "radius", short(fr.radius as f64)),
         ]
         .concat(),
         kv(
+            t,
             "cache r/w",
             format!(
                 "{}/{}",
@@ -69,9 +94,9 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         ),
     ];
     let mut moves = [
-        kv("chg", fr.changes.to_string()),
+        kv(t, "chg", fr.changes.to_string()),
         vec![Span::raw(" ")],
-        kv("def", fr.deferred.to_string()),
+        kv(t, "def", fr.deferred.to_string()),
         vec![
             Span::raw(" "),
             Span::styled("hold ", t.dim),
@@ -95,7 +120,7 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
             t.error,
         ));
     }
-    groups.push(kv("$", format!("{:.4} Σ{:.4}", fr.cost, fr.cum_cost)));
+    groups.push(kv(t, "$", format!("{:.4} Σ{:.4}", fr.cost, fr.cum_cost)));
     groups.push(moves);
     if fr.probes_due > 0 {
         let st = if fr.probes_ok < fr.probes_due {
@@ -111,10 +136,36 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     if !fr.status.is_empty() && fr.status != "ok" {
         groups.push(vec![Span::styled(fr.status.clone(), t.warn)]);
     }
-    let spans = super::fit_groups(
-        groups,
-        Span::styled(" │ ", t.border),
-        usize::from(area.width),
-    );
-    f.render_widget(Paragraph::new(Line::from(spans)), area);
+    groups
+}
+
+/// The run's totals, each `before→after` when the last change of policy, knobs or budget moved
+/// it; then the summary's cost and cache hit ratio.
+fn totals_groups<'a>(state: &State, r: &ReplayModel, t: &Theme) -> Vec<Vec<Span<'a>>> {
+    let before = state.schedule.before;
+    let mut run = vec![Span::styled(" Σ run ", t.dim)];
+    let shown = r.totals.items();
+    let was = before.map(|b| b.items());
+    for (i, (name, v)) in shown.iter().enumerate() {
+        let old = was.map(|w| w[i].1);
+        let moved = old.is_some_and(|o| o != *v);
+        if i > 0 {
+            run.push(Span::raw(" "));
+        }
+        run.push(Span::styled(format!("{name} "), t.dim));
+        run.push(Span::styled(
+            before_after(old, *v),
+            if moved { t.key } else { t.base },
+        ));
+    }
+    let mut groups = vec![run];
+    if before.is_some() && before != Some(r.totals) {
+        groups.push(vec![Span::styled("(before → after the last edits)", t.dim)]);
+    }
+    for (k, v) in &r.summary {
+        if k == "cost" || k == "cache hit" {
+            groups.push(kv(t, k, v.clone()));
+        }
+    }
+    groups
 }

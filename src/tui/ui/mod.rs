@@ -1,6 +1,7 @@
-//! Views: pure functions of the [`State`] that draw into a frame. They only read; every text they
-//! show was prepared (and made safe) before it reached the state, and the heavy numbers come
-//! precomputed in the models, so a frame costs a slice walk per pane.
+//! Views: pure functions of the [`State`] that draw into a frame and report what `update` needs of
+//! it ([`Geometry`]: page sizes, scroll limits, where the panes are). They only read; every text
+//! they show was prepared (and made safe) before it reached the state, and the heavy numbers come
+//! precomputed in the view-models, so a frame costs a slice walk per pane.
 
 pub mod chart;
 pub mod context;
@@ -17,77 +18,165 @@ pub mod picker;
 pub mod screens;
 pub mod status;
 
-use ratatui::layout::Rect;
+use ratatui::layout::{Margin, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders};
+use ratatui::widgets::{
+    Block, BorderType, Borders, Scrollbar, ScrollbarOrientation, ScrollbarState,
+};
 use ratatui::Frame;
 
 use crate::tui::app::{Overlay, Screen, State};
+use crate::tui::geometry::{Geometry, Scroll};
 use crate::tui::theme::Theme;
 
-/// Draws the whole screen.
-pub fn view(state: &State, f: &mut Frame) {
+/// Draws the whole screen and reports its [`Geometry`] (what `update` needs of this frame).
+pub fn view(state: &State, f: &mut Frame) -> Geometry {
     let area = f.area();
     let t = &state.theme;
     f.buffer_mut().set_style(area, t.base);
+    let mut g = Geometry::default();
     match &state.screen {
         Screen::Main => {
             let r = layout::main_rects(area, state);
             if r.too_small {
                 screens::too_small(f, area, t);
-                return;
+                return g;
             }
             match &state.diff {
-                Some(d) => crate::tui::diff::view::render(state, d, f, area),
-                None => main_screen::render(state, f, &r),
+                Some(d) => g.diff_context = crate::tui::diff::view::render(state, d, f, area),
+                None => g.main = main_screen::render(state, f, &r),
             }
             if let Some(s) = &state.sweep {
                 crate::tui::sweep::view::render(state, s, f, area);
             }
         }
-        Screen::Picker => picker::render(state, f, area),
+        Screen::Picker => g.picker_rows = picker::render(state, f, area),
         Screen::Loading(what) => screens::loading(state, f, area, what),
         Screen::Failed(e) => screens::failed(state, f, area, e),
     }
     if area.width < layout::MIN_WIDTH.min(40) || area.height < 5 {
-        return;
+        return g;
+    }
+    if state.knobs.panel.is_some() {
+        knobs::render(state, f, area);
+    }
+    if let Some(sel) = state.knobs.policies {
+        knobs::render_policies(state, f, area, sel);
+    }
+    if let Some(sel) = state.main.children {
+        screens::children(state, f, area, sel);
     }
     match &state.overlay {
         Overlay::None => {}
-        Overlay::Help { scroll } => help::render(state, f, area, *scroll),
-        Overlay::Knobs { selected } => knobs::render(state, f, area, *selected),
-        Overlay::Policies { selected } => knobs::render_policies(state, f, area, *selected),
+        Overlay::Help(h) => (g.help, g.help_top) = help::render(state, f, area, *h),
+        Overlay::Confirm(c) => screens::confirm(state, f, area, c),
     }
     if let Some(input) = &state.input {
         screens::input(state, f, area, input);
     }
+    g
 }
 
-/// A bordered pane with a title; the focused one has the focus colours.
+/// A bordered pane with a title; the focused one has a thick border and the focus colours (the
+/// border's shape tells focus apart without colour).
 pub fn pane_block<'a>(title: impl Into<Line<'a>>, focused: bool, t: &Theme) -> Block<'a> {
-    let (b, ts) = if focused {
-        (t.border_focus, t.title_focus)
+    let (b, ts, kind) = if focused {
+        (t.border_focus, t.title_focus, BorderType::Thick)
     } else {
-        (t.border, t.title)
+        (t.border, t.title, BorderType::Plain)
     };
     Block::new()
         .borders(Borders::ALL)
+        .border_type(kind)
         .border_style(b)
         .title(title.into().style(ts))
 }
 
-/// A top-rule-only block for the heatmap and the chart (they need every column).
+/// A top-rule-only block for the heatmap and the chart (they need every column); thick when
+/// focused.
 pub fn rule_block<'a>(title: Line<'a>, focused: bool, t: &Theme) -> Block<'a> {
-    let (b, ts) = if focused {
-        (t.border_focus, t.title_focus)
+    let (b, ts, kind) = if focused {
+        (t.border_focus, t.title_focus, BorderType::Thick)
     } else {
-        (t.border, t.title)
+        (t.border, t.title, BorderType::Plain)
     };
     Block::new()
         .borders(Borders::TOP)
+        .border_type(kind)
         .border_style(b)
         .title(title.style(ts))
+}
+
+/// `▲ 3 · ▼ 12`: how many rows a scrolled view hides above and below (empty when none).
+pub fn hidden_rows(top: usize, s: Scroll) -> String {
+    let below = s.max.saturating_sub(top.min(s.max));
+    match (top.min(s.max), below) {
+        (0, 0) => String::new(),
+        (0, b) => format!(" ▼ {b} more "),
+        (a, 0) => format!(" ▲ {a} more "),
+        (a, b) => format!(" ▲ {a} · ▼ {b} more "),
+    }
+}
+
+/// Scroll marks of a bordered pane: a scrollbar in its right border when it scrolls.
+pub fn scrollbar(f: &mut Frame, area: Rect, top: usize, s: Scroll, t: &Theme) {
+    if s.max == 0 || area.height < 4 {
+        return;
+    }
+    let mut st = ScrollbarState::new(s.max + 1)
+        .position(top.min(s.max))
+        .viewport_content_length(s.page);
+    let bar = Scrollbar::new(ScrollbarOrientation::VerticalRight)
+        .begin_symbol(Some("▲"))
+        .end_symbol(Some("▼"))
+        .track_symbol(Some("│"))
+        .thumb_symbol("█")
+        .style(t.border);
+    f.render_stateful_widget(
+        bar,
+        area.inner(Margin {
+            vertical: 1,
+            horizontal: 0,
+        }),
+        &mut st,
+    );
+}
+
+/// `text` split into spans with every case-insensitive occurrence of `needle` (lower-cased) in
+/// `hit`, the rest in `base`.
+pub fn highlight<'a>(text: &str, needle: Option<&str>, base: Style, hit: Style) -> Vec<Span<'a>> {
+    let Some(needle) = needle.filter(|n| !n.is_empty()) else {
+        return vec![Span::styled(text.to_owned(), base)];
+    };
+    let fold = |c: char| c.to_lowercase().next().unwrap_or(c);
+    let hay: Vec<char> = text.chars().collect();
+    let pat: Vec<char> = needle.chars().map(fold).collect();
+    let mut out = Vec::new();
+    let (mut i, mut start) = (0, 0);
+    while i + pat.len() <= hay.len() {
+        if hay[i..i + pat.len()]
+            .iter()
+            .zip(&pat)
+            .all(|(a, b)| fold(*a) == *b)
+        {
+            if start < i {
+                out.push(Span::styled(hay[start..i].iter().collect::<String>(), base));
+            }
+            out.push(Span::styled(
+                hay[i..i + pat.len()].iter().collect::<String>(),
+                hit,
+            ));
+            i += pat.len();
+            start = i;
+        } else {
+            i += 1;
+        }
+    }
+    if start < hay.len() || out.is_empty() {
+        out.push(Span::styled(hay[start..].iter().collect::<String>(), base));
+    }
+    out
 }
 
 /// 1234567 → "1,234,567".
@@ -182,6 +271,30 @@ pub fn date(ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn matches_are_highlighted_case_insensitively() {
+        let (b, h) = (Style::default(), Style::default().bold());
+        let spans = highlight("Fix the Parser, parse", Some("pars"), b, h);
+        let parts: Vec<(&str, bool)> = spans
+            .iter()
+            .map(|s| (s.content.as_ref(), s.style == h))
+            .collect();
+        assert_eq!(
+            parts,
+            [
+                ("Fix the ", false),
+                ("Pars", true),
+                ("er, ", false),
+                ("pars", true),
+                ("e", false)
+            ]
+        );
+        assert_eq!(highlight("abc", None, b, h).len(), 1);
+        assert_eq!(hidden_rows(0, Scroll::of(10, 4)), " ▼ 6 more ".to_owned());
+        assert_eq!(hidden_rows(6, Scroll::of(10, 4)), " ▲ 6 more ");
+        assert_eq!(hidden_rows(0, Scroll::of(3, 4)), "");
+    }
 
     #[test]
     fn hints_are_dropped_whole_from_the_right_keeping_help_and_quit() {

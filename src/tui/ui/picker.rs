@@ -10,11 +10,12 @@ use super::{date, pane_block, thousands};
 use crate::tui::app::State;
 use crate::tui::keymap::Mode;
 
-pub fn render(state: &State, f: &mut Frame, area: Rect) {
+/// Draws the picker; returns the rows its list shows at once.
+pub fn render(state: &State, f: &mut Frame, area: Rect) -> usize {
     let t = &state.theme;
     if area.width < 20 || area.height < 5 {
         super::screens::too_small(f, area, t);
-        return;
+        return 0;
     }
     let [head, filter, body, status] = area.layout(&Layout::vertical([
         Constraint::Length(1),
@@ -26,7 +27,7 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         Paragraph::new(format!(" tierscope │ {} ", state.source)).style(t.header),
         head,
     );
-    let matches = state.picker_matches();
+    let matches = state.picker.matches();
     f.render_widget(
         Paragraph::new(Line::from(vec![
             Span::styled(" filter: ", t.dim),
@@ -49,6 +50,7 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     let inner_h = usize::from(body.height.saturating_sub(3));
     let sel = state.picker.selected.min(matches.len().saturating_sub(1));
     let first = sel.saturating_sub(inner_h.saturating_sub(1));
+    let scroll = crate::tui::geometry::Scroll::of(matches.len(), inner_h);
     let rows: Vec<Row> = matches
         .iter()
         .enumerate()
@@ -81,41 +83,44 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
             }
         })
         .collect();
-    let (widths, header) = if wide {
-        (
-            vec![
-                Constraint::Fill(3),
-                Constraint::Fill(2),
-                Constraint::Length(16),
-                Constraint::Length(8),
-                Constraint::Length(11),
-                Constraint::Fill(1),
-            ],
-            vec!["title", "directory", "updated", "requests", "tokens", "id"],
-        )
-    } else {
-        (
-            vec![
-                Constraint::Fill(1),
-                Constraint::Length(dir_w as u16),
-                Constraint::Length(16),
-                Constraint::Length(8),
-                Constraint::Length(11),
-            ],
-            vec!["title", "directory", "updated", "requests", "tokens"],
-        )
-    };
+    let mut widths = vec![
+        Constraint::Fill(if wide { 3 } else { 1 }),
+        if wide {
+            Constraint::Fill(2)
+        } else {
+            Constraint::Length(dir_w as u16)
+        },
+        Constraint::Length(16),
+        Constraint::Length(8),
+        Constraint::Length(11),
+    ];
+    // Numbers are right-aligned, and so are their headers.
+    let mut header = vec![
+        Cell::from("title"),
+        Cell::from("directory"),
+        Cell::from("updated"),
+        Cell::from(Line::from("requests").right_aligned()),
+        Cell::from(Line::from("tokens used").right_aligned()),
+    ];
+    if wide {
+        widths.push(Constraint::Fill(1));
+        header.push(Cell::from("id"));
+    }
     let table = Table::new(rows, widths)
         .header(Row::new(header).style(t.title))
         .column_spacing(1)
-        .block(pane_block(" Sessions ", true, t));
+        .block(pane_block(" Sessions ", true, t).title_bottom(
+            Line::from(Span::styled(super::hidden_rows(first, scroll), t.dim)).right_aligned(),
+        ));
     f.render_widget(table, body);
+    super::scrollbar(f, body, first, scroll, t);
     let mut lead = Vec::new();
     if let Some((msg, _)) = &state.flash {
         lead.push(Span::styled(format!(" {msg} │"), t.error));
     }
     let tail = vec![Span::styled("  type to filter", t.status)];
     super::status::draw_bar(state, lead, Mode::Picker, tail, f, status);
+    inner_h
 }
 
 /// The end of `s` in at most `max` chars, "…" in front when cut (a path's last components say

@@ -1,4 +1,5 @@
-//! Whole-screen states: too small, loading, failed; and the one-line text field.
+//! Whole-screen states (too small, loading, failed), the one-line text field, the list of an
+//! episode's sub-agent sessions and the yes / no question.
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -6,7 +7,7 @@ use ratatui::widgets::{Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
 use super::{centered, layout, pane_block};
-use crate::tui::app::{Input, InputPurpose, Overlay, State};
+use crate::tui::app::{Confirm, Input, InputPurpose, State};
 use crate::tui::theme::Theme;
 
 const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
@@ -72,16 +73,14 @@ pub fn input(state: &State, f: &mut Frame, area: Rect, input: &Input) {
     let t = &state.theme;
     let label = match input.purpose {
         InputPurpose::Search => "search episodes: ".to_owned(),
+        InputPurpose::Goto => "go to request or episode: ".to_owned(),
         InputPurpose::KnobValue => {
-            let name = match state.overlay {
-                Overlay::Knobs { selected } => state
-                    .policy
-                    .specs
-                    .get(selected.wrapping_sub(1))
-                    .map(|s| s.name.clone())
-                    .unwrap_or_default(),
-                _ => String::new(),
-            };
+            let name = state
+                .knobs
+                .panel
+                .and_then(|sel| state.schedule.policy.specs.get(sel.wrapping_sub(1)))
+                .map(|s| s.name.clone())
+                .unwrap_or_default();
             format!("{name} = ")
         }
         InputPurpose::Budget => "budget (tokens) = ".to_owned(),
@@ -104,8 +103,89 @@ pub fn input(state: &State, f: &mut Frame, area: Rect, input: &Input) {
     if let Some(e) = &input.error {
         lines.push(Line::from(Span::styled(crate::tui::safe_line(e), t.error)));
     }
+    let title = match input.purpose {
+        InputPurpose::Search => {
+            let n = state.main.search.hits.len();
+            format!(" {n} match · Enter keeps, C-u clears, Esc cancels ")
+        }
+        InputPurpose::Goto => " 42, t42 or E3 · Enter goes, Esc cancels ".to_owned(),
+        _ => " Enter accepts, C-u clears, Esc cancels ".to_owned(),
+    };
     f.render_widget(
-        Paragraph::new(lines).block(pane_block(" Enter accepts, Esc cancels ", true, t)),
+        Paragraph::new(lines).block(pane_block(title, true, t)),
+        rect,
+    );
+}
+
+/// The selected episode's sub-agent sessions, to open one.
+pub fn children(state: &State, f: &mut Frame, area: Rect, selected: usize) {
+    let t = &state.theme;
+    let Some(ep) = state
+        .session
+        .as_ref()
+        .and_then(|s| s.model.episodes.get(state.main.selected))
+    else {
+        return;
+    };
+    let rect = centered(
+        area,
+        area.width.saturating_sub(4).min(90),
+        ep.children.len() as u16 + 2,
+    );
+    f.render_widget(Clear, rect);
+    let inner_w = usize::from(rect.width.saturating_sub(2));
+    let lines: Vec<Line> = ep
+        .children
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let st = if i == selected { t.selection } else { t.base };
+            let req = c
+                .requests
+                .map_or("not in this recording".to_owned(), |n| format!("{n} req"));
+            let text = format!(" {} · {req} · {}", c.title, c.id);
+            Line::from(Span::styled(
+                tierscope_engine::text::clip_chars(&text, inner_w),
+                st,
+            ))
+        })
+        .collect();
+    let title = format!(
+        " {} spawned {} sub-agents (Enter opens, Esc closes) ",
+        ep.id,
+        ep.children.len()
+    );
+    f.render_widget(
+        Paragraph::new(lines).block(pane_block(title, true, t)),
+        rect,
+    );
+}
+
+/// A yes / no question over the screen.
+pub fn confirm(state: &State, f: &mut Frame, area: Rect, c: &Confirm) {
+    let t = &state.theme;
+    let (title, body, keys) = match c {
+        Confirm::Quit => (
+            " Quit? ",
+            "The knobs were changed and not saved; quitting loses them.".to_owned(),
+            "y quit · w save first · n / Esc stay",
+        ),
+        Confirm::Overwrite { path, .. } => (
+            " Overwrite? ",
+            format!("{} exists.", crate::tui::safe_line(path)),
+            "y overwrite · n / Esc keep it",
+        ),
+    };
+    let rect = centered(area, area.width.saturating_sub(4).min(70), 5);
+    f.render_widget(Clear, rect);
+    f.render_widget(
+        Paragraph::new(vec![
+            Line::from(Span::styled(body, t.base)),
+            Line::raw(""),
+            Line::from(Span::styled(keys, t.key)),
+        ])
+        .wrap(Wrap { trim: true })
+        .block(pane_block(title, true, t)),
         rect,
     );
 }

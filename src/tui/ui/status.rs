@@ -1,4 +1,5 @@
-//! The status bar: the last message (if any), then the keys that matter in the current mode.
+//! The status bar: the last message (if any), a hint when nothing fades at the default budget,
+//! then the keys that matter where the user is (on the main screen: the focused pane's first).
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -26,12 +27,38 @@ pub fn flash_spans(state: &State) -> Vec<Span<'static>> {
     ]
 }
 
+/// Below this peak pressure, at a budget nobody chose, the schedule has nothing to do.
+const IDLE_PRESSURE: f64 = 0.5;
+
+/// "peak pressure 6 % at the default budget: nothing fades — try --budget or K" when the
+/// default budget is so large that no episode ever changes tier.
+pub fn idle_hint(state: &State) -> Option<String> {
+    let r = state.schedule.replay.as_deref()?;
+    if state.schedule.budget.is_some()
+        || r.totals.changes > 0
+        || r.peak_pressure >= IDLE_PRESSURE
+        || r.frames.is_empty()
+    {
+        return None;
+    }
+    Some(format!(
+        "peak pressure {:.0} % at the default budget: nothing fades, try --budget or K",
+        r.peak_pressure * 100.0
+    ))
+}
+
 pub fn render(state: &State, f: &mut Frame, area: Rect) {
     let t = &state.theme;
     let mut lead = flash_spans(state);
+    if lead.is_empty() {
+        if let Some(h) = idle_hint(state) {
+            lead.push(Span::styled(format!(" {h} "), t.warn));
+            lead.push(Span::styled("│", t.status));
+        }
+    }
     lead.extend(crate::tui::follow::status_spans(state));
     let mut tail = Vec::new();
-    if !state.stack.is_empty() {
+    if !state.main.stack.is_empty() {
         tail.push(Span::styled(" Bksp", t.status_key));
         tail.push(Span::styled(" back ", t.status));
     }
@@ -50,7 +77,7 @@ pub fn draw_bar(
 ) {
     let t = &state.theme;
     let used: usize = lead.iter().chain(&tail).map(Span::width).sum();
-    let hints: Vec<(String, &str)> = keymap::hints(mode).collect();
+    let hints = keymap::hints(mode, state.main.focus);
     let hints = fit_hints(&hints, usize::from(area.width).saturating_sub(used));
     let mut spans = lead;
     spans.extend(key_spans(&hints, t.status_key, t.status));

@@ -1,6 +1,7 @@
-//! The strip chart under the heatmap, on the same columns: per column the replayed tokens as a
-//! bar, the budget and the policy's `demote_at` / `target` / `promote_at` lines, the recorded
-//! prompt as a dot, cache breaks (divergence points) on the bottom row, the cursor as a column.
+//! The strip chart under the heatmap, on the same cells: per cell the replayed tokens as a bar,
+//! the budget and the policy's `demote_at` / `target` / `promote_at` lines (each in the third of
+//! a row its value falls in, labelled with name and value), the recorded prompt as a dot, cache
+//! breaks (divergence points) on the bottom row, the cursor as a column.
 //! The second view shows cumulative cost, replayed (bars) against recorded (dots).
 
 use ratatui::buffer::Buffer;
@@ -9,8 +10,8 @@ use ratatui::style::Style;
 use ratatui::widgets::Widget;
 
 use super::Viewport;
-use crate::tui::model::{ReplayModel, SessionModel};
 use crate::tui::theme::Theme;
+use crate::tui::view_model::{ReplayModel, SessionModel};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ChartKind {
@@ -49,11 +50,31 @@ pub fn short(n: f64) -> String {
 }
 
 impl StripChart<'_> {
-    fn bucket_max(&self, col: usize, f: impl Fn(usize) -> f64) -> Option<f64> {
-        let r = self.vp.range(col);
+    fn bucket_max(&self, x: usize, f: impl Fn(usize) -> f64) -> Option<f64> {
+        let r = self.vp.range(x);
         r.map(f)
             .fold(None, |m, v| Some(m.map_or(v, |m: f64| m.max(v))))
     }
+}
+
+/// Where a horizontal line at `v` goes in a plot `plot_h` rows high showing `0..=y_max`: the
+/// row (from the top) and a glyph for the third of the row it falls in, so lines a third of a
+/// row apart stay apart.
+pub fn line_at(v: f64, y_max: f64, plot_h: u16) -> Option<(u16, &'static str)> {
+    if !(0.0..=y_max).contains(&v) || plot_h == 0 {
+        return None;
+    }
+    let h = v / y_max * f64::from(plot_h);
+    let from_bottom = (h.floor() as u16).min(plot_h - 1);
+    let frac = h - f64::from(from_bottom);
+    let glyph = if frac < 1.0 / 3.0 {
+        "▁"
+    } else if frac < 2.0 / 3.0 {
+        "─"
+    } else {
+        "▔"
+    };
+    Some((plot_h - 1 - from_bottom, glyph))
 }
 
 impl Widget for StripChart<'_> {
@@ -87,55 +108,80 @@ impl Widget for StripChart<'_> {
             let h = (v / y_max).clamp(0.0, 1.0) * f64::from(plot_h) * 8.0;
             h.round() as u32
         };
-        let row_of = |v: f64| -> Option<u16> {
-            if !(0.0..=y_max).contains(&v) {
-                return None;
-            }
-            let r = ((v / y_max) * f64::from(plot_h)).ceil() as u16;
-            let r = r.clamp(1, plot_h);
-            Some(area.y + plot_h - r)
-        };
-        // Labels on the left: top value, the budget line, zero.
+        let row_of = |v: f64| line_at(v, y_max, plot_h).map(|(r, _)| area.y + r);
+        // Labels on the left: the top value and zero; the lines label themselves.
         let lw = usize::from(self.label_width.saturating_sub(1));
         let top = match self.kind {
-            ChartKind::Pressure => short(y_max),
+            ChartKind::Pressure => format!("{} tok", short(y_max)),
             ChartKind::Cost => money_label(y_max, lw),
+        };
+        let top = if top.chars().count() > lw {
+            top.trim_end_matches(" tok").to_owned()
+        } else {
+            top
         };
         buf.set_stringn(area.x, area.y, &top, lw, t.dim);
         buf.set_stringn(area.x, area.y + plot_h - 1, "0", lw, t.dim);
-        // Horizontal lines (pressure view only), drawn first so bars cover them.
-        let mut lines: Vec<(f64, Style, &str)> = Vec::new();
+        // The budget and the policy's thresholds (pressure view), drawn first so bars cover
+        // them; each labelled in the label column with its name and value where room allows.
+        let mut lines: Vec<(f64, Style, &str, &str)> = Vec::new();
         if self.kind == ChartKind::Pressure && self.replay.budget > 0 {
             let b = self.replay.budget as f64;
-            for (k, st, name) in [
-                (self.replay.promote_at, t.line_promote, "pro"),
-                (self.replay.target, t.line_target, "tgt"),
-                (self.replay.demote_at, t.line_demote, "dem"),
-                (Some(1.0), t.line_budget, "bud"),
+            for (k, st, name, long) in [
+                (self.replay.promote_at, t.line_promote, "pro", "promote"),
+                (self.replay.target, t.line_target, "tgt", "target"),
+                (self.replay.demote_at, t.line_demote, "dem", "demote"),
+                (Some(1.0), t.line_budget, "bud", "budget"),
             ] {
                 if let Some(k) = k {
-                    lines.push((k * b, st, name));
+                    lines.push((k * b, st, name, long));
                 }
             }
         }
-        for (v, st, name) in &lines {
-            if let Some(y) = row_of(*v) {
+        let placed: Vec<(u16, Style, &str, String)> = lines
+            .iter()
+            .filter_map(|(v, st, name, long)| {
+                let (r, glyph) = line_at(*v, y_max, plot_h)?;
+                let y = area.y + r;
                 for x in x0..area.right() {
-                    buf.set_string(x, y, "╌", *st);
+                    buf.set_string(x, y, glyph, *st);
                 }
-                buf.set_stringn(area.x, y, *name, lw, *st);
+                Some((y, *st, *name, format!("{long} {}", short(*v))))
+            })
+            .collect();
+        for (i, (y, st, name, long)) in placed.iter().enumerate() {
+            if placed[..i].iter().any(|p| p.0 == *y) {
+                continue; // labelled with the first line of its row
             }
+            let same: Vec<&(u16, Style, &str, String)> =
+                placed.iter().filter(|p| p.0 == *y).collect();
+            let longs: Vec<&str> = same.iter().map(|p| p.3.as_str()).collect();
+            let names: Vec<&str> = same.iter().map(|p| p.2).collect();
+            // The most the label column holds: every line's name and value, their names, the
+            // first name marked as sharing the row, the first name.
+            let label = [
+                longs.join(" / "),
+                names.join("/"),
+                if same.len() > 1 {
+                    format!("{name}+")
+                } else {
+                    long.clone()
+                },
+                (*name).to_owned(),
+            ]
+            .into_iter()
+            .find(|l| l.chars().count() <= lw)
+            .unwrap_or_default();
+            buf.set_stringn(area.x, *y, format!("{label:<lw$}"), lw, *st);
         }
-        let used = self.vp.used_cols();
-        let cursor_col = self.vp.col_of(self.cursor);
-        let cw = self.vp.col_w.max(1);
-        for cell_x in 0..used * cw {
-            let col = cell_x / cw;
-            let x = x0 + cell_x as u16;
+        let used = self.vp.used_cells();
+        let cursor_cells = self.vp.cells_of(self.cursor);
+        for cx in 0..used {
+            let x = x0 + cx as u16;
             if x >= area.right() {
                 break;
             }
-            let v = self.bucket_max(col, &value).unwrap_or(0.0);
+            let v = self.bucket_max(cx, &value).unwrap_or(0.0);
             let over = self.kind == ChartKind::Pressure
                 && self.replay.budget > 0
                 && v > self.replay.budget as f64;
@@ -150,7 +196,7 @@ impl Widget for StripChart<'_> {
                 h -= e as u32;
                 buf.set_string(x, y, EIGHTHS[e], bar_style);
             }
-            if let Some(d) = self.bucket_max(col, &dot) {
+            if let Some(d) = self.bucket_max(cx, &dot) {
                 if d > 0.0 {
                     if let Some(y) = row_of(d) {
                         buf.set_string(x, y, "•", t.line_recorded);
@@ -159,7 +205,7 @@ impl Widget for StripChart<'_> {
             }
             let broke = self
                 .vp
-                .range(col)
+                .range(cx)
                 .any(|i| frames.get(i).is_some_and(|f| f.cache_break));
             let marker_y = area.y + plot_h;
             if broke && self.kind == ChartKind::Pressure {
@@ -167,7 +213,7 @@ impl Widget for StripChart<'_> {
             } else {
                 buf.set_string(x, marker_y, "─", t.border);
             }
-            if Some(col) == cursor_col {
+            if cursor_cells.as_ref().is_some_and(|c| c.contains(&cx)) {
                 for y in area.y..area.bottom() {
                     if let Some(c) = buf.cell_mut((x, y)) {
                         let st = c.style().patch(t.cursor);
@@ -180,6 +226,7 @@ impl Widget for StripChart<'_> {
             }
         }
         let legend = match self.kind {
+            ChartKind::Pressure if lw >= 13 => "↯ cache break",
             ChartKind::Pressure => "↯",
             ChartKind::Cost => "$",
         };
@@ -206,6 +253,19 @@ fn money_label(v: f64, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::short;
+
+    #[test]
+    fn close_lines_fall_on_different_thirds() {
+        use super::line_at;
+        // Six rows up to 12k: the budget (9k) and demote_at (8.1k) share a row but not a glyph.
+        let (rb, gb) = line_at(9000.0, 12_000.0, 6).unwrap_or_default();
+        let (rd, gd) = line_at(8100.0, 12_000.0, 6).unwrap_or_default();
+        assert_eq!(rb, rd);
+        assert_ne!(gb, gd);
+        assert_eq!(line_at(0.0, 1.0, 4), Some((3, "▁")));
+        assert_eq!(line_at(1.0, 1.0, 4).map(|l| l.0), Some(0));
+        assert!(line_at(2.0, 1.0, 4).is_none());
+    }
 
     #[test]
     fn short_numbers() {

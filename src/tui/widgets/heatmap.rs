@@ -1,6 +1,7 @@
-//! The tier heatmap: episodes (rows) × requests (columns), each cell the applied tier, with marks
-//! for changes, holds at a floor, deferred changes and thrash, and the request cursor as a column.
-//! Tiers are told apart by glyph as well as colour, so the mono theme loses nothing.
+//! The tier heatmap: episodes (rows) × requests (columns, spread over the width), each cell the
+//! applied tier, with marks for changes, holds at a floor, deferred changes and thrash, and the
+//! request cursor as a column. Tiers are told apart by glyph as well as colour, so the mono theme
+//! loses nothing.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -8,8 +9,8 @@ use ratatui::style::Style;
 use ratatui::widgets::Widget;
 
 use super::Viewport;
-use crate::tui::model::{cell, Grid};
 use crate::tui::theme::Theme;
+use crate::tui::view_model::{cell, Grid};
 use tierscope_engine::episode::model::Tier;
 
 pub fn tier_glyph(t: Tier) -> &'static str {
@@ -65,16 +66,43 @@ pub fn bucket_value(grid: &Grid, row: usize, range: std::ops::Range<usize>, curs
     (grid.get(row, at) & cell::STATE) | marks
 }
 
+/// One row's label: the id, and the title when the label column has room for it.
+pub struct RowLabel<'a> {
+    pub id: &'a str,
+    pub title: &'a str,
+    /// A search match (drawn in the match style).
+    pub hit: bool,
+}
+
 pub struct Heatmap<'a> {
     pub grid: &'a Grid,
-    /// Row labels (episode ids).
-    pub labels: &'a [&'a str],
+    pub labels: &'a [RowLabel<'a>],
     pub vp: Viewport,
     pub first_row: usize,
     pub selected: usize,
     pub cursor: usize,
     pub theme: &'a Theme,
     pub label_width: u16,
+}
+
+/// A request-number tick every this many requests: the smallest of 1, 2, 5, 10, 20, 50, …
+/// that leaves `min_cells` cells between ticks.
+fn tick_step(vp: &Viewport, min_cells: usize) -> usize {
+    let per_cell = vp.span as f64 / vp.width.max(1) as f64;
+    let mut step = 1usize;
+    for k in 0.. {
+        let base = 10usize.saturating_pow(k);
+        for m in [1, 2, 5] {
+            step = base.saturating_mul(m);
+            if step as f64 / per_cell >= min_cells as f64 {
+                return step;
+            }
+        }
+        if base > vp.total {
+            break;
+        }
+    }
+    step
 }
 
 impl Widget for Heatmap<'_> {
@@ -84,37 +112,30 @@ impl Widget for Heatmap<'_> {
         }
         let t = self.theme;
         let x0 = area.x + self.label_width;
-        // Axis: request numbers at regular columns, the cursor's number above its column.
+        let vp = self.vp;
+        // Axis: request numbers at round intervals, the cursor's number above its cells.
         let axis_y = area.y;
         buf.set_stringn(area.x, axis_y, "req", usize::from(self.label_width), t.dim);
-        let used = self.vp.used_cols();
-        let tick_every = 10usize;
-        let mut c = 0;
-        let cw = self.vp.col_w.max(1);
-        let tick_every = (tick_every / cw).max(1) * if cw > 1 { 2 } else { 1 };
-        while c < used {
-            let r = self.vp.range(c).start;
-            let label = format!("{r}");
-            let x = x0 + (c * cw) as u16;
-            if x + label.len() as u16 <= area.right() {
-                buf.set_string(x, axis_y, "┊", t.dim);
-                buf.set_stringn(
-                    x + 1,
-                    axis_y,
-                    &label,
-                    usize::from(area.right() - x - 1),
-                    t.dim,
-                );
+        let step = tick_step(&vp, 7);
+        let mut r = vp.first.div_ceil(step) * step;
+        while r < (vp.first + vp.span).min(vp.total) {
+            if let Some(cells) = vp.cells_of(r) {
+                let x = x0 + cells.start as u16;
+                let label = format!("┊{r}");
+                if x + label.chars().count() as u16 <= area.right() {
+                    buf.set_string(x, axis_y, &label, t.dim);
+                }
             }
-            c += tick_every;
+            r += step;
         }
-        let cursor_col = self.vp.col_of(self.cursor);
-        if let Some(cc) = cursor_col {
+        let cursor_cells = vp.cells_of(self.cursor);
+        if let Some(cc) = &cursor_cells {
             let label = format!("▼{}", self.cursor);
             let w = label.chars().count() as u16;
-            let x = (x0 + (cc * cw) as u16).min(area.right().saturating_sub(w));
+            let x = (x0 + cc.start as u16).min(area.right().saturating_sub(w));
             buf.set_string(x, axis_y, &label, t.cursor);
         }
+        let used = vp.used_cells();
         let rows = usize::from(area.height - 1);
         for i in 0..rows {
             let row = self.first_row + i;
@@ -122,40 +143,39 @@ impl Widget for Heatmap<'_> {
                 break;
             }
             let y = area.y + 1 + i as u16;
-            let label_style = if row == self.selected {
-                t.selection
-            } else {
-                t.dim
+            let label = self.labels.get(row);
+            let label_style = match label {
+                _ if row == self.selected => t.selection,
+                Some(l) if l.hit => t.search_match,
+                _ => t.dim,
             };
-            let label = self.labels.get(row).copied().unwrap_or("");
             let lw = usize::from(self.label_width.saturating_sub(1));
-            buf.set_stringn(area.x, y, format!("{label:<lw$}"), lw, label_style);
-            for col in 0..used {
-                let v = bucket_value(self.grid, row, self.vp.range(col), self.cursor);
-                let (g, mut st) = cell_look(v, t);
-                if Some(col) == cursor_col {
+            let text = match label {
+                Some(l) if l.title.is_empty() => l.id.to_owned(),
+                Some(l) => format!("{:<4} {}", l.id, l.title),
+                None => String::new(),
+            };
+            let text = tierscope_engine::text::clip_chars(&text, lw);
+            buf.set_stringn(area.x, y, format!("{text:<lw$}"), lw, label_style);
+            let mut prev: Option<usize> = None;
+            for x in 0..used {
+                let range = vp.range(x);
+                if range.is_empty() {
+                    continue;
+                }
+                // A request several cells wide shows its mark once, in its first cell.
+                let first_cell = prev != Some(range.start);
+                prev = Some(range.start);
+                let v = bucket_value(self.grid, row, range.clone(), self.cursor);
+                let (g, mut st) = if first_cell {
+                    cell_look(v, t)
+                } else {
+                    cell_look(v & cell::STATE, t)
+                };
+                if cursor_cells.as_ref().is_some_and(|c| c.contains(&x)) {
                     st = st.patch(t.cursor);
                 }
-                // A wide column repeats the tier glyph; a mark shows once, in its first cell.
-                let fill = cell_look(v & cell::STATE, t).0;
-                for k in 0..cw {
-                    let x = x0 + (col * cw + k) as u16;
-                    if x >= area.right() {
-                        break;
-                    }
-                    let sym = if k == 0 { g } else { fill };
-                    let sst = if k == 0 {
-                        st
-                    } else {
-                        let base = cell_look(v & cell::STATE, t).1;
-                        if Some(col) == cursor_col {
-                            base.patch(t.cursor)
-                        } else {
-                            base
-                        }
-                    };
-                    buf.set_string(x, y, sym, sst);
-                }
+                buf.set_string(x0 + x as u16, y, g, st);
             }
         }
     }
@@ -180,5 +200,13 @@ mod tests {
         let theme = Theme::default_for_env();
         assert_eq!(cell_look(cell::TIER0 + 3, &theme).0, "░");
         assert_eq!(cell_look(cell::TIER0 | cell::HOLD, &theme).0, "⊥");
+    }
+
+    #[test]
+    fn ticks_are_round_and_spaced() {
+        let vp = Viewport::new(0, None, 150, 24);
+        assert_eq!(tick_step(&vp, 7), 2);
+        let vp = Viewport::new(0, None, 100, 2000);
+        assert_eq!(tick_step(&vp, 7), 200);
     }
 }

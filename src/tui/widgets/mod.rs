@@ -5,83 +5,121 @@ pub mod chart;
 pub mod heatmap;
 pub mod slider;
 
-/// Which requests the columns of a time-axis widget show.
+/// Which requests the cells of a time-axis widget show: `span` requests from `first` spread over
+/// `width` cells, so the trace fills the width whatever its length. With fewer requests than
+/// cells a request takes several cells (their count differs by at most one); with more, a cell
+/// takes several requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Viewport {
-    /// The request at column 0.
+    /// The request at the first cell.
     pub first: usize,
-    /// Requests per column (zoom out); at least 1.
-    pub per_col: usize,
-    /// Cells per column (zoom in, for short traces on wide terminals); at least 1.
-    pub col_w: usize,
-    /// Columns available (each `col_w` cells wide).
-    pub cols: usize,
+    /// Requests shown (at least 1).
+    pub span: usize,
+    /// Cells available.
+    pub width: usize,
     /// Requests in the trace.
     pub total: usize,
 }
 
+/// Most cells one request may take when zoomed in.
+pub const MAX_CELLS_PER_REQUEST: usize = 16;
+
 impl Viewport {
-    /// Requests shown by column `col` (empty past the end of the trace).
-    pub fn range(&self, col: usize) -> std::ops::Range<usize> {
-        let per = self.per_col.max(1);
-        let a = self
-            .first
-            .saturating_add(col.saturating_mul(per))
-            .min(self.total);
-        let b = a.saturating_add(per).min(self.total);
-        a..b
+    /// A viewport of `width` cells over `total` requests showing `span` of them from `first`
+    /// (`None`: the whole trace), kept inside the trace.
+    pub fn new(first: usize, span: Option<usize>, width: usize, total: usize) -> Viewport {
+        let span = span.unwrap_or(total).clamp(1, total.max(1));
+        let first = first.min(total.saturating_sub(span));
+        Viewport {
+            first,
+            span,
+            width,
+            total,
+        }
     }
-    /// The column showing request `r`, if visible.
-    pub fn col_of(&self, r: usize) -> Option<usize> {
-        if r < self.first || r >= self.total {
+
+    /// The smallest span worth zooming in to (a request at most [`MAX_CELLS_PER_REQUEST`] wide).
+    pub fn min_span(width: usize) -> usize {
+        width.div_ceil(MAX_CELLS_PER_REQUEST).max(1)
+    }
+
+    /// Requests shown by cell `x` (empty past the end of the trace or the width).
+    pub fn range(&self, x: usize) -> std::ops::Range<usize> {
+        if x >= self.width || self.total == 0 {
+            return 0..0;
+        }
+        let (s, w) = (self.span, self.width);
+        let (a, b) = if s >= w {
+            ((x * s).div_ceil(w), ((x + 1) * s).div_ceil(w))
+        } else {
+            (x * s / w, x * s / w + 1)
+        };
+        let end = (self.first + self.span).min(self.total);
+        (self.first + a).min(end)..(self.first + b).min(end)
+    }
+
+    /// The cells showing request `r`, if it is in view.
+    pub fn cells_of(&self, r: usize) -> Option<std::ops::Range<usize>> {
+        if r < self.first || r >= (self.first + self.span).min(self.total) || self.width == 0 {
             return None;
         }
-        let c = (r - self.first) / self.per_col.max(1);
-        (c < self.cols).then_some(c)
-    }
-    /// Columns that hold requests.
-    pub fn used_cols(&self) -> usize {
-        let per = self.per_col.max(1);
-        (self.total.saturating_sub(self.first))
-            .div_ceil(per)
-            .min(self.cols)
-    }
-    /// The column under cell offset `x` (cells from the first column).
-    pub fn col_at(&self, x: usize) -> usize {
-        x / self.col_w.max(1)
-    }
-    /// The viewport that fits `total` requests into `width` cells: several requests per column
-    /// when they do not fit, several cells per request (at most 16) when there is room.
-    pub fn fit(total: usize, width: usize) -> (usize, usize) {
-        let per = Viewport::fit_zoom(total, width);
-        let w = if per == 1 && total > 0 {
-            (width / total).clamp(1, 16)
+        let (k, s, w) = (r - self.first, self.span, self.width);
+        Some(if s >= w {
+            let x = k * w / s;
+            x..x + 1
         } else {
-            1
-        };
-        (per, w)
+            (k * w).div_ceil(s)..((k + 1) * w).div_ceil(s)
+        })
     }
-    /// The smallest zoom at which `total` requests fit in `cols` columns.
-    pub fn fit_zoom(total: usize, cols: usize) -> usize {
-        if cols == 0 {
-            return 1;
-        }
-        total.div_ceil(cols).max(1)
-    }
-    /// `first` moved so that request `r` is visible (keeps a margin of a few columns).
-    pub fn follow(first: usize, per_col: usize, cols: usize, total: usize, r: usize) -> usize {
-        let per = per_col.max(1);
-        let span = cols.saturating_mul(per);
-        if span == 0 || total <= span {
+
+    /// Cells that hold requests.
+    pub fn used_cells(&self) -> usize {
+        let last = (self.first + self.span).min(self.total);
+        if last <= self.first {
             return 0;
         }
-        let margin = (cols / 8).min(4) * per;
-        let max_first = total.saturating_sub(span).div_ceil(per) * per;
-        let mut f = first.min(max_first);
+        self.cells_of(last - 1).map_or(0, |c| c.end)
+    }
+
+    /// Whether the whole trace is in view.
+    pub fn fits(&self) -> bool {
+        self.first == 0 && self.span >= self.total
+    }
+
+    /// How big a request is on screen, for the heatmap's title: `1 req = 6 cells`,
+    /// `1 req = 6–7 cells`, or `1 cell = 2–3 req`.
+    pub fn scale_label(&self) -> String {
+        let (s, w) = (self.span.max(1), self.width.max(1));
+        let range = |lo: usize, hi: usize| {
+            if lo == hi {
+                lo.to_string()
+            } else {
+                format!("{lo}–{hi}")
+            }
+        };
+        if s < w {
+            let cells = range(w / s, w.div_ceil(s));
+            format!("1 req = {cells} cells")
+        } else if s == w {
+            "1 req = 1 cell".to_owned()
+        } else {
+            format!("1 cell = {} req", range(s / w, s.div_ceil(w)))
+        }
+    }
+
+    /// `first` moved so that request `r` is in view, a few requests from the edges when the
+    /// view is wide enough.
+    pub fn follow(&self, r: usize) -> usize {
+        if self.span >= self.total {
+            return 0;
+        }
+        let margin = (self.span / 8).min(4);
+        let max_first = self.total - self.span;
+        let mut f = self.first.min(max_first);
         if r < f + margin {
-            f = r.saturating_sub(margin) / per * per;
-        } else if r + margin >= f + span {
-            f = (r + margin + per).saturating_sub(span).div_ceil(per) * per;
+            f = r.saturating_sub(margin);
+        } else if r + margin >= f + self.span {
+            f = (r + margin + 1).saturating_sub(self.span);
         }
         f.min(max_first)
     }
@@ -92,28 +130,46 @@ mod tests {
     use super::Viewport;
 
     #[test]
-    fn viewport_maps_requests_and_follows_the_cursor() {
-        let vp = Viewport {
-            first: 10,
-            per_col: 3,
-            col_w: 1,
-            cols: 5,
-            total: 30,
-        };
-        assert_eq!(vp.range(0), 10..13);
-        assert_eq!(vp.range(4), 22..25);
-        assert_eq!(vp.col_of(12), Some(0));
-        assert_eq!(vp.col_of(25), None);
-        assert_eq!(vp.col_of(9), None);
-        assert_eq!(Viewport::fit_zoom(2000, 100), 20);
-        assert_eq!(Viewport::follow(0, 1, 10, 5, 4), 0);
-        let f = Viewport::follow(0, 1, 20, 100, 50);
-        assert!(f <= 50 && 50 < f + 20);
-        let f = Viewport::follow(90, 1, 20, 100, 10);
-        assert!(f <= 10 && 10 < f + 20);
-        assert_eq!(Viewport::follow(0, 1, 20, 100, 99), 80);
-        assert_eq!(Viewport::fit(24, 115), (1, 4));
-        assert_eq!(Viewport::fit(2000, 100), (20, 1));
-        assert_eq!(Viewport::fit(3, 200), (1, 16));
+    fn a_short_trace_fills_the_width() {
+        // 24 requests over 152 cells: 6 or 7 cells each, every cell used.
+        let vp = Viewport::new(0, None, 152, 24);
+        assert_eq!(vp.used_cells(), 152);
+        let widths: Vec<usize> = (0..24)
+            .map(|r| vp.cells_of(r).map_or(0, |c| c.len()))
+            .collect();
+        assert!(widths.iter().all(|w| *w == 6 || *w == 7), "{widths:?}");
+        assert_eq!(widths.iter().sum::<usize>(), 152);
+        assert_eq!(vp.scale_label(), "1 req = 6–7 cells");
+        // Every cell maps back to the request it belongs to.
+        for r in 0..24 {
+            for x in vp.cells_of(r).unwrap_or(0..0) {
+                assert_eq!(vp.range(x), r..r + 1);
+            }
+        }
+    }
+
+    #[test]
+    fn a_long_trace_shares_cells_and_follows_the_cursor() {
+        let vp = Viewport::new(0, None, 100, 250);
+        assert_eq!(vp.used_cells(), 100);
+        assert_eq!(vp.scale_label(), "1 cell = 2–3 req");
+        // The cells cover every request once, in order.
+        let mut next = 0;
+        for x in 0..100 {
+            let r = vp.range(x);
+            assert_eq!(r.start, next);
+            assert!(!r.is_empty());
+            next = r.end;
+            assert!(vp.cells_of(r.start).is_some_and(|c| c.contains(&x)));
+        }
+        assert_eq!(next, 250);
+        // Zoomed to 40 requests: the cursor stays in view, the view inside the trace.
+        let z = Viewport::new(0, Some(40), 100, 250);
+        let f = z.follow(120);
+        assert!(f <= 120 && 120 < f + 40, "{f}");
+        assert_eq!(Viewport::new(f, Some(40), 100, 250).follow(249), 210);
+        assert_eq!(Viewport::new(300, Some(40), 100, 250).first, 210);
+        assert!(z.cells_of(45).is_none());
+        assert_eq!(Viewport::min_span(160), 10);
     }
 }

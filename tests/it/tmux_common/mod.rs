@@ -31,11 +31,22 @@ impl Tmux {
 
     /// Starts session `t` at 120×40 running `cmd` in a shell.
     pub fn start(&self, cmd: &str) {
-        self.run(&["new-session", "-d", "-s", "t", "-x", "120", "-y", "40", cmd]);
+        self.start_sized(120, 40, cmd);
+    }
+
+    /// Starts session `t` at `w`×`h` running `cmd` in a shell.
+    pub fn start_sized(&self, w: u16, h: u16, cmd: &str) {
+        let (w, h) = (w.to_string(), h.to_string());
+        self.run(&["new-session", "-d", "-s", "t", "-x", &w, "-y", &h, cmd]);
     }
 
     pub fn screen(&self) -> String {
         self.run(&["capture-pane", "-p", "-t", "t"])
+    }
+
+    /// The screen with its colours and attributes as escape sequences (`capture-pane -e`).
+    pub fn screen_styled(&self) -> String {
+        self.run(&["capture-pane", "-p", "-e", "-t", "t"])
     }
 
     pub fn keys(&self, keys: &[&str]) {
@@ -55,8 +66,20 @@ impl Tmux {
     /// no alternate screen, no mouse reporting, cooked mode (the command must end in
     /// `echo __EXIT__ $?; stty -a; sleep 60`).
     pub fn quit_and_check_restored(&self) {
-        self.keys(&["q"]);
-        let done = self.wait("the exit", |s| s.contains("__EXIT__"));
+        self.quit_with_and_check_restored(&["q"]);
+    }
+
+    /// [`Tmux::quit_and_check_restored`] with the keys that quit (`q`, then `y` to a question).
+    pub fn quit_with_and_check_restored(&self, keys: &[&str]) {
+        for k in keys {
+            self.keys(&[k]);
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        // `echoke` is in the last line `stty -a` prints (as `echoke` or `-echoke`): waiting
+        // for `__EXIT__` alone raced the rest of its output on a loaded machine.
+        let done = self.wait("the exit and the tty modes", |s| {
+            s.contains("__EXIT__") && s.contains("echoke")
+        });
         assert!(done.contains("__EXIT__ 0"), "{done}");
         assert_eq!(self.display("#{alternate_on}"), "0");
         assert_eq!(self.display("#{mouse_any_flag}"), "0");
@@ -89,6 +112,40 @@ impl Drop for Tmux {
             .args(["-L", &self.socket, "kill-server"])
             .output();
     }
+}
+
+/// The command that runs the explorer on `recording` (a file of sample-traces) with `args`, then
+/// prints its exit code and the tty modes and waits (for [`Tmux::quit_and_check_restored`]).
+pub fn explorer(recording: &str, args: &str) -> String {
+    let bin = env!("CARGO_BIN_EXE_tierscope");
+    let rec = format!("{}/sample-traces/{recording}", env!("CARGO_MANIFEST_DIR"));
+    format!(
+        "env TERM=xterm-256color NO_COLOR= {bin} {rec} {args}; echo __EXIT__ $?; stty -a; sleep 60"
+    )
+}
+
+/// The rows of the bordered box whose top border holds `title`: the text between its left and
+/// right borders, one entry per row inside the box.
+pub fn box_rows(screen: &str, title: &str) -> Vec<String> {
+    let lines: Vec<Vec<char>> = screen.lines().map(|l| l.chars().collect()).collect();
+    let Some((top, col)) = lines.iter().enumerate().find_map(|(i, l)| {
+        let s: String = l.iter().collect();
+        s.find(title)
+            .map(|b| (i, s[..b].chars().count().saturating_sub(2)))
+    }) else {
+        return Vec::new();
+    };
+    let right = (col + 1..lines[top].len())
+        .find(|&x| matches!(lines[top][x], '┐' | '┓'))
+        .unwrap_or(lines[top].len());
+    let mut out = Vec::new();
+    for l in &lines[top + 1..] {
+        if matches!(l.get(col), Some('└' | '┗')) || l.len() <= col {
+            break;
+        }
+        out.push(l[col + 1..right.min(l.len())].iter().collect());
+    }
+    out
 }
 
 /// The row of `knob` in the knobs panel of built-in policy `policy` (row 0 is the budget).

@@ -10,7 +10,7 @@ use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
-use tierscope::tui::app::{update, Effect, Msg, StartOptions, State};
+use tierscope::tui::app::{update, Effect, Geometry, Msg, StartOptions, State};
 use tierscope::tui::jobs::{run_sync, Worker};
 use tierscope::tui::theme::Theme;
 use tierscope_engine::loaded::LoadOptions;
@@ -70,7 +70,7 @@ pub fn open(
         ..LoadOptions::default()
     };
     let mut worker = Worker::new(args);
-    run_sync(
+    settle(
         &mut state,
         &mut worker,
         vec![Effect::LoadSession { id: None }],
@@ -80,8 +80,32 @@ pub fn open(
         "session did not load: {:?}",
         state.screen
     );
-    assert!(state.replay.is_some(), "replay did not run");
+    assert!(state.schedule.replay.is_some(), "replay did not run");
     App { state, worker }
+}
+
+/// Runs `fx` inline, then draws as the runner does and hands the view's geometry back to
+/// `update` until it settles (page sizes and hit-test rectangles come from the frame).
+pub fn settle(state: &mut State, worker: &mut Worker, fx: Vec<Effect>) {
+    run_sync(state, worker, fx);
+    for _ in 0..3 {
+        let g = geometry(state);
+        if g == state.geometry {
+            break;
+        }
+        let fx = update(state, Msg::Geometry(g));
+        run_sync(state, worker, fx);
+    }
+}
+
+/// The geometry the view reports for a frame of `state`.
+pub fn geometry(state: &State) -> Geometry {
+    let backend = TestBackend::new(state.width, state.height);
+    let mut term = Terminal::new(backend).unwrap_or_else(|e| panic!("{e}"));
+    let mut g = Geometry::default();
+    term.draw(|f| g = tierscope::tui::ui::view(state, f))
+        .unwrap_or_else(|e| panic!("{e}"));
+    g
 }
 
 impl App {
@@ -90,7 +114,13 @@ impl App {
     }
     pub fn key_mod(&mut self, code: KeyCode, m: KeyModifiers) -> Vec<Effect> {
         let fx = update(&mut self.state, Msg::Key(KeyEvent::new(code, m)));
-        run_sync(&mut self.state, &mut self.worker, fx.clone());
+        settle(&mut self.state, &mut self.worker, fx.clone());
+        fx
+    }
+    /// Any message, its effects run and the geometry settled.
+    pub fn msg(&mut self, m: Msg) -> Vec<Effect> {
+        let fx = update(&mut self.state, m);
+        settle(&mut self.state, &mut self.worker, fx.clone());
         fx
     }
     pub fn keys(&mut self, s: &str) {
@@ -106,24 +136,35 @@ impl App {
     /// Opens the main knobs panel (`K`) with `knob` selected; returns its row.
     pub fn knobs_at(&mut self, knob: &str) -> usize {
         self.key(KeyCode::Char('K'));
-        let row = knob_row(&self.state.policy.specs, knob);
+        let row = knob_row(&self.state.schedule.policy.specs, knob);
         self.down(row);
         row
     }
     pub fn resize(&mut self, w: u16, h: u16) {
         let fx = update(&mut self.state, Msg::Resize(w, h));
-        run_sync(&mut self.state, &mut self.worker, fx);
+        settle(&mut self.state, &mut self.worker, fx);
     }
     pub fn draw(&self) -> Buffer {
         draw(&self.state)
+    }
+    /// The rendered context at the cursor (it must be there).
+    pub fn context(&self) -> std::sync::Arc<tierscope::tui::view_model::ContextModel> {
+        self.state
+            .main
+            .context
+            .model
+            .clone()
+            .unwrap_or_else(|| panic!("no context"))
     }
 }
 
 pub fn draw(state: &State) -> Buffer {
     let backend = TestBackend::new(state.width, state.height);
     let mut term = Terminal::new(backend).unwrap_or_else(|e| panic!("{e}"));
-    term.draw(|f| tierscope::tui::ui::view(state, f))
-        .unwrap_or_else(|e| panic!("{e}"));
+    term.draw(|f| {
+        tierscope::tui::ui::view(state, f);
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
     term.backend().buffer().clone()
 }
 

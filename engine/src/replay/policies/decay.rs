@@ -32,7 +32,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Decide, Kind, RequestView, Setup};
+use super::{Compacted, Decide, Kind, RequestView, Setup};
 use crate::episode::magic_context::estimate::{chars_estimate_units, Estimator};
 use crate::episode::magic_context::render::{self, utf16_len, RowText};
 use crate::episode::{Episode, RetentionClass, Tier};
@@ -587,9 +587,9 @@ impl Decay {
 }
 
 impl Decide for Decay {
-    fn decide(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>) -> bool {
+    fn decide(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>) -> Option<Compacted> {
         if !self.enabled {
-            return false;
+            return None;
         }
         let cl = self.context_limit(st.p, rq.req);
         let hb = self.history_budget(cl);
@@ -604,13 +604,13 @@ impl Decide for Decay {
         }
         if let Some(why) = self.hard_trigger(rq, hb) {
             self.fold(st, rq, hb, why);
-            return false;
+            return None;
         }
         if !self.cache_busting(rq, cl) {
-            return false;
+            return None;
         }
         let Some(f) = &self.folded else {
-            return false;
+            return None;
         };
         let (from, m0) = (f.k, f.m0_tokens);
         let m1 = Blocks {
@@ -628,7 +628,7 @@ impl Decide for Decay {
         ) {
             self.fold(st, rq, hb, "backstop");
         }
-        false
+        None
     }
 
     fn after(&mut self, _st: &State<'_, '_>, rq: &RequestView<'_>, tokens: u64) {

@@ -1,7 +1,7 @@
 //! `full`: every episode at `full`, forever; no changes. The never-forget baseline (it
 //! overflows), and the yardstick of `divergence_cost`.
 
-use super::{Decide, Kind, RequestView, Setup};
+use super::{Compacted, Decide, Kind, RequestView, Setup};
 use crate::policy::kinds::common;
 use crate::policy::{KnobSpec, Policy};
 use crate::replay::state::State;
@@ -18,7 +18,7 @@ impl Kind for Full {
 }
 
 impl Decide for Full {
-    fn decide(&mut self, _st: &mut State<'_, '_>, _rq: &RequestView<'_>) -> bool {
-        false
+    fn decide(&mut self, _st: &mut State<'_, '_>, _rq: &RequestView<'_>) -> Option<Compacted> {
+        None
     }
 }

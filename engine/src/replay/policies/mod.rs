@@ -57,6 +57,14 @@ pub(crate) struct RequestView<'s> {
     pub base: u64,
 }
 
+/// A compaction the policy made at one request: a summary call of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Compacted {
+    /// History tokens of that call as the trace's release would have built it (the summary
+    /// and what it covers, or everything in view; see `compaction_call::simulated_history`).
+    pub history: u64,
+}
+
 /// A kind's decision inside one pass.
 pub(crate) trait Decide {
     /// Episode `e` closed at this request (it entered at `full`).
@@ -64,8 +72,8 @@ pub(crate) trait Decide {
     /// Every request, before any decision (also summary calls the schedule is held through).
     fn observe(&mut self, _st: &State<'_, '_>, _t: usize) {}
     /// Decide and apply at one request: set desired tiers with `want` and apply them (itself or
-    /// through its schedule). Returns true when the policy compacted here (a summary call).
-    fn decide(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>) -> bool;
+    /// through its schedule). Returns the summary call when the policy compacted here.
+    fn decide(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>) -> Option<Compacted>;
     /// After the request is measured: `tokens` is what it rendered.
     fn after(&mut self, _st: &State<'_, '_>, _rq: &RequestView<'_>, _tokens: u64) {}
     /// The shared schedule, for the kinds that defer (it classifies what still waits).

@@ -8,15 +8,18 @@
 //!   usable limit (context − min(output, 32,000)); the summary is the recorded text where the
 //!   trace has one, else `summary_tokens` of compact tiers; the kept tail is the last
 //!   `tail_turns` human turns within `preserve_recent_*`; at most one compaction per request.
+//!   Each compaction is a summary call of its own, sized as the trace's release would have built
+//!   it ([`compaction_call::simulated_history`]) and priced into the run's cost.
 //!
 //! The file is split so that a trigger is one function ([`OpenCode::due`]) and a compaction
 //! another ([`OpenCode::compact`]): a trigger against an explicit budget is a new [`Trigger`]
 //! arm, not a new pass.
 
-use super::{Decide, Kind, RequestView, Setup};
+use super::{Compacted, Decide, Kind, RequestView, Setup};
 use crate::episode::Tier;
 use crate::policy::kinds::{choice, common, num, uint};
 use crate::policy::{KnobSpec, Policy};
+use crate::replay::compaction_call;
 use crate::replay::limits::{self, OUTPUT_TOKEN_MAX};
 use crate::replay::prepare::Filter;
 use crate::replay::state::State;
@@ -133,15 +136,15 @@ impl Kind for OpenCode {
 }
 
 impl Decide for OpenCode {
-    fn decide(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>) -> bool {
+    fn decide(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>) -> Option<Compacted> {
         match self.knobs.trigger {
             Trigger::Recorded => {
                 self.follow_recording(st, rq.t);
-                false
+                None
             }
             Trigger::Simulate => {
                 if !self.due(st, rq) {
-                    return false;
+                    return None;
                 }
                 self.compact(st, rq)
             }
@@ -186,9 +189,9 @@ impl OpenCode {
         rq.base + st.summary_tokens() + st.applied_sum() >= self.usable && st.k() > 0
     }
 
-    /// Compact now: one summary replaces the closed episodes before the kept tail. Returns
-    /// whether anything was compacted (a simulated summary call).
-    fn compact(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>) -> bool {
+    /// Compact now: one summary replaces the closed episodes before the kept tail. Returns the
+    /// simulated summary call, if anything was compacted.
+    fn compact(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>) -> Option<Compacted> {
         let p = st.p;
         let k = &self.knobs;
         let t = rq.t;
@@ -227,8 +230,23 @@ impl OpenCode {
         }
         let covers: Vec<usize> = (0..keep_from).collect();
         if covers.iter().all(|&e| st.applied(e) == Tier::Dropped) {
-            return false;
+            return None;
         }
+        // The summary call sees the history as this release built it, before the summary
+        // replaces it.
+        let view = rq.base - rq.rq.sys_tokens + st.summary_tokens() + st.applied_sum();
+        let covered: Vec<(u64, f64)> = covers
+            .iter()
+            .map(|&e| (st.ep_tokens(e), p.compaction_keep[e]))
+            .collect();
+        let call = Compacted {
+            history: compaction_call::simulated_history(
+                p.compaction.shape,
+                view,
+                st.summary_tokens(),
+                &covered,
+            ),
+        };
         let trace = p.trace;
         let text_from = trace
             .compactions
@@ -273,7 +291,7 @@ impl OpenCode {
         for e in covers {
             st.summarise(e, missing_pins(st, e, &text), Reason::Compaction);
         }
-        true
+        Some(call)
     }
 }
 
@@ -298,14 +316,10 @@ fn replace_before(st: &mut State<'_, '_>, start: usize, text: &str) {
             st.summarise(e, missing, Reason::Compaction);
             if e >= st.k() {
                 // The active episode lies wholly before the tail: nothing of it is shown.
-                let len = p.td(e, Tier::Full).map_or(0, |td| td.len());
-                st.set_cut(e, len);
+                st.cut_before(e, start);
             }
-        } else if ep.first_message < start {
-            let from = p
-                .td(e, Tier::Full)
-                .map_or(0, |td| td.msg.partition_point(|m| *m < start));
-            st.set_cut(e, from);
+        } else {
+            st.cut_before(e, start);
         }
     }
 }

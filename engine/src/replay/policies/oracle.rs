@@ -4,7 +4,7 @@
 //! nothing is asked of an episode, so every one is dropped (`oracle`) or at its floor
 //! (`oracle-legal`).
 
-use super::{Decide, Kind, RequestView, Setup};
+use super::{Compacted, Decide, Kind, RequestView, Setup};
 use crate::episode::Tier;
 use crate::policy::kinds::{boundary, common};
 use crate::policy::{KnobSpec, Policy};
@@ -37,7 +37,7 @@ impl Kind for Oracle {
 }
 
 impl Decide for Oracle {
-    fn decide(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>) -> bool {
+    fn decide(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>) -> Option<Compacted> {
         for e in 0..st.k() {
             let t = st.clamp(e, self.tiers[e]);
             if t != st.desired(e) {
@@ -45,7 +45,7 @@ impl Decide for Oracle {
             }
         }
         self.schedule.run(st, rq.base);
-        false
+        None
     }
     fn schedule(&self) -> Option<Schedule> {
         Some(self.schedule)

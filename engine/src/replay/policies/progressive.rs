@@ -10,7 +10,7 @@
 //! `relevance_source = probes` the schedule is told instead which episodes the due probes need.
 
 use super::retention::{Retention, RetentionKnobs};
-use super::{Decide, Kind, RequestView, Setup};
+use super::{Compacted, Decide, Kind, RequestView, Setup};
 use crate::episode::Tier;
 use crate::policy::kinds::{boundary, choice, common, num, uint};
 use crate::policy::{KnobSpec, Policy};
@@ -165,7 +165,7 @@ struct Age {
 }
 
 impl Decide for Age {
-    fn decide(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>) -> bool {
+    fn decide(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>) -> Option<Compacted> {
         let [d, c, a] = self.thresholds;
         for e in 0..st.k() {
             let age = st.now() - st.closed_at(e);
@@ -184,7 +184,7 @@ impl Decide for Age {
             }
         }
         self.schedule.run(st, rq.base);
-        false
+        None
     }
     fn schedule(&self) -> Option<Schedule> {
         Some(self.schedule)

@@ -22,7 +22,7 @@
 use std::collections::BTreeSet;
 
 use super::progressive::Relevance;
-use super::{Decide, RequestView};
+use super::{Compacted, Decide, RequestView};
 use crate::episode::RetentionClass;
 use crate::replay::prepare::Prep;
 use crate::replay::schedule::Schedule;
@@ -164,6 +164,12 @@ impl Retention {
         // then the most relevant, then the newest, are promoted while the projection stays at
         // or under the target.
         self.withdraw(st, |demotion, r| !demotion || r != Reason::Pressure);
+        // A promotion still pending was sized at an earlier request: over the target now, the
+        // pending promotions for pressure are withdrawn and only those that still fit are made
+        // again below.
+        if proj(st) > k.target {
+            self.withdraw(st, |demotion, r| demotion || r != Reason::Pressure);
+        }
         let mut cands: Vec<usize> = (0..st.k())
             .filter(|&e| st.desired(e) > crate::episode::Tier::Full)
             .collect();
@@ -209,10 +215,10 @@ impl Decide for Retention {
             self.refresh(st, e);
         }
     }
-    fn decide(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>) -> bool {
+    fn decide(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>) -> Option<Compacted> {
         self.decide_tiers(st, rq.base);
         self.schedule.run(st, rq.base);
-        false
+        None
     }
     fn schedule(&self) -> Option<Schedule> {
         Some(self.schedule)

@@ -2,7 +2,7 @@
 //! budget (ignores floors). Changes go through the shared schedule (`boundary`, default
 //! `request`).
 
-use super::{Decide, Kind, RequestView, Setup};
+use super::{Compacted, Decide, Kind, RequestView, Setup};
 use crate::episode::Tier;
 use crate::policy::kinds::{boundary, common};
 use crate::policy::{KnobSpec, Policy};
@@ -34,7 +34,7 @@ impl Kind for Truncate {
 }
 
 impl Decide for Truncate {
-    fn decide(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>) -> bool {
+    fn decide(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>) -> Option<Compacted> {
         while rq.base + st.desired_sum() > st.budget() && self.next < st.k() {
             let e = self.next;
             self.next += 1;
@@ -42,7 +42,7 @@ impl Decide for Truncate {
             st.want(e, t, Reason::Truncation);
         }
         self.schedule.run(st, rq.base);
-        false
+        None
     }
     fn schedule(&self) -> Option<Schedule> {
         Some(self.schedule)

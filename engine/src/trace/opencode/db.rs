@@ -4,7 +4,11 @@
 //! seen and nothing is ever written (a read-write open would checkpoint the WAL and delete it).
 //! When SQLite cannot open the WAL database read-only in place (a directory without write bits,
 //! where it cannot create the `-shm`), the db, `-wal` and `-shm` are copied into a temporary
-//! directory and the copy is opened instead. Tables and columns are probed, never assumed; only
+//! directory and the copy is opened instead. A WAL database with neither `-wal` nor `-shm` (no
+//! writer has it open: OpenCode's clean exit removes both) is opened `immutable=1`, so SQLite
+//! creates neither next to the user's `opencode.db`. A table that is missing or a page that is
+//! corrupt costs what is on it: the rest is read and the damage reported (`database_damage`).
+//! Tables and columns are probed, never assumed; only
 //! `session`, `message`, `part` (and the 2.x `session_v2`, `session_message`) are read, never the
 //! credential tables.
 
@@ -26,12 +30,17 @@ const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
 /// True when the file starts with the SQLite header (used to detect a db by content).
 pub fn looks_like_sqlite(path: &Path) -> bool {
+    read_header(path).is_ok_and(|h| h.starts_with(SQLITE_MAGIC))
+}
+
+/// The first 100 bytes (the SQLite header) or fewer when the file is shorter.
+fn read_header(path: &Path) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
-    let mut head = [0u8; 16];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok()
-        && &head == SQLITE_MAGIC
+    let mut head = Vec::with_capacity(100);
+    std::fs::File::open(path)?
+        .take(100)
+        .read_to_end(&mut head)?;
+    Ok(head)
 }
 
 /// An open OpenCode database.
@@ -73,22 +82,13 @@ impl Database {
     /// Open `path` read-only (see the module docs). A file that is not a SQLite database, or
     /// whose schema cannot be read, is one clear [`LoadError::Database`].
     pub fn open(path: &Path) -> Result<Self, LoadError> {
-        Self::open_inner(path, false)
-    }
-
-    /// Open through a temporary copy even when an in-place read-only open would work (tests
-    /// use this to exercise the fallback).
-    #[doc(hidden)]
-    pub fn open_copied(path: &Path) -> Result<Self, LoadError> {
-        Self::open_inner(path, true)
-    }
-
-    fn open_inner(path: &Path, force_copy: bool) -> Result<Self, LoadError> {
-        let meta = std::fs::metadata(path).map_err(|source| LoadError::Io {
+        let meta = crate::trace::input::check_regular(path)?;
+        // Read the header ourselves: a file we may not read is that, not "not a database".
+        let head = read_header(path).map_err(|source| LoadError::Io {
             path: path.to_owned(),
             source,
         })?;
-        if meta.len() < 100 || !looks_like_sqlite(path) {
+        if meta.len() < 100 || !head.starts_with(SQLITE_MAGIC) {
             return Err(db_err(
                 path,
                 format!(
@@ -97,12 +97,26 @@ impl Database {
                 ),
             ));
         }
+        // Bytes 18 and 19 are 2 in WAL mode.
+        let wal_mode = head.get(18..20) == Some(&[2, 2][..]);
+        let (has_wal, has_shm) = (
+            side_file(path, "-wal").exists(),
+            side_file(path, "-shm").exists(),
+        );
         // Where the directory or the `-shm` has no write bits, SQLite could not keep its shared
-        // index there (and a root process would write it anyway): read a copy instead.
-        let in_place = if force_copy || read_only_location(path) {
+        // index there (and a root process would write it anyway), and where a `-wal` was left
+        // without its `-shm` (a writer that died) a read would create one: read a copy instead.
+        let in_place = if read_only_location(path) || (wal_mode && has_wal && !has_shm) {
             None
         } else {
-            match open_ro(path).and_then(|c| probe(&c).map(|t| (c, t))) {
+            let mode = if wal_mode && !has_wal && !has_shm {
+                // Nothing is in a WAL and no writer holds the file; a plain read-only open
+                // would create `-wal` and `-shm` beside it.
+                OpenMode::Immutable
+            } else {
+                OpenMode::ReadOnly
+            };
+            match open_ro(path, mode).and_then(|c| probe(&c).map(|t| (c, t))) {
                 Ok(ok) => Some(ok),
                 Err(e) if is_corruption(&e) => return Err(db_err(path, e)),
                 Err(_) => None,
@@ -132,7 +146,7 @@ impl Database {
                     .map_err(|source| LoadError::Io { path: side, source })?;
             }
         }
-        let conn = open_ro(&copy).map_err(|e| db_err(path, e))?;
+        let conn = open_ro(&copy, OpenMode::ReadOnly).map_err(|e| db_err(path, e))?;
         let tables = probe(&conn).map_err(|e| db_err(path, e))?;
         Ok(Self {
             conn,
@@ -273,20 +287,19 @@ impl Database {
         session_id: &str,
         diags: &mut Diagnostics,
     ) -> Result<Vec<Message>, LoadError> {
-        let (Some(mcols), Some(pcols)) = (&self.tables.message, &self.tables.part) else {
+        let Some(mcols) = &self.tables.message else {
             return Ok(Vec::new());
         };
-        for (t, cols, need) in [
-            ("message", mcols, &["id", "session_id", "data"][..]),
-            ("part", pcols, &["id", "message_id", "data"][..]),
-        ] {
-            if let Some(missing) = need.iter().find(|c| !cols.contains(**c)) {
-                diags.push(
-                    DiagnosticKind::MissingField,
-                    format!("table {t} has no column {missing}; not read"),
-                );
-                return Ok(Vec::new());
-            }
+        let need_parts = &["id", "message_id", "data"][..];
+        if let Some(missing) = ["id", "session_id", "data"]
+            .iter()
+            .find(|c| !mcols.contains(**c))
+        {
+            diags.push(
+                DiagnosticKind::MissingField,
+                format!("table message has no column {missing}; not read"),
+            );
+            return Ok(Vec::new());
         }
         let has_time = mcols.contains("time_created");
         let sql = format!(
@@ -295,29 +308,37 @@ impl Database {
             if has_time { "time_created, id" } else { "id" }
         );
         let mut messages: Vec<Message> = Vec::new();
-        {
-            let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
-            let mut rows = stmt.query([session_id]).map_err(|e| self.err(e))?;
-            while let Some(row) = rows.next().map_err(|e| self.err(e))? {
-                let id = text_column(row, 0).unwrap_or_default();
-                let Some(mut obj) = data_object(row, 1, &format!("message {id}"), diags) else {
-                    continue;
-                };
-                obj.insert("id".into(), Value::String(id.clone()));
-                obj.insert("sessionID".into(), Value::String(session_id.to_owned()));
-                // The column mirrors `time.created`; fill it in when the JSON lacks it.
-                if let Ok(Some(t)) = row.get::<_, Option<i64>>(2) {
-                    let time = obj
-                        .entry("time")
-                        .or_insert_with(|| Value::Object(Map::new()));
-                    if let Some(time) = time.as_object_mut() {
-                        time.entry("created").or_insert(Value::from(t));
-                    }
-                }
-                if let Some(m) = parse_message(&Value::Object(obj), diags) {
-                    messages.push(m);
-                }
+        self.each_row(&sql, session_id, "message", diags, |row, diags| {
+            let id = text_column(row, 0).unwrap_or_default();
+            let data = bytes_column(row, 1);
+            let time = row.get::<_, Option<i64>>(2).ok().flatten();
+            if let Some(m) = message_from_row(&id, session_id, data, time, diags) {
+                messages.push(m);
             }
+        })?;
+        let pcols = match &self.tables.part {
+            Some(p) => p,
+            None => {
+                if !messages.is_empty() {
+                    diags.push(
+                        DiagnosticKind::DatabaseDamage,
+                        format!(
+                            "{} has no part table: the {} messages of session {session_id} are \
+                             loaded without their parts (text, tool calls, usage of each step)",
+                            self.path.display(),
+                            messages.len()
+                        ),
+                    );
+                }
+                return Ok(messages);
+            }
+        };
+        if let Some(missing) = need_parts.iter().find(|c| !pcols.contains(**c)) {
+            diags.push(
+                DiagnosticKind::MissingField,
+                format!("table part has no column {missing}; not read"),
+            );
+            return Ok(messages);
         }
         let index: std::collections::HashMap<String, usize> = messages
             .iter()
@@ -331,29 +352,103 @@ impl Database {
             "SELECT id, message_id, data FROM part WHERE message_id IN \
              (SELECT id FROM message WHERE session_id = ?1) ORDER BY message_id, id"
         };
-        let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
-        let mut rows = stmt.query([session_id]).map_err(|e| self.err(e))?;
-        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut add_part = |row: &Row<'_>, diags: &mut Diagnostics, messages: &mut Vec<Message>| {
             let id = text_column(row, 0).unwrap_or_default();
             let message_id = text_column(row, 1).unwrap_or_default();
+            if !seen.insert(id.clone()) {
+                return;
+            }
             let Some(&mi) = index.get(&message_id) else {
                 diags.push(
                     DiagnosticKind::OrphanPart,
                     format!("part {id}: its message {message_id} is missing; skipped"),
                 );
-                continue;
+                return;
             };
-            let Some(mut obj) = data_object(row, 2, &format!("part {id}"), diags) else {
-                continue;
-            };
-            obj.insert("id".into(), Value::String(id));
-            obj.insert("sessionID".into(), Value::String(session_id.to_owned()));
-            obj.insert("messageID".into(), Value::String(message_id.clone()));
-            if let Some(p) = parse_part(&Value::Object(obj), &message_id, diags) {
+            if let Some(p) =
+                part_from_row(&id, &message_id, session_id, bytes_column(row, 2), diags)
+            {
                 messages[mi].parts.push(p);
+            }
+        };
+        let complete = self.each_row(sql, session_id, "part", diags, |row, diags| {
+            add_part(row, diags, &mut messages)
+        })?;
+        if !complete {
+            // The scan stopped at a damaged page: ask again message by message (another path
+            // through the b-tree), so only the parts on that page are lost.
+            let ids: Vec<String> = messages.iter().map(|m| m.id.clone()).collect();
+            let mut unreadable = 0usize;
+            for mid in ids {
+                let ok = self.each_row(
+                    "SELECT id, message_id, data FROM part WHERE message_id = ?1 ORDER BY id",
+                    &mid,
+                    "part",
+                    &mut Diagnostics::new(),
+                    |row, diags| add_part(row, diags, &mut messages),
+                )?;
+                if !ok {
+                    unreadable += 1;
+                }
+            }
+            if unreadable > 0 {
+                diags.push(
+                    DiagnosticKind::DatabaseDamage,
+                    format!(
+                        "parts of {unreadable} messages of session {session_id} could not all be \
+                         read; the rest loaded"
+                    ),
+                );
             }
         }
         Ok(messages)
+    }
+
+    /// Run `sql` (one `?1` parameter) and call `each` per row. A row that cannot be read (a
+    /// corrupt page, an I/O error mid-scan) ends the scan with a `database_damage` diagnostic
+    /// naming `table` and the cause; returns whether the scan was complete. Only a statement
+    /// that cannot even start is an error.
+    fn each_row(
+        &self,
+        sql: &str,
+        param: &str,
+        table: &str,
+        diags: &mut Diagnostics,
+        mut each: impl FnMut(&Row<'_>, &mut Diagnostics),
+    ) -> Result<bool, LoadError> {
+        let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
+        let mut rows = match stmt.query([param]) {
+            Ok(r) => r,
+            Err(e) if is_damage(&e) => {
+                diags.push(DiagnosticKind::DatabaseDamage, self.damage(table, 0, &e));
+                return Ok(false);
+            }
+            Err(e) => return Err(self.err(e)),
+        };
+        let mut n = 0usize;
+        loop {
+            match rows.next() {
+                Ok(Some(row)) => {
+                    each(row, diags);
+                    n += 1;
+                }
+                Ok(None) => return Ok(true),
+                Err(e) if is_damage(&e) => {
+                    diags.push(DiagnosticKind::DatabaseDamage, self.damage(table, n, &e));
+                    return Ok(false);
+                }
+                Err(e) => return Err(self.err(e)),
+            }
+        }
+    }
+
+    fn damage(&self, table: &str, read: usize, e: &rusqlite::Error) -> String {
+        format!(
+            "table {table} of {}: {e} after {read} rows; the rows before loaded, the rest were \
+             read another way where possible",
+            self.path.display()
+        )
     }
 
     fn v2_rows(
@@ -382,7 +477,11 @@ impl Database {
         let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
             let id = text_column(row, 0).unwrap_or_default();
-            let Some(data) = data_object(row, 4, &format!("session_message {id}"), diags) else {
+            let Some(data) = data_object(
+                bytes_column(row, 4),
+                &format!("session_message {id}"),
+                diags,
+            ) else {
                 continue;
             };
             out.push(v2::Row {
@@ -465,6 +564,19 @@ fn read_only_location(path: &Path) -> bool {
     ro(dir) || ro(&side_file(path, "-shm")) || ro(&side_file(path, "-wal"))
 }
 
+/// Damage to the file rather than a mistake in the query: what a scan reports and goes past.
+fn is_damage(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(
+            rusqlite::ErrorCode::DatabaseCorrupt
+                | rusqlite::ErrorCode::NotADatabase
+                | rusqlite::ErrorCode::SystemIoFailure
+                | rusqlite::ErrorCode::CannotOpen
+        )
+    )
+}
+
 fn is_corruption(e: &rusqlite::Error) -> bool {
     matches!(
         e.sqlite_error_code(),
@@ -488,11 +600,24 @@ fn file_uri(path: &Path) -> String {
     out
 }
 
-fn open_ro(path: &Path) -> rusqlite::Result<Connection> {
+/// How a database file is opened (both read-only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OpenMode {
+    /// `mode=ro`: sees rows still in the `-wal`; uses (and may create) the `-shm`.
+    ReadOnly,
+    /// `mode=ro&immutable=1`: no locks, no side files; only for a file no one writes.
+    Immutable,
+}
+
+fn open_ro(path: &Path, mode: OpenMode) -> rusqlite::Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
         | OpenFlags::SQLITE_OPEN_URI
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(file_uri(path), flags)?;
+    let mut uri = file_uri(path);
+    if mode == OpenMode::Immutable {
+        uri.push_str("&immutable=1");
+    }
+    let conn = Connection::open_with_flags(uri, flags)?;
     // A running OpenCode may hold a write lock for a moment.
     conn.busy_timeout(std::time::Duration::from_millis(2000))?;
     Ok(conn)
@@ -567,26 +692,40 @@ fn utf8(bytes: &[u8], what: &str, diags: &mut Diagnostics) -> String {
     }
 }
 
-/// The `data` column as a JSON object; `None` with a `corrupt_json` diagnostic otherwise.
-fn data_object(
-    row: &Row<'_>,
-    i: usize,
+/// A text or blob column's bytes (`None` for NULL, numbers and unreadable cells).
+fn bytes_column<'r>(row: &'r Row<'_>, i: usize) -> Option<&'r [u8]> {
+    match row.get_ref(i).ok()? {
+        ValueRef::Text(t) | ValueRef::Blob(t) => Some(t),
+        _ => None,
+    }
+}
+
+/// A `data` column as a JSON object (repaired when damaged, see [`crate::trace::lenient`]);
+/// `None` with a `corrupt_json` diagnostic when it cannot be read.
+pub fn data_object(
+    data: Option<&[u8]>,
     what: &str,
     diags: &mut Diagnostics,
 ) -> Option<Map<String, Value>> {
-    let text = match row.get_ref(i) {
-        Ok(ValueRef::Text(t)) | Ok(ValueRef::Blob(t)) => utf8(t, what, diags),
-        _ => {
-            diags.push(
-                DiagnosticKind::CorruptJson,
-                format!("{what}: no data; skipped"),
-            );
-            return None;
-        }
+    let Some(bytes) = data else {
+        diags.push(
+            DiagnosticKind::CorruptJson,
+            format!("{what}: no data; skipped"),
+        );
+        return None;
     };
-    match serde_json::from_str::<Value>(&text) {
-        Ok(Value::Object(o)) => Some(o),
-        Ok(other) => {
+    let text = utf8(bytes, what, diags);
+    match crate::trace::lenient::parse(&text) {
+        Ok((Value::Object(o), repairs)) => {
+            if !repairs.is_empty() {
+                diags.push(
+                    DiagnosticKind::RepairedJson,
+                    format!("{what}: {}", crate::trace::lenient::describe(&repairs)),
+                );
+            }
+            Some(o)
+        }
+        Ok((other, _)) => {
             diags.push(
                 DiagnosticKind::CorruptJson,
                 format!(
@@ -604,6 +743,44 @@ fn data_object(
             None
         }
     }
+}
+
+/// One `message` row (`id`, its session, the `data` column, the `time_created` column) as a
+/// message without parts: the ids re-injected into the JSON, the time column filling in a
+/// missing `time.created`. `None` (with a diagnostic) when it cannot be read.
+pub fn message_from_row(
+    id: &str,
+    session_id: &str,
+    data: Option<&[u8]>,
+    time_created: Option<i64>,
+    diags: &mut Diagnostics,
+) -> Option<Message> {
+    let mut obj = data_object(data, &format!("message {id}"), diags)?;
+    obj.insert("id".into(), Value::String(id.to_owned()));
+    obj.insert("sessionID".into(), Value::String(session_id.to_owned()));
+    // The column mirrors `time.created`; fill it in when the JSON lacks it.
+    if let Some(t) = time_created {
+        let time = obj
+            .entry("time")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Some(time) = time.as_object_mut() {
+            time.entry("created").or_insert(Value::from(t));
+        }
+    }
+    parse_message(&Value::Object(obj), diags)
+}
+
+/// One `part` row (`id`, `message_id`, its session, the `data` column) as a part.
+pub fn part_from_row(
+    id: &str,
+    message_id: &str,
+    session_id: &str,
+    data: Option<&[u8]>,
+    diags: &mut Diagnostics,
+) -> Option<Part> {
+    let mut obj = data_object(data, &format!("part {id}"), diags)?;
+    obj.insert("sessionID".into(), Value::String(session_id.to_owned()));
+    part_from_object(obj, id, message_id, diags)
 }
 
 /// Parts of a message rebuilt from rows (used by the v2 reader to share part parsing).

@@ -1,25 +1,27 @@
 //! `opencode export` files: `{info, messages: [{info, parts}]}`, pretty-printed (and the share
 //! feed's flat `[{type, data}]` array, regrouped into the same shape). Anything before
 //! the first `{` (a stray "Exporting session:" line) is ignored. A file cut in the middle loads
-//! every message that is complete and reports the cut.
+//! every message that is complete and reports the cut. A damaged message (a raw NUL, a lone
+//! surrogate escape, `NaN`, a value nested too deep, …) is repaired or, failing that, loaded
+//! part by part; what cannot be read is reported and skipped, every other message loads.
 
 use std::path::Path;
 
-use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use crate::trace::derive::build_trace;
 use crate::trace::diagnostics::{DiagnosticKind, Diagnostics};
 use crate::trace::error::LoadError;
+use crate::trace::lenient;
 use crate::trace::model::{SourceKind, Trace};
 use crate::trace::parse::{parse_message, parse_part, parse_session};
 
-/// Read an export file into a trace.
+/// The largest export read (a 100k-request session is about 0.4 GB).
+pub const MAX_EXPORT_BYTES: u64 = 4 << 30;
+
+/// Read an export file into a trace (a regular file of at most [`MAX_EXPORT_BYTES`]).
 pub fn load_export(path: &Path) -> Result<Trace, LoadError> {
-    let bytes = std::fs::read(path).map_err(|source| LoadError::Io {
-        path: path.to_owned(),
-        source,
-    })?;
+    let bytes = crate::trace::input::read_bounded(path, MAX_EXPORT_BYTES)?;
     parse_export(&bytes, path)
 }
 
@@ -67,17 +69,20 @@ pub fn parse_export(bytes: &[u8], path: &Path) -> Result<Trace, LoadError> {
                 .unwrap_or_default();
             (info, msgs)
         }
+        // Damaged somewhere: walk it value by value so only the damage is lost.
         Err(e) => {
-            let (info, msgs) = recover(body);
-            diags.push(
-                DiagnosticKind::TruncatedExport,
-                format!(
-                    "{}: {e}; loaded the {} complete messages before it",
-                    path.display(),
-                    msgs.len()
-                ),
-            );
-            (info, msgs)
+            let w = walk(body, &mut diags);
+            if w.cut {
+                diags.push(
+                    DiagnosticKind::TruncatedExport,
+                    format!(
+                        "{}: {e}; loaded the {} complete messages before it",
+                        path.display(),
+                        w.messages.len()
+                    ),
+                );
+            }
+            (w.info, w.messages)
         }
     };
     to_trace(
@@ -182,89 +187,209 @@ fn regroup_share(items: &[Value]) -> Option<(Value, Vec<Value>)> {
     Some((info, messages))
 }
 
-/// Salvage `info` and every complete message from a cut export: walk the top-level object key by
-/// key and the `messages` array element by element, stopping at the first incomplete value.
-fn recover(body: &str) -> (Option<Value>, Vec<Value>) {
-    let mut info = None;
-    let mut messages = Vec::new();
-    let mut pos = skip_ws(body, 0);
+/// What [`walk`] salvaged.
+struct Walked {
+    info: Option<Value>,
+    messages: Vec<Value>,
+    /// The text ended inside a value.
+    cut: bool,
+}
+
+/// Salvage `info` and every readable message of a damaged export: walk the top-level object key
+/// by key and the `messages` array element by element ([`lenient::value_end`] finds each
+/// element's end without parsing it); each element is parsed on its own ([`message_entry`]), so
+/// a damaged one costs at most itself.
+fn walk(body: &str, diags: &mut Diagnostics) -> Walked {
+    let mut w = Walked {
+        info: None,
+        messages: Vec::new(),
+        cut: false,
+    };
+    let mut pos = lenient::skip_ws(body, 0);
     if !body[pos..].starts_with('{') {
-        return (None, messages);
+        return w;
     }
     pos += 1;
     loop {
-        pos = skip_ws(body, pos);
-        let Some((key, next)) = read_value::<String>(body, pos) else {
+        pos = lenient::skip_ws(body, pos);
+        if body[pos..].starts_with('}') {
+            break;
+        }
+        let Some(key_end) = lenient::value_end(body, pos) else {
+            w.cut = true;
             break;
         };
-        pos = skip_ws(body, next);
+        let key = serde_json::from_str::<String>(&body[pos..key_end]).unwrap_or_default();
+        pos = lenient::skip_ws(body, key_end);
         if !body[pos..].starts_with(':') {
             break;
         }
-        pos = skip_ws(body, pos + 1);
-        if key == "messages" {
-            if !body[pos..].starts_with('[') {
+        pos = lenient::skip_ws(body, pos + 1);
+        if key == "messages" && body[pos..].starts_with('[') {
+            let (end, cut) = walk_array(body, pos, |n, text| {
+                if let Some(m) = message_entry(n, text, diags) {
+                    w.messages.push(m);
+                }
+            });
+            if cut {
+                w.cut = true;
                 break;
             }
-            pos += 1;
-            loop {
-                pos = skip_ws(body, pos);
-                match read_value::<Value>(body, pos) {
-                    Some((v, next)) => {
-                        messages.push(v);
-                        pos = skip_ws(body, next);
-                        if body[pos..].starts_with(',') {
-                            pos += 1;
-                        } else {
-                            break;
-                        }
-                    }
-                    None => return (info, messages),
-                }
-            }
-            pos = skip_ws(body, pos);
-            if body[pos..].starts_with(']') {
-                pos += 1;
-            }
-        } else if key == "info" {
-            match read_value::<Value>(body, pos) {
-                Some((v, next)) => {
-                    info = Some(v);
-                    pos = next;
-                }
-                None => break,
-            }
+            pos = end;
         } else {
-            match read_value::<IgnoredAny>(body, pos) {
-                Some((_, next)) => pos = next,
-                None => break,
+            let Some(end) = lenient::value_end(body, pos) else {
+                w.cut = true;
+                break;
+            };
+            if key == "info" {
+                match lenient::parse(&body[pos..end]) {
+                    Ok((v, repairs)) => {
+                        if !repairs.is_empty() {
+                            diags.push(
+                                DiagnosticKind::RepairedJson,
+                                format!("session info: {}", lenient::describe(&repairs)),
+                            );
+                        }
+                        w.info = Some(v);
+                    }
+                    Err(e) => diags.push(
+                        DiagnosticKind::CorruptJson,
+                        format!("session info is not JSON ({e})"),
+                    ),
+                }
             }
+            pos = end;
         }
-        pos = skip_ws(body, pos);
+        pos = lenient::skip_ws(body, pos);
         if body[pos..].starts_with(',') {
             pos += 1;
         } else {
             break;
         }
     }
-    (info, messages)
+    w
 }
 
-fn skip_ws(s: &str, mut pos: usize) -> usize {
-    let b = s.as_bytes();
-    while pos < b.len() && b[pos].is_ascii_whitespace() {
-        pos += 1;
+/// Call `each(index, text)` for every element of the array starting at `pos` (its `[`).
+/// Returns the index after the array and whether the text ended inside it.
+fn walk_array(body: &str, pos: usize, mut each: impl FnMut(usize, &str)) -> (usize, bool) {
+    let mut pos = pos + 1;
+    let mut n = 0;
+    loop {
+        pos = lenient::skip_ws(body, pos);
+        if body[pos..].starts_with(']') {
+            return (pos + 1, false);
+        }
+        let Some(end) = lenient::value_end(body, pos) else {
+            return (body.len(), true);
+        };
+        each(n, &body[pos..end]);
+        n += 1;
+        pos = lenient::skip_ws(body, end);
+        if body[pos..].starts_with(',') {
+            pos += 1;
+        } else if body[pos..].starts_with(']') {
+            return (pos + 1, false);
+        } else if pos >= body.len() {
+            return (pos, true);
+        }
+        // Anything else (a missing comma): go on with the next value.
     }
-    pos
 }
 
-/// Read one JSON value starting at `pos`; returns it and the position after it.
-fn read_value<T: serde::de::DeserializeOwned>(s: &str, pos: usize) -> Option<(T, usize)> {
-    let mut it = serde_json::Deserializer::from_str(&s[pos..]).into_iter::<T>();
-    match it.next() {
-        Some(Ok(v)) => Some((v, pos + it.byte_offset())),
-        _ => None,
+/// One `{info, parts}` element of `messages` (number `n`, from 0). Parsed whole when it can be
+/// (repaired if need be); else its `info` and each of its parts on their own, so a damaged part
+/// costs only itself. `None` (and a diagnostic) when not even its `info` can be read.
+fn message_entry(n: usize, text: &str, diags: &mut Diagnostics) -> Option<Value> {
+    let id_of = |v: &Value| {
+        v.get("info")
+            .and_then(|i| i.get("id"))
+            .and_then(Value::as_str)
+            .map_or_else(|| format!("#{n}"), str::to_owned)
+    };
+    match lenient::parse(text) {
+        Ok((v, repairs)) => {
+            if !repairs.is_empty() {
+                diags.push(
+                    DiagnosticKind::RepairedJson,
+                    format!("message {}: {}", id_of(&v), lenient::describe(&repairs)),
+                );
+            }
+            return Some(v);
+        }
+        Err(e) if !text.starts_with('{') => {
+            diags.push(
+                DiagnosticKind::CorruptJson,
+                format!("message #{n}: not a JSON object ({e}); skipped"),
+            );
+            return None;
+        }
+        Err(_) => {}
     }
+    // Key by key: `info`, then `parts` element by element.
+    let mut info = None;
+    let mut parts = Vec::new();
+    let mut pos = 1;
+    loop {
+        pos = lenient::skip_ws(text, pos);
+        let Some(key_end) = lenient::value_end(text, pos) else {
+            break;
+        };
+        let key = serde_json::from_str::<String>(&text[pos..key_end]).unwrap_or_default();
+        pos = lenient::skip_ws(text, key_end);
+        if !text[pos..].starts_with(':') {
+            break;
+        }
+        pos = lenient::skip_ws(text, pos + 1);
+        let Some(end) = lenient::value_end(text, pos) else {
+            break;
+        };
+        match key.as_str() {
+            "info" => match lenient::parse(&text[pos..end]) {
+                Ok((v, _)) => info = Some(v),
+                Err(e) => {
+                    diags.push(
+                        DiagnosticKind::CorruptJson,
+                        format!("message #{n}: its info is not JSON ({e}); skipped"),
+                    );
+                    return None;
+                }
+            },
+            "parts" if text[pos..].starts_with('[') => {
+                walk_array(text, pos, |k, part| match lenient::parse(part) {
+                    Ok((v, _)) => parts.push(v),
+                    Err(e) => diags.push(
+                        DiagnosticKind::CorruptJson,
+                        format!("message #{n}: part #{k} is not JSON ({e}); skipped"),
+                    ),
+                });
+            }
+            _ => {}
+        }
+        pos = lenient::skip_ws(text, end);
+        if text[pos..].starts_with(',') {
+            pos += 1;
+        } else {
+            break;
+        }
+    }
+    let Some(info) = info else {
+        diags.push(
+            DiagnosticKind::CorruptJson,
+            format!("message #{n}: no readable info; skipped"),
+        );
+        return None;
+    };
+    let v = serde_json::json!({ "info": info, "parts": parts });
+    diags.push(
+        DiagnosticKind::RepairedJson,
+        format!(
+            "message {}: read part by part ({} parts kept)",
+            id_of(&v),
+            v["parts"].as_array().map_or(0, Vec::len)
+        ),
+    );
+    Some(v)
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::trace::diagnostics::{DiagnosticKind, Diagnostics};
 use crate::trace::model::{Message, SessionInfo};
-use crate::trace::parse::{parse_message, parse_part, parse_session};
+use crate::trace::parse::{parse_message_with_inline_parts, parse_part, parse_session};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {
@@ -55,10 +55,17 @@ impl Storage {
     pub fn find_in_data_dir(data: &Path) -> Vec<Storage> {
         let mut out = Vec::new();
         out.extend(Storage::detect(&data.join("storage")));
-        for slug in sorted_entries(&data.join("project")) {
-            out.extend(Storage::detect(&slug.join("storage")));
-        }
+        out.extend(Storage::find_in_project_dir(&data.join("project")));
         out
+    }
+
+    /// The per-project trees of an OpenCode ≤0.5 `project/` dir (`<slug>/storage/`).
+    pub fn find_in_project_dir(dir: &Path) -> Vec<Storage> {
+        sorted_entries(dir)
+            .iter()
+            .filter_map(|slug| Storage::detect(&slug.join("storage")))
+            .filter(|s| s.layout == Layout::PerProject)
+            .collect()
     }
 
     pub fn root(&self) -> &Path {
@@ -108,11 +115,44 @@ impl Storage {
                 continue;
             };
             inject(&mut v, "id", stem(&file));
-            if let Some(info) = parse_session(&v) {
+            if let Some(mut info) = parse_session(&v) {
+                if info.directory.is_empty() {
+                    self.directory_from_project(&mut info, diags);
+                }
                 out.push(info);
             }
         }
         out
+    }
+
+    /// A session without a directory (one OpenCode migrated from a ≤0.5 per-project tree) gets
+    /// its project's worktree (`storage/project/<projectID>.json`), and says so.
+    fn directory_from_project(&self, info: &mut SessionInfo, diags: &mut Diagnostics) {
+        let Some(pid) = info.project_id.as_deref().filter(|p| !p.is_empty()) else {
+            return;
+        };
+        let file = self.root.join("project").join(format!("{pid}.json"));
+        if !file.is_file() {
+            return;
+        }
+        let Some(project) = read_json(&file, diags) else {
+            return;
+        };
+        if let Some(w) = project
+            .get("worktree")
+            .and_then(Value::as_str)
+            .filter(|w| !w.is_empty() && *w != "/")
+        {
+            diags.push(
+                DiagnosticKind::RuleDirectory,
+                format!(
+                    "session {}: no directory stored; taken from its project's worktree {w} ({})",
+                    info.id,
+                    file.display()
+                ),
+            );
+            info.directory = w.to_owned();
+        }
     }
 
     /// Messages of one session with their parts (unordered).
@@ -124,20 +164,9 @@ impl Storage {
             };
             inject(&mut v, "id", stem(&file));
             inject(&mut v, "sessionID", Some(session_id.to_owned()));
-            let Some(mut m) = parse_message(&v, diags) else {
+            let Some(mut m) = parse_message_with_inline_parts(&v, diags) else {
                 continue;
             };
-            // ≤ v0.1 message files carried their parts inline.
-            for p in v
-                .get("parts")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                if let Some(p) = parse_part(p, &m.id, diags) {
-                    m.parts.push(p);
-                }
-            }
             for pf in json_files(&self.part_dir(session_id, &m.id)) {
                 let Some(mut pv) = read_json(&pf, diags) else {
                     continue;

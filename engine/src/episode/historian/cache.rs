@@ -1,0 +1,224 @@
+//! Generate once: every answer the historian got, on disk, keyed by (episode content hash,
+//! strategy, model, prompt version, step). A second identical run reads them and sends nothing;
+//! an interrupted run finds the calls that completed and sends only the rest.
+//!
+//! One small JSON file per call under `<cache dir>/historian/` (default: `$TIERSCOPE_CACHE_DIR`,
+//! else the XDG cache dir and `tierscope`; never OpenCode's data dir), written atomically (a temp
+//! file, then a rename) the moment the call completes. A file that does not parse or holds another key (a
+//! truncated write from a crash, a hash collision) is treated as missing and rewritten. The files
+//! hold the tiers and the usage, never the endpoint or a credential.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::response::Usage;
+use super::HistorianStrategy;
+
+/// Cache file format version (part of every key).
+const CACHE_VERSION: u32 = 1;
+
+/// What a cached answer answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheKey {
+    /// [`super::input::EpisodeInput::content_hash`].
+    pub episode_hash: String,
+    pub strategy: String,
+    pub model: String,
+    pub prompt_version: String,
+    /// [`super::prompt::Step::name`]: which tier the call read and which it wrote.
+    pub step: String,
+}
+
+impl CacheKey {
+    pub fn new(
+        episode_hash: &str,
+        strategy: HistorianStrategy,
+        model: &str,
+        prompt_version: &str,
+        step: &str,
+    ) -> CacheKey {
+        CacheKey {
+            episode_hash: episode_hash.to_owned(),
+            strategy: strategy.as_str().to_owned(),
+            model: model.to_owned(),
+            prompt_version: prompt_version.to_owned(),
+            step: step.to_owned(),
+        }
+    }
+
+    /// The key as 32 hex digits (the file name and the call id in the sidecar's lineage).
+    pub fn id(&self) -> String {
+        let mut bytes = Vec::new();
+        for s in [
+            &CACHE_VERSION.to_string(),
+            &self.episode_hash,
+            &self.strategy,
+            &self.model,
+            &self.prompt_version,
+            &self.step,
+        ] {
+            bytes.extend_from_slice(&(s.len() as u64).to_le_bytes());
+            bytes.extend_from_slice(s.as_bytes());
+        }
+        format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&bytes))
+    }
+
+    /// A seed for this call's backoff jitter (deterministic per call).
+    pub fn seed(&self) -> u64 {
+        u64::from_str_radix(&self.id()[..16], 16).unwrap_or(0)
+    }
+}
+
+/// One completed call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CachedCall {
+    pub version: u32,
+    pub key: CacheKey,
+    /// Tier name → text.
+    pub tiers: BTreeMap<String, String>,
+    pub usage: Option<Usage>,
+    /// The model that answered, as the response named it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_model: Option<String>,
+    /// Whether the request carried `response_format: json_object`.
+    pub json_mode: bool,
+}
+
+impl CachedCall {
+    pub fn new(
+        key: CacheKey,
+        tiers: BTreeMap<String, String>,
+        usage: Option<Usage>,
+        response_model: Option<String>,
+        json_mode: bool,
+    ) -> CachedCall {
+        CachedCall {
+            version: CACHE_VERSION,
+            key,
+            tiers,
+            usage,
+            response_model,
+            json_mode,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write the historian cache file {path}")]
+pub struct CacheWriteError {
+    pub path: PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// What a lookup found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Lookup {
+    Hit(CachedCall),
+    Miss,
+    /// A file was there but unusable (named, so the run can say so); treated as a miss.
+    Unusable(PathBuf),
+}
+
+/// The on-disk cache.
+#[derive(Debug, Clone)]
+pub struct HistorianCache {
+    dir: PathBuf,
+}
+
+impl HistorianCache {
+    /// The cache in `dir` (created on the first write).
+    pub fn new(dir: impl Into<PathBuf>) -> HistorianCache {
+        HistorianCache { dir: dir.into() }
+    }
+
+    /// `<tierscope cache dir>/historian`, if there is a cache dir.
+    pub fn default_dir() -> Option<PathBuf> {
+        crate::tokens::default_cache_dir().map(|d| d.join("historian"))
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn path(&self, key: &CacheKey) -> PathBuf {
+        self.dir.join(format!("{}.json", key.id()))
+    }
+
+    pub fn get(&self, key: &CacheKey) -> Lookup {
+        let path = self.path(key);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return Lookup::Miss;
+        };
+        match serde_json::from_str::<CachedCall>(&text) {
+            Ok(c) if c.version == CACHE_VERSION && &c.key == key => Lookup::Hit(c),
+            _ => Lookup::Unusable(path),
+        }
+    }
+
+    pub fn put(&self, call: &CachedCall) -> Result<(), CacheWriteError> {
+        let path = self.path(&call.key);
+        let mut text = serde_json::to_string_pretty(call).unwrap_or_default();
+        text.push('\n');
+        crate::tokens::write_atomically(&path, text.as_bytes())
+            .map_err(|source| CacheWriteError { path, source })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(model: &str) -> CacheKey {
+        CacheKey::new(
+            "00ff",
+            HistorianStrategy::Source,
+            model,
+            "historian-v1",
+            "full>dense+compact+anchor",
+        )
+    }
+
+    #[test]
+    fn every_key_field_changes_the_id() {
+        use HistorianStrategy::{Cascade, Source};
+        let step = "full>dense+compact+anchor";
+        let k = |hash, strategy, model, prompt, step| {
+            CacheKey::new(hash, strategy, model, prompt, step).id()
+        };
+        let ids = [
+            k("00ff", Source, "m", "historian-v1", step),
+            k("00ff", Source, "m2", "historian-v1", step),
+            k("00fe", Source, "m", "historian-v1", step),
+            k("00ff", Cascade, "m", "historian-v1", step),
+            k("00ff", Source, "m", "historian-v2", step),
+            k("00ff", Source, "m", "historian-v1", "full>dense"),
+        ];
+        let distinct: std::collections::BTreeSet<&String> = ids.iter().collect();
+        assert_eq!(distinct.len(), ids.len());
+        assert_eq!(ids[0], key("m").id());
+    }
+
+    #[test]
+    fn put_then_get_and_a_corrupt_or_foreign_file_is_a_miss() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = HistorianCache::new(dir.path().join("historian"));
+        let k = key("m");
+        assert_eq!(cache.get(&k), Lookup::Miss);
+        let mut tiers = BTreeMap::new();
+        tiers.insert("anchor".to_owned(), "a".to_owned());
+        let call = CachedCall::new(k.clone(), tiers, None, Some("m-1".into()), true);
+        cache.put(&call).unwrap();
+        assert_eq!(cache.get(&k), Lookup::Hit(call.clone()));
+        let path = cache.path(&k);
+        std::fs::write(&path, "{\"version\": 1, \"key\"").unwrap();
+        assert_eq!(cache.get(&k), Lookup::Unusable(path.clone()));
+        // A file under this key's name that holds another key.
+        let other = CachedCall::new(key("other"), BTreeMap::new(), None, None, true);
+        std::fs::write(&path, serde_json::to_string(&other).unwrap()).unwrap();
+        assert_eq!(cache.get(&k), Lookup::Unusable(path));
+    }
+}

@@ -1,0 +1,100 @@
+//! A compaction (summary) call in the replay: its own request as OpenCode built it
+//! ([`crate::trace::compaction_request`]), not the conversation's context. OpenCode sends the
+//! compaction agent its own system prompt, no tools and (by release) the history clipped or as
+//! one text, so the call is sized from the builder's count plus the compaction agent's system
+//! chunk, and priced like every request.
+
+use super::cache_cost::{price_request, Price};
+use super::prepare::Prep;
+use super::types::{CompactionCallCost, TierStat, TierStats};
+use crate::episode::{Episode, Tier};
+use crate::trace::compaction_request::CLIP_CHARS;
+use crate::trace::dialect::CompactionShape;
+use crate::trace::Trace;
+
+/// Divergence of a built call from the previous call of its conversation (`prev`: its system
+/// key and tokens): the shared system chunk, nothing after it (each call's history differs).
+pub(crate) fn divergence(prev: &Option<(u64, u64)>, sys_key: u64, sys: u64, tokens: u64) -> u64 {
+    match prev {
+        Some((key, prev_tokens)) if *key == sys_key => sys.min(*prev_tokens).min(tokens),
+        _ => 0,
+    }
+}
+
+/// Tier figures of a built call: its history once, in full.
+pub(crate) fn tiers(call_tokens: u64) -> TierStats {
+    TierStats {
+        full: TierStat {
+            count: 1,
+            tokens: call_tokens,
+        },
+        ..TierStats::default()
+    }
+}
+
+/// Share of an episode's full-tier characters that a compaction call of the trace's release
+/// shows: 1.0 before 1.14.21; from then tool outputs beyond 2,000 characters are clipped, so the
+/// share is (text − clipped characters) ÷ text. Sizes a simulated call from the episode's
+/// counted tokens without counting again (characters stand in for tokens in proportion).
+pub(crate) fn keep_share(trace: &Trace, e: &Episode) -> f64 {
+    let shape = trace.dialect.compaction_shape();
+    let clips = shape == CompactionShape::HeadAsText
+        || (shape == CompactionShape::HeadClipped && trace.dialect.quotes_previous_summary());
+    let Some(full) = e.representation(Tier::Full).filter(|_| clips) else {
+        return 1.0;
+    };
+    let chars: usize = full.chunks.iter().map(|c| c.text.len()).sum();
+    let mut cut = 0usize;
+    for m in trace
+        .messages
+        .get(e.first_message..=e.last_message)
+        .unwrap_or_default()
+    {
+        for (_, t) in m.tool_parts() {
+            let n = t.output.as_deref().map_or(0, str::len);
+            cut += n.saturating_sub(CLIP_CHARS);
+        }
+    }
+    if chars == 0 {
+        1.0
+    } else {
+        (chars.saturating_sub(cut) as f64 / chars as f64).clamp(0.0, 1.0)
+    }
+}
+
+/// History tokens of a compaction call simulated now: message-shaped releases send everything
+/// in view (`view`: summary, closed episodes, active part); releases that keep a tail send the
+/// summary and the covered episodes (tokens, kept share).
+pub(crate) fn simulated_history(
+    shape: CompactionShape,
+    view: u64,
+    summary: u64,
+    covered: &[(u64, f64)],
+) -> u64 {
+    match shape {
+        CompactionShape::Messages | CompactionShape::MessagesWithCompaction => view,
+        CompactionShape::HeadClipped | CompactionShape::HeadAsText => {
+            summary
+                + covered
+                    .iter()
+                    .map(|&(t, keep)| (t as f64 * keep).round() as u64)
+                    .sum::<u64>()
+        }
+    }
+}
+
+/// Price a simulated call: the compaction agent's system chunk, the release's fixed prompt and
+/// the history, uncached (its own conversation), answered by the new summary (`output`).
+pub(crate) fn price_simulated(
+    price: &Price,
+    p: &Prep<'_>,
+    history: u64,
+    output: u64,
+) -> CompactionCallCost {
+    let tokens = p.compaction_system_tokens() + p.compaction.prompt_tokens + history;
+    let cc = price_request(price, tokens, 0, false, output);
+    CompactionCallCost {
+        tokens,
+        cost: cc.cost,
+    }
+}

@@ -1,0 +1,161 @@
+//! Tier sources side by side (the chapter's first experiment): what to call a load's tiers, what
+//! they cost to create, and the policy table run on each. Generic over where tiers come from:
+//! `source`, `cascade`, a model through `tiers generate` (external tiers with lineage), or any
+//! other [`TierSource`](crate::episode::options::TierSource).
+//!
+//! "Tier changes also bill their creation": a deterministic generator costs no model call (its
+//! tokens are what it read and wrote, by our tokenizer); a model's tiers cost the calls that wrote
+//! them, from the usage the endpoint reported, priced from the bundled table when the model is
+//! in it.
+
+use serde::Serialize;
+
+use super::audit::{tokenizer_generation, GenerationCost};
+use super::experiment::{run, BudgetMode, Experiment};
+use crate::episode::historian::cost::{bill, dollars, table_price};
+use crate::episode::historian::lineage;
+use crate::episode::options::TierSource;
+use crate::loaded::LoadedSession;
+use crate::policy::Policy;
+
+/// The name of a load's tiers in tables: the tier source, or for model-written tiers
+/// `model:<model>/<strategy>`.
+pub fn label(s: &LoadedSession) -> String {
+    match s.tier_source {
+        TierSource::External => {
+            lineage::label(&s.tier_lineage).unwrap_or_else(|| s.tier_source.as_str().to_owned())
+        }
+        other => other.as_str().to_owned(),
+    }
+}
+
+/// What a load's tiers cost to create: the model's bill when a model wrote them, else what the
+/// deterministic generator read and wrote (no calls, no dollars).
+pub fn generation_cost(s: &LoadedSession) -> GenerationCost {
+    let written: Vec<_> = s
+        .tier_lineage
+        .iter()
+        .filter(|l| l.model.is_some())
+        .cloned()
+        .collect();
+    if s.tier_source != TierSource::External {
+        return tokenizer_generation(s);
+    }
+    if written.is_empty() {
+        // Someone else's tiers (Magic Context, a hand-written sidecar): no record of their cost.
+        return GenerationCost {
+            dollars: None,
+            pricing: Some("not priced: written elsewhere, no usage recorded".to_owned()),
+            ..tokenizer_generation(s)
+        };
+    }
+    let b = bill(&written);
+    let totals = b.totals;
+    let models: Vec<String> = b.models.iter().cloned().collect();
+    let price = match models.as_slice() {
+        [m] => table_price(m),
+        _ => None,
+    };
+    let unreported = if totals.calls_without_usage > 0 {
+        format!(
+            "; {} calls reported no usage and are not in it",
+            totals.calls_without_usage
+        )
+    } else {
+        String::new()
+    };
+    let (dollars, pricing) = match (&price, b.recorded_dollars, models.as_slice()) {
+        (Some(p), _, _) => (
+            Some(dollars(p, &totals)),
+            format!(
+                "priced as {} (${}/${} per M tokens in/out){unreported}",
+                p.priced_as, p.input, p.output
+            ),
+        ),
+        (None, Some(d), _) => (
+            Some(d),
+            format!(
+                "priced when generated ({}){unreported}",
+                b.recorded_priced_as
+                    .iter()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+        (None, None, [m]) => (
+            None,
+            format!("not priced: model {m} is not in the pricing table"),
+        ),
+        (None, None, _) => (
+            None,
+            format!("not priced: several models ({})", models.join(", ")),
+        ),
+    };
+    GenerationCost {
+        representations: written.len(),
+        input_tokens: totals.input_tokens,
+        output_tokens: totals.output_tokens,
+        calls: totals.calls,
+        basis: "usage".to_owned(),
+        cached_input_tokens: totals.cached_input_tokens,
+        calls_without_usage: totals.calls_without_usage,
+        models,
+        dollars,
+        pricing: Some(pricing),
+    }
+}
+
+/// One tier source's policy table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TierSourceRun {
+    pub strategy: String,
+    pub generation: GenerationCost,
+    pub experiment: Experiment,
+}
+
+/// The policy table on each tier source, at the same budgets.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TierSourceComparison {
+    pub session: String,
+    pub title: String,
+    pub mode: String,
+    pub target_mean_tokens: Option<f64>,
+    pub runs: Vec<TierSourceRun>,
+}
+
+/// Run `policies` on every load. With mean-matched budgets and no target, the target is the
+/// first load's (`retention` at the default budget), so every tier source is held to the same
+/// mean.
+pub fn compare(
+    loads: &[&LoadedSession],
+    policies: &[Policy],
+    mode: BudgetMode,
+) -> TierSourceComparison {
+    let mode = match (mode, loads.first()) {
+        (BudgetMode::MatchMeanTokens(None), Some(first)) => {
+            let input = crate::replay::Input::from(*first);
+            let t = crate::policy::load("retention", &[])
+                .map(|p| crate::replay::replay(&input, &p, None).summary.mean_tokens)
+                .unwrap_or(0.0);
+            BudgetMode::MatchMeanTokens(Some(t))
+        }
+        (m, _) => m,
+    };
+    let runs: Vec<TierSourceRun> = loads
+        .iter()
+        .map(|s| TierSourceRun {
+            strategy: label(s),
+            generation: generation_cost(s),
+            experiment: run(s, policies, mode),
+        })
+        .collect();
+    let first = runs.first().map(|r| &r.experiment);
+    TierSourceComparison {
+        session: first.map(|e| e.session.clone()).unwrap_or_default(),
+        title: first.map(|e| e.title.clone()).unwrap_or_default(),
+        mode: first.map(|e| e.mode.clone()).unwrap_or_default(),
+        target_mean_tokens: first.and_then(|e| e.target_mean_tokens),
+        runs,
+    }
+}

@@ -1,0 +1,477 @@
+//! The knobs feature: the knobs panel (every knob of the policy, plus the budget), the policy
+//! list, saving the knobs as a policy TOML (asking before it overwrites a file), and what the
+//! last edits changed (for diff mode's "before the last edits" and quitting with unsaved edits).
+
+use std::collections::BTreeMap;
+
+use crate::tui::app::{Confirm, Effect, Input, InputPurpose, Level, Overlay, State};
+use crate::tui::keymap::Action;
+use tierscope_engine::policy::{KnobSpec, KnobValue, Policy, PolicyKind};
+
+/// The policy before the last run of knob edits on the main screen, for "compare with before".
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Memo {
+    /// The policy as it was before the last run of edits.
+    pub before: Option<Policy>,
+    /// An edit run is under way (it ends when the knobs panel is opened again).
+    editing: bool,
+}
+
+impl Memo {
+    /// The knobs panel opened: the next edit starts a new run.
+    pub fn panel_opened(&mut self) {
+        self.editing = false;
+    }
+    /// A knob is about to change from `old`.
+    pub fn knob_changing(&mut self, old: &Policy) {
+        if !self.editing {
+            self.before = Some(old.clone());
+            self.editing = true;
+        }
+    }
+}
+
+pub struct KnobsState {
+    /// The panel, open with a row selected (row 0 is the budget).
+    pub panel: Option<usize>,
+    /// The policy list, open with a row selected.
+    pub policies: Option<usize>,
+    pub names: Vec<String>,
+    /// One line per built-in policy, for the list.
+    pub descs: Vec<String>,
+    pub memo: Memo,
+    /// The policy's name and knobs as started, switched to or last saved: edits since are
+    /// unsaved.
+    pub saved: (String, BTreeMap<String, KnobValue>),
+}
+
+impl KnobsState {
+    pub fn new(policy: &Policy) -> KnobsState {
+        KnobsState {
+            panel: None,
+            policies: None,
+            names: tierscope_engine::policy::builtin_names(),
+            descs: tierscope_engine::policy::builtins()
+                .map(|v| v.into_iter().map(|p| p.description).collect())
+                .unwrap_or_default(),
+            memo: Memo::default(),
+            saved: (policy.name.clone(), policy.knobs.clone()),
+        }
+    }
+}
+
+/// Whether the knobs were edited since the policy was started, switched to or saved.
+pub fn unsaved(state: &State) -> bool {
+    let p = &state.schedule.policy;
+    let (name, knobs) = &state.knobs.saved;
+    *name != p.name || *knobs != p.knobs
+}
+
+/// `K`: the panel, budget row selected.
+pub fn open_panel(state: &mut State) {
+    state.knobs.memo.panel_opened();
+    state.schedule.end_edits();
+    state.knobs.panel = Some(0);
+}
+
+/// `p`: the policy list, the current policy selected.
+pub fn open_policies(state: &mut State) {
+    let selected = state
+        .knobs
+        .names
+        .iter()
+        .position(|n| *n == state.schedule.policy.name)
+        .unwrap_or(0);
+    state.knobs.policies = Some(selected);
+}
+
+/// `w`: the file name field.
+pub fn start_save(state: &mut State) {
+    state.input = Some(Input {
+        purpose: InputPurpose::SavePath,
+        text: format!("{}-tuned.toml", state.schedule.policy.name),
+        error: None,
+    });
+}
+
+/// The save field's Enter: save to `text` (`.toml` added), asking first when the file exists.
+pub fn save_to(state: &mut State, text: &str, fx: &mut Vec<Effect>) -> Result<(), String> {
+    if text.is_empty() {
+        return Err("give a file name".to_owned());
+    }
+    let path = if text.ends_with(".toml") {
+        text.to_owned()
+    } else {
+        format!("{text}.toml")
+    };
+    fx.push(Effect::SavePolicy {
+        path,
+        toml: policy_toml(&state.schedule.policy),
+        overwrite: false,
+    });
+    Ok(())
+}
+
+/// The worker's answer to a save.
+pub fn on_saved(state: &mut State, result: Result<String, SaveError>) {
+    match result {
+        Ok(path) => {
+            let p = &state.schedule.policy;
+            state.knobs.saved = (p.name.clone(), p.knobs.clone());
+            state.flash(format!("saved {path}"), Level::Info);
+        }
+        Err(SaveError::Exists { path, toml }) => {
+            state.overlay = Overlay::Confirm(Confirm::Overwrite { path, toml });
+        }
+        Err(SaveError::Failed(e)) => state.flash(format!("save failed: {e}"), Level::Error),
+    }
+}
+
+/// Why a save did not happen.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SaveError {
+    /// The file exists and overwriting was not confirmed: the text to write once it is.
+    Exists {
+        path: String,
+        toml: String,
+    },
+    Failed(String),
+}
+
+/// Writes a policy file: a new file, or over an existing one only when `overwrite`.
+pub fn write_policy(path: &str, toml: &str, overwrite: bool) -> Result<String, SaveError> {
+    use std::io::Write;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true);
+    if overwrite {
+        opts.create(true).truncate(true);
+    } else {
+        opts.create_new(true);
+    }
+    let written = opts
+        .open(path)
+        .and_then(|mut f| f.write_all(toml.as_bytes()));
+    match written {
+        Ok(()) => Ok(path.to_owned()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(SaveError::Exists {
+            path: path.to_owned(),
+            toml: toml.to_owned(),
+        }),
+        Err(e) => Err(SaveError::Failed(format!("{path}: {e}"))),
+    }
+}
+
+/// Keys of the policy list.
+pub fn on_policy_key(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
+    let Some(selected) = state.knobs.policies else {
+        return;
+    };
+    let n = state.knobs.names.len();
+    match action {
+        Some(Action::ListUp) => state.knobs.policies = Some(selected.saturating_sub(1)),
+        Some(Action::ListDown) => {
+            state.knobs.policies = Some((selected + 1).min(n.saturating_sub(1)))
+        }
+        Some(Action::Accept) => {
+            state.knobs.policies = None;
+            state.knobs.panel = None;
+            let Some(name) = state.knobs.names.get(selected).cloned() else {
+                return;
+            };
+            match tierscope_engine::policy::load(&name, &[]) {
+                Ok(p) => {
+                    state.schedule.end_edits();
+                    state.schedule.changing();
+                    state.schedule.end_edits();
+                    state.knobs.saved = (p.name.clone(), p.knobs.clone());
+                    state.schedule.policy = p;
+                    state.flash(format!("policy {name}"), Level::Info);
+                    if state.session.is_some() {
+                        state.schedule.request(fx);
+                    }
+                }
+                Err(e) => state.flash(e.to_string(), Level::Error),
+            }
+        }
+        Some(Action::CloseOverlay) => state.knobs.policies = None,
+        Some(Action::ForceQuit) => state.quit = true,
+        _ => {}
+    }
+}
+
+/// Sets knob `name` to `text` (validated by the policy, constraints included) and reruns the
+/// replay. Returns the refusal, if any.
+pub fn set_knob(
+    state: &mut State,
+    name: &str,
+    text: &str,
+    fx: &mut Vec<Effect>,
+) -> Result<(), String> {
+    let p = state
+        .schedule
+        .policy
+        .clone()
+        .with_overrides(&[(name.to_owned(), text.to_owned())])
+        .map_err(|e| e.to_string())?;
+    set_policy(state, p, fx);
+    Ok(())
+}
+
+/// Shows `p` (the same policy with other knobs), rerunning the replay when its knobs differ.
+pub fn set_policy(state: &mut State, p: Policy, fx: &mut Vec<Effect>) {
+    if p.knobs == state.schedule.policy.knobs {
+        return;
+    }
+    state.knobs.memo.knob_changing(&state.schedule.policy);
+    state.schedule.changing();
+    state.schedule.policy = p;
+    if state.session.is_some() {
+        state.schedule.request(fx);
+    }
+}
+
+pub fn set_budget(state: &mut State, budget: Option<u64>, fx: &mut Vec<Effect>) {
+    if budget == state.schedule.budget {
+        return;
+    }
+    state.schedule.changing();
+    state.schedule.budget = budget;
+    if state.session.is_some() {
+        state.schedule.request(fx);
+    }
+}
+
+/// Keys of the knobs panel.
+pub fn on_panel_key(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
+    let Some(selected) = state.knobs.panel else {
+        return;
+    };
+    let rows = 1 + state.schedule.policy.specs.len();
+    match action {
+        Some(Action::KnobUp) => state.knobs.panel = Some(selected.saturating_sub(1)),
+        Some(Action::KnobDown) => state.knobs.panel = Some((selected + 1).min(rows - 1)),
+        Some(a @ (Action::KnobInc | Action::KnobDec | Action::KnobIncBig | Action::KnobDecBig)) => {
+            let steps: f64 = match a {
+                Action::KnobInc => 1.0,
+                Action::KnobDec => -1.0,
+                Action::KnobIncBig => 10.0,
+                _ => -10.0,
+            };
+            step_knob(state, selected, steps, fx);
+        }
+        Some(Action::KnobType) => {
+            let p = &state.schedule.policy;
+            let text = if selected == 0 {
+                state.schedule.effective_budget().to_string()
+            } else {
+                p.specs
+                    .get(selected - 1)
+                    .and_then(|s| p.knobs.get(&s.name))
+                    .map(|v| v.to_string())
+                    .unwrap_or_default()
+            };
+            state.input = Some(Input {
+                purpose: if selected == 0 {
+                    InputPurpose::Budget
+                } else {
+                    InputPurpose::KnobValue
+                },
+                text,
+                error: None,
+            });
+        }
+        Some(Action::KnobReset) => {
+            if selected == 0 {
+                set_budget(state, None, fx);
+            } else if let Some(spec) = state.schedule.policy.specs.get(selected - 1).cloned() {
+                if let Err(e) = set_knob(state, &spec.name, &spec.default.to_string(), fx) {
+                    state.flash(e, Level::Error);
+                }
+            }
+        }
+        Some(Action::SavePolicy) => start_save(state),
+        Some(Action::SwitchPolicy) => open_policies(state),
+        Some(Action::CloseOverlay) => state.knobs.panel = None,
+        Some(Action::ForceQuit) => state.quit = true,
+        _ => {}
+    }
+}
+
+/// The typed value of the selected knob (the knob field's Enter).
+pub fn type_knob(state: &mut State, text: &str, fx: &mut Vec<Effect>) -> Result<(), String> {
+    let Some(selected) = state.knobs.panel else {
+        return Ok(());
+    };
+    let Some(spec) = state
+        .schedule
+        .policy
+        .specs
+        .get(selected.wrapping_sub(1))
+        .cloned()
+    else {
+        return Ok(());
+    };
+    set_knob(state, &spec.name, text, fx)
+}
+
+/// The typed budget (the budget field's Enter).
+pub fn type_budget(state: &mut State, text: &str, fx: &mut Vec<Effect>) -> Result<(), String> {
+    let b: u64 = text
+        .replace(['_', ','], "")
+        .parse()
+        .map_err(|_| format!("not a whole number of tokens: {text:?}"))?;
+    if b == 0 {
+        return Err("the budget must be above 0".to_owned());
+    }
+    set_budget(state, Some(b), fx);
+    Ok(())
+}
+
+/// Moves knob row `row` (0 = budget) by `steps` steps: numbers by their step, switches toggle,
+/// choices cycle.
+pub fn step_knob(state: &mut State, row: usize, steps: f64, fx: &mut Vec<Effect>) {
+    if row == 0 {
+        let b = state.schedule.effective_budget();
+        if b == 0 {
+            return;
+        }
+        set_budget(state, Some(stepped_budget(b, steps)), fx);
+        return;
+    }
+    let Some(spec) = state.schedule.policy.specs.get(row - 1).cloned() else {
+        return;
+    };
+    let cur = state.schedule.policy.knobs.get(&spec.name);
+    let Some(text) = stepped_knob(&spec, cur, steps) else {
+        return;
+    };
+    if let Err(e) = set_knob(state, &spec.name, &text, fx) {
+        state.flash(e, Level::Warn);
+    }
+}
+
+/// The current policy with its knobs as a policy TOML file that `--policy FILE` reads back.
+pub fn policy_toml(p: &Policy) -> String {
+    let mut out = String::new();
+    out.push_str("# Saved from the tierscope explorer.\n");
+    let mut root = toml::Table::new();
+    root.insert(
+        "name".into(),
+        toml::Value::String(format!("{}-tuned", p.name)),
+    );
+    root.insert(
+        "kind".into(),
+        toml::Value::String(p.kind.as_str().to_owned()),
+    );
+    root.insert(
+        "description".into(),
+        toml::Value::String(format!("{} with knobs tuned in the explorer", p.name)),
+    );
+    root.insert("version".into(), toml::Value::Integer(i64::from(p.version)));
+    if p.kind != PolicyKind::Decay {
+        root.insert(
+            "respect_floors".into(),
+            toml::Value::Boolean(p.respect_floors),
+        );
+    }
+    let mut knobs = toml::Table::new();
+    for (k, v) in &p.knobs {
+        let integer = p.spec(k).is_some_and(|s| s.integer);
+        let tv = match v {
+            KnobValue::Num(n) if integer => toml::Value::Integer(n.round() as i64),
+            KnobValue::Num(n) => toml::Value::Float(*n),
+            KnobValue::Bool(b) => toml::Value::Boolean(*b),
+            KnobValue::Choice(c) => toml::Value::String(c.clone()),
+        };
+        knobs.insert(k.clone(), tv);
+    }
+    root.insert("knobs".into(), toml::Value::Table(knobs));
+    out.push_str(&toml::to_string(&root).unwrap_or_default());
+    out
+}
+
+/// A knob value as the panel and saved files show it: integers without a fraction, others
+/// with at most four decimals and no trailing zeros.
+pub fn fmt_knob(v: f64, integer: bool) -> String {
+    if integer {
+        format!("{}", v.round() as i64)
+    } else {
+        let s = format!("{v:.4}");
+        let s = s.trim_end_matches('0').trim_end_matches('.');
+        s.to_owned()
+    }
+}
+
+/// The value a policy runs knob `spec` with: its override, else the default.
+pub fn knob_value(p: &Policy, spec: &KnobSpec) -> KnobValue {
+    p.knobs
+        .get(&spec.name)
+        .cloned()
+        .unwrap_or_else(|| spec.default.clone())
+}
+
+/// The budget `steps` steps away from `b` (a step is 1 % of it, at least 1,000 tokens), never
+/// under 1,000: the knobs panels of the main screen and of diff mode step it alike.
+pub fn stepped_budget(b: u64, steps: f64) -> u64 {
+    let step = (b as f64 * 0.01).round().max(1000.0);
+    (b as f64 + steps * step).max(1000.0) as u64
+}
+
+/// The text of knob `spec` `steps` steps away from `cur` (its current value): numbers move by
+/// the spec's step within its range, flags flip, choices cycle. `None` when it cannot step.
+pub fn stepped_knob(spec: &KnobSpec, cur: Option<&KnobValue>, steps: f64) -> Option<String> {
+    match (&spec.default, cur) {
+        (KnobValue::Num(_), Some(KnobValue::Num(v))) => {
+            let step = spec.step.unwrap_or(if spec.integer { 1.0 } else { 0.01 });
+            let mut nv = v + steps * step;
+            if let Some(lo) = spec.min {
+                nv = nv.max(lo);
+            }
+            if let Some(hi) = spec.max {
+                nv = nv.min(hi);
+            }
+            // Snap to the step grid so repeated steps do not accumulate float noise.
+            if step > 0.0 {
+                let base = spec.min.unwrap_or(0.0);
+                nv = base + ((nv - base) / step).round() * step;
+                nv = (nv * 1e9).round() / 1e9;
+            }
+            Some(fmt_knob(nv, spec.integer))
+        }
+        (KnobValue::Bool(_), Some(KnobValue::Bool(b))) => Some((!b).to_string()),
+        (KnobValue::Choice(_), Some(KnobValue::Choice(c))) => {
+            let n = spec.choices.len();
+            if n == 0 {
+                return None;
+            }
+            let i = spec.choices.iter().position(|x| x == c).unwrap_or(0);
+            let j = if steps >= 0.0 {
+                (i + 1) % n
+            } else {
+                (i + n - 1) % n
+            };
+            Some(spec.choices[j].clone())
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_save_never_overwrites_unasked() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("p.toml");
+        let path = path.to_string_lossy().into_owned();
+        assert_eq!(write_policy(&path, "a", false), Ok(path.clone()));
+        match write_policy(&path, "b", false) {
+            Err(SaveError::Exists { toml, .. }) => assert_eq!(toml, "b"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(std::fs::read_to_string(&path).ok().as_deref(), Some("a"));
+        assert_eq!(write_policy(&path, "b", true), Ok(path.clone()));
+        assert_eq!(std::fs::read_to_string(&path).ok().as_deref(), Some("b"));
+    }
+}

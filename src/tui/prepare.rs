@@ -1,0 +1,486 @@
+//! Prepares engine output as the view-models ([`crate::tui::view_model`]) the views read. Runs
+//! on the worker thread, once per load or replay, so `draw` never walks the engine's structures
+//! or sanitizes text.
+
+use std::collections::HashMap;
+
+use crate::tui::view_model::{
+    ChildRef, EpisodeRow, RequestRow, SessionEntry, SessionModel, TierText,
+};
+use crate::tui::{safe_line, safe_text};
+use tierscope_engine::episode::model::Tier;
+use tierscope_engine::loaded::LoadedSession;
+use tierscope_engine::trace::load::SessionSummary;
+use tierscope_engine::trace::model::UserKind;
+
+/// Prepares a loaded session for display.
+pub fn session_model(l: &LoadedSession) -> SessionModel {
+    let trace = &l.trace;
+    let info = &trace.session;
+    let mut requests = Vec::with_capacity(trace.requests.len());
+    let mut user_turns = Vec::new();
+    let mut prev_user: Option<&str> = None;
+    // Episode of each request by a walk in step (both are in time order).
+    let mut ep = 0usize;
+    for r in &trace.requests {
+        while ep < l.episodes.len() && l.episodes[ep].last_message < r.message_index {
+            ep += 1;
+        }
+        let episode = l
+            .episodes
+            .get(ep)
+            .filter(|e| e.first_message <= r.message_index)
+            .map(|_| ep);
+        let user = r.user_message_id.as_deref();
+        if user.is_some() && user != prev_user {
+            let human = user
+                .and_then(|id| trace.message(id))
+                .is_some_and(|m| m.user_kind == Some(UserKind::Human));
+            if human {
+                user_turns.push(r.index);
+            }
+        }
+        prev_user = user;
+        requests.push(RequestRow {
+            time: r.time_created,
+            status: r.status.as_str(),
+            synthetic: r.synthetic_call,
+            recorded_prompt: r.recorded_prompt(),
+            recorded_cost: r.cost,
+            episode,
+        });
+    }
+    let mut compactions: Vec<usize> = trace
+        .compactions
+        .iter()
+        .filter_map(|c| c.summary_request)
+        .collect();
+    compactions.sort_unstable();
+    compactions.dedup();
+    let children: HashMap<&str, &LoadedSession> = l
+        .children
+        .iter()
+        .map(|c| (c.trace.session.id.as_str(), c))
+        .collect();
+    let episodes = l
+        .episodes
+        .iter()
+        .map(|e| episode_row(e, &children))
+        .collect();
+    let model = info
+        .model
+        .as_ref()
+        .map(|m| format!("{}/{}", m.provider_id, m.model_id))
+        .unwrap_or_default();
+    let title = if info.title.trim().is_empty() {
+        info.id.clone()
+    } else {
+        info.title.clone()
+    };
+    SessionModel {
+        id: info.id.clone(),
+        title: safe_line(&title),
+        directory: safe_line(&info.directory),
+        model: safe_line(&model),
+        parent_id: info.parent_id.clone(),
+        requests,
+        episodes,
+        user_turns,
+        compactions,
+        notes: l.warnings.iter().map(|w| safe_line(w)).collect(),
+    }
+}
+
+fn episode_row(
+    e: &tierscope_engine::episode::model::Episode,
+    sessions: &HashMap<&str, &LoadedSession>,
+) -> EpisodeRow {
+    let mut haystack = e.title.to_lowercase();
+    let tiers: Vec<TierText> = Tier::TIERS
+        .iter()
+        .filter_map(|t| {
+            let rep = e.representation(*t)?;
+            let text = safe_text(&rep.text());
+            haystack.push('\n');
+            haystack.push_str(&text.to_lowercase());
+            Some(TierText {
+                tier: *t,
+                tokens: u64::from(rep.tokens),
+                lines: text.lines().map(str::to_owned).collect(),
+            })
+        })
+        .collect();
+    EpisodeRow {
+        id: e.id.clone(),
+        title: safe_line(&e.title),
+        kinds: e
+            .kinds
+            .iter()
+            .map(|k| k.as_str())
+            .collect::<Vec<_>>()
+            .join(","),
+        class: e.class.as_str(),
+        floor: e.floor,
+        class_reasons: e.class_reasons.iter().map(|r| safe_line(r)).collect(),
+        floor_reasons: e.floor_reasons.iter().map(|r| safe_line(r)).collect(),
+        pins: e
+            .pins
+            .iter()
+            .map(|p| (safe_line(&p.reason), safe_line(&p.text)))
+            .collect(),
+        tiers,
+        tier_notes: e.tier_notes.iter().map(|n| safe_line(n)).collect(),
+        children: e
+            .children
+            .iter()
+            .map(|id| {
+                let s = sessions.get(id.as_str());
+                let title = s
+                    .map(|s| s.trace.session.title.trim())
+                    .filter(|t| !t.is_empty())
+                    .unwrap_or(id);
+                ChildRef {
+                    id: id.clone(),
+                    title: safe_line(title),
+                    requests: s.map(|s| s.trace.requests.len()),
+                }
+            })
+            .collect(),
+        first_request: e.first_request,
+        last_request: e.last_request,
+        haystack,
+    }
+}
+
+/// The picker's rows: sessions newest first, each followed by its sub-agent sessions (indented).
+pub fn session_entries(list: &[SessionSummary]) -> Vec<SessionEntry> {
+    let by_id: HashMap<&str, &SessionSummary> = list.iter().map(|s| (s.id.as_str(), s)).collect();
+    let mut parent_of: HashMap<&str, &str> = HashMap::new();
+    for s in list {
+        if let Some(p) = s.parent_id.as_deref().filter(|p| by_id.contains_key(p)) {
+            parent_of.insert(s.id.as_str(), p);
+        }
+        for c in &s.children {
+            if by_id.contains_key(c.as_str()) && c != &s.id {
+                parent_of.entry(c.as_str()).or_insert(s.id.as_str());
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(list.len());
+    let mut seen = std::collections::HashSet::new();
+    fn push<'a>(
+        s: &'a SessionSummary,
+        depth: usize,
+        list: &'a [SessionSummary],
+        parent_of: &HashMap<&'a str, &'a str>,
+        seen: &mut std::collections::HashSet<&'a str>,
+        out: &mut Vec<SessionEntry>,
+    ) {
+        if !seen.insert(s.id.as_str()) || depth > 8 {
+            return;
+        }
+        let u = &s.tokens;
+        out.push(SessionEntry {
+            id: s.id.clone(),
+            title: safe_line(if s.title.trim().is_empty() {
+                &s.id
+            } else {
+                &s.title
+            }),
+            directory: safe_line(&s.directory),
+            updated: s.updated,
+            requests: s.requests,
+            tokens: u
+                .input
+                .saturating_add(u.output)
+                .saturating_add(u.cache_read)
+                .saturating_add(u.cache_write),
+            parent_id: s.parent_id.clone(),
+            depth,
+        });
+        for c in list
+            .iter()
+            .filter(|c| parent_of.get(c.id.as_str()) == Some(&s.id.as_str()))
+        {
+            push(c, depth + 1, list, parent_of, seen, out);
+        }
+    }
+    for s in list
+        .iter()
+        .filter(|s| !parent_of.contains_key(s.id.as_str()))
+    {
+        push(s, 0, list, &parent_of, &mut seen, &mut out);
+    }
+    // Anything left (a cycle in bad data) still shows, flat.
+    for s in list {
+        push(s, 0, list, &parent_of, &mut seen, &mut out);
+    }
+    out
+}
+
+/// Prepares one replay for display: the heatmap grid with its marks, per-request figures,
+/// per-episode change histories and the jump lists.
+pub fn replay_model(
+    l: &LoadedSession,
+    r: &tierscope_engine::replay::Replay,
+    thrash_window: usize,
+    knobs: &tierscope_engine::policy::Policy,
+) -> crate::tui::view_model::ReplayModel {
+    use crate::tui::view_model::{cell, ChangeRow, FrameRow, Grid, ReplayModel};
+    use tierscope_engine::replay::Cell as RCell;
+
+    let n_req = r.frames.len();
+    let n_ep = l.episodes.len();
+    let index: HashMap<&str, usize> = l
+        .episodes
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.id.as_str(), i))
+        .collect();
+    let mut grid = Grid::new(n_ep, n_req);
+    let mut desired = std::collections::BTreeMap::new();
+    for req in 0..n_req.min(r.applied.requests) {
+        for ep in 0..n_ep.min(r.applied.episodes) {
+            let v = match r.applied.get(req, ep) {
+                RCell::Tier(t) => cell::TIER0 + t.depth() as u8,
+                RCell::Active => cell::ACTIVE,
+                RCell::Future => cell::NONE,
+            };
+            grid.set(ep, req, v);
+            if let (RCell::Tier(a), RCell::Tier(d)) =
+                (r.applied.get(req, ep), r.desired.get(req, ep))
+            {
+                if a != d {
+                    grid.or(ep, req, cell::DEFERRED);
+                    desired.insert((ep, req), d);
+                }
+            }
+        }
+    }
+    let price = &r.trace.pricing.price;
+    let mut frames = Vec::with_capacity(n_req);
+    let mut history: Vec<Vec<ChangeRow>> = vec![Vec::new(); n_ep];
+    let mut holds_of: Vec<Vec<usize>> = vec![Vec::new(); n_ep];
+    let (mut change_requests, mut hold_requests, mut thrash_requests) =
+        (Vec::new(), Vec::new(), Vec::new());
+    let (mut cum, mut rec_cum) = (0.0f64, 0.0f64);
+    let mut data_max = 0u64;
+    let mut prev_tokens: Option<u64> = None;
+    for (i, f) in r.frames.iter().enumerate() {
+        cum += f.cost;
+        let rc = &f.recorded;
+        rec_cum += (rc.input as f64 * price.input
+            + rc.cache_read as f64 * price.input * price.read_multiplier
+            + rc.cache_write as f64 * price.input * price.write_multiplier
+            + rc.output as f64 * price.output)
+            / 1e6;
+        data_max = data_max.max(f.tokens).max(rc.prompt);
+        let cache_break = !f.synthetic_call && prev_tokens.is_some_and(|p| f.divergence < p);
+        if !f.synthetic_call {
+            prev_tokens = Some(f.tokens);
+        }
+        for c in &f.changes {
+            let Some(&ep) = index.get(c.episode.as_str()) else {
+                continue;
+            };
+            let mut bits = cell::CHANGE;
+            if c.to < c.from {
+                bits |= cell::PROMOTE;
+            }
+            // Thrash: this change reverses one of the same episode within the window.
+            let reverses = history[ep]
+                .last()
+                .is_some_and(|p| i.saturating_sub(p.request) <= thrash_window && p.from == c.to);
+            if reverses {
+                bits |= cell::THRASH;
+            }
+            grid.or(ep, i, bits);
+            history[ep].push(ChangeRow {
+                request: i,
+                episode: ep,
+                from: c.from,
+                to: c.to,
+                reason: c.reason.as_str().to_owned(),
+                applied: c.applied.to_string(),
+            });
+        }
+        for h in &f.held {
+            if let Some(&ep) = index.get(h.as_str()) {
+                grid.or(ep, i, cell::HOLD);
+                holds_of[ep].push(i);
+            }
+        }
+        if !f.changes.is_empty() {
+            change_requests.push(i);
+        }
+        if f.holds > 0 {
+            hold_requests.push(i);
+        }
+        if f.thrash > 0 {
+            thrash_requests.push(i);
+        }
+        frames.push(FrameRow {
+            tokens: f.tokens,
+            budget: f.budget,
+            pressure: f.pressure,
+            divergence: f.divergence,
+            radius: f.radius,
+            cache_read: f.cache_read,
+            cache_write: f.cache_write,
+            cost: f.cost,
+            cum_cost: cum,
+            recorded_cum_cost: rec_cum,
+            changes: f.changes.len(),
+            deferred: f.deferred as usize,
+            holds: f.holds as usize,
+            thrash: f.thrash as usize,
+            floor_violations: f.floor_violations as usize,
+            pin_violations: f.pin_violations as usize,
+            probes_ok: f.probes_ok as usize,
+            probes_due: f.probes_due as usize,
+            status: f.status.clone(),
+            cache_break,
+        });
+    }
+    let knob = |k: &str| match knobs.knobs.get(k) {
+        Some(tierscope_engine::policy::KnobValue::Num(v)) => Some(*v),
+        _ => None,
+    };
+    let pressure_driven = knobs.kind == tierscope_engine::policy::PolicyKind::Progressive
+        && knobs.choice("driver") != "age";
+    // Scale the chart to the data; take the budget lines in only when the data gets near them
+    // (a budget 20× the context would flatten every bar).
+    let budget = r.policy.budget;
+    let y_max = if budget > 0 && budget <= data_max.saturating_mul(2) {
+        budget.max(data_max) + budget.max(data_max) / 20
+    } else {
+        data_max + data_max / 7
+    };
+    let s = &r.summary;
+    let mut summary = vec![
+        ("cost".to_owned(), format!("${:.4}", s.cost)),
+        (
+            "cache hit".to_owned(),
+            format!("{:.1}%", s.cache_hit_ratio * 100.0),
+        ),
+        ("changes".to_owned(), s.changes.to_string()),
+        ("holds".to_owned(), s.holds.to_string()),
+        ("thrash".to_owned(), s.thrash.to_string()),
+        ("max overflow".to_owned(), s.max_overflow.to_string()),
+    ];
+    if let Some(p) = s.probe_survival {
+        summary.push(("probe survival".to_owned(), format!("{:.1}%", p * 100.0)));
+    }
+    let pricing_note = r.trace.pricing.note.as_deref().map(safe_line);
+    let notes = pricing_note.iter().cloned().collect();
+    let peak_pressure = r.frames.iter().map(|f| f.pressure).fold(0.0, f64::max);
+    ReplayModel {
+        policy: r.policy.name.clone(),
+        budget: r.policy.budget,
+        budget_source: safe_line(&r.policy.budget_source),
+        frames,
+        grid,
+        desired,
+        history,
+        holds_of,
+        change_requests,
+        hold_requests,
+        thrash_requests,
+        y_max,
+        cost_max: cum.max(rec_cum),
+        demote_at: if pressure_driven {
+            knob("demote_at")
+        } else {
+            None
+        },
+        promote_at: if pressure_driven {
+            knob("promote_at")
+        } else {
+            None
+        },
+        target: if pressure_driven {
+            knob("target")
+        } else {
+            None
+        },
+        summary,
+        totals: crate::tui::totals::RunTotals::of(r),
+        peak_pressure,
+        pricing_note,
+        notes,
+    }
+}
+
+/// Replays the session and prepares the result.
+pub fn run_replay(
+    l: &LoadedSession,
+    policy: &tierscope_engine::policy::Policy,
+    budget: Option<u64>,
+) -> (
+    std::sync::Arc<tierscope_engine::replay::Replay>,
+    crate::tui::view_model::ReplayModel,
+) {
+    let input = tierscope_engine::replay::Input::from(l);
+    let r = tierscope_engine::replay::replay(&input, policy, budget);
+    let window = match policy.knobs.get("thrash_window") {
+        Some(tierscope_engine::policy::KnobValue::Num(w)) if *w >= 0.0 => *w as usize,
+        _ => 20,
+    };
+    let model = replay_model(l, &r, window, policy);
+    (std::sync::Arc::new(r), model)
+}
+
+/// Longest chunk preview kept (the pane shows one line per chunk).
+const PREVIEW_CHARS: usize = 400;
+
+/// The rendered context at request `at`, chunk by chunk.
+pub fn context_model(
+    l: &LoadedSession,
+    policy: &tierscope_engine::policy::Policy,
+    budget: Option<u64>,
+    at: usize,
+) -> Result<crate::tui::view_model::ContextModel, String> {
+    use crate::tui::view_model::{ChunkRow, ContextModel};
+    let input = tierscope_engine::replay::Input::from(l);
+    let ctx = tierscope_engine::replay::render_at(&input, policy, budget, at)
+        .map_err(|e| e.to_string())?;
+    let chunks: Vec<ChunkRow> = ctx
+        .chunks
+        .iter()
+        .map(|c| {
+            let head: String = c.text.chars().take(PREVIEW_CHARS).collect();
+            ChunkRow {
+                label: c.episode.clone().unwrap_or_else(|| c.kind.clone()),
+                tier: match (&c.tier, c.kind.as_str()) {
+                    (_, "active") => "active".to_owned(),
+                    (Some(t), _) => t.as_str().to_owned(),
+                    (None, k) => k.to_owned(),
+                },
+                tokens: c.tokens,
+                changed: c.changed_since_prev,
+                preview: safe_line(head.trim_start()),
+            }
+        })
+        .collect();
+    let divergence_chunk = ctx.divergence_index.filter(|&d| d < chunks.len());
+    let mut lines = Vec::new();
+    let mut chunk_start = Vec::with_capacity(ctx.chunks.len());
+    for (i, c) in ctx.chunks.iter().enumerate() {
+        chunk_start.push(lines.len());
+        for l in safe_text(&c.text).lines() {
+            lines.push((i, l.to_owned()));
+        }
+    }
+    Ok(ContextModel {
+        request: ctx.request,
+        divergence_chunk,
+        divergence_tokens: ctx.divergence,
+        total_tokens: ctx.tokens,
+        chunks,
+        lines,
+        chunk_start,
+        collapsed: Vec::new(),
+        expanded: Vec::new(),
+    }
+    .with_rows())
+}

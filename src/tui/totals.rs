@@ -1,0 +1,78 @@
+//! The run totals the metrics strip shows beside the per-request figures, and their before →
+//! after delta after a knob change. The one place that says which replay summary field feeds
+//! which total (and under which name), so a change in what the summary counts is one edit here.
+
+use tierscope_engine::replay::Replay;
+
+/// Totals over a whole replay.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunTotals {
+    /// Tier changes applied.
+    pub changes: u64,
+    /// Victims held at their floor.
+    pub holds: u64,
+    /// Changes the policy wanted but did not apply yet (boundary or dwell).
+    pub deferrals: u64,
+    /// Changes that reversed the same episode's previous change within the thrash window.
+    pub thrash: u64,
+    /// Requests whose rendered context went over the budget.
+    pub overflow: u64,
+}
+
+impl RunTotals {
+    /// The totals of a replay: its summary, and the over-budget requests of its frames.
+    pub fn of(r: &Replay) -> RunTotals {
+        let s = &r.summary;
+        RunTotals {
+            changes: s.changes,
+            holds: s.holds,
+            deferrals: s.deferred,
+            thrash: s.thrash,
+            overflow: r
+                .frames
+                .iter()
+                .filter(|f| f.budget > 0 && f.tokens > f.budget)
+                .count() as u64,
+        }
+    }
+
+    /// (short name, value) of each total, in the order the strip shows them.
+    pub fn items(&self) -> [(&'static str, u64); 5] {
+        [
+            ("chg", self.changes),
+            ("hold", self.holds),
+            ("def", self.deferrals),
+            ("thrash", self.thrash),
+            ("over", self.overflow),
+        ]
+    }
+}
+
+/// `12→8` when a total moved, else `8`.
+pub fn before_after(before: Option<u64>, after: u64) -> String {
+    match before {
+        Some(b) if b != after => format!("{b}→{after}"),
+        _ => after.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn items_follow_the_fields_and_deltas_show_only_moves() {
+        let t = RunTotals {
+            changes: 1,
+            holds: 2,
+            deferrals: 3,
+            thrash: 4,
+            overflow: 5,
+        };
+        let v: Vec<u64> = t.items().iter().map(|(_, v)| *v).collect();
+        assert_eq!(v, [1, 2, 3, 4, 5]);
+        assert_eq!(before_after(Some(12), 8), "12→8");
+        assert_eq!(before_after(Some(8), 8), "8");
+        assert_eq!(before_after(None, 8), "8");
+    }
+}

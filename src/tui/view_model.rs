@@ -1,0 +1,362 @@
+//! The view-models: what the views read, plain data prepared once off the UI thread (at load and
+//! after each replay, by [`crate::tui::prepare`]) so that `draw` only indexes and slices. All
+//! trace text in here has already gone through [`crate::tui::safe_text`] and is inert.
+
+use std::collections::BTreeMap;
+
+use tierscope_engine::episode::model::Tier;
+
+/// One session, prepared for display.
+#[derive(Debug, Clone, Default)]
+pub struct SessionModel {
+    pub id: String,
+    pub title: String,
+    pub directory: String,
+    pub model: String,
+    pub parent_id: Option<String>,
+    pub requests: Vec<RequestRow>,
+    pub episodes: Vec<EpisodeRow>,
+    /// Requests where a human turn starts (sorted).
+    pub user_turns: Vec<usize>,
+    /// Requests of recorded compactions (summary calls; sorted).
+    pub compactions: Vec<usize>,
+    /// Loader diagnostics worth a line in the status bar.
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct RequestRow {
+    pub time: i64,
+    pub status: &'static str,
+    pub synthetic: bool,
+    pub recorded_prompt: u64,
+    pub recorded_cost: f64,
+    /// The episode holding this request.
+    pub episode: Option<usize>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct EpisodeRow {
+    pub id: String,
+    pub title: String,
+    pub kinds: String,
+    pub class: &'static str,
+    pub floor: Tier,
+    pub class_reasons: Vec<String>,
+    pub floor_reasons: Vec<String>,
+    /// (reason, text) of each pinned span.
+    pub pins: Vec<(String, String)>,
+    /// Generated tiers, most faithful first: tier, tokens, text lines.
+    pub tiers: Vec<TierText>,
+    pub tier_notes: Vec<String>,
+    /// Sub-agent sessions spawned from this episode.
+    pub children: Vec<ChildRef>,
+    pub first_request: Option<usize>,
+    pub last_request: Option<usize>,
+    /// Lower-cased title + tier texts, for `/` search.
+    pub haystack: String,
+}
+
+/// A sub-agent session an episode spawned.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChildRef {
+    pub id: String,
+    /// Its title (the id when the recording does not hold the session).
+    pub title: String,
+    /// Its requests; `None` when the recording does not hold the session.
+    pub requests: Option<usize>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct TierText {
+    pub tier: Tier,
+    pub tokens: u64,
+    pub lines: Vec<String>,
+}
+
+impl EpisodeRow {
+    pub fn tier_text(&self, tier: Tier) -> Option<&TierText> {
+        self.tiers.iter().find(|t| t.tier == tier)
+    }
+}
+
+/// A heatmap cell: the low 3 bits say what the episode is at that request, the high bits mark
+/// what happened there.
+pub mod cell {
+    /// The episode does not exist yet at this request.
+    pub const NONE: u8 = 0;
+    /// The episode is active (rendered as it stands).
+    pub const ACTIVE: u8 = 1;
+    /// Closed at tier `t`: `TIER0 + t.depth()`.
+    pub const TIER0: u8 = 2;
+    pub const STATE: u8 = 0x07;
+    pub const CHANGE: u8 = 0x08;
+    pub const HOLD: u8 = 0x10;
+    pub const DEFERRED: u8 = 0x20;
+    pub const THRASH: u8 = 0x40;
+    /// With CHANGE: the change went up (a promotion).
+    pub const PROMOTE: u8 = 0x80;
+}
+
+/// Episodes × requests, row-major.
+#[derive(Debug, Clone, Default)]
+pub struct Grid {
+    pub rows: usize,
+    pub cols: usize,
+    pub cells: Vec<u8>,
+}
+
+impl Grid {
+    pub fn new(rows: usize, cols: usize) -> Grid {
+        Grid {
+            rows,
+            cols,
+            cells: vec![cell::NONE; rows * cols],
+        }
+    }
+    pub fn get(&self, row: usize, col: usize) -> u8 {
+        if row < self.rows && col < self.cols {
+            self.cells[row * self.cols + col]
+        } else {
+            cell::NONE
+        }
+    }
+    pub fn set(&mut self, row: usize, col: usize, v: u8) {
+        if row < self.rows && col < self.cols {
+            self.cells[row * self.cols + col] = v;
+        }
+    }
+    pub fn or(&mut self, row: usize, col: usize, bits: u8) {
+        if row < self.rows && col < self.cols {
+            self.cells[row * self.cols + col] |= bits;
+        }
+    }
+    /// The applied tier at a cell, if the episode is closed there.
+    pub fn tier(&self, row: usize, col: usize) -> Option<Tier> {
+        let s = self.get(row, col) & cell::STATE;
+        if s >= cell::TIER0 {
+            Tier::from_depth(usize::from(s - cell::TIER0))
+        } else {
+            None
+        }
+    }
+}
+
+/// One applied (or deferred) change, with its reason.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangeRow {
+    pub request: usize,
+    pub episode: usize,
+    pub from: Tier,
+    pub to: Tier,
+    pub reason: String,
+    pub applied: String,
+}
+
+/// Per-request figures of one replay.
+#[derive(Debug, Clone, Default)]
+pub struct FrameRow {
+    pub tokens: u64,
+    pub budget: u64,
+    pub pressure: f64,
+    pub divergence: u64,
+    pub radius: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    pub cost: f64,
+    pub cum_cost: f64,
+    pub recorded_cum_cost: f64,
+    pub changes: usize,
+    pub deferred: usize,
+    pub holds: usize,
+    pub thrash: usize,
+    pub floor_violations: usize,
+    pub pin_violations: usize,
+    pub probes_ok: usize,
+    pub probes_due: usize,
+    pub status: String,
+    /// The context diverged from the previous request's before its end (the cache broke).
+    pub cache_break: bool,
+}
+
+/// One replay, prepared for display.
+#[derive(Debug, Clone, Default)]
+pub struct ReplayModel {
+    pub policy: String,
+    pub budget: u64,
+    pub budget_source: String,
+    pub frames: Vec<FrameRow>,
+    pub grid: Grid,
+    /// Desired tier of a deferred change, by (episode, request).
+    pub desired: BTreeMap<(usize, usize), Tier>,
+    /// Per episode: its changes in request order.
+    pub history: Vec<Vec<ChangeRow>>,
+    /// Per episode: requests where it was held at its floor.
+    pub holds_of: Vec<Vec<usize>>,
+    pub change_requests: Vec<usize>,
+    pub hold_requests: Vec<usize>,
+    pub thrash_requests: Vec<usize>,
+    /// Max over requests of tokens, budget and recorded prompt: the chart's y range.
+    pub y_max: u64,
+    pub cost_max: f64,
+    /// The policy's `demote_at`, `promote_at` and `target` knobs, when it has them.
+    pub demote_at: Option<f64>,
+    pub promote_at: Option<f64>,
+    pub target: Option<f64>,
+    /// Summary line items.
+    pub summary: Vec<(String, String)>,
+    /// Totals of the run (the metrics strip).
+    pub totals: crate::tui::totals::RunTotals,
+    /// The highest pressure of any request.
+    pub peak_pressure: f64,
+    /// Set when the prices are an assumption: the model is not in the pricing table.
+    pub pricing_note: Option<String>,
+    pub notes: Vec<String>,
+}
+
+impl ReplayModel {
+    /// Where the budget came from, in words for the header: `set`, `session limit`, `model
+    /// limit`, or `assumed` when nothing in the recording or the limits table gave one.
+    pub fn budget_origin(&self) -> &'static str {
+        let src = self.budget_source.as_str();
+        if src == "--budget" {
+            "set"
+        } else if src.starts_with("session-limits") {
+            "session limit"
+        } else if src.starts_with("model-limits") {
+            "model limit"
+        } else {
+            "assumed"
+        }
+    }
+}
+
+/// The rendered context at one request, chunk by chunk.
+#[derive(Debug, Clone, Default)]
+pub struct ContextModel {
+    pub request: usize,
+    pub chunks: Vec<ChunkRow>,
+    /// Index of the first chunk that differs from the previous request's context.
+    pub divergence_chunk: Option<usize>,
+    pub divergence_tokens: u64,
+    pub total_tokens: u64,
+    /// Every chunk's text, line by line, for the expanded view: (chunk index, line).
+    pub lines: Vec<(usize, String)>,
+    /// Index into `lines` of each chunk's first line.
+    pub chunk_start: Vec<usize>,
+    /// The rows of the one-line-per-chunk view and of the expanded view, in order.
+    pub collapsed: Vec<ContextRow>,
+    pub expanded: Vec<ContextRow>,
+}
+
+/// One row of the context pane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContextRow {
+    /// Where this context stops matching the previous request's (the cache breaks there).
+    Divergence,
+    /// The previous context is a prefix of this one (the last row).
+    NoDivergence,
+    /// A chunk on one line (collapsed), or the header above its text (expanded).
+    Chunk(usize),
+    /// A line of a chunk's text: index into `lines`.
+    Line(usize),
+}
+
+impl ContextModel {
+    /// Builds the row lists from the chunks, the lines and the divergence point.
+    pub fn with_rows(mut self) -> ContextModel {
+        let mut collapsed = Vec::with_capacity(self.chunks.len() + 1);
+        let mut expanded = Vec::with_capacity(self.chunks.len() * 2 + self.lines.len() + 1);
+        for i in 0..self.chunks.len() {
+            if self.divergence_chunk == Some(i) {
+                collapsed.push(ContextRow::Divergence);
+                expanded.push(ContextRow::Divergence);
+            }
+            collapsed.push(ContextRow::Chunk(i));
+            expanded.push(ContextRow::Chunk(i));
+            let start = self.chunk_start.get(i).copied().unwrap_or(self.lines.len());
+            let end = self
+                .chunk_start
+                .get(i + 1)
+                .copied()
+                .unwrap_or(self.lines.len());
+            expanded.extend((start..end).map(ContextRow::Line));
+        }
+        if self.divergence_chunk.is_none() {
+            collapsed.push(ContextRow::NoDivergence);
+            expanded.push(ContextRow::NoDivergence);
+        }
+        self.collapsed = collapsed;
+        self.expanded = expanded;
+        self
+    }
+
+    pub fn rows(&self, expanded: bool) -> &[ContextRow] {
+        if expanded {
+            &self.expanded
+        } else {
+            &self.collapsed
+        }
+    }
+
+    /// The row of the divergence marker, if any.
+    pub fn divergence_row(&self, expanded: bool) -> Option<usize> {
+        self.rows(expanded)
+            .iter()
+            .position(|r| *r == ContextRow::Divergence)
+    }
+
+    /// The row where chunk `c` starts.
+    pub fn chunk_row(&self, c: usize, expanded: bool) -> Option<usize> {
+        self.rows(expanded)
+            .iter()
+            .position(|r| *r == ContextRow::Chunk(c))
+    }
+
+    /// The chunk shown at row `row` (a divergence marker belongs to the chunk below it).
+    pub fn chunk_at(&self, row: usize, expanded: bool) -> usize {
+        let rows = self.rows(expanded);
+        rows.iter()
+            .skip(row)
+            .find_map(|r| match r {
+                ContextRow::Chunk(c) => Some(*c),
+                ContextRow::Line(l) => self.lines.get(*l).map(|(c, _)| *c),
+                _ => None,
+            })
+            .or_else(|| {
+                rows[..row.min(rows.len())]
+                    .iter()
+                    .rev()
+                    .find_map(|r| match r {
+                        ContextRow::Chunk(c) => Some(*c),
+                        _ => None,
+                    })
+            })
+            .unwrap_or(0)
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ChunkRow {
+    /// Episode id, or "system".
+    pub label: String,
+    pub tier: String,
+    pub tokens: u64,
+    /// Differs from the chunk at the same position in the previous request's context.
+    pub changed: bool,
+    pub preview: String,
+}
+
+/// One line of the session picker.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionEntry {
+    pub id: String,
+    pub title: String,
+    pub directory: String,
+    pub updated: i64,
+    pub requests: usize,
+    pub tokens: u64,
+    pub parent_id: Option<String>,
+    /// Nesting depth in the picker (children under parents).
+    pub depth: usize,
+}
