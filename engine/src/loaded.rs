@@ -13,6 +13,8 @@ use crate::episode::magic_context::{self, MagicContextError};
 use crate::episode::options::{EpisodeOptions, TierSource};
 use crate::episode::segment::{self, Segmentation};
 use crate::episode::sidecar::{Probe, SidecarError, SidecarLocator, Sidecars};
+use crate::episode::record::{self, EpisodeRecord};
+use crate::episode::record_view;
 use crate::episode::tiers::{self, Draft};
 use crate::episode::{Episode, EpisodeKind, Pin, RetentionClass, Strategy};
 use crate::tokens::{TokenStats, Tokenizer};
@@ -43,6 +45,9 @@ pub enum LoadSessionError {
 pub struct LoadedSession {
     pub trace: Trace,
     pub episodes: Vec<Episode>,
+    /// The canonical record of each episode (same order as `episodes`), whatever the tier
+    /// strategy: `--tiers record` renders its views from them.
+    pub records: Vec<EpisodeRecord>,
     pub probes: Vec<Probe>,
     /// Request indices where a todo changed status (the request whose message holds the
     /// `todowrite`) or a compaction happened (the summary request).
@@ -79,6 +84,10 @@ impl LoadedSession {
     }
     pub fn episode(&self, id: &str) -> Option<&Episode> {
         self.episodes.iter().find(|e| e.id.eq_ignore_ascii_case(id))
+    }
+    /// The canonical record of an episode.
+    pub fn record(&self, e: &Episode) -> Option<&EpisodeRecord> {
+        self.records.get(e.index).filter(|r| r.episode_id == e.id)
     }
 }
 
@@ -348,13 +357,14 @@ pub fn from_trace_with(
     let req_of = classify::request_of_message(&trace);
     let todos = crate::episode::segment::todo_changes(&trace);
     let artefacts = tiers::artefact_ids(&trace);
+    // External tiers replace generated ones episode by episode; the rest are `source`.
     let strategy = match opts.tiers {
-        TierSource::Cascade => Strategy::Cascade,
-        _ => Strategy::Source,
+        TierSource::External => Strategy::Source,
+        t => t.strategy(),
     };
 
     // Classify and draft every episode, then count all texts in one batch.
-    let mut pending: Vec<(Episode, Vec<Draft>, Vec<String>)> = Vec::new();
+    let mut pending: Vec<(Episode, Vec<Draft>, Vec<String>, EpisodeRecord)> = Vec::new();
     let mut episodes_without_external = 0usize;
     for (k, seg) in segments.iter().enumerate() {
         let id = format!("E{k}");
@@ -384,7 +394,25 @@ pub fn from_trace_with(
             .iter()
             .map(|m| m.id.clone())
             .collect();
-        let mut drafts = tiers::generate(&trace, &id, seg, &cl, strategy, &rules, &artefacts);
+        let full = tiers::full_draft(&trace, seg, strategy, &artefacts);
+        let full_texts: Vec<(usize, &str)> = full
+            .chunks
+            .iter()
+            .map(|c| (c.message_index, c.text.as_str()))
+            .collect();
+        let record = record::build(&record::Inputs {
+            trace: &trace,
+            episode_id: &id,
+            seg,
+            classified: &cl,
+            rules: &rules,
+            todos: &todos,
+            full: &full_texts,
+        });
+        let mut drafts = match strategy {
+            Strategy::Record => record_view::drafts(full, &record),
+            _ => tiers::generate_below(full, &id, seg, &cl, strategy, &rules, &artefacts, &trace),
+        };
         let mut importance = None;
         if opts.tiers == TierSource::External || opts.segmentation == Segmentation::MagicContext {
             let mut ext: Vec<Draft> = Vec::new();
@@ -465,7 +493,7 @@ pub fn from_trace_with(
             tier_notes: Vec::new(),
             importance,
         };
-        pending.push((ep, drafts, notes));
+        pending.push((ep, drafts, notes, record));
     }
     if episodes_without_external > 0 {
         // Said once for the session, not only per episode: the header claims external tiers.
@@ -478,12 +506,14 @@ pub fn from_trace_with(
 
     let texts: Vec<&str> = pending
         .iter()
-        .flat_map(|(_, ds, _)| ds.iter().flat_map(|d| d.texts()))
+        .flat_map(|(_, ds, _, _)| ds.iter().flat_map(|d| d.texts()))
         .collect();
     let counts = tokenizer.count_many(&texts);
     let mut counts = counts.into_iter();
     let mut episodes = Vec::with_capacity(pending.len());
-    for (mut ep, drafts, notes) in pending {
+    let mut records = Vec::with_capacity(pending.len());
+    for (mut ep, drafts, notes, record) in pending {
+        records.push(record);
         let (reps, mut tier_notes) = tiers::finalize(&ep.id, drafts, &mut counts);
         tier_notes.extend(notes);
         ep.tiers = reps;
@@ -515,6 +545,7 @@ pub fn from_trace_with(
     LoadedSession {
         trace,
         episodes,
+        records,
         probes,
         milestones,
         tokenizer: tokenizer.label(),
@@ -537,6 +568,7 @@ fn empty(
     LoadedSession {
         trace,
         episodes: Vec::new(),
+        records: Vec::new(),
         probes: Vec::new(),
         milestones: BTreeSet::new(),
         tokenizer: tokenizer.label(),

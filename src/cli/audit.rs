@@ -1,6 +1,6 @@
 //! `tierscope audit`: per episode and tier, which needles survive and the survival per token;
 //! non-monotonic tiers, unsupported additions, cross-tier contradictions, dominated tiers; the
-//! strategies (`source`, `cascade`) side by side with their generation cost.
+//! strategies (`source`, `cascade`, `record`) side by side with their generation cost.
 
 use anyhow::Context;
 use clap::Args;
@@ -15,7 +15,7 @@ use tierscope_engine::research::report::{csv, table, thousands};
 pub struct AuditArgs {
     #[command(flatten)]
     pub load: LoadArgs,
-    /// Tier strategies to audit and compare (repeatable; default: source and cascade).
+    /// Tier strategies to audit and compare (repeatable; default: source, cascade and record).
     #[arg(long = "strategy", value_name = "SOURCE")]
     pub strategies: Vec<TierSource>,
     /// Also list, per episode and tier, the needles lost non-monotonically, the unsupported
@@ -29,7 +29,7 @@ pub struct AuditArgs {
 
 pub fn run(a: &AuditArgs) -> anyhow::Result<()> {
     let strategies = if a.strategies.is_empty() {
-        vec![TierSource::Source, TierSource::Cascade]
+        TierSource::GENERATED.to_vec()
     } else {
         a.strategies.clone()
     };

@@ -1,5 +1,6 @@
 //! `tierscope experiment`: every built-in policy (or `--policy …`) on one trace at one budget or
-//! at budgets tuned so that mean tokens match: the chapter's second experiment as one table.
+//! at budgets tuned so that mean tokens match: the chapter's second experiment as one table, once
+//! per tier strategy (`source`, `cascade`, `record` by default).
 
 use anyhow::Context;
 use clap::Args;
@@ -7,7 +8,8 @@ use clap::Args;
 use super::output::{out, outln, print_json, print_jsonl, Format};
 use super::LoadArgs;
 use tierscope_engine::policy;
-use tierscope_engine::research::experiment::{run, BudgetMode, Experiment};
+use tierscope_engine::episode::options::TierSource;
+use tierscope_engine::research::experiment::{run_strategies, BudgetMode, Experiment};
 use tierscope_engine::research::report::{csv, pct, table, thousands};
 
 #[derive(Debug, Clone, Args)]
@@ -24,7 +26,11 @@ pub struct ExperimentArgs {
     /// `retention` at the default budget).
     #[arg(long, value_name = "TOKENS", num_args = 0..=1, default_missing_value = "auto")]
     pub match_mean_tokens: Option<String>,
-    /// Output: table, json (one document), csv or jsonl (one line per policy).
+    /// Tier strategies whose representations the policies schedule (repeatable; default:
+    /// source, cascade and record; `--tiers` is ignored when given).
+    #[arg(long = "strategy", value_name = "SOURCE")]
+    pub strategies: Vec<TierSource>,
+    /// Output: table, json (one document), csv or jsonl (one line per policy and strategy).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
 }
@@ -50,17 +56,34 @@ pub fn run_cli(a: &ExperimentArgs) -> anyhow::Result<()> {
                 })?,
         )),
     };
-    let session =
-        tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
-    for w in &session.warnings {
-        eprintln!("warning: {w}");
+    let strategies = if a.strategies.is_empty() {
+        TierSource::GENERATED.to_vec()
+    } else {
+        a.strategies.clone()
+    };
+    let mut loads = Vec::new();
+    for s in &strategies {
+        let opts = tierscope_engine::loaded::LoadOptions {
+            tiers: *s,
+            ..a.load.options()
+        };
+        let l = tierscope_engine::loaded::load(&opts)
+            .with_context(|| format!("loading the session with {} tiers", s.as_str()))?;
+        // Warnings are the same for every strategy: said once.
+        if loads.is_empty() {
+            for w in &l.warnings {
+                eprintln!("warning: {w}");
+            }
+            if l.probes.is_empty() {
+                eprintln!(
+                    "note: no probes sidecar found; probe survival and the oracles' yardsticks are empty"
+                );
+            }
+        }
+        loads.push(l);
     }
-    if session.probes.is_empty() {
-        eprintln!(
-            "note: no probes sidecar found; probe survival and the oracles' yardsticks are empty"
-        );
-    }
-    let e = run(&session, &policies, mode);
+    let refs: Vec<_> = loads.iter().collect();
+    let e = run_strategies(&refs, &policies, mode);
     match a.format {
         Format::Json => print_json(&e),
         Format::Jsonl => print_jsonl(&e.rows, &[("session", e.session.clone().into())]),
@@ -70,11 +93,12 @@ pub fn run_cli(a: &ExperimentArgs) -> anyhow::Result<()> {
         }
         Format::Table => {
             outln!(
-                "{} — {} requests, {} episodes, {} probes; {}",
+                "{} — {} requests, {} episodes, {} probes; tiers {}; {}",
                 e.session,
                 e.requests,
                 e.episodes,
                 e.probes,
+                e.strategies.join(", "),
                 match e.target_mean_tokens {
                     Some(t) => format!(
                         "budgets tuned to mean {} tokens",
@@ -89,7 +113,8 @@ pub fn run_cli(a: &ExperimentArgs) -> anyhow::Result<()> {
     }
 }
 
-const HEADERS: [&str; 22] = [
+const HEADERS: [&str; 23] = [
+    "strategy",
     "policy",
     "budget",
     "mean",
@@ -133,6 +158,7 @@ fn cells(e: &Experiment, pretty: bool) -> Vec<Vec<String>> {
         .iter()
         .map(|r| {
             vec![
+                r.strategy.clone(),
                 r.policy.clone(),
                 n(r.budget),
                 n(r.mean_tokens.round() as u64),

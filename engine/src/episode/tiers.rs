@@ -43,7 +43,7 @@ pub fn contract(tier: Tier) -> &'static str {
         Tier::Full => "every message as sent; pinned spans verbatim",
         Tier::Dense => "texts verbatim, tool calls with inputs, outputs clipped head/tail, errors whole; pinned spans verbatim",
         Tier::Compact => "objective, outcome, decisions, rejected options with the error that killed them, errors' first lines exact, files, commands, identifiers; pinned spans verbatim",
-        Tier::Anchor => "one line: episode id, title, outcome, key identifiers; pinned spans verbatim",
+        Tier::Anchor => "one line: episode id, title, outcome, what killed a rejected approach, key identifiers; pinned spans verbatim",
         Tier::Dropped => "nothing",
     }
 }
@@ -102,22 +102,82 @@ pub fn generate(
     rules: &Rules,
     artefacts: &BTreeSet<String>,
 ) -> Vec<Draft> {
-    let msgs = &trace.messages[seg.first_message..=seg.last_message];
-    let ids: Vec<String> = msgs.iter().map(|m| m.id.clone()).collect();
-    let all_artefacts = ids.iter().all(|i| artefacts.contains(i));
-    let generator = match strategy {
+    let full = full_draft(trace, seg, strategy, artefacts);
+    generate_below(full, episode_id, seg, cl, strategy, rules, artefacts, trace)
+}
+
+/// The generator name of a strategy's own tiers.
+pub fn generator(strategy: Strategy) -> &'static str {
+    match strategy {
         Strategy::Cascade => CASCADE_GENERATOR,
+        Strategy::Record => super::record_view::RECORD_GENERATOR,
         _ => SOURCE_GENERATOR,
-    };
-    let draft = |tier: Tier, chunks: Vec<DraftChunk>| Draft {
-        tier,
+    }
+}
+
+/// The full tier: one chunk per message as the model was sent it, with the pruned variant.
+pub fn full_draft(
+    trace: &Trace,
+    seg: &Segment,
+    strategy: Strategy,
+    artefacts: &BTreeSet<String>,
+) -> Draft {
+    let msgs = &trace.messages[seg.first_message..=seg.last_message];
+    Draft {
+        tier: Tier::Full,
         strategy,
-        generator: generator.to_owned(),
-        contract: contract(tier).to_owned(),
-        source_message_ids: ids.clone(),
-        chunks,
-    };
-    let per_message = |render: &dyn Fn(&Message) -> String, with_pruned: bool| {
+        generator: generator(strategy).to_owned(),
+        contract: contract(Tier::Full).to_owned(),
+        source_message_ids: msgs.iter().map(|m| m.id.clone()).collect(),
+        chunks: msgs
+            .iter()
+            .enumerate()
+            .map(|(k, m)| DraftChunk {
+                message_id: m.id.clone(),
+                message_index: seg.first_message + k,
+                text: render_full(m, false),
+                artefact: artefacts.contains(&m.id),
+                pruned: pruned_variant(m),
+            })
+            .collect(),
+    }
+}
+
+/// A one-chunk representation of the whole episode (compact and anchor, the record's views),
+/// on its first message; an artefact only when every message is one.
+pub fn episode_chunk(full: &Draft, tier: Tier, text: String, contract: &str) -> Draft {
+    let first = full.chunks.first();
+    Draft {
+        tier,
+        strategy: full.strategy,
+        generator: full.generator.clone(),
+        contract: contract.to_owned(),
+        source_message_ids: full.source_message_ids.clone(),
+        chunks: vec![DraftChunk {
+            message_id: first.map(|c| c.message_id.clone()).unwrap_or_default(),
+            message_index: first.map_or(0, |c| c.message_index),
+            text,
+            artefact: !full.chunks.is_empty() && full.chunks.iter().all(|c| c.artefact),
+            pruned: None,
+        }],
+    }
+}
+
+/// `full` and the tiers below it by `strategy` (`Source` or `Cascade`), made monotonic, with
+/// the pins.
+#[allow(clippy::too_many_arguments)]
+pub fn generate_below(
+    full: Draft,
+    episode_id: &str,
+    seg: &Segment,
+    cl: &Classified,
+    strategy: Strategy,
+    rules: &Rules,
+    artefacts: &BTreeSet<String>,
+    trace: &Trace,
+) -> Vec<Draft> {
+    let msgs = &trace.messages[seg.first_message..=seg.last_message];
+    let per_message = |render: &dyn Fn(&Message) -> String| {
         msgs.iter()
             .enumerate()
             .map(|(k, m)| DraftChunk {
@@ -125,21 +185,17 @@ pub fn generate(
                 message_index: seg.first_message + k,
                 text: render(m),
                 artefact: artefacts.contains(&m.id),
-                pruned: if with_pruned { pruned_variant(m) } else { None },
+                pruned: None,
             })
             .collect::<Vec<_>>()
     };
-    let one = |text: String| {
-        vec![DraftChunk {
-            message_id: ids[0].clone(),
-            message_index: seg.first_message,
-            text,
-            artefact: all_artefacts,
-            pruned: None,
-        }]
+    let draft = |tier: Tier, chunks: Vec<DraftChunk>| Draft {
+        tier,
+        chunks,
+        contract: contract(tier).to_owned(),
+        ..full.clone()
     };
-
-    let full = draft(Tier::Full, per_message(&|m| render_full(m, false), true));
+    let one = |tier: Tier, text: String| episode_chunk(&full, tier, text, contract(tier));
     let full_text = join(&full.chunks);
     let mut out = match strategy {
         Strategy::Cascade => {
@@ -155,24 +211,19 @@ pub fn generate(
             let dense_text = join(&dense_chunks);
             let compact_text = cascade_compact(episode_id, &cl.title, &dense_text, rules);
             let anchor_text = cascade_anchor(&compact_text);
-            let dense = draft(Tier::Dense, dense_chunks);
             vec![
-                full,
-                dense,
-                draft(Tier::Compact, one(compact_text)),
-                draft(Tier::Anchor, one(anchor_text)),
+                draft(Tier::Dense, dense_chunks),
+                one(Tier::Compact, compact_text),
+                one(Tier::Anchor, anchor_text),
             ]
         }
         _ => vec![
-            full,
-            draft(Tier::Dense, per_message(&render_dense, false)),
-            draft(
-                Tier::Compact,
-                one(source_compact(episode_id, cl, &full_text)),
-            ),
-            draft(Tier::Anchor, one(source_anchor(episode_id, cl))),
+            draft(Tier::Dense, per_message(&render_dense)),
+            one(Tier::Compact, source_compact(episode_id, cl, &full_text)),
+            one(Tier::Anchor, source_anchor(episode_id, cl)),
         ],
     };
+    out.insert(0, full);
     for d in &mut out {
         ensure_pins(d, &cl.pins);
     }
@@ -470,14 +521,18 @@ fn source_compact(id: &str, cl: &Classified, full_text: &str) -> String {
     if !f.rejections.is_empty() {
         line(&mut out, "rejected:");
         for r in &f.rejections {
+            let approach = r
+                .attempt
+                .as_ref()
+                .and_then(|a| a.text.clone())
+                .unwrap_or_else(|| "an approach".to_owned());
+            let killed = r.quote().map_or_else(
+                || "no failing command decided it".to_owned(),
+                |q| format!("killed by {q}"),
+            );
             line(
                 &mut out,
-                &format!(
-                    "- the approach behind `{}`, killed by {}; then {}",
-                    r.failure.command,
-                    r.failure.quote(),
-                    r.evidence
-                ),
+                &format!("- {approach} — {killed}; then {}", r.evidence),
             );
         }
     }
@@ -529,11 +584,20 @@ fn source_anchor(id: &str, cl: &Classified) -> String {
         cl.title,
         clip_chars(&cl.facts.outcome, 80)
     );
+    // The killing evidence, by the evidence rule: the command and its decisive line.
     if let Some(r) = cl.facts.rejections.first() {
-        s.push_str(&format!(
-            "; rejected after: {}",
-            clip_chars(&r.failure.line, 80)
-        ));
+        match &r.killed_by {
+            Some(k) => s.push_str(&format!(
+                "; rejected after `{}` ({}): \"{}\"",
+                clip_chars(&k.command, 60),
+                k.what(),
+                clip_chars(&k.line, 100)
+            )),
+            None => s.push_str(&format!(
+                "; rejected, no failing command: {}",
+                clip_chars(&r.evidence, 80)
+            )),
+        }
     }
     // Short identifiers only: an anchor names things, it does not quote them.
     let ids: Vec<&str> = cl

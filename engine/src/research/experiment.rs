@@ -1,6 +1,8 @@
 //! The chapter's second experiment as one table: several policies on the same trace, at one
 //! budget or at budgets tuned so that their mean context sizes match, with per-request size, tier
 //! distribution, violations, holds, thrash, switches, divergence cost, cost and probe survival.
+//! [`run_strategies`] runs the table once per tier strategy (`source`, `cascade`, `record`, …)
+//! so that the strategies are compared under the same schedules.
 
 use rayon::prelude::*;
 use serde::Serialize;
@@ -46,6 +48,8 @@ impl TierShare {
 /// One policy's line of the table.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Row {
+    /// The tier strategy the episodes' representations came from.
+    pub strategy: String,
     pub policy: String,
     pub kind: String,
     pub respect_floors: bool,
@@ -88,6 +92,8 @@ pub struct Experiment {
     /// `budget` or `match-mean-tokens`.
     pub mode: String,
     pub target_mean_tokens: Option<f64>,
+    /// The tier strategies of the rows, in order.
+    pub strategies: Vec<String>,
     pub rows: Vec<Row>,
 }
 
@@ -118,6 +124,7 @@ pub fn row_of(r: &Replay, matched: Option<bool>) -> Row {
     };
     let s = &r.summary;
     Row {
+        strategy: String::new(),
         policy: r.policy.name.clone(),
         kind: r.policy.kind.as_str().to_string(),
         respect_floors: r.policy.respect_floors,
@@ -156,6 +163,59 @@ pub fn row_of(r: &Replay, matched: Option<bool>) -> Row {
 
 /// Run every policy on `s`. Policies run in parallel; rows keep the order of `policies`.
 pub fn run(s: &LoadedSession, policies: &[Policy], mode: BudgetMode) -> Experiment {
+    run_strategies(&[s], policies, mode)
+}
+
+/// Run every policy on each load of the same session (one per tier strategy); rows by strategy,
+/// then policy. In `MatchMeanTokens` mode without a target, the target is the first load's
+/// `retention` mean, so every strategy is tuned to the same size.
+pub fn run_strategies(loads: &[&LoadedSession], policies: &[Policy], mode: BudgetMode) -> Experiment {
+    let Some(first) = loads.first() else {
+        return Experiment {
+            session: String::new(),
+            title: String::new(),
+            requests: 0,
+            episodes: 0,
+            probes: 0,
+            mode: String::new(),
+            target_mean_tokens: None,
+            strategies: Vec::new(),
+            rows: Vec::new(),
+        };
+    };
+    let mode = match mode {
+        BudgetMode::MatchMeanTokens(None) => {
+            BudgetMode::MatchMeanTokens(Some(retention_mean(first)))
+        }
+        m => m,
+    };
+    let mut rows = Vec::new();
+    let mut strategies = Vec::new();
+    let mut head = None;
+    for s in loads {
+        let mut e = run_one(s, policies, mode);
+        for r in &mut e.rows {
+            r.strategy = s.tier_source.as_str().to_owned();
+        }
+        strategies.push(s.tier_source.as_str().to_owned());
+        rows.append(&mut e.rows);
+        head.get_or_insert(e);
+    }
+    let mut e = head.unwrap_or_else(|| run_one(first, &[], mode));
+    e.rows = rows;
+    e.strategies = strategies;
+    e
+}
+
+/// The mean tokens of the built-in `retention` at the default budget (the default target).
+fn retention_mean(s: &LoadedSession) -> f64 {
+    let input = replay::Input::from(s);
+    crate::policy::load("retention", &[])
+        .map(|p| replay::replay(&input, &p, None).summary.mean_tokens)
+        .unwrap_or(0.0)
+}
+
+fn run_one(s: &LoadedSession, policies: &[Policy], mode: BudgetMode) -> Experiment {
     let input = replay::Input::from(s);
     let (mode_name, target, rows) = match mode {
         BudgetMode::Fixed(budget) => {
@@ -166,11 +226,7 @@ pub fn run(s: &LoadedSession, policies: &[Policy], mode: BudgetMode) -> Experime
             ("budget", None, rows)
         }
         BudgetMode::MatchMeanTokens(target) => {
-            let target = target.unwrap_or_else(|| {
-                crate::policy::load("retention", &[])
-                    .map(|p| replay::replay(&input, &p, None).summary.mean_tokens)
-                    .unwrap_or(0.0)
-            });
+            let target = target.unwrap_or_else(|| retention_mean(s));
             let rows = policies
                 .par_iter()
                 .map(|p| {
@@ -190,6 +246,7 @@ pub fn run(s: &LoadedSession, policies: &[Policy], mode: BudgetMode) -> Experime
         probes: s.probes.len(),
         mode: mode_name.to_string(),
         target_mean_tokens: target,
+        strategies: vec![s.tier_source.as_str().to_owned()],
         rows,
     }
 }
