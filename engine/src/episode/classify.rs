@@ -332,6 +332,11 @@ impl Rules {
         self.uncertain.iter().any(|r| r.is_match(s))
     }
 
+    /// Whether a sentence gives an approach up (`[kinds.rejected] phrases`).
+    pub fn is_rejection(&self, s: &str) -> bool {
+        self.rejected_phrases.iter().any(|r| r.is_match(s))
+    }
+
     /// Whether a sentence decides or gives up an approach.
     pub fn is_decision_or_rejection(&self, s: &str) -> bool {
         self.decision_phrases.iter().any(|r| r.is_match(s))

@@ -83,9 +83,20 @@ pub struct Evidence {
     pub cite: Cite,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RejectionRule {
+    /// A step that gave up an approach after a failure (classification's `rejected` kind).
+    AfterFailure,
+    /// A sentence that rejects an alternative in words, with no failure behind it ("Rejected: a
+    /// trait object per backend, since …"): the sentence is the approach and its reason.
+    Stated,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rejected {
-    /// What was tried: the prose of the attempt.
+    pub rule: RejectionRule,
+    /// What was tried: the prose of the attempt (the sentence, when stated).
     pub approach: Option<Sourced>,
     /// Files the attempt edited.
     pub files: Vec<String>,
@@ -329,6 +340,7 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
         .iter()
         .map(|r| {
             Rejected {
+                rule: RejectionRule::AfterFailure,
                 approach: r.attempt.as_ref().and_then(|a| {
                     a.text.as_ref().map(|t| Sourced {
                         text: t.clone(),
@@ -360,7 +372,9 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
                 cite: cite(r.message_index, None, None),
             }
         })
-        .collect();
+        .collect::<Vec<_>>();
+    let mut rejected = rejected;
+    rejected.extend(stated_rejections(i, msgs, &cite));
 
     let failures = f
         .failures
@@ -493,6 +507,59 @@ fn follows_rejection(
             rule: DecisionRule::FollowsRejection,
             cite: cite(mi, part, None),
         });
+    }
+    out
+}
+
+/// At most this many stated rejections per episode (the first ones).
+const MAX_STATED: usize = 8;
+
+/// Sentences of assistant prose (not a compaction summary's, not in a step classification
+/// already read as a rejection) that reject an alternative in words.
+fn stated_rejections(
+    i: &Inputs<'_>,
+    msgs: &[Message],
+    cite: &dyn Fn(usize, Option<&str>, Option<&str>) -> Cite,
+) -> Vec<Rejected> {
+    let steps = steps_of(msgs);
+    let claimed: Vec<usize> = i.classified.facts.rejections.iter().map(|r| r.step).collect();
+    let mut out: Vec<Rejected> = Vec::new();
+    for (si, st) in steps.iter().enumerate() {
+        let m = &msgs[st.off];
+        if m.summary || claimed.contains(&si) {
+            continue;
+        }
+        for p in &m.parts[st.parts.clone()] {
+            let PartKind::Text {
+                text,
+                ignored: false,
+                ..
+            } = &p.kind
+            else {
+                continue;
+            };
+            for l in text.lines().filter(|l| !is_code_line(l)) {
+                for s in sentences(l).into_iter().filter(|s| i.rules.is_rejection(s)) {
+                    let s = clip_chars(&plain(s), 300);
+                    if out.len() >= MAX_STATED || out.iter().any(|x| x.approach.as_ref().is_some_and(|a| a.text == s)) {
+                        continue;
+                    }
+                    let c = cite(i.seg.first_message + st.off, Some(&p.id), None);
+                    out.push(Rejected {
+                        rule: RejectionRule::Stated,
+                        approach: Some(Sourced {
+                            text: s,
+                            cite: c.clone(),
+                        }),
+                        files: Vec::new(),
+                        killed_by: None,
+                        reason: None,
+                        revert: None,
+                        cite: c,
+                    });
+                }
+            }
+        }
     }
     out
 }

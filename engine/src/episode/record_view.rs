@@ -22,7 +22,7 @@
 
 use super::evidence::FailureKind;
 use super::model::Tier;
-use super::record::{Cite, EpisodeRecord, Evidence, StepKind};
+use super::record::{Cite, EpisodeRecord, Evidence, RejectionRule, StepKind};
 use super::tiers::{episode_chunk, Draft};
 use crate::text::clip_chars;
 
@@ -180,6 +180,10 @@ fn body(r: &EpisodeRecord, v: View) -> String {
             if dense && !x.files.is_empty() {
                 push(&mut out, &format!("  edited: {}", x.files.join(", ")));
             }
+            if x.rule == RejectionRule::Stated {
+                push(&mut out, "  stated in words, no failing command");
+                continue;
+            }
             match &x.killed_by {
                 Some(e) if dense => push(
                     &mut out,
@@ -219,13 +223,14 @@ fn body(r: &EpisodeRecord, v: View) -> String {
                 Some(c) => format!("{} exit {c}", f.tool),
                 None => format!("{} error", f.tool),
             };
+            // Compact's line is a prefix of dense's: the views nest line by line.
             let kind = if dense {
-                format!(", {}", f.kind.as_str())
+                format!(" ({})", f.kind.as_str())
             } else {
                 String::new()
             };
             (
-                format!("`{}` ({what}{kind}): \"{}\"", f.command, f.line),
+                format!("`{}` ({what}): \"{}\"{kind}", f.command, f.line),
                 &f.cite,
             )
         })
@@ -341,8 +346,8 @@ fn anchor(r: &EpisodeRecord) -> String {
             .as_ref()
             .map_or_else(|| "an approach".to_owned(), |a| clip_words(&a.text, ANCHOR_APPROACH));
         Some(match &x.killed_by {
-            Some(e) => format!("not {approach}: {}", evidence_core(e)),
-            None => format!("not {approach}"),
+            Some(e) => format!("not: {approach} — {}", evidence_core(e)),
+            None => format!("not: {approach}"),
         })
     } else {
         r.decisions.first().map(|d| clip_words(&d.text, 160))

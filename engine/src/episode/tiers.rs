@@ -536,9 +536,15 @@ fn source_compact(id: &str, cl: &Classified, full_text: &str) -> String {
             );
         }
     }
-    if !f.failures.is_empty() {
+    // A `grep` that found nothing or a `diff` that found differences is no error.
+    let errors: Vec<_> = f
+        .failures
+        .iter()
+        .filter(|e| e.kind != super::evidence::FailureKind::NoMatch)
+        .collect();
+    if !errors.is_empty() {
         line(&mut out, "errors:");
-        for e in &f.failures {
+        for e in errors {
             line(&mut out, &format!("- {}", e.quote()));
         }
     }
