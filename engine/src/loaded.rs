@@ -11,10 +11,10 @@ use crate::episode::classify::{self, Rules, RulesError};
 use crate::episode::external;
 use crate::episode::magic_context::{self, MagicContextError};
 use crate::episode::options::{EpisodeOptions, TierSource};
-use crate::episode::segment::{self, Segmentation};
-use crate::episode::sidecar::{Probe, SidecarError, SidecarLocator, Sidecars};
 use crate::episode::record::{self, EpisodeRecord};
 use crate::episode::record_view;
+use crate::episode::segment::{self, Segmentation};
+use crate::episode::sidecar::{Probe, SidecarError, SidecarLocator, Sidecars};
 use crate::episode::tiers::{self, Draft};
 use crate::episode::{Episode, EpisodeKind, Pin, RetentionClass, Strategy};
 use crate::tokens::{TokenStats, Tokenizer};
@@ -45,8 +45,9 @@ pub enum LoadSessionError {
 pub struct LoadedSession {
     pub trace: Trace,
     pub episodes: Vec<Episode>,
-    /// The canonical record of each episode (same order as `episodes`), whatever the tier
-    /// strategy: `--tiers record` renders its views from them.
+    /// The canonical record of each episode (same order as `episodes`) when the load kept them
+    /// (`LoadOptions::records`, or `--tiers record`, which renders its views from them); else
+    /// empty.
     pub records: Vec<EpisodeRecord>,
     pub probes: Vec<Probe>,
     /// Request indices where a todo changed status (the request whose message holds the
@@ -113,6 +114,9 @@ pub struct LoadOptions {
     pub magic_context: Option<PathBuf>,
     /// Where the token cache lives (none: `$TIERSCOPE_CACHE_DIR`, else the platform cache dir).
     pub token_cache_dir: Option<PathBuf>,
+    /// Keep each episode's canonical record in [`LoadedSession::records`] (`episodes --json`,
+    /// `--records`). `--tiers record` keeps them regardless; other loads skip the work.
+    pub records: bool,
 }
 
 impl LoadOptions {
@@ -141,6 +145,7 @@ pub fn options_from_args(args: &LoadOptions) -> Result<EpisodeOptions, LoadSessi
         tokenizer: args.tokenizer,
         rules,
         max_requests: args.max_requests,
+        keep_records: args.records,
         ..EpisodeOptions::default()
     })
 }
@@ -364,7 +369,9 @@ pub fn from_trace_with(
     };
 
     // Classify and draft every episode, then count all texts in one batch.
-    let mut pending: Vec<(Episode, Vec<Draft>, Vec<String>, EpisodeRecord)> = Vec::new();
+    // Per episode: the episode, its drafts, its tier notes and its record (when kept).
+    type Pending = (Episode, Vec<Draft>, Vec<String>, Option<EpisodeRecord>);
+    let mut pending: Vec<Pending> = Vec::new();
     let mut episodes_without_external = 0usize;
     for (k, seg) in segments.iter().enumerate() {
         let id = format!("E{k}");
@@ -400,18 +407,38 @@ pub fn from_trace_with(
             .iter()
             .map(|c| (c.message_index, c.text.as_str()))
             .collect();
-        let record = record::build(&record::Inputs {
-            trace: &trace,
-            episode_id: &id,
-            seg,
-            classified: &cl,
-            rules: &rules,
-            todos: &todos,
-            full: &full_texts,
+        // The full tier's text and identifiers: found once, for the record and the source
+        // generator.
+        let full_text = tiers::joined(&full);
+        let identifiers = crate::episode::needles::identifiers(&full_text);
+        let wants_record = opts.keep_records || opts.tiers == TierSource::Record;
+        let record = wants_record.then(|| {
+            record::build(&record::Inputs {
+                trace: &trace,
+                episode_id: &id,
+                seg,
+                classified: &cl,
+                rules: &rules,
+                todos: &todos,
+                full: &full_texts,
+                full_text: &full_text,
+                identifiers: &identifiers,
+            })
         });
-        let mut drafts = match strategy {
-            Strategy::Record => record_view::drafts(full, &record),
-            _ => tiers::generate_below(full, &id, seg, &cl, strategy, &rules, &artefacts, &trace),
+        let mut drafts = match (strategy, &record) {
+            (Strategy::Record, Some(r)) => record_view::drafts(full, r),
+            (_, _) => tiers::generate_below(
+                full,
+                &full_text,
+                &identifiers,
+                &id,
+                seg,
+                &cl,
+                strategy,
+                &rules,
+                &artefacts,
+                &trace,
+            ),
         };
         let mut importance = None;
         if opts.tiers == TierSource::External || opts.segmentation == Segmentation::MagicContext {
@@ -513,7 +540,7 @@ pub fn from_trace_with(
     let mut episodes = Vec::with_capacity(pending.len());
     let mut records = Vec::with_capacity(pending.len());
     for (mut ep, drafts, notes, record) in pending {
-        records.push(record);
+        records.extend(record);
         let (reps, mut tier_notes) = tiers::finalize(&ep.id, drafts, &mut counts);
         tier_notes.extend(notes);
         ep.tiers = reps;

@@ -41,7 +41,12 @@ pub struct EpisodesArgs {
 }
 
 pub fn run(args: &EpisodesArgs) -> anyhow::Result<()> {
-    let loaded = tierscope_engine::loaded::load(&args.load.options())?;
+    // The canonical records are in `--json` and `--records`.
+    let opts = tierscope_engine::loaded::LoadOptions {
+        records: args.json || args.records.is_some(),
+        ..args.load.options()
+    };
+    let loaded = tierscope_engine::loaded::load(&opts)?;
     for w in &loaded.warnings {
         eprintln!("warning: {}", sanitize_for_terminal(w));
     }

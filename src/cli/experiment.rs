@@ -7,8 +7,8 @@ use clap::Args;
 
 use super::output::{out, outln, print_json, print_jsonl, Format};
 use super::LoadArgs;
-use tierscope_engine::policy;
 use tierscope_engine::episode::options::TierSource;
+use tierscope_engine::policy;
 use tierscope_engine::research::experiment::{run_strategies, BudgetMode, Experiment};
 use tierscope_engine::research::report::{csv, pct, table, thousands};
 

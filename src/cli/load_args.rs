@@ -54,6 +54,7 @@ impl LoadArgs {
             max_requests: self.max_requests,
             magic_context: self.magic_context.clone(),
             token_cache_dir: None,
+            records: false,
         }
     }
 

@@ -39,6 +39,7 @@ fn load(path: &Path, tiers: TierSource) -> LoadedSession {
         t,
         &EpisodeOptions {
             tiers,
+            keep_records: true,
             ..EpisodeOptions::default()
         },
     )
@@ -171,6 +172,7 @@ fn a_later_diff_does_not_take_the_place_of_the_failed_build() {
                 t.clone(),
                 &EpisodeOptions {
                     tiers,
+                    keep_records: true,
                     ..EpisodeOptions::default()
                 },
             );
@@ -187,7 +189,10 @@ fn a_later_diff_does_not_take_the_place_of_the_failed_build() {
             assert_eq!(diff.kind.as_str(), "no-match");
             // Nothing but diff: no line of it is a verdict, and neither compact nor anchor
             // quotes one.
-            assert_eq!(diff.line, "+/// Expand `${VAR}`; unknown variables are an error (changed in 0.4).");
+            assert_eq!(
+                diff.line,
+                "+/// Expand `${VAR}`; unknown variables are an error (changed in 0.4)."
+            );
             for t in [Tier::Compact, Tier::Anchor] {
                 let text = e.representation(t).unwrap().text();
                 assert!(!text.contains("+/// Expand"), "{t}: {text}");
@@ -200,6 +205,27 @@ fn a_later_diff_does_not_take_the_place_of_the_failed_build() {
 
 /// The canonical record is typed data: it round-trips through JSON, is the same on every build,
 /// and every citation names a message, part or call of its episode.
+/// Other loads skip the records: nothing downstream reads them.
+#[test]
+fn records_are_kept_only_when_asked_for() {
+    let t = tierscope_engine::trace::load::open(Some(&Path::new(SAMPLES).join("M1.json")))
+        .unwrap()
+        .load_session(None)
+        .unwrap();
+    let plain = from_trace(t.clone(), &EpisodeOptions::default());
+    assert!(plain.records.is_empty());
+    let kept = from_trace(
+        t,
+        &EpisodeOptions {
+            keep_records: true,
+            ..EpisodeOptions::default()
+        },
+    );
+    assert_eq!(kept.records.len(), kept.episodes.len());
+    // Keeping them changes no tier.
+    assert_eq!(plain.episodes, kept.episodes);
+}
+
 #[test]
 fn records_round_trip_and_cite_their_own_episode() {
     for p in [
@@ -252,7 +278,10 @@ fn needles_nest(full: &str, upper: &str, lower: &str, pins: &[String], probes: &
         );
     }
     for p in pins {
-        assert!(upper.contains(p.as_str()) && lower.contains(p.as_str()), "pin {p}");
+        assert!(
+            upper.contains(p.as_str()) && lower.contains(p.as_str()),
+            "pin {p}"
+        );
     }
     for p in probes {
         assert!(
@@ -274,14 +303,18 @@ fn views_nest(dense: &str, compact: &str, anchor: &str) {
                 assert!(d.contains(n), "name {n} not in dense");
             }
         } else if !l.starts_with("omitted: ") {
-            assert!(d.contains(l), "compact line not in dense: {l}\n--- dense:\n{d}");
+            assert!(
+                d.contains(l),
+                "compact line not in dense: {l}\n--- dense:\n{d}"
+            );
         }
     }
     let a = uncited(anchor);
     for seg in a.split(" · ") {
-        let seg = seg
-            .split_once("] ")
-            .map_or(seg, |(head, rest)| if head.starts_with('[') { rest } else { seg });
+        let seg = seg.split_once("] ").map_or(
+            seg,
+            |(head, rest)| if head.starts_with('[') { rest } else { seg },
+        );
         if seg.starts_with("omitted: ") || seg.starts_with("source:") {
             continue;
         }
@@ -297,7 +330,10 @@ fn views_nest(dense: &str, compact: &str, anchor: &str) {
                     .trim_start_matches([':', ' '])
                     .trim_end_matches(':');
                 if piece.chars().count() >= 3 {
-                    assert!(c.contains(piece), "anchor part not in compact: {piece:?}\n--- compact:\n{c}");
+                    assert!(
+                        c.contains(piece),
+                        "anchor part not in compact: {piece:?}\n--- compact:\n{c}"
+                    );
                 }
             }
         }

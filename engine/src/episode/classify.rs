@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use regex::{Regex, RegexBuilder};
+use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -177,8 +177,8 @@ pub struct Rules {
     query_commands: Vec<Regex>,
     operational_tools: Vec<String>,
     rationale: Vec<Regex>,
-    open: Vec<Regex>,
-    uncertain: Vec<Regex>,
+    open: RegexSet,
+    uncertain: RegexSet,
     revert_commands: Vec<Regex>,
     rejected_phrases: Vec<Regex>,
     rejected_within_requests: usize,
@@ -217,6 +217,13 @@ impl Rules {
                 })
                 .collect()
         };
+        // One pass per sentence for the lists read on every sentence of assistant text.
+        let set = |v: &[String]| -> Result<RegexSet, RulesError> {
+            RegexSetBuilder::new(v)
+                .case_insensitive(true)
+                .build()
+                .map_err(|e| bad(format!("patterns {v:?}: {e}")))
+        };
         let k = &f.kinds;
         // Sections and keys newer than a user's file come from the embedded rules.
         let embedded = || -> Result<RulesFile, RulesError> {
@@ -225,12 +232,13 @@ impl Rules {
                 reason: e.to_string(),
             })
         };
-        let newer = |pick: fn(&FailureIn) -> &Option<Vec<String>>| -> Result<Vec<String>, RulesError> {
-            match pick(&k.failure) {
-                Some(v) => Ok(v.clone()),
-                None => Ok(pick(&embedded()?.kinds.failure).clone().unwrap_or_default()),
-            }
-        };
+        let newer =
+            |pick: fn(&FailureIn) -> &Option<Vec<String>>| -> Result<Vec<String>, RulesError> {
+                match pick(&k.failure) {
+                    Some(v) => Ok(v.clone()),
+                    None => Ok(pick(&embedded()?.kinds.failure).clone().unwrap_or_default()),
+                }
+            };
         let record = match &f.record {
             Some(r) => r.clone(),
             None => embedded()?.record.ok_or_else(|| RulesError::Invalid {
@@ -264,8 +272,8 @@ impl Rules {
             query_commands: re(&newer(|f| &f.query_commands)?)?,
             operational_tools: newer(|f| &f.operational_tools)?,
             rationale: re(&record.rationale)?,
-            open: re(&record.open)?,
-            uncertain: re(&record.uncertain)?,
+            open: set(&record.open)?,
+            uncertain: set(&record.uncertain)?,
             revert_commands: re(&k.rejected.revert_commands)?,
             rejected_phrases: re(&k.rejected.phrases)?,
             rejected_within_requests: k.rejected.within_requests,
@@ -324,12 +332,12 @@ impl Rules {
 
     /// A sentence that leaves something open (a question to settle, "still open").
     pub fn is_open(&self, s: &str) -> bool {
-        self.open.iter().any(|r| r.is_match(s))
+        self.open.is_match(s)
     }
 
     /// A sentence that hedges its claim ("probably", "hypothesis (unconfirmed)").
     pub fn is_uncertain(&self, s: &str) -> bool {
-        self.uncertain.iter().any(|r| r.is_match(s))
+        self.uncertain.is_match(s)
     }
 
     /// Whether a sentence gives an approach up (`[kinds.rejected] phrases`).
@@ -632,10 +640,15 @@ pub fn classify_with_todos(
                 }
             }
         }
-        for (part_index, p, t) in m.parts.iter().enumerate().filter_map(|(k, p)| match &p.kind {
-            PartKind::Tool(t) => Some((k, p, t)),
-            _ => None,
-        }) {
+        for (part_index, p, t) in m
+            .parts
+            .iter()
+            .enumerate()
+            .filter_map(|(k, p)| match &p.kind {
+                PartKind::Tool(t) => Some((k, p, t)),
+                _ => None,
+            })
+        {
             tool_calls += 1;
             let command = tool_command(t);
             if t.tool == "bash" {
@@ -697,9 +710,8 @@ pub fn classify_with_todos(
     // among the results since the previous event by the evidence rule (`evidence`). The words
     // prefer what the assistant said (text over reasoning), plus the revert command.
     let steps = evidence::steps_of(msgs);
-    let step_of = |f: &Failure| {
-        evidence::step_of(&steps, f.message_index - seg.first_message, f.part_index)
-    };
+    let step_of =
+        |f: &Failure| evidence::step_of(&steps, f.message_index - seg.first_message, f.part_index);
     let mut claimed: Option<usize> = None; // failures in steps up to this one are spoken for
     for (si, st) in steps.iter().enumerate() {
         let m = &msgs[st.off];
@@ -735,15 +747,18 @@ pub fn classify_with_todos(
             continue;
         }
         let here = req_of.get(mi).copied().flatten();
-        let unclaimed = |f: &&Failure| {
-            step_of(f).is_some_and(|fs| fs < si && claimed.is_none_or(|c| fs > c))
-        };
-        let killed = facts.failures.iter().rev().filter(unclaimed).find(|f| {
-            match (f.request, here) {
-                (Some(a), Some(b)) => b.saturating_sub(a) <= rules.rejected_within_requests,
-                _ => true,
-            }
-        });
+        let unclaimed =
+            |f: &&Failure| step_of(f).is_some_and(|fs| fs < si && claimed.is_none_or(|c| fs > c));
+        let killed =
+            facts
+                .failures
+                .iter()
+                .rev()
+                .filter(unclaimed)
+                .find(|f| match (f.request, here) {
+                    (Some(a), Some(b)) => b.saturating_sub(a) <= rules.rejected_within_requests,
+                    _ => true,
+                });
         let Some(f) = killed.cloned() else { continue };
         let from = claimed.map_or(0, |c| c + 1);
         let candidates: Vec<&Failure> = facts.failures.iter().filter(unclaimed).collect();
@@ -1298,11 +1313,7 @@ fn objective(
 /// The first real sentence of the episode's last assistant text (not a markdown heading, at
 /// least three words if there is one, emphasis removed), else the last failure or error; and
 /// where it is.
-fn outcome(
-    msgs: &[Message],
-    first: usize,
-    facts: &Facts,
-) -> (String, Option<(usize, String)>) {
+fn outcome(msgs: &[Message], first: usize, facts: &Facts) -> (String, Option<(usize, String)>) {
     let last_text = msgs
         .iter()
         .enumerate()
@@ -1379,14 +1390,7 @@ fn attempt(
     };
     let edits = |st: &evidence::Step| tools(st).iter().any(|t| rules.is_edit_tool(&t.tool));
     let has_text = |st: &evidence::Step| !evidence::step_text(msgs, st).0.trim().is_empty();
-    let window = || {
-        steps
-            .iter()
-            .enumerate()
-            .take(upto + 1)
-            .skip(from)
-            .rev()
-    };
+    let window = || steps.iter().enumerate().take(upto + 1).skip(from).rev();
     let (k, _) = window()
         .find(|(_, st)| edits(st))
         .or_else(|| window().find(|(_, st)| has_text(st)))?;

@@ -211,9 +211,7 @@ fn echo_mask(lines: &[&str]) -> Vec<bool> {
         if header {
             in_hunk = true;
             mask[k] = true;
-        } else if in_hunk
-            && (l.starts_with(['+', '-', ' ', '\\', '<', '>']) || l.trim() == "---")
-        {
+        } else if in_hunk && (l.starts_with(['+', '-', ' ', '\\', '<', '>']) || l.trim() == "---") {
             mask[k] = true;
         } else {
             in_hunk = false;
@@ -425,12 +423,7 @@ pub fn killing_evidence(
     let f = unclaimed
         .iter()
         .filter(|f| f.kind == FailureKind::Verdict)
-        .min_by_key(|f| {
-            (
-                f.rank,
-                std::cmp::Reverse((f.message_index, f.part_index)),
-            )
-        })?;
+        .min_by_key(|f| (f.rank, std::cmp::Reverse((f.message_index, f.part_index))))?;
     Some(Killing {
         message_index: f.message_index,
         part_id: f.part_id.clone(),
@@ -517,7 +510,16 @@ mod tests {
         assert!(f.contains(&"error: failed to select a version for `tomlette`."));
         assert!(f.contains(&"rust-version = \"1.80\""));
         assert!(!f.contains(&"tomlette"), "short spans are not quotes");
-        assert!(quoted_len("vendor/t-2.1.0/Cargo.toml:rust-version = \"1.80\"", said, &f) > 0);
-        assert_eq!(quoted_len("vendor/t-2.1.0/Cargo.toml:edition = 2021", said, &f), 0);
+        assert!(
+            quoted_len(
+                "vendor/t-2.1.0/Cargo.toml:rust-version = \"1.80\"",
+                said,
+                &f
+            ) > 0
+        );
+        assert_eq!(
+            quoted_len("vendor/t-2.1.0/Cargo.toml:edition = 2021", said, &f),
+            0
+        );
     }
 }

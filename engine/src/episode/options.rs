@@ -78,4 +78,6 @@ pub struct EpisodeOptions {
     pub compartments: Vec<super::magic_context::Compartment>,
     /// Where the Magic Context rows came from (for lineage and messages).
     pub magic_context_db: Option<PathBuf>,
+    /// Keep the canonical records (`LoadedSession::records`); `Record` tiers keep them anyway.
+    pub keep_records: bool,
 }

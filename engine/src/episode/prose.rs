@@ -114,7 +114,10 @@ mod tests {
             "Rejected first approach: bumping"
         );
         assert_eq!(plain("## Done"), "Done");
-        assert_eq!(plain("use `src/**/*.rs` and 2**10"), "use `src/**/*.rs` and 2**10");
+        assert_eq!(
+            plain("use `src/**/*.rs` and 2**10"),
+            "use `src/**/*.rs` and 2**10"
+        );
         assert_eq!(plain("keep snake_case_names"), "keep snake_case_names");
         assert_eq!(plain("an _important_ point"), "an important point");
         assert_eq!(plain("**a** **b** c"), "a b c");

@@ -249,6 +249,9 @@ pub struct EpisodeRecord {
     pub steps: Vec<Step>,
 }
 
+/// Makes the [`Cite`] of (message index, part id, call id).
+type CiteFn<'a> = dyn Fn(usize, Option<&str>, Option<&str>) -> Cite + 'a;
+
 /// At most this many open questions and unverified claims each (the first ones).
 const MAX_UNCERTAIN: usize = 12;
 
@@ -262,6 +265,10 @@ pub struct Inputs<'a> {
     pub rules: &'a Rules,
     pub todos: &'a [TodoChange],
     pub full: &'a [(usize, &'a str)],
+    /// The same texts joined by newlines (the full tier's text).
+    pub full_text: &'a str,
+    /// The full tier's identifiers ([`super::needles::identifiers`]).
+    pub identifiers: &'a BTreeSet<String>,
 }
 
 /// Extract the record of one episode.
@@ -269,12 +276,7 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
     let trace = i.trace;
     let msgs = &trace.messages[i.seg.first_message..=i.seg.last_message];
     let f = &i.classified.facts;
-    let full_text: String = i
-        .full
-        .iter()
-        .map(|(_, t)| *t)
-        .collect::<Vec<_>>()
-        .join("\n");
+    let full_text = i.full_text;
     let cite = |mi: usize, part: Option<&str>, call: Option<&str>| Cite {
         message_id: trace.messages[mi].id.clone(),
         part_id: part.map(str::to_owned),
@@ -338,39 +340,41 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
     let rejected = f
         .rejections
         .iter()
-        .map(|r| {
-            Rejected {
-                rule: RejectionRule::AfterFailure,
-                approach: r.attempt.as_ref().and_then(|a| {
-                    a.text.as_ref().map(|t| Sourced {
-                        text: t.clone(),
-                        cite: cite(a.message_index, a.part_id.as_deref(), None),
-                    })
-                }),
-                files: r
-                    .attempt
-                    .as_ref()
-                    .map(|a| a.files.iter().filter(|p| shown(p)).cloned().collect())
-                    .unwrap_or_default(),
-                killed_by: r.killed_by.as_ref().map(|k| Evidence {
-                    tool: k.tool.clone(),
-                    command: k.command.clone(),
-                    exit: k.exit,
-                    failed: k.failed,
-                    line: k.line.clone(),
-                    rule: k.rule,
-                    cite: cite(k.message_index, Some(&k.part_id), Some(&k.call_id)),
-                }),
-                reason: r.reason.as_ref().map(|(text, part)| Sourced {
-                    text: text.clone(),
-                    cite: cite(r.message_index, Some(part).filter(|p| !p.is_empty()).map(String::as_str), None),
-                }),
-                revert: r.revert.as_ref().map(|(c, call)| Sourced {
-                    text: c.clone(),
-                    cite: cite(r.message_index, None, Some(call)),
-                }),
-                cite: cite(r.message_index, None, None),
-            }
+        .map(|r| Rejected {
+            rule: RejectionRule::AfterFailure,
+            approach: r.attempt.as_ref().and_then(|a| {
+                a.text.as_ref().map(|t| Sourced {
+                    text: t.clone(),
+                    cite: cite(a.message_index, a.part_id.as_deref(), None),
+                })
+            }),
+            files: r
+                .attempt
+                .as_ref()
+                .map(|a| a.files.iter().filter(|p| shown(p)).cloned().collect())
+                .unwrap_or_default(),
+            killed_by: r.killed_by.as_ref().map(|k| Evidence {
+                tool: k.tool.clone(),
+                command: k.command.clone(),
+                exit: k.exit,
+                failed: k.failed,
+                line: k.line.clone(),
+                rule: k.rule,
+                cite: cite(k.message_index, Some(&k.part_id), Some(&k.call_id)),
+            }),
+            reason: r.reason.as_ref().map(|(text, part)| Sourced {
+                text: text.clone(),
+                cite: cite(
+                    r.message_index,
+                    Some(part).filter(|p| !p.is_empty()).map(String::as_str),
+                    None,
+                ),
+            }),
+            revert: r.revert.as_ref().map(|(c, call)| Sourced {
+                text: c.clone(),
+                cite: cite(r.message_index, None, Some(call)),
+            }),
+            cite: cite(r.message_index, None, None),
         })
         .collect::<Vec<_>>();
     let mut rejected = rejected;
@@ -407,15 +411,16 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
         })
         .collect();
 
-    let exact = exact_identifiers(&full_text);
+    let exact = exact_identifiers(i.identifiers, full_text);
     let locations = locations(i, &f.files, &exact, &home, &cite);
-    let said: String = msgs
-        .iter()
-        .filter(|m| m.is_assistant() || m.user_kind == Some(UserKind::Human))
-        .map(Message::text)
-        .collect::<Vec<_>>()
-        .join("\n");
-    let identifiers = identifiers(f, &exact, &full_text, &said, &home, &cite);
+    // Named in a human or assistant text (not only by a tool).
+    let said = |id: &str| {
+        msgs.iter()
+            .filter(|m| m.is_assistant() || m.user_kind == Some(UserKind::Human))
+            .flat_map(|m| &m.parts)
+            .any(|p| matches!(&p.kind, PartKind::Text { text, ignored: false, .. } if text.contains(id)))
+    };
+    let identifiers = identifiers(f, &exact, full_text, &said, &home, &cite);
 
     EpisodeRecord {
         version: RECORD_VERSION,
@@ -458,7 +463,9 @@ fn rationale(decision: &str, m: &Message, part_id: &str, rules: &Rules) -> Optio
         _ => None,
     })?;
     let ss: Vec<String> = sentences(text).into_iter().map(plain).collect();
-    let k = ss.iter().position(|s| decision.starts_with(s.as_str()) || s == decision)?;
+    let k = ss
+        .iter()
+        .position(|s| decision.starts_with(s.as_str()) || s == decision)?;
     ss.get(k + 1)
         .filter(|n| rules.rationale_start(n) == Some(0))
         .map(|n| clip_chars(n, 300))
@@ -466,11 +473,7 @@ fn rationale(decision: &str, m: &Message, part_id: &str, rules: &Rules) -> Optio
 
 /// The attempt that follows each rejected alternative, when nothing rejects it in turn: the first
 /// later assistant step of the episode that edits a file, its prose as the decision.
-fn follows_rejection(
-    i: &Inputs<'_>,
-    msgs: &[Message],
-    cite: &dyn Fn(usize, Option<&str>, Option<&str>) -> Cite,
-) -> Vec<Decision> {
+fn follows_rejection(i: &Inputs<'_>, msgs: &[Message], cite: &CiteFn<'_>) -> Vec<Decision> {
     let f = &i.classified.facts;
     let first = i.seg.first_message;
     let steps = steps_of(msgs);
@@ -516,13 +519,15 @@ const MAX_STATED: usize = 8;
 
 /// Sentences of assistant prose (not a compaction summary's, not in a step classification
 /// already read as a rejection) that reject an alternative in words.
-fn stated_rejections(
-    i: &Inputs<'_>,
-    msgs: &[Message],
-    cite: &dyn Fn(usize, Option<&str>, Option<&str>) -> Cite,
-) -> Vec<Rejected> {
+fn stated_rejections(i: &Inputs<'_>, msgs: &[Message], cite: &CiteFn<'_>) -> Vec<Rejected> {
     let steps = steps_of(msgs);
-    let claimed: Vec<usize> = i.classified.facts.rejections.iter().map(|r| r.step).collect();
+    let claimed: Vec<usize> = i
+        .classified
+        .facts
+        .rejections
+        .iter()
+        .map(|r| r.step)
+        .collect();
     let mut out: Vec<Rejected> = Vec::new();
     for (si, st) in steps.iter().enumerate() {
         let m = &msgs[st.off];
@@ -541,7 +546,11 @@ fn stated_rejections(
             for l in text.lines().filter(|l| !is_code_line(l)) {
                 for s in sentences(l).into_iter().filter(|s| i.rules.is_rejection(s)) {
                     let s = clip_chars(&plain(s), 300);
-                    if out.len() >= MAX_STATED || out.iter().any(|x| x.approach.as_ref().is_some_and(|a| a.text == s)) {
+                    if out.len() >= MAX_STATED
+                        || out
+                            .iter()
+                            .any(|x| x.approach.as_ref().is_some_and(|a| a.text == s))
+                    {
                         continue;
                     }
                     let c = cite(i.seg.first_message + st.off, Some(&p.id), None);
@@ -564,12 +573,12 @@ fn stated_rejections(
     out
 }
 
-/// The identifiers a tier is judged by ([`super::needles::identifiers`]), in order of first
-/// appearance in `full`.
-fn exact_identifiers(full: &str) -> Vec<String> {
-    let mut v: Vec<(usize, String)> = super::needles::identifiers(full)
-        .into_iter()
-        .map(|s| (full.find(s.as_str()).unwrap_or(usize::MAX), s))
+/// The identifiers a tier is judged by (`ids`, [`super::needles::identifiers`] of `full`), in
+/// order of first appearance in `full`.
+fn exact_identifiers(ids: &BTreeSet<String>, full: &str) -> Vec<String> {
+    let mut v: Vec<(usize, String)> = ids
+        .iter()
+        .map(|s| (full.find(s.as_str()).unwrap_or(usize::MAX), s.clone()))
         .collect();
     v.sort();
     v.into_iter().map(|(_, s)| s).collect()
@@ -580,7 +589,7 @@ fn locations(
     files: &[String],
     exact: &[String],
     home: &dyn Fn(&str) -> usize,
-    cite: &dyn Fn(usize, Option<&str>, Option<&str>) -> Cite,
+    cite: &CiteFn<'_>,
 ) -> Locations {
     let dir = i.trace.session.directory.trim_end_matches('/');
     let rel = |p: &str| -> String {
@@ -592,7 +601,17 @@ fn locations(
     let full_has = |s: &str| i.full.iter().any(|(_, t)| t.contains(s));
     let mut seen = BTreeSet::new();
     let mut out = Locations::default();
-    for p in files.iter().filter(|p| full_has(p)) {
+    // Files the tools were called on, then the files shell commands name (paths with an
+    // extension, e.g. `diff -u vendor/a/src/lib.rs …`).
+    let msgs = &i.trace.messages[i.seg.first_message..=i.seg.last_message];
+    let in_commands: Vec<String> = msgs
+        .iter()
+        .flat_map(|m| m.tool_parts())
+        .filter(|(_, t)| t.tool == "bash")
+        .flat_map(|(_, t)| super::needles::identifiers(&tool_command(t)))
+        .filter(|id| id.contains('/') && !id.contains(':'))
+        .collect();
+    for p in files.iter().chain(&in_commands).filter(|p| full_has(p)) {
         let r = rel(p);
         if !full_has(&r) || !seen.insert(r.clone()) {
             continue;
@@ -667,9 +686,9 @@ fn identifiers(
     f: &super::classify::Facts,
     exact: &[String],
     full: &str,
-    said: &str,
+    said: &dyn Fn(&str) -> bool,
     home: &dyn Fn(&str) -> usize,
-    cite: &dyn Fn(usize, Option<&str>, Option<&str>) -> Cite,
+    cite: &CiteFn<'_>,
 ) -> Vec<Identifier> {
     let mut out: Vec<Identifier> = Vec::new();
     let mut seen: BTreeSet<&str> = BTreeSet::new();
@@ -683,7 +702,7 @@ fn identifiers(
         out.push(Identifier {
             text: id.clone(),
             kind: kind_of(id),
-            in_text: said.contains(id.as_str()),
+            in_text: said(id),
             cite: cite(home(id), None, None),
         });
     }
@@ -692,7 +711,7 @@ fn identifiers(
             out.push(Identifier {
                 text: n.clone(),
                 kind: IdentifierKind::Name,
-                in_text: said.contains(n.as_str()),
+                in_text: said(n),
                 cite: cite(home(n), None, None),
             });
         }
@@ -710,7 +729,22 @@ fn provenance(trace: &Trace, msgs: &[Message]) -> Provenance {
             .map(|m| MessageRef {
                 message_id: m.id.clone(),
                 role: if m.is_user() { "user" } else { "assistant" }.to_owned(),
-                parts: m.parts.iter().map(|p| p.id.clone()).collect(),
+                // The parts the model is shown; step, snapshot and patch parts are bookkeeping.
+                parts: m
+                    .parts
+                    .iter()
+                    .filter(|p| {
+                        !matches!(
+                            p.kind,
+                            PartKind::StepStart { .. }
+                                | PartKind::StepFinish { .. }
+                                | PartKind::Snapshot { .. }
+                                | PartKind::Patch { .. }
+                                | PartKind::Retry { .. }
+                        )
+                    })
+                    .map(|p| p.id.clone())
+                    .collect(),
                 calls: m
                     .tool_parts()
                     .map(|(p, t)| CallRef {
@@ -726,12 +760,7 @@ fn provenance(trace: &Trace, msgs: &[Message]) -> Provenance {
 
 /// Sentences of assistant prose (not a compaction summary's) that ask or leave something open,
 /// and those that hedge.
-fn uncertainty(
-    msgs: &[Message],
-    first: usize,
-    rules: &Rules,
-    cite: &dyn Fn(usize, Option<&str>, Option<&str>) -> Cite,
-) -> Uncertainty {
+fn uncertainty(msgs: &[Message], first: usize, rules: &Rules, cite: &CiteFn<'_>) -> Uncertainty {
     let mut u = Uncertainty::default();
     for (off, m) in msgs.iter().enumerate() {
         if !m.is_assistant() || m.summary {
@@ -748,15 +777,15 @@ fn uncertainty(
             };
             for l in text.lines().filter(|l| !is_code_line(l)) {
                 for s in sentences(l) {
-                    let s = clip_chars(&plain(s), 300);
-                    let open = s.ends_with('?') || rules.is_open(&s);
+                    let open = s.trim_end_matches(['*', '_']).ends_with('?') || rules.is_open(s);
                     let list = if open {
                         &mut u.open_questions
-                    } else if rules.is_uncertain(&s) {
+                    } else if rules.is_uncertain(s) {
                         &mut u.unverified
                     } else {
                         continue;
                     };
+                    let s = clip_chars(&plain(s), 300);
                     if list.len() < MAX_UNCERTAIN && !list.iter().any(|x| x.text == s) {
                         list.push(Sourced {
                             text: s,
@@ -776,11 +805,7 @@ fn is_code_line(l: &str) -> bool {
 
 /// The narrative: each human turn's first sentence, each assistant text's first sentence, each
 /// tool call with its main input and result.
-fn steps(
-    msgs: &[Message],
-    first: usize,
-    cite: &dyn Fn(usize, Option<&str>, Option<&str>) -> Cite,
-) -> Vec<Step> {
+fn steps(msgs: &[Message], first: usize, cite: &CiteFn<'_>) -> Vec<Step> {
     let mut out = Vec::new();
     for (off, m) in msgs.iter().enumerate() {
         let mi = first + off;
@@ -844,7 +869,10 @@ mod tests {
         assert_eq!(subsystem("src/lib.rs"), Some("src"));
         assert_eq!(subsystem("Cargo.toml"), None);
         assert_eq!(subsystem("/abs/x.rs"), None);
-        assert_eq!(subsystem("vendor/cfgkit-0.3.0/Cargo.toml"), Some("vendor/cfgkit-0.3.0"));
+        assert_eq!(
+            subsystem("vendor/cfgkit-0.3.0/Cargo.toml"),
+            Some("vendor/cfgkit-0.3.0")
+        );
     }
 
     #[test]

@@ -99,8 +99,7 @@ fn canonical_names(r: &EpisodeRecord) -> Vec<&str> {
     // A file as a tool was called with it (absolute) is listed once, relative.
     let is_a_file = |t: &str| {
         t.starts_with('/')
-            && r
-                .locations
+            && r.locations
                 .files
                 .iter()
                 .any(|f| t.len() > f.path.len() && t.ends_with(&format!("/{}", f.path)))
@@ -142,11 +141,17 @@ fn body(r: &EpisodeRecord, v: View) -> String {
     );
     if dense {
         if let Some(o) = &r.objective {
-            push(&mut out, &format!("objective: {} {}", o.text, cite(&o.cite, v)));
+            push(
+                &mut out,
+                &format!("objective: {} {}", o.text, cite(&o.cite, v)),
+            );
         }
     }
     if let Some(o) = &r.outcome {
-        push(&mut out, &format!("outcome: {} {}", o.text, cite(&o.cite, v)));
+        push(
+            &mut out,
+            &format!("outcome: {} {}", o.text, cite(&o.cite, v)),
+        );
     }
     let items: Vec<(String, &Cite)> = r
         .constraints
@@ -194,15 +199,27 @@ fn body(r: &EpisodeRecord, v: View) -> String {
                         cite(&e.cite, v)
                     ),
                 ),
-                Some(e) => push(&mut out, &format!("  {} {}", evidence_core(e), cite(&e.cite, v))),
-                None => push(&mut out, "  killed by: no failing command (the reason below is the assistant's)"),
+                Some(e) => push(
+                    &mut out,
+                    &format!("  {} {}", evidence_core(e), cite(&e.cite, v)),
+                ),
+                None => push(
+                    &mut out,
+                    "  killed by: no failing command (the reason below is the assistant's)",
+                ),
             }
             // Without killing evidence the reason is all there is: compact keeps it.
             if let Some(why) = x.reason.as_ref().filter(|_| dense || x.killed_by.is_none()) {
-                push(&mut out, &format!("  reason: {} {}", why.text, cite(&why.cite, v)));
+                push(
+                    &mut out,
+                    &format!("  reason: {} {}", why.text, cite(&why.cite, v)),
+                );
             }
             if let Some(rv) = x.revert.as_ref().filter(|_| dense) {
-                push(&mut out, &format!("  reverted with `{}` {}", rv.text, cite(&rv.cite, v)));
+                push(
+                    &mut out,
+                    &format!("  reverted with `{}` {}", rv.text, cite(&rv.cite, v)),
+                );
             }
         }
     }
@@ -294,7 +311,10 @@ fn body(r: &EpisodeRecord, v: View) -> String {
         if !r.locations.lines.is_empty() {
             omitted.push("line numbers");
         }
-        if r.rejected.iter().any(|x| x.reason.is_some() && x.killed_by.is_some()) {
+        if r.rejected
+            .iter()
+            .any(|x| x.reason.is_some() && x.killed_by.is_some())
+        {
             omitted.push("rejection reasons");
         }
         omitted.push("call ids");
@@ -309,7 +329,10 @@ fn source_line(r: &EpisodeRecord) -> String {
     if p.first_message_id == p.last_message_id {
         format!("source: [@{}]", p.first_message_id)
     } else {
-        format!("source: [@{}] .. [@{}]", p.first_message_id, p.last_message_id)
+        format!(
+            "source: [@{}] .. [@{}]",
+            p.first_message_id, p.last_message_id
+        )
     }
 }
 
@@ -341,10 +364,10 @@ fn anchor(r: &EpisodeRecord) -> String {
                 .join(" / "),
         )
     } else if let Some(x) = r.rejected.first() {
-        let approach = x
-            .approach
-            .as_ref()
-            .map_or_else(|| "an approach".to_owned(), |a| clip_words(&a.text, ANCHOR_APPROACH));
+        let approach = x.approach.as_ref().map_or_else(
+            || "an approach".to_owned(),
+            |a| clip_words(&a.text, ANCHOR_APPROACH),
+        );
         Some(match &x.killed_by {
             Some(e) => format!("not: {approach} — {}", evidence_core(e)),
             None => format!("not: {approach}"),

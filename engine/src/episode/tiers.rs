@@ -103,7 +103,16 @@ pub fn generate(
     artefacts: &BTreeSet<String>,
 ) -> Vec<Draft> {
     let full = full_draft(trace, seg, strategy, artefacts);
-    generate_below(full, episode_id, seg, cl, strategy, rules, artefacts, trace)
+    let text = joined(&full);
+    let ids = super::needles::identifiers(&text);
+    generate_below(
+        full, &text, &ids, episode_id, seg, cl, strategy, rules, artefacts, trace,
+    )
+}
+
+/// A draft's text: its chunks joined by newlines (as [`Representation::text`]).
+pub fn joined(d: &Draft) -> String {
+    join(&d.chunks)
 }
 
 /// The generator name of a strategy's own tiers.
@@ -164,10 +173,13 @@ pub fn episode_chunk(full: &Draft, tier: Tier, text: String, contract: &str) -> 
 }
 
 /// `full` and the tiers below it by `strategy` (`Source` or `Cascade`), made monotonic, with
-/// the pins.
+/// the pins. `full_text` and `identifiers`: the full tier's text and its identifiers
+/// ([`super::needles::identifiers`]).
 #[allow(clippy::too_many_arguments)]
 pub fn generate_below(
     full: Draft,
+    full_text: &str,
+    identifiers: &BTreeSet<String>,
     episode_id: &str,
     seg: &Segment,
     cl: &Classified,
@@ -196,7 +208,6 @@ pub fn generate_below(
         ..full.clone()
     };
     let one = |tier: Tier, text: String| episode_chunk(&full, tier, text, contract(tier));
-    let full_text = join(&full.chunks);
     let mut out = match strategy {
         Strategy::Cascade => {
             let dense_chunks: Vec<DraftChunk> = full
@@ -219,7 +230,7 @@ pub fn generate_below(
         }
         _ => vec![
             draft(Tier::Dense, per_message(&render_dense)),
-            one(Tier::Compact, source_compact(episode_id, cl, &full_text)),
+            one(Tier::Compact, source_compact(episode_id, cl, full_text)),
             one(Tier::Anchor, source_anchor(episode_id, cl)),
         ],
     };
@@ -228,7 +239,7 @@ pub fn generate_below(
         ensure_pins(d, &cl.pins);
     }
     let error_lines: Vec<&str> = cl.facts.failures.iter().map(|f| f.line.as_str()).collect();
-    keep_lower_needles(&mut out, &full_text, &error_lines);
+    keep_lower_needles_of(&mut out, full_text, identifiers, &error_lines);
     out
 }
 
@@ -237,8 +248,20 @@ pub fn generate_below(
 /// `[kept] …` to each higher tier that lacks it, on the chunk of the message it comes from.
 /// `drafts` are in tier order, full first; the full tier holds every needle by definition.
 pub fn keep_lower_needles(drafts: &mut [Draft], full_text: &str, extra: &[&str]) {
-    let needles: Vec<String> = super::needles::identifiers(full_text)
-        .into_iter()
+    let ids = super::needles::identifiers(full_text);
+    keep_lower_needles_of(drafts, full_text, &ids, extra);
+}
+
+/// [`keep_lower_needles`] with the full tier's identifiers already found.
+pub fn keep_lower_needles_of(
+    drafts: &mut [Draft],
+    full_text: &str,
+    identifiers: &BTreeSet<String>,
+    extra: &[&str],
+) {
+    let needles: Vec<String> = identifiers
+        .iter()
+        .cloned()
         .chain(
             extra
                 .iter()

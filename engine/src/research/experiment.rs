@@ -169,7 +169,11 @@ pub fn run(s: &LoadedSession, policies: &[Policy], mode: BudgetMode) -> Experime
 /// Run every policy on each load of the same session (one per tier strategy); rows by strategy,
 /// then policy. In `MatchMeanTokens` mode without a target, the target is the first load's
 /// `retention` mean, so every strategy is tuned to the same size.
-pub fn run_strategies(loads: &[&LoadedSession], policies: &[Policy], mode: BudgetMode) -> Experiment {
+pub fn run_strategies(
+    loads: &[&LoadedSession],
+    policies: &[Policy],
+    mode: BudgetMode,
+) -> Experiment {
     let Some(first) = loads.first() else {
         return Experiment {
             session: String::new(),
