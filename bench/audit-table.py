@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""The tier audit on every recording as one markdown table (docs/episodes.md, "Measured").
+"""The tier audit on every recording as markdown tables (docs/episodes.md, "Measured").
 
-    bench/audit-table.py BIN [LABEL] [--strategy S ...]
+    bench/audit-table.py AFTER_BIN [BEFORE_BIN]
 
 For each recording (the bundled samples and the shared recordings of all three OpenCode eras,
-every main session of each), runs `BIN audit PATH --session ID --format json` and prints one row
-per session, strategy and tier below `full`: tokens, needle survival, survival per 1,000 tokens,
-non-monotonic and unsupported counts. Totals per strategy and tier close the table. A binary that
-does not know a strategy is asked only for the ones it knows (`--strategy` given explicitly)."""
+every main session of each), runs `BIN audit PATH --session ID --format json` (every strategy the
+binary audits by default) and prints, per session and strategy, tokens and needle survival of
+the tiers below `full`, and the non-monotonic and unsupported counts; then the totals per
+strategy and tier over all recordings. With BEFORE_BIN, a cell that changed shows `before → after`
+and strategies the old binary lacks show `new`."""
 
 import json
 import os
@@ -27,59 +28,87 @@ INPUTS = [
     ("1.1.65", os.path.join(shared, "opencode-1.1.65", "data")),
     ("0.5.29", os.path.join(shared, "opencode-0.5.29", "data")),
 ]
+TIERS = ["dense", "compact", "anchor"]
 
 
 def run(binary, args, cache):
     env = dict(os.environ, TIERSCOPE_CACHE_DIR=cache, NO_COLOR="1")
     out = subprocess.run([binary] + args, capture_output=True, text=True, env=env)
     if out.returncode != 0:
-        raise SystemExit(f"{' '.join(args)}: {out.stderr.strip()}")
+        raise SystemExit(f"{binary} {' '.join(args)}: {out.stderr.strip()}")
     return out.stdout
 
 
-def main():
-    argv = sys.argv[1:]
-    if not argv:
-        raise SystemExit(__doc__)
-    binary, label = argv[0], (argv[1] if len(argv) > 1 and not argv[1].startswith("--") else "")
-    strategies = [argv[i + 1] for i, a in enumerate(argv) if a == "--strategy"]
-    extra = [x for s in strategies for x in ("--strategy", s)]
+def collect(binary):
+    """{(recording, session suffix): {strategy: {tier: totals}}} and the session order."""
     cache = tempfile.mkdtemp(prefix="tierscope-audit-")
-    totals = {}
-    print(f"| recording | session | strategy | tier | tokens | survival | per 1k | non-mono | unsupported |{' build |' if label else ''}")
-    print(f"|---|---|---|---|---:|---:|---:|---:|---:|{'---|' if label else ''}")
+    data, order = {}, []
     for name, path in INPUTS:
         if not os.path.exists(path):
             continue
-        sessions = json.loads(run(binary, ["sessions", path, "--json"], cache))
-        for s in sessions:
+        for s in json.loads(run(binary, ["sessions", path, "--json"], cache)):
             if s.get("parent_id"):
                 continue
-            a = json.loads(run(binary, ["audit", path, "--session", s["id"], "--format", "json"] + extra, cache))
-            for st in a["strategies"]:
-                for t in st["totals"]:
-                    if t["tier"] == "full" or t["episodes"] == 0:
-                        continue
-                    k = (st["strategy"], t["tier"])
-                    agg = totals.setdefault(k, [0, 0, 0, 0, 0])
-                    agg[0] += t["tokens"]
-                    agg[1] += t["needles_ok"]
-                    agg[2] += t["needles"]
-                    agg[3] += t["non_monotonic"]
-                    agg[4] += t["unsupported"]
-                    print(
-                        f"| {name} | {s['id'][-8:]} | {st['strategy']} | {t['tier']} | {t['tokens']:,} | "
-                        f"{100 * t['survival']:.1f}% | {t['survival_per_1k']:.2f} | {t['non_monotonic']} | "
-                        f"{t['unsupported']} |{f' {label} |' if label else ''}"
-                    )
+            key = (name, s["id"][-8:])
+            order.append(key)
+            a = json.loads(run(binary, ["audit", path, "--session", s["id"], "--format", "json"], cache))
+            data[key] = {
+                st["strategy"]: {t["tier"]: t for t in st["totals"] if t["episodes"] > 0}
+                for st in a["strategies"]
+            }
+    return data, order
+
+
+def cell(t):
+    return f"{t['tokens']:,} · {100 * t['survival']:.1f}%" if t else "–"
+
+
+def both(after, before, new):
+    a = cell(after)
+    if new:
+        return a
+    b = cell(before)
+    return a if a == b else f"{b} → {a}"
+
+
+def main():
+    if len(sys.argv) < 2:
+        raise SystemExit(__doc__)
+    after, order = collect(sys.argv[1])
+    before = collect(sys.argv[2])[0] if len(sys.argv) > 2 else None
+    print("| recording | session | strategy | dense tok · survival | compact tok · survival | anchor tok · survival | non-mono | unsupported |")
+    print("|---|---|---|---:|---:|---:|---:|---:|")
+    totals = {}
+    for key in order:
+        for strategy, tiers in after[key].items():
+            old = (before or {}).get(key, {}).get(strategy)
+            new = before is not None and old is None
+            cells = [both(tiers.get(t), (old or {}).get(t), new or before is None) for t in TIERS]
+            nm = sum(tiers[t]["non_monotonic"] for t in tiers)
+            un = sum(tiers[t]["unsupported"] for t in tiers if t != "full")
+            tag = f"{strategy} (new)" if new else strategy
+            print(f"| {key[0]} | {key[1]} | {tag} | {' | '.join(cells)} | {nm} | {un} |")
+            for t in TIERS:
+                for which, src in (("after", tiers.get(t)), ("before", (old or {}).get(t))):
+                    if src:
+                        agg = totals.setdefault((strategy, t, which), [0, 0, 0, 0, 0])
+                        agg[0] += src["tokens"]
+                        agg[1] += src["needles_ok"]
+                        agg[2] += src["needles"]
+                        agg[3] += src["non_monotonic"]
+                        agg[4] += src["unsupported"]
     print()
-    print(f"| all recordings | strategy | tier | tokens | needles kept | survival | non-mono | unsupported |{' build |' if label else ''}")
-    print(f"|---|---|---|---:|---:|---:|---:|---:|{'---|' if label else ''}")
-    for (strategy, tier), (tok, ok, n, nm, un) in sorted(
-        totals.items(), key=lambda kv: (kv[0][0], ["dense", "compact", "anchor"].index(kv[0][1]))
-    ):
-        surv = 100 * ok / n if n else 100.0
-        print(f"| | {strategy} | {tier} | {tok:,} | {ok:,}/{n:,} | {surv:.1f}% | {nm} | {un} |{f' {label} |' if label else ''}")
+    print("| all recordings | tier | tokens | needles kept | survival | non-mono | unsupported |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for strategy in sorted({k[0] for k in totals}):
+        for t in TIERS:
+            for which in ("before", "after") if before else ("after",):
+                v = totals.get((strategy, t, which))
+                if not v:
+                    continue
+                tok, ok, n, nm, un = v
+                label = f"{strategy} ({which})" if before else strategy
+                print(f"| {label} | {t} | {tok:,} | {ok:,}/{n:,} | {100 * ok / n if n else 100:.1f}% | {nm} | {un} |")
 
 
 if __name__ == "__main__":

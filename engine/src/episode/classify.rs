@@ -93,9 +93,11 @@ struct ToolKindIn {
 struct FailureIn {
     #[serde(default)]
     error_lines: Vec<String>,
-    // The three below came after version 1 files were written: missing = the embedded ones.
+    // The four below came after version 1 files were written: missing = the embedded ones.
     #[serde(default)]
     wrapper_lines: Option<Vec<String>>,
+    #[serde(default)]
+    passing_lines: Option<Vec<String>>,
     #[serde(default)]
     query_commands: Option<Vec<String>>,
     #[serde(default)]
@@ -174,6 +176,7 @@ pub struct Rules {
     edit_tools: Vec<String>,
     error_lines: Vec<Regex>,
     wrapper_lines: Vec<Regex>,
+    passing_lines: Vec<Regex>,
     query_commands: Vec<Regex>,
     operational_tools: Vec<String>,
     rationale: Vec<Regex>,
@@ -269,6 +272,7 @@ impl Rules {
             edit_tools: k.edit.tools.clone(),
             error_lines: re(&k.failure.error_lines)?,
             wrapper_lines: re(&newer(|f| &f.wrapper_lines)?)?,
+            passing_lines: re(&newer(|f| &f.passing_lines)?)?,
             query_commands: re(&newer(|f| &f.query_commands)?)?,
             operational_tools: newer(|f| &f.operational_tools)?,
             rationale: re(&record.rationale)?,
@@ -310,6 +314,11 @@ impl Rules {
     /// A runner's summary of a failure reported above it (`error: test failed, …`).
     pub fn is_wrapper_line(&self, l: &str) -> bool {
         self.wrapper_lines.iter().any(|r| r.is_match(l))
+    }
+
+    /// A line that reports success (`test result: ok. … 0 failed`).
+    pub fn is_passing_line(&self, l: &str) -> bool {
+        self.passing_lines.iter().any(|r| r.is_match(l))
     }
 
     /// A command whose exit 1 answers a question (`grep`, `diff`, …).
@@ -1173,7 +1182,7 @@ pub fn error_line(t: &ToolPart, rules: &Rules) -> String {
 }
 
 /// `path` relative to `dir` when it lies under it, else unchanged.
-fn relative_to<'a>(path: &'a str, dir: &str) -> &'a str {
+pub(super) fn relative_to<'a>(path: &'a str, dir: &str) -> &'a str {
     let dir = dir.trim_end_matches('/');
     match path.strip_prefix(dir) {
         Some(rest) if !dir.is_empty() && rest.starts_with('/') && rest.len() > 1 => &rest[1..],

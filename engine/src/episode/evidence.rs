@@ -4,9 +4,9 @@
 //! killed an approach (issue 20). The patterns are data (`rules.toml`, `[kinds.failure]`).
 //!
 //! **Decisive line** of an output: its lines, minus *echo* lines (the body of a unified or normal
-//! diff: text the program printed back, not its verdict) and minus *wrapper* lines (a runner's
-//! summary of a failure reported above it, e.g. `error: test failed, to rerun pass …`) unless
-//! nothing else is left; then the first line matching the first error pattern (priority order)
+//! diff: text the program printed back, not its verdict), minus *wrapper* lines (a runner's
+//! summary of a failure reported above it, e.g. `error: test failed, to rerun pass …`) and
+//! *passing* lines (`test result: ok. 85 passed; 0 failed`) unless nothing else is left; then the first line matching the first error pattern (priority order)
 //! that matches any line; else the last line. An output that is nothing but diff has no verdict
 //! line: its last line stands for it, unranked.
 //!
@@ -142,7 +142,7 @@ pub fn decisive_line(text: &str, rules: &Rules) -> Decisive {
         let v: Vec<&str> = lines
             .iter()
             .copied()
-            .filter(|l| !rules.is_wrapper_line(l))
+            .filter(|l| !rules.is_wrapper_line(l) && !rules.is_passing_line(l))
             .collect();
         if v.is_empty() {
             lines
@@ -484,6 +484,15 @@ mod tests {
         assert_eq!(
             decisive_line("error: test failed, to rerun pass `--lib`", &rules()).line,
             "error: test failed, to rerun pass `--lib`"
+        );
+    }
+
+    #[test]
+    fn a_passing_summary_is_no_verdict() {
+        let out = "test result: ok. 85 passed; 0 failed; 3 ignored\n\nthread 'a::b' panicked at crates/n/src/i.rs:208:23:\nassertion `left == right` failed\nerror: test failed, to rerun pass `-p n-core --lib`\n";
+        assert_eq!(
+            decisive_line(out, &rules()).line,
+            "thread 'a::b' panicked at crates/n/src/i.rs:208:23:"
         );
     }
 

@@ -591,13 +591,8 @@ fn locations(
     home: &dyn Fn(&str) -> usize,
     cite: &CiteFn<'_>,
 ) -> Locations {
-    let dir = i.trace.session.directory.trim_end_matches('/');
-    let rel = |p: &str| -> String {
-        match p.strip_prefix(dir) {
-            Some(r) if !dir.is_empty() && r.starts_with('/') && r.len() > 1 => r[1..].to_owned(),
-            _ => p.to_owned(),
-        }
-    };
+    let dir = &i.trace.session.directory;
+    let rel = |p: &str| super::classify::relative_to(p, dir).to_owned();
     let full_has = |s: &str| i.full.iter().any(|(_, t)| t.contains(s));
     let mut seen = BTreeSet::new();
     let mut out = Locations::default();
@@ -803,8 +798,8 @@ fn is_code_line(l: &str) -> bool {
     l.starts_with("    ") || l.starts_with('\t') || l.trim_start().starts_with("```")
 }
 
-/// The narrative: each human turn's first sentence, each assistant text's first sentence, each
-/// tool call with its main input and result.
+/// The narrative: each human turn's first sentence, each assistant text's prose (up to 300
+/// chars of whole sentences), each tool call with its main input and result.
 fn steps(msgs: &[Message], first: usize, cite: &CiteFn<'_>) -> Vec<Step> {
     let mut out = Vec::new();
     for (off, m) in msgs.iter().enumerate() {
@@ -819,8 +814,14 @@ fn steps(msgs: &[Message], first: usize, cite: &CiteFn<'_>) -> Vec<Step> {
                     ignored: false,
                     ..
                 } => {
-                    let s = prose(text, 100);
-                    let s = sentences(&s).first().map_or(s.clone(), |x| (*x).to_owned());
+                    // A human turn's first sentence (the objective holds the rest); an
+                    // assistant text's prose, whole sentences up to 300 chars.
+                    let s = if m.is_user() {
+                        let p = prose(text, 100);
+                        sentences(&p).first().map_or(p.clone(), |x| (*x).to_owned())
+                    } else {
+                        prose(text, 300)
+                    };
                     if !s.is_empty() {
                         out.push(Step {
                             kind: if m.is_user() {

@@ -752,7 +752,7 @@ fn cascade_compact(id: &str, title: &str, dense: &str, rules: &Rules) -> String 
         } else if !is_header(l) {
             for s in super::classify::sentences(l) {
                 if rules.is_decision_or_rejection(s) {
-                    said.push(format!("- {s}"));
+                    said.push(format!("- {}", super::prose::plain(s)));
                 }
             }
         }
