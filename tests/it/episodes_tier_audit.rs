@@ -28,11 +28,7 @@ fn recordings() -> Vec<PathBuf> {
         };
         v.extend(rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| {
             let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            n.ends_with(".json")
-                && n != "manifest.json"
-                && ![".annotations.json", ".tiers.json", ".probes.json"]
-                    .iter()
-                    .any(|s| n.ends_with(s))
+            crate::loader_support::is_export_name(n)
         }));
     }
     v.sort();
