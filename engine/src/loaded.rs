@@ -11,6 +11,8 @@ use crate::episode::classify::{self, Rules, RulesError};
 use crate::episode::external;
 use crate::episode::magic_context::{self, MagicContextError};
 use crate::episode::options::{EpisodeOptions, TierSource};
+use crate::episode::record::{self, EpisodeRecord};
+use crate::episode::record_view;
 use crate::episode::segment::{self, Segmentation};
 use crate::episode::sidecar::{Probe, SidecarError, SidecarLocator, Sidecars};
 use crate::episode::tiers::{self, Draft};
@@ -44,6 +46,10 @@ pub enum LoadSessionError {
 pub struct LoadedSession {
     pub trace: Trace,
     pub episodes: Vec<Episode>,
+    /// The canonical record of each episode (same order as `episodes`) when the load kept them
+    /// (`LoadOptions::records`, or `--tiers record`, which renders its views from them); else
+    /// empty.
+    pub records: Vec<EpisodeRecord>,
     pub probes: Vec<Probe>,
     /// Request indices where a todo changed status (the request whose message holds the
     /// `todowrite`) or a compaction happened (the summary request).
@@ -90,6 +96,10 @@ impl LoadedSession {
     pub fn episode(&self, id: &str) -> Option<&Episode> {
         self.episodes.iter().find(|e| e.id.eq_ignore_ascii_case(id))
     }
+    /// The canonical record of an episode.
+    pub fn record(&self, e: &Episode) -> Option<&EpisodeRecord> {
+        self.records.get(e.index).filter(|r| r.episode_id == e.id)
+    }
 }
 
 /// What to load and how: the engine's side of every command's loading flags (the CLI converts
@@ -114,6 +124,9 @@ pub struct LoadOptions {
     pub magic_context: Option<PathBuf>,
     /// Where the token cache lives (none: `$TIERSCOPE_CACHE_DIR`, else the platform cache dir).
     pub token_cache_dir: Option<PathBuf>,
+    /// Keep each episode's canonical record in [`LoadedSession::records`] (`episodes --json`,
+    /// `--records`). `--tiers record` keeps them regardless; other loads skip the work.
+    pub records: bool,
 }
 
 impl LoadOptions {
@@ -142,6 +155,7 @@ pub fn options_from_args(args: &LoadOptions) -> Result<EpisodeOptions, LoadSessi
         tokenizer: args.tokenizer,
         rules,
         max_requests: args.max_requests,
+        keep_records: args.records,
         ..EpisodeOptions::default()
     })
 }
@@ -360,14 +374,22 @@ pub fn from_trace_with(
     let req_of = classify::request_of_message(&trace);
     let todos = crate::episode::segment::todo_changes(&trace);
     let artefacts = tiers::artefact_ids(&trace);
+    // External tiers replace generated ones episode by episode; the rest are `source`.
     let strategy = match opts.tiers {
-        TierSource::Cascade => Strategy::Cascade,
-        _ => Strategy::Source,
+        TierSource::External => Strategy::Source,
+        t => t.strategy(),
     };
 
     // Classify and draft every episode, then count all texts in one batch.
-    // (episode, drafts, notes, Magic Context compartment row: its tiers are kept as given).
-    type Pending = (Episode, Vec<Draft>, Vec<String>, Option<usize>);
+    // Per episode: the episode, its drafts, its tier notes, its Magic Context compartment row
+    // (its tiers are kept as given) and its canonical record (when kept).
+    type Pending = (
+        Episode,
+        Vec<Draft>,
+        Vec<String>,
+        Option<usize>,
+        Option<EpisodeRecord>,
+    );
     let mut pending: Vec<Pending> = Vec::new();
     let mut episodes_without_external = 0usize;
     let mut tier_lineage = Vec::new();
@@ -404,7 +426,45 @@ pub fn from_trace_with(
             .iter()
             .map(|m| m.id.clone())
             .collect();
-        let mut drafts = tiers::generate(&trace, &id, seg, &cl, strategy, &rules, &artefacts);
+        let full = tiers::full_draft(&trace, seg, strategy, &artefacts);
+        let full_texts: Vec<(usize, &str)> = full
+            .chunks
+            .iter()
+            .map(|c| (c.message_index, c.text.as_str()))
+            .collect();
+        // The full tier's text and identifiers: found once, for the record and the source
+        // generator.
+        let full_text = tiers::joined(&full);
+        let identifiers = crate::episode::needles::identifiers(&full_text);
+        let wants_record = opts.keep_records || opts.tiers == TierSource::Record;
+        let record = wants_record.then(|| {
+            record::build(&record::Inputs {
+                trace: &trace,
+                episode_id: &id,
+                seg,
+                classified: &cl,
+                rules: &rules,
+                todos: &todos,
+                full: &full_texts,
+                full_text: &full_text,
+                identifiers: &identifiers,
+            })
+        });
+        let mut drafts = match (strategy, &record) {
+            (Strategy::Record, Some(r)) => record_view::drafts(full, r),
+            (_, _) => tiers::generate_below(
+                full,
+                &full_text,
+                &identifiers,
+                &id,
+                seg,
+                &cl,
+                strategy,
+                &rules,
+                &artefacts,
+                &trace,
+            ),
+        };
         let mut importance = None;
         let mut compartment_row = None;
         if opts.tiers == TierSource::External || opts.segmentation == Segmentation::MagicContext {
@@ -529,7 +589,7 @@ pub fn from_trace_with(
             tier_notes: Vec::new(),
             importance,
         };
-        pending.push((ep, drafts, notes, compartment_row));
+        pending.push((ep, drafts, notes, compartment_row, record));
     }
     if episodes_without_external > 0 {
         // Said once for the session, not only per episode: the header claims external tiers.
@@ -542,13 +602,15 @@ pub fn from_trace_with(
 
     let texts: Vec<&str> = pending
         .iter()
-        .flat_map(|(_, ds, _, _)| ds.iter().flat_map(|d| d.texts()))
+        .flat_map(|(_, ds, ..)| ds.iter().flat_map(|d| d.texts()))
         .collect();
     let counts = tokenizer.count_many(&texts);
     let mut counts = counts.into_iter();
     let mut episodes = Vec::with_capacity(pending.len());
     let mut mc_episodes = Vec::with_capacity(pending.len());
-    for (mut ep, drafts, notes, row) in pending {
+    let mut records = Vec::with_capacity(pending.len());
+    for (mut ep, drafts, notes, row, record) in pending {
+        records.extend(record);
         let (reps, mut tier_notes) = match row {
             Some(_) => tiers::finalize_as_given(&ep.id, drafts, &mut counts),
             None => tiers::finalize(&ep.id, drafts, &mut counts),
@@ -600,6 +662,7 @@ pub fn from_trace_with(
     LoadedSession {
         trace,
         episodes,
+        records,
         probes,
         milestones,
         tokenizer: tokenizer.label(),
@@ -645,6 +708,7 @@ fn empty(
     LoadedSession {
         trace,
         episodes: Vec::new(),
+        records: Vec::new(),
         probes: Vec::new(),
         milestones: BTreeSet::new(),
         tokenizer: tokenizer.label(),

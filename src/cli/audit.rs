@@ -1,7 +1,7 @@
 //! `tierscope audit`: per episode and tier, which needles survive and the survival per token;
 //! non-monotonic tiers, unsupported additions, cross-tier contradictions, dominated tiers; the
-//! strategies (`source`, `cascade`, tiers a model wrote with `--tiers-dir DIR`) side by side with
-//! their generation cost: the chapter's first experiment.
+//! strategies (`source`, `cascade`, `record`, tiers a model wrote with `--tiers-dir DIR`) side by
+//! side with their generation cost: the chapter's first experiment.
 
 use anyhow::Context;
 use clap::Args;
@@ -15,7 +15,7 @@ use tierscope_engine::research::audit::{audit, Audit, GenerationCost};
 pub struct AuditArgs {
     #[command(flatten)]
     pub load: LoadArgs,
-    /// Tier strategies to audit and compare (repeatable; default: source and cascade).
+    /// Tier strategies to audit and compare (repeatable; default: source, cascade and record).
     #[arg(long = "strategy", value_name = "SOURCE")]
     pub strategies: Vec<TierSource>,
     /// Also audit the tiers sidecar in DIR (e.g. written by `tiers generate --out DIR`) as one
@@ -213,7 +213,7 @@ pub fn load_tier_sources(
     tiers_dirs: &[std::path::PathBuf],
 ) -> anyhow::Result<Vec<tierscope_engine::loaded::LoadedSession>> {
     let strategies = if strategies.is_empty() {
-        vec![TierSource::Source, TierSource::Cascade]
+        TierSource::GENERATED.to_vec()
     } else {
         strategies.to_vec()
     };

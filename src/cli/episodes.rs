@@ -41,7 +41,12 @@ pub struct EpisodesArgs {
 }
 
 pub fn run(args: &EpisodesArgs) -> anyhow::Result<()> {
-    let loaded = tierscope_engine::loaded::load(&args.load.options())?;
+    // The canonical records are in `--json` and `--records`.
+    let opts = tierscope_engine::loaded::LoadOptions {
+        records: args.json || args.records.is_some(),
+        ..args.load.options()
+    };
+    let loaded = tierscope_engine::loaded::load(&opts)?;
     for w in &loaded.warnings {
         report::stderr::warn(w);
     }
@@ -69,7 +74,10 @@ pub fn run(args: &EpisodesArgs) -> anyhow::Result<()> {
         let n: usize = all_sessions(&loaded)
             .map(|l| l.episodes.iter().map(|e| e.tiers.len()).sum::<usize>())
             .sum();
-        report::stderr::line(&format!("wrote {n} representation records"));
+        let k: usize = all_sessions(&loaded).map(|l| l.records.len()).sum();
+        report::stderr::line(&format!(
+            "wrote {k} episode records and {n} representation records"
+        ));
     }
     report::emit(Format::json_if(args.json), &EpisodesReport(&loaded))
 }
@@ -348,8 +356,8 @@ fn method(rep: &Representation) -> (&'static str, Value) {
             "cascaded",
             json!(format!("tier:{}", t.higher().map_or("raw", |h| h.as_str()))),
         ),
-        (_, Tier::Dense) => ("source-grounded", json!("raw")),
-        (_, _) => ("canonical-record", json!("raw")),
+        (Strategy::Record, _) => ("canonical-record", json!("record")),
+        (_, _) => ("source-grounded", json!("raw")),
     }
 }
 
@@ -357,6 +365,7 @@ fn method(rep: &Representation) -> (&'static str, Value) {
 pub fn record(l: &LoadedSession, rep: &Representation) -> Value {
     let (method, derived_from) = method(rep);
     json!({
+        "kind": "representation",
         "session_id": l.trace.session.id,
         "episode_id": rep.episode_id,
         "tier": rep.tier,
@@ -385,6 +394,17 @@ fn write_records(l: &LoadedSession, path: &std::path::Path) -> anyhow::Result<()
     let mut w = std::io::BufWriter::new(f);
     for s in all_sessions(l) {
         for e in &s.episodes {
+            // The episode's canonical record first, then its representations.
+            if let Some(r) = s.record(e) {
+                let line = json!({
+                    "kind": "episode-record",
+                    "session_id": s.trace.session.id,
+                    "episode_id": e.id,
+                    "record": r,
+                });
+                report::json::to_writer(&mut w, &line)?;
+                w.write_all(b"\n")?;
+            }
             for rep in e.tiers.values() {
                 report::json::to_writer(&mut w, &record(s, rep))?;
                 w.write_all(b"\n")?;
@@ -465,5 +485,6 @@ fn episode_json(l: &LoadedSession, e: &Episode) -> Value {
         "importance": e.importance,
         "legal_tiers": e.legal_tiers(),
         "tiers": tiers,
+        "record": l.record(e),
     })
 }

@@ -1,7 +1,8 @@
 //! `tierscope experiment`: every built-in policy (or `--policy …`) on one trace at one budget or
-//! at budgets tuned so that mean tokens match: the chapter's second experiment as one table. With
-//! `--strategy` / `--tiers-dir`, the table per tier source, with what each source's tiers cost to
-//! create (the first experiment's generation cost carried into the schedule's bill).
+//! at budgets tuned so that mean tokens match: the chapter's second experiment as one table, once
+//! per tier source (`source`, `cascade`, `record` by default; `--strategy`, `--tiers-dir`), with
+//! what each source's tiers cost to create (the first experiment's generation cost carried into
+//! the schedule's bill).
 
 use anyhow::Context;
 use clap::Args;
@@ -9,7 +10,7 @@ use clap::Args;
 use super::report::{self, Cell, Format, JsonLines, Table, Text};
 use super::LoadArgs;
 use tierscope_engine::policy;
-use tierscope_engine::research::experiment::{run, BudgetMode, Experiment, Row};
+use tierscope_engine::research::experiment::{BudgetMode, Row};
 use tierscope_engine::research::report::thousands;
 use tierscope_engine::research::tier_sources::{compare, TierSourceComparison};
 
@@ -28,13 +29,13 @@ pub struct ExperimentArgs {
     #[arg(long, value_name = "TOKENS", num_args = 0..=1, default_missing_value = "auto")]
     pub match_mean_tokens: Option<String>,
     /// Run the table on each of these tier strategies, side by side with what their tiers cost
-    /// to create (repeatable; with `--tiers-dir` alone: source and cascade).
+    /// to create (repeatable; default: source, cascade and record).
     #[arg(long = "strategy", value_name = "SOURCE")]
     pub strategies: Vec<tierscope_engine::episode::options::TierSource>,
     /// Also run it on the tiers sidecar in DIR (e.g. from `tiers generate --out DIR`; repeatable).
     #[arg(long = "tiers-dir", value_name = "DIR")]
     pub tiers_dirs: Vec<std::path::PathBuf>,
-    /// Output: table, json (one document), csv or jsonl (one line per policy).
+    /// Output: table, json (one document), csv or jsonl (one line per tier source and policy).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
 }
@@ -60,61 +61,7 @@ pub fn run_cli(a: &ExperimentArgs) -> anyhow::Result<()> {
                 })?,
         )),
     };
-    if !a.strategies.is_empty() || !a.tiers_dirs.is_empty() {
-        return run_tier_sources(a, &policies, mode);
-    }
-    let session =
-        tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
-    for w in &session.warnings {
-        report::stderr::warn(w);
-    }
-    if session.probes.is_empty() {
-        report::stderr::note(
-            "no probes sidecar found; probe survival and the oracles' yardsticks are empty",
-        );
-    }
-    let e = run(&session, &policies, mode);
-    report::emit(a.format, &ExperimentReport(&e))
-}
-
-/// The output of `experiment`: the experiment (JSON), one line per policy (JSON Lines, CSV),
-/// or a header line and the policy table.
-pub struct ExperimentReport<'a>(pub &'a Experiment);
-
-impl report::Report for ExperimentReport<'_> {
-    fn name(&self) -> &'static str {
-        "experiment"
-    }
-    fn document(&self) -> impl serde::Serialize + '_ {
-        self.0
-    }
-    fn records(&self, out: &mut JsonLines<'_>) -> anyhow::Result<()> {
-        out.with_context(vec![("session", self.0.session.clone().into())])
-            .records(&self.0.rows)
-    }
-    fn rows(&self) -> Option<Table> {
-        Some(rows(self.0))
-    }
-    fn text(&self) -> Text {
-        let e = self.0;
-        let mut out = Text::new();
-        out.line(format!(
-            "{} — {} requests, {} episodes, {} probes; {}",
-            e.session,
-            e.requests,
-            e.episodes,
-            e.probes,
-            match e.target_mean_tokens {
-                Some(t) => format!(
-                    "budgets tuned to mean {} tokens",
-                    thousands(t.round() as i64)
-                ),
-                None => "one budget for every policy".to_string(),
-            }
-        ));
-        out.table(rows(e));
-        out
-    }
+    run_tier_sources(a, &policies, mode)
 }
 
 /// The policy table's columns, one per [`policy_cells`] value.
@@ -142,15 +89,6 @@ const POLICY_COLUMNS: [&str; 22] = [
     "survival",
     "matched",
 ];
-
-/// One row per policy.
-fn rows(e: &Experiment) -> Table {
-    let mut t = Table::aligned(&POLICY_COLUMNS);
-    for r in &e.rows {
-        t.push(policy_cells(r));
-    }
-    t
-}
 
 /// One policy's row of the table ([`POLICY_COLUMNS`]).
 fn policy_cells(r: &Row) -> Vec<Cell> {
@@ -194,7 +132,9 @@ fn run_tier_sources(
         anyhow::bail!("nothing to compare: no tier strategy could be loaded");
     }
     if loads[0].probes.is_empty() {
-        report::stderr::note("no probes sidecar found; probe survival is empty");
+        report::stderr::note(
+            "no probes sidecar found; probe survival and the oracles' yardsticks are empty",
+        );
     }
     let refs: Vec<_> = loads.iter().collect();
     let c = compare(&refs, policies, mode);
@@ -207,8 +147,8 @@ fn run_tier_sources(
     )
 }
 
-/// The output of `experiment --strategy/--tiers-dir`: the comparison (JSON), one line per tier
-/// source and policy (JSON Lines, CSV), or a header line, the table and the generation costs.
+/// The output of `experiment`: the comparison (JSON), one line per tier source and policy (JSON
+/// Lines, CSV), or a header line, the table and the generation costs.
 pub struct TierSourcesReport<'a> {
     pub comparison: &'a TierSourceComparison,
     /// How many policies each source ran (the header line).
@@ -240,9 +180,13 @@ impl report::Report for TierSourcesReport<'_> {
     fn text(&self) -> Text {
         let c = self.comparison;
         let mut out = Text::new();
+        let head = c.runs.first().map(|r| &r.experiment);
         out.line(format!(
-            "{} — {} tier sources × {} policies; {}",
+            "{} — {} requests, {} episodes, {} probes; {} tier sources × {} policies; {}",
             c.session,
+            head.map_or(0, |e| e.requests),
+            head.map_or(0, |e| e.episodes),
+            head.map_or(0, |e| e.probes),
             c.runs.len(),
             self.policies,
             match c.target_mean_tokens {

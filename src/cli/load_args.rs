@@ -19,7 +19,8 @@ pub struct LoadArgs {
     #[arg(long, value_name = "STRATEGY", default_value = "user-turn")]
     pub episodes: tierscope_engine::episode::segment::Segmentation,
     /// Where tiers come from: source (each tier from the raw parts), cascade (each from the tier
-    /// above) or external (`*.tiers.json`, Magic Context).
+    /// above), record (views of a canonical record of the episode) or external (`*.tiers.json`,
+    /// Magic Context).
     #[arg(long, value_name = "SOURCE", default_value = "source")]
     pub tiers: tierscope_engine::episode::options::TierSource,
     /// Tokenizer for every count: o200k or cl100k.
@@ -53,6 +54,7 @@ impl LoadArgs {
             max_requests: self.max_requests,
             magic_context: self.magic_context.clone(),
             token_cache_dir: None,
+            records: false,
         }
     }
 

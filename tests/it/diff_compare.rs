@@ -33,12 +33,7 @@ fn recordings() -> Vec<PathBuf> {
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                n.ends_with(".json")
-                    && n != "manifest.json"
-                    && !n.contains(".child")
-                    && !n.ends_with(".annotations.json")
-                    && !n.ends_with(".tiers.json")
-                    && !n.ends_with(".probes.json")
+                crate::loader_support::is_export_name(&n) && !n.contains(".child")
             })
             .collect();
         files.sort();

@@ -19,7 +19,7 @@ fn largest_recording() -> PathBuf {
     if let Ok(rd) = std::fs::read_dir(SAMPLES) {
         files.extend(rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| {
             let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            n.ends_with(".json") && n != "manifest.json" && !n.contains(".child")
+            crate::loader_support::is_export_name(n) && !n.contains(".child")
         }));
     }
     files

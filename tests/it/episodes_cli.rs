@@ -106,8 +106,18 @@ fn records_are_jsonl_with_lineage() {
     assert!(ok, "{err}");
     let text = std::fs::read_to_string(&rec).unwrap();
     let mut tiers = 0;
+    let mut records = 0;
     for line in text.lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        // Each episode's canonical record comes first, then its representations.
+        if v["kind"] == "episode-record" {
+            let r: tierscope_engine::episode::record::EpisodeRecord =
+                serde_json::from_value(v["record"].clone()).expect("a typed record");
+            assert_eq!(Some(r.episode_id.as_str()), v["episode_id"].as_str());
+            records += 1;
+            continue;
+        }
+        assert_eq!(v["kind"], "representation", "{line}");
         for k in [
             "session_id",
             "episode_id",
@@ -127,6 +137,7 @@ fn records_are_jsonl_with_lineage() {
         tiers += 1;
     }
     assert!(tiers >= 4);
+    assert_eq!(records, 4, "one record per episode of E1");
 }
 
 #[test]

@@ -29,7 +29,7 @@ fn recordings() -> Vec<(String, Trace)> {
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| {
                 let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                (n.ends_with(".json") && !n.contains(".child") && n != "manifest.json")
+                (crate::loader_support::is_export_name(n) && !n.contains(".child"))
                     || n == "opencode.db"
             })
             .collect();

@@ -1,7 +1,8 @@
 //! The tier audit's checks on every recording: no tier loses a needle (identifier, pin) that a
 //! lower tier of its episode keeps (non-monotonic), and no tier below `full` holds an identifier
-//! or number the full tier lacks (unsupported addition). For both generated strategies and both
-//! the default and the finest segmentation.
+//! or number the full tier lacks, or cites an id that is not the episode's (unsupported
+//! addition). For every generated strategy (`source`, `cascade`, `record`) and both the default
+//! and the finest segmentation, on the recordings of all three OpenCode eras.
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +15,7 @@ const SHARED: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../shared/traces/opencode-1.18.33"
 );
+const ERAS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/traces");
 const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces");
 
 /// Every recording: the export files, shared and sample (sidecars and the manifest are not
@@ -26,19 +28,18 @@ fn recordings() -> Vec<PathBuf> {
         };
         v.extend(rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| {
             let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            n.ends_with(".json")
-                && n != "manifest.json"
-                && ![".annotations.json", ".tiers.json", ".probes.json"]
-                    .iter()
-                    .any(|s| n.ends_with(s))
+            crate::loader_support::is_export_name(n)
         }));
     }
     v.sort();
-    // The databases hold the same sessions as recorded by OpenCode itself (patch parts included).
+    // The databases hold the same sessions as recorded by OpenCode itself (patch parts included);
+    // the older eras' JSON storage holds sessions no export has (0.5.29 has no `export`).
     v.extend(
         [
             Path::new(SHARED).join("data/opencode.db"),
             Path::new(SAMPLES).join("opencode.db"),
+            Path::new(ERAS).join("opencode-1.1.65/data"),
+            Path::new(ERAS).join("opencode-0.5.29/data"),
         ]
         .into_iter()
         .filter(|p| p.exists()),
@@ -57,7 +58,7 @@ fn tiers_are_monotonic_and_add_nothing_on_every_recording() {
         for s in src.list_sessions().unwrap() {
             let trace = src.load_session(Some(&s.id)).unwrap();
             for seg in [Segmentation::UserTurn, Segmentation::Request] {
-                for tiers in [TierSource::Source, TierSource::Cascade] {
+                for tiers in TierSource::GENERATED {
                     let opts = EpisodeOptions {
                         segmentation: seg,
                         tiers,
@@ -87,6 +88,6 @@ fn tiers_are_monotonic_and_add_nothing_on_every_recording() {
             }
         }
     }
-    assert!(audited > 100, "only {audited} tiers audited");
+    assert!(audited > 1000, "only {audited} tiers audited");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -14,6 +14,7 @@ mod diff_compare;
 mod diff_tui;
 mod episodes_cache;
 mod episodes_cli;
+mod episodes_record;
 mod episodes_recordings;
 mod episodes_sidecars;
 mod episodes_tier_audit;

@@ -15,8 +15,13 @@ fn jsonl_is_one_object_per_line() {
     let c = cache();
     let c1 = format!("{SAMPLES}/C1.json");
     let b1 = format!("{SAMPLES}/B1.json");
-    let cases: [(&[&str], usize); 4] = [
-        (&["experiment", &c1, "-p", "full", "-p", "retention"], 2),
+    let cases: [(&[&str], usize); 5] = [
+        // Two policies on each of the three generated tier strategies.
+        (&["experiment", &c1, "-p", "full", "-p", "retention"], 6),
+        (
+            &["experiment", &c1, "-p", "full", "--strategy", "record"],
+            1,
+        ),
         (&["sweep", &c1, "--vary", "demote_at=0.8:0.9:0.05"], 3),
         (&["audit", &b1, "--strategy", "source"], 3),
         (&["survey", SAMPLES, "-p", "full"], 3),

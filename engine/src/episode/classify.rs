@@ -6,11 +6,13 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use regex::{Regex, RegexBuilder};
+use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::evidence::{self, FailureKind, Killing};
 use super::model::{EpisodeKind, Pin, RetentionClass, Tier};
+use super::prose::plain;
 use super::segment::Segment;
 use crate::text::clip_chars;
 use crate::trace::{Message, PartKind, ToolPart, Trace, UserKind};
@@ -48,6 +50,18 @@ struct RulesFile {
     pins: PinsIn,
     kinds: KindsIn,
     keys: KeysIn,
+    /// Added after version 1 files were written: a file without it takes the embedded one.
+    #[serde(default)]
+    record: Option<RecordIn>,
+}
+
+/// Phrases the canonical record reads (rationale, uncertainty); not votes.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecordIn {
+    rationale: Vec<String>,
+    open: Vec<String>,
+    uncertain: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -79,6 +93,15 @@ struct ToolKindIn {
 struct FailureIn {
     #[serde(default)]
     error_lines: Vec<String>,
+    // The four below came after version 1 files were written: missing = the embedded ones.
+    #[serde(default)]
+    wrapper_lines: Option<Vec<String>>,
+    #[serde(default)]
+    passing_lines: Option<Vec<String>>,
+    #[serde(default)]
+    query_commands: Option<Vec<String>>,
+    #[serde(default)]
+    operational_tools: Option<Vec<String>>,
     #[serde(flatten)]
     vote: Vote,
 }
@@ -152,6 +175,13 @@ pub struct Rules {
     investigation_commands: Vec<Regex>,
     edit_tools: Vec<String>,
     error_lines: Vec<Regex>,
+    wrapper_lines: Vec<Regex>,
+    passing_lines: Vec<Regex>,
+    query_commands: Vec<Regex>,
+    operational_tools: Vec<String>,
+    rationale: Vec<Regex>,
+    open: RegexSet,
+    uncertain: RegexSet,
     revert_commands: Vec<Regex>,
     rejected_phrases: Vec<Regex>,
     rejected_within_requests: usize,
@@ -192,7 +222,35 @@ impl Rules {
                 })
                 .collect()
         };
+        // One pass per sentence for the lists read on every sentence of assistant text.
+        let set = |v: &[String]| -> Result<RegexSet, RulesError> {
+            RegexSetBuilder::new(v)
+                .case_insensitive(true)
+                .build()
+                .map_err(|e| bad(format!("patterns {v:?}: {e}")))
+        };
         let k = &f.kinds;
+        // Sections and keys newer than a user's file come from the embedded rules.
+        let embedded = || -> Result<RulesFile, RulesError> {
+            toml::from_str(DEFAULT_RULES).map_err(|e| RulesError::Invalid {
+                origin: "embedded".to_owned(),
+                reason: e.to_string(),
+            })
+        };
+        let newer =
+            |pick: fn(&FailureIn) -> &Option<Vec<String>>| -> Result<Vec<String>, RulesError> {
+                match pick(&k.failure) {
+                    Some(v) => Ok(v.clone()),
+                    None => Ok(pick(&embedded()?.kinds.failure).clone().unwrap_or_default()),
+                }
+            };
+        let record = match &f.record {
+            Some(r) => r.clone(),
+            None => embedded()?.record.ok_or_else(|| RulesError::Invalid {
+                origin: "embedded".to_owned(),
+                reason: "no [record] section".to_owned(),
+            })?,
+        };
         Ok(Rules {
             origin: origin.to_owned(),
             default_class: f.defaults.class,
@@ -215,6 +273,13 @@ impl Rules {
             investigation_commands: re(&k.investigation.commands)?,
             edit_tools: k.edit.tools.clone(),
             error_lines: re(&k.failure.error_lines)?,
+            wrapper_lines: re(&newer(|f| &f.wrapper_lines)?)?,
+            passing_lines: re(&newer(|f| &f.passing_lines)?)?,
+            query_commands: re(&newer(|f| &f.query_commands)?)?,
+            operational_tools: newer(|f| &f.operational_tools)?,
+            rationale: re(&record.rationale)?,
+            open: set(&record.open)?,
+            uncertain: set(&record.uncertain)?,
             revert_commands: re(&k.rejected.revert_commands)?,
             rejected_phrases: re(&k.rejected.phrases)?,
             rejected_within_requests: k.rejected.within_requests,
@@ -227,6 +292,68 @@ impl Rules {
     /// Whether a line looks like an error (the failure rule's `error_lines`).
     pub fn is_error_line(&self, l: &str) -> bool {
         self.error_lines.iter().any(|r| r.is_match(l))
+    }
+
+    /// The first line of `lines` matching the first error pattern that matches any of them, with
+    /// that pattern's rank (its index; lower is stronger).
+    pub fn first_error_line<'a>(&self, lines: &[&'a str]) -> Option<(usize, &'a str)> {
+        self.error_lines
+            .iter()
+            .enumerate()
+            .find_map(|(k, r)| lines.iter().find(|l| r.is_match(l)).map(|l| (k, *l)))
+    }
+
+    /// The rank of a line no error pattern matched.
+    pub fn error_line_count(&self) -> usize {
+        self.error_lines.len()
+    }
+
+    /// An editing tool (`[kinds.edit] tools`).
+    pub fn is_edit_tool(&self, tool: &str) -> bool {
+        self.edit_tools.iter().any(|t| t == tool)
+    }
+
+    /// A runner's summary of a failure reported above it (`error: test failed, …`).
+    pub fn is_wrapper_line(&self, l: &str) -> bool {
+        self.wrapper_lines.iter().any(|r| r.is_match(l))
+    }
+
+    /// A line that reports success (`test result: ok. … 0 failed`).
+    pub fn is_passing_line(&self, l: &str) -> bool {
+        self.passing_lines.iter().any(|r| r.is_match(l))
+    }
+
+    /// A command whose exit 1 answers a question (`grep`, `diff`, …).
+    pub fn is_query_command(&self, stage: &str) -> bool {
+        self.query_commands.iter().any(|r| r.is_match(stage))
+    }
+
+    /// A tool whose error is the harness refusing the call (`read`, `edit`, …).
+    pub fn is_operational_tool(&self, tool: &str) -> bool {
+        self.operational_tools.iter().any(|t| t == tool)
+    }
+
+    /// Where in `s` a decision's rationale starts (a causal connective), if it has one.
+    pub fn rationale_start(&self, s: &str) -> Option<usize> {
+        self.rationale
+            .iter()
+            .filter_map(|r| r.find(s).map(|m| m.start()))
+            .min()
+    }
+
+    /// A sentence that leaves something open (a question to settle, "still open").
+    pub fn is_open(&self, s: &str) -> bool {
+        self.open.is_match(s)
+    }
+
+    /// A sentence that hedges its claim ("probably", "hypothesis (unconfirmed)").
+    pub fn is_uncertain(&self, s: &str) -> bool {
+        self.uncertain.is_match(s)
+    }
+
+    /// Whether a sentence gives an approach up (`[kinds.rejected] phrases`).
+    pub fn is_rejection(&self, s: &str) -> bool {
+        self.rejected_phrases.iter().any(|r| r.is_match(s))
     }
 
     /// Whether a sentence decides or gives up an approach.
@@ -244,13 +371,20 @@ impl Rules {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Failure {
     pub message_index: usize,
+    /// Index of the tool part in its message's parts.
+    pub part_index: usize,
     pub request: Option<usize>,
+    pub part_id: String,
+    pub call_id: String,
     pub tool: String,
     /// The bash command (first line) or the tool's main input.
     pub command: String,
     pub exit: Option<i64>,
-    /// The error line, exactly as recorded.
+    /// The decisive line ([`super::evidence::decisive_line`]), exactly as recorded.
     pub line: String,
+    /// The rank of the error pattern that chose `line` (lower = stronger).
+    pub rank: usize,
+    pub kind: FailureKind,
 }
 
 impl Failure {
@@ -278,9 +412,77 @@ impl Failure {
 /// An approach that failed and was given up.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rejection {
+    /// The failure that makes the message a rejection (the latest unclaimed one within
+    /// `within_requests`): detection, not evidence.
     pub failure: Failure,
+    /// What killed the approach, by the evidence rule; `None` when no failing command decided it.
+    pub killed_by: Option<Killing>,
     /// The revert command or the assistant's sentence that gives it up.
     pub evidence: String,
+    /// The rejecting message, and its step among the episode's ([`evidence::steps_of`]).
+    pub message_index: usize,
+    pub step: usize,
+    /// The sentence that gives the approach up (text over reasoning) and its part id.
+    pub words: Option<(String, String)>,
+    /// The rejecting step's prose (its text, not its reasoning) and its first text part id.
+    pub reason: Option<(String, String)>,
+    /// The revert command (first line) and its call id.
+    pub revert: Option<(String, String)>,
+    /// The attempt: the latest step up to the evidence's that edited a file (else the latest with
+    /// text), its prose and the files edited since the previous rejection.
+    pub attempt: Option<Attempt>,
+}
+
+impl Rejection {
+    /// e.g. `` `cargo build --offline`: bash exit 101 in request 3: "error: …" `` (for reasons),
+    /// or what it came after when no failing command decided it.
+    pub fn describe(&self, req_of: impl Fn(usize) -> Option<usize>) -> String {
+        match &self.killed_by {
+            Some(k) => {
+                let at = req_of(k.message_index)
+                    .map_or_else(String::new, |r| format!(" in request {r}"));
+                format!("`{}`: {}{at}: \"{}\"", k.command, k.what(), k.line)
+            }
+            None => format!(
+                "no failing command decided it (after {})",
+                self.failure.describe()
+            ),
+        }
+    }
+
+    /// The same without our request numbering (for tiers).
+    pub fn quote(&self) -> Option<String> {
+        self.killed_by
+            .as_ref()
+            .map(|k| format!("`{}` ({}): \"{}\"", k.command, k.what(), k.line))
+    }
+}
+
+/// What was tried before a rejection.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attempt {
+    pub message_index: usize,
+    /// The text part holding `text`.
+    pub part_id: Option<String>,
+    /// The message's prose, markdown emphasis removed, clipped at a sentence.
+    pub text: Option<String>,
+    /// Files edited from the previous rejection (or the episode start) to the rejecting message.
+    pub files: Vec<String>,
+}
+
+/// A sentence of assistant text that states a choice.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// The sentence, markdown emphasis removed.
+    pub text: String,
+    pub message_index: usize,
+    pub part_id: String,
+}
+
+impl std::fmt::Display for Decision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
 }
 
 /// What classification found, for reasons and for the tier generators.
@@ -290,12 +492,15 @@ pub struct Facts {
     pub outcome: String,
     pub failures: Vec<Failure>,
     pub rejections: Vec<Rejection>,
-    pub decisions: Vec<String>,
+    pub decisions: Vec<Decision>,
     pub files: Vec<String>,
     pub commands: Vec<String>,
     pub identifiers: Vec<String>,
     /// Todo status changes inside the episode ("<todo>: pending → completed").
     pub todos: Vec<String>,
+    /// Where `objective` and `outcome` come from: (message index, text part id).
+    pub objective_at: Option<(usize, String)>,
+    pub outcome_at: Option<(usize, String)>,
 }
 
 /// The classification of one segment.
@@ -431,7 +636,15 @@ pub fn classify_with_todos(
                 }
             }
         }
-        for (_, t) in m.tool_parts() {
+        for (part_index, p, t) in m
+            .parts
+            .iter()
+            .enumerate()
+            .filter_map(|(k, p)| match &p.kind {
+                PartKind::Tool(t) => Some((k, p, t)),
+                _ => None,
+            })
+        {
             tool_calls += 1;
             let command = tool_command(t);
             if t.tool == "bash" {
@@ -465,13 +678,19 @@ pub fn classify_with_todos(
                 kinds.insert(EpisodeKind::Edit);
             }
             if t.failed() {
+                let d = evidence::decisive_line(evidence::result_text(t), rules);
                 facts.failures.push(Failure {
                     message_index: mi,
+                    part_index,
                     request: req_of.get(mi).copied().flatten(),
+                    part_id: p.id.clone(),
+                    call_id: t.call_id.clone(),
                     tool: t.tool.clone(),
                     command: clip_chars(first_line_of(&command), 160),
                     exit: t.exit_code(),
-                    line: error_line(t, rules),
+                    line: d.line,
+                    rank: d.rank,
+                    kind: evidence::failure_kind(t, rules),
                 });
             }
         }
@@ -480,24 +699,30 @@ pub fn classify_with_todos(
         kinds.insert(EpisodeKind::Failure);
     }
 
-    // Rejections. A rejection event is an assistant message that reverts (a revert command) or
+    // Rejections. A rejection event is an assistant step that reverts (a revert command) or
     // gives an approach up (a rejected phrase, in text or reasoning). It rejects the latest
     // failure before it that no earlier event claimed, if that failure is at most
-    // `within_requests` requests back: the approach that failure killed. The evidence prefers
-    // what the assistant said (text over reasoning), plus the revert command.
-    let mut claimed_until: Option<usize> = None; // failures at or before this index are spoken for
-    for (off, m) in msgs.iter().enumerate() {
-        let mi = seg.first_message + off;
-        if !m.is_assistant() {
-            continue;
-        }
-        let revert = m.tool_parts().find_map(|(_, t)| {
+    // `within_requests` requests back: that is detection. What killed the approach is chosen
+    // among the results since the previous event by the evidence rule (`evidence`). The words
+    // prefer what the assistant said (text over reasoning), plus the revert command.
+    let steps = evidence::steps_of(msgs);
+    let step_of =
+        |f: &Failure| evidence::step_of(&steps, f.message_index - seg.first_message, f.part_index);
+    let mut claimed: Option<usize> = None; // failures in steps up to this one are spoken for
+    for (si, st) in steps.iter().enumerate() {
+        let m = &msgs[st.off];
+        let mi = seg.first_message + st.off;
+        let parts = &m.parts[st.parts.clone()];
+        let revert = parts.iter().find_map(|p| {
+            let PartKind::Tool(t) = &p.kind else {
+                return None;
+            };
             let c = tool_command(t);
             (t.tool == "bash" && rules.revert_commands.iter().any(|r| r.is_match(&c)))
-                .then(|| format!("reverted with `{}`", first_line_of(&c)))
+                .then(|| (first_line_of(&c).to_owned(), t.call_id.clone()))
         });
         let phrase = |with_text: bool| {
-            m.parts.iter().find_map(|p| {
+            parts.iter().find_map(|p| {
                 let text = match &p.kind {
                     PartKind::Text {
                         text,
@@ -510,7 +735,7 @@ pub fn classify_with_todos(
                 sentences(text)
                     .into_iter()
                     .find(|s| rules.rejected_phrases.iter().any(|r| r.is_match(s)))
-                    .map(|s| format!("\"{}\"", clip_chars(s, 200)))
+                    .map(|s| (clip_chars(&plain(s), 200), p.id.clone()))
             })
         };
         let words = phrase(true).or_else(|| phrase(false));
@@ -518,25 +743,68 @@ pub fn classify_with_todos(
             continue;
         }
         let here = req_of.get(mi).copied().flatten();
-        let killed = facts.failures.iter().rev().find(|f| {
-            f.message_index <= mi
-                && claimed_until.is_none_or(|c| f.message_index > c)
-                && match (f.request, here) {
+        let unclaimed =
+            |f: &&Failure| step_of(f).is_some_and(|fs| fs < si && claimed.is_none_or(|c| fs > c));
+        let killed =
+            facts
+                .failures
+                .iter()
+                .rev()
+                .filter(unclaimed)
+                .find(|f| match (f.request, here) {
                     (Some(a), Some(b)) => b.saturating_sub(a) <= rules.rejected_within_requests,
                     _ => true,
-                }
-        });
-        let Some(f) = killed else { continue };
-        claimed_until = Some(mi);
-        let evidence = match (words, revert) {
-            (Some(w), Some(r)) => format!("{w}; {r}"),
-            (Some(w), None) => w,
-            (None, Some(r)) => r,
+                });
+        let Some(f) = killed.cloned() else { continue };
+        let from = claimed.map_or(0, |c| c + 1);
+        let candidates: Vec<&Failure> = facts.failures.iter().filter(unclaimed).collect();
+        let killed_by = evidence::killing_evidence(
+            msgs,
+            seg.first_message,
+            &steps,
+            from,
+            si,
+            &candidates,
+            rules,
+        );
+        let evidence_step = killed_by
+            .as_ref()
+            .and_then(|k| {
+                let off = k.message_index - seg.first_message;
+                let part = msgs[off].parts.iter().position(|p| p.id == k.part_id)?;
+                evidence::step_of(&steps, off, part)
+            })
+            .or_else(|| step_of(&f))
+            .unwrap_or(si);
+        let attempt = attempt(
+            msgs,
+            seg.first_message,
+            &steps,
+            (from, si, evidence_step),
+            rules,
+            &trace.session.directory,
+        );
+        let (reason_text, reason_part) = evidence::step_text(msgs, st);
+        let reason = Some(super::prose::prose(&reason_text, 300))
+            .filter(|r| !r.is_empty())
+            .map(|r| (r, reason_part.unwrap_or_default().to_owned()));
+        claimed = Some(si);
+        let evidence = match (&words, &revert) {
+            (Some((w, _)), Some((r, _))) => format!("\"{w}\"; reverted with `{r}`"),
+            (Some((w, _)), None) => format!("\"{w}\""),
+            (None, Some((r, _))) => format!("reverted with `{r}`"),
             (None, None) => continue,
         };
         facts.rejections.push(Rejection {
-            failure: f.clone(),
+            failure: f,
+            killed_by,
             evidence,
+            message_index: mi,
+            step: si,
+            words,
+            reason,
+            revert,
+            attempt,
         });
     }
     if !facts.rejections.is_empty() {
@@ -545,11 +813,29 @@ pub fn classify_with_todos(
 
     // Decisions: sentences of assistant text that state a choice (a compaction summary only
     // restates earlier ones).
-    for m in msgs.iter().filter(|m| m.is_assistant() && !m.summary) {
-        for text in assistant_texts(m, false) {
+    for (off, m) in msgs.iter().enumerate() {
+        if !m.is_assistant() || m.summary {
+            continue;
+        }
+        for p in &m.parts {
+            let PartKind::Text {
+                text,
+                ignored: false,
+                ..
+            } = &p.kind
+            else {
+                continue;
+            };
             for s in sentences(text) {
                 if rules.decision_phrases.iter().any(|r| r.is_match(s)) {
-                    push_unique(&mut facts.decisions, &clip_chars(s, 300));
+                    let text = clip_chars(&plain(s), 300);
+                    if !facts.decisions.iter().any(|d| d.text == text) {
+                        facts.decisions.push(Decision {
+                            text,
+                            message_index: seg.first_message + off,
+                            part_id: p.id.clone(),
+                        });
+                    }
                 }
             }
         }
@@ -600,8 +886,9 @@ pub fn classify_with_todos(
         .filter(|c| c.message_index >= seg.first_message && c.message_index <= seg.last_message)
         .map(|c| format!("{}: {} → {}", c.content, c.from, c.to))
         .collect();
-    facts.objective = objective(msgs, compaction_msg.is_some());
-    facts.outcome = outcome(msgs, &facts);
+    (facts.objective, facts.objective_at) =
+        objective(msgs, seg.first_message, compaction_msg.is_some());
+    (facts.outcome, facts.outcome_at) = outcome(msgs, seg.first_message, &facts);
     let title = title(seg, msgs, compaction_msg, todos);
 
     let kinds: Vec<EpisodeKind> = kinds.into_iter().collect();
@@ -612,6 +899,7 @@ pub fn classify_with_todos(
     });
     let ev = Evidence {
         facts: &facts,
+        req_of,
         pins: &pins,
         children: &children,
         compaction: compaction_msg,
@@ -638,6 +926,7 @@ pub fn classify_with_todos(
 /// What the reasons quote.
 struct Evidence<'a> {
     facts: &'a Facts,
+    req_of: &'a [Option<usize>],
     pins: &'a [Pin],
     children: &'a [String],
     compaction: Option<&'a Message>,
@@ -726,6 +1015,7 @@ fn class_and_floor(
 fn evidence(k: EpisodeKind, ev: &Evidence<'_>) -> String {
     let Evidence {
         facts,
+        req_of,
         pins,
         children,
         compaction,
@@ -748,12 +1038,15 @@ fn evidence(k: EpisodeKind, ev: &Evidence<'_>) -> String {
         EpisodeKind::Rejected => facts
             .rejections
             .first()
-            .map(|r| format!("{}; then {}", r.failure.describe(), r.evidence))
+            .map(|r| {
+                let req = |mi: usize| req_of.get(mi).copied().flatten();
+                format!("{}; then {}", r.describe(req), r.evidence)
+            })
             .unwrap_or_default(),
         EpisodeKind::Decision => facts
             .decisions
             .first()
-            .map(|d| format!("\"{}\"", clip_chars(d, 200)))
+            .map(|d| format!("\"{}\"", clip_chars(&d.text, 200)))
             .unwrap_or_default(),
         EpisodeKind::Constraint => pins
             .first()
@@ -801,9 +1094,15 @@ pub fn sentence_spans(text: &str) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut push = |a: usize, b: usize| {
         let s = &text[a..b];
-        // Leading list and quote markers are not part of the sentence.
-        let t0 = s.trim_start();
-        let t1 = t0.trim_start_matches(['-', '*', '•', '>', ' ']);
+        // Leading list and quote markers (a marker and a space) are not part of the sentence;
+        // `**` opening bold text is, so emphasis stays paired for `prose::plain`.
+        let mut t1 = s.trim_start();
+        while let Some(rest) = ["- ", "* ", "• ", "> ", ">"]
+            .iter()
+            .find_map(|m| t1.strip_prefix(m))
+        {
+            t1 = rest.trim_start();
+        }
         let lead = s.len() - t1.len();
         let t = t1.trim_end();
         if !t.is_empty() {
@@ -825,22 +1124,6 @@ pub fn sentence_spans(text: &str) -> Vec<(usize, usize)> {
     }
     push(start, b.len());
     out
-}
-
-/// Text and (optionally) reasoning parts of an assistant message.
-fn assistant_texts(m: &Message, with_reasoning: bool) -> Vec<&str> {
-    m.parts
-        .iter()
-        .filter_map(|p| match &p.kind {
-            PartKind::Text {
-                text,
-                ignored: false,
-                ..
-            } => Some(text.as_str()),
-            PartKind::Reasoning { text } if with_reasoning => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
 }
 
 /// The main input of a tool call as one string (bash: the command).
@@ -879,33 +1162,14 @@ pub fn tool_files(t: &ToolPart) -> Vec<String> {
     v
 }
 
-/// The line that quotes a failure, from the tool's error, else its output: the first line that
-/// matches the first error pattern that matches any line, else the last non-empty line. Exact,
-/// trailing whitespace trimmed.
+/// The line that quotes a failure: the decisive line of the tool's error, else its output
+/// ([`evidence::decisive_line`]). Exact, trailing whitespace trimmed.
 pub fn error_line(t: &ToolPart, rules: &Rules) -> String {
-    let src = t
-        .error
-        .as_deref()
-        .filter(|e| !e.trim().is_empty())
-        .or(t.output.as_deref())
-        .unwrap_or("");
-    let lines: Vec<&str> = src
-        .lines()
-        .map(str::trim_end)
-        .filter(|l| !l.trim().is_empty())
-        .collect();
-    // The patterns are in priority order: the first pattern that matches any line wins.
-    rules
-        .error_lines
-        .iter()
-        .find_map(|r| lines.iter().find(|l| r.is_match(l)))
-        // No error-like line: a failing program's last line is usually its verdict.
-        .or(lines.last())
-        .map_or_else(|| "(no output)".to_owned(), |l| (*l).to_owned())
+    evidence::decisive_line(evidence::result_text(t), rules).line
 }
 
 /// `path` relative to `dir` when it lies under it, else unchanged.
-fn relative_to<'a>(path: &'a str, dir: &str) -> &'a str {
+pub(super) fn relative_to<'a>(path: &'a str, dir: &str) -> &'a str {
     let dir = dir.trim_end_matches('/');
     match path.strip_prefix(dir) {
         Some(rest) if !dir.is_empty() && rest.starts_with('/') && rest.len() > 1 => &rest[1..],
@@ -1013,49 +1277,165 @@ pub fn identifiers(text: &str) -> Vec<String> {
     out
 }
 
-fn objective(msgs: &[Message], is_compaction: bool) -> String {
+/// The human ask (clipped), and where it is: (message index, first text part id).
+fn objective(
+    msgs: &[Message],
+    first: usize,
+    is_compaction: bool,
+) -> (String, Option<(usize, String)>) {
     if is_compaction {
-        return "summarize the conversation so far (compaction)".to_owned();
+        return (
+            "summarize the conversation so far (compaction)".to_owned(),
+            None,
+        );
     }
-    msgs.iter()
-        .find(|m| m.user_kind == Some(UserKind::Human))
-        .map(|m| clip_chars(&m.text().replace('\n', " "), 300))
-        .unwrap_or_default()
+    let Some((off, m)) = msgs
+        .iter()
+        .enumerate()
+        .find(|(_, m)| m.user_kind == Some(UserKind::Human))
+    else {
+        return (String::new(), None);
+    };
+    let part = m.parts.iter().find_map(|p| match &p.kind {
+        PartKind::Text { ignored: false, .. } => Some(p.id.clone()),
+        _ => None,
+    });
+    (
+        clip_chars(&m.text().replace('\n', " "), 300),
+        part.map(|p| (first + off, p)),
+    )
 }
 
-fn outcome(msgs: &[Message], facts: &Facts) -> String {
+/// The first real sentence of the episode's last assistant text (not a markdown heading, at
+/// least three words if there is one, emphasis removed), else the last failure or error; and
+/// where it is.
+fn outcome(msgs: &[Message], first: usize, facts: &Facts) -> (String, Option<(usize, String)>) {
     let last_text = msgs
         .iter()
+        .enumerate()
         .rev()
-        .filter(|m| m.is_assistant())
-        .map(|m| m.text())
-        .find(|t| !t.trim().is_empty());
+        .filter(|(_, m)| m.is_assistant())
+        .find(|(_, m)| !m.text().trim().is_empty());
     match last_text {
-        // The first real sentence: not a markdown heading, at least three words if there is one.
-        Some(t) => {
-            let ss: Vec<&str> = sentences(&t)
-                .into_iter()
-                .filter(|s| !s.starts_with('#'))
-                .collect();
-            let s = ss
+        Some((off, m)) => {
+            let ss: Vec<(&str, &str)> = m
+                .parts
                 .iter()
-                .find(|s| s.split_whitespace().count() >= 3)
-                .or(ss.first())
-                .copied()
-                .unwrap_or("");
-            clip_chars(s, 200)
+                .filter_map(|p| match &p.kind {
+                    PartKind::Text {
+                        text,
+                        ignored: false,
+                        ..
+                    } => Some((p.id.as_str(), text.as_str())),
+                    _ => None,
+                })
+                .flat_map(|(id, t)| sentences(t).into_iter().map(move |s| (id, s)))
+                .filter(|(_, s)| !s.starts_with('#'))
+                .collect();
+            let pick = ss
+                .iter()
+                .find(|(_, s)| s.split_whitespace().count() >= 3)
+                .or(ss.first());
+            match pick {
+                Some((id, s)) => (
+                    clip_chars(&plain(s), 200),
+                    Some((first + off, (*id).to_owned())),
+                ),
+                None => (String::new(), None),
+            }
         }
         None => match (
             facts.failures.last(),
             msgs.iter().rev().find(|m| m.is_assistant()),
         ) {
-            (Some(f), _) => format!("failed: {}", f.line),
+            (Some(f), _) => (
+                format!("failed: {}", f.line),
+                Some((f.message_index, f.part_id.clone())),
+            ),
             (None, Some(m)) => match &m.error {
-                Some(e) => format!("error: {}", e.name),
-                None => "no answer text".to_owned(),
+                Some(e) => (format!("error: {}", e.name), None),
+                None => ("no answer text".to_owned(), None),
             },
-            (None, None) => "no answer".to_owned(),
+            (None, None) => ("no answer".to_owned(), None),
         },
+    }
+}
+
+/// What was tried before a rejection: `(from, at, evidence)` are step indices (the window
+/// start, the rejecting step, the evidence's step). The latest step in `from..=evidence` (before
+/// `at`) that edits a file, else the latest with text; its prose (emphasis removed, at most 240
+/// chars, cut at a sentence), or the latest text before it when it says nothing; and every file
+/// edited in `from..at`.
+fn attempt(
+    msgs: &[Message],
+    first: usize,
+    steps: &[evidence::Step],
+    (from, at, evidence_step): (usize, usize, usize),
+    rules: &Rules,
+    dir: &str,
+) -> Option<Attempt> {
+    let upto = evidence_step.min(at.saturating_sub(1));
+    let tools = |st: &evidence::Step| {
+        msgs[st.off].parts[st.parts.clone()]
+            .iter()
+            .filter_map(|p| match &p.kind {
+                PartKind::Tool(t) => Some(t),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    let edits = |st: &evidence::Step| tools(st).iter().any(|t| rules.is_edit_tool(&t.tool));
+    let has_text = |st: &evidence::Step| !evidence::step_text(msgs, st).0.trim().is_empty();
+    let window = || steps.iter().enumerate().take(upto + 1).skip(from).rev();
+    let (k, _) = window()
+        .find(|(_, st)| edits(st))
+        .or_else(|| window().find(|(_, st)| has_text(st)))?;
+    // The step that edited may say nothing: then the latest text before it.
+    let (_, said) = steps
+        .iter()
+        .enumerate()
+        .take(k + 1)
+        .skip(from)
+        .rev()
+        .find(|(_, st)| has_text(st))
+        .unwrap_or((k, &steps[k]));
+    let (text, part) = evidence::step_text(msgs, said);
+    let text = Some(super::prose::prose(&text, 240)).filter(|t| !t.is_empty());
+    let mut files = Vec::new();
+    for st in steps.iter().take(at).skip(from) {
+        for t in tools(st) {
+            if rules.is_edit_tool(&t.tool) {
+                for f in tool_files(t) {
+                    push_unique(&mut files, relative_to(&f, dir));
+                }
+            }
+        }
+    }
+    Some(Attempt {
+        message_index: first + said.off,
+        part_id: part.map(str::to_owned),
+        text,
+        files,
+    })
+}
+
+/// Whether `m` shows `s` to the model: in a text, a tool input or a tool output.
+fn shows(m: &Message, s: &str) -> bool {
+    m.parts.iter().any(|p| match &p.kind {
+        PartKind::Text { text, .. } => text.contains(s),
+        PartKind::Tool(t) => {
+            t.output.as_deref().is_some_and(|o| o.contains(s)) || json_has_string(&t.input, s)
+        }
+        _ => false,
+    })
+}
+
+fn json_has_string(v: &Value, s: &str) -> bool {
+    match v {
+        Value::String(x) => x.contains(s),
+        Value::Array(a) => a.iter().any(|x| json_has_string(x, s)),
+        Value::Object(o) => o.values().any(|x| json_has_string(x, s)),
+        _ => false,
     }
 }
 
@@ -1070,7 +1450,7 @@ fn title_sentence(text: &str) -> Option<String> {
         .or_else(|| {
             (!ss.is_empty()).then(|| ss.iter().take(2).copied().collect::<Vec<_>>().join(" "))
         })?;
-    Some(clip_chars(&t, 72))
+    Some(clip_chars(&plain(&t), 72))
 }
 
 fn title(
@@ -1102,12 +1482,15 @@ fn title(
         }
         _ => {}
     }
-    // A split inside a turn: the todo that started, else the first words of the episode.
+    // A split inside a turn: the todo that started, else the first words of the episode. The
+    // todowrite that started it ends the episode before, so its words name this one only if
+    // this one shows them too (a later todowrite, a text): tiers quote the title, and a tier
+    // holds nothing its episode does not.
     let started = todos
         .iter()
         .filter(|c| c.message_index + 1 == seg.first_message && c.to == "in_progress")
         .map(|c| c.content.clone())
-        .next();
+        .find(|c| msgs.iter().any(|m| shows(m, c)));
     if let Some(s) = started {
         return clip_chars(&s, 72);
     }

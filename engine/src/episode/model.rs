@@ -149,6 +149,8 @@ pub enum Strategy {
     Source,
     /// Each tier built from the one above.
     Cascade,
+    /// Views rendered from the episode's canonical record (`episode::record`).
+    Record,
     /// Written by someone else (`*.tiers.json`, Magic Context compartments).
     External,
 }
@@ -158,8 +160,15 @@ impl Strategy {
         match self {
             Strategy::Source => "source",
             Strategy::Cascade => "cascade",
+            Strategy::Record => "record",
             Strategy::External => "external",
         }
+    }
+
+    /// Whether a tier below `full` is generated from the tier above it (its generation reads
+    /// that tier), rather than from the raw messages.
+    pub fn reads_tier_above(&self) -> bool {
+        matches!(self, Strategy::Cascade)
     }
 }
 

@@ -14,6 +14,8 @@ pub enum TierSource {
     Source,
     /// Each tier built from the one above.
     Cascade,
+    /// Views rendered deterministically from a canonical record of the episode.
+    Record,
     /// Written by someone else: `*.tiers.json` or Magic Context's compartments. Episodes without
     /// an external representation keep the `source` tiers.
     External,
@@ -24,7 +26,23 @@ impl TierSource {
         match self {
             TierSource::Source => "source",
             TierSource::Cascade => "cascade",
+            TierSource::Record => "record",
             TierSource::External => "external",
+        }
+    }
+
+    /// The strategies tierscope generates itself, in the order research tables list them
+    /// (`external` needs someone else's tiers). A model-written strategy joins this list.
+    pub const GENERATED: [TierSource; 3] =
+        [TierSource::Source, TierSource::Cascade, TierSource::Record];
+
+    /// The representation strategy of the tiers this source generates.
+    pub fn strategy(&self) -> super::model::Strategy {
+        match self {
+            TierSource::Source => super::model::Strategy::Source,
+            TierSource::Cascade => super::model::Strategy::Cascade,
+            TierSource::Record => super::model::Strategy::Record,
+            TierSource::External => super::model::Strategy::External,
         }
     }
 }
@@ -35,9 +53,10 @@ impl std::str::FromStr for TierSource {
         match s {
             "source" => Ok(TierSource::Source),
             "cascade" => Ok(TierSource::Cascade),
+            "record" => Ok(TierSource::Record),
             "external" => Ok(TierSource::External),
             other => Err(format!(
-                "unknown tier source {other:?} (expected source, cascade or external)"
+                "unknown tier source {other:?} (expected source, cascade, record or external)"
             )),
         }
     }
@@ -63,4 +82,6 @@ pub struct EpisodeOptions {
     pub magic_context_meta: super::magic_context::SessionMeta,
     /// The dates in Magic Context's compartment headings.
     pub magic_context_dates: super::magic_context::HeadingDates,
+    /// Keep the canonical records (`LoadedSession::records`); `Record` tiers keep them anyway.
+    pub keep_records: bool,
 }

@@ -43,7 +43,7 @@ pub fn contract(tier: Tier) -> &'static str {
         Tier::Full => "every message as sent; pinned spans verbatim",
         Tier::Dense => "texts verbatim, tool calls with inputs, outputs clipped head/tail, errors whole; pinned spans verbatim",
         Tier::Compact => "objective, outcome, decisions, rejected options with the error that killed them, errors' first lines exact, files, commands, identifiers; pinned spans verbatim",
-        Tier::Anchor => "one line: episode id, title, outcome, key identifiers; pinned spans verbatim",
+        Tier::Anchor => "one line: episode id, title, outcome, what killed a rejected approach, key identifiers; pinned spans verbatim",
         Tier::Dropped => "nothing",
     }
 }
@@ -104,58 +104,123 @@ pub fn generate(
     rules: &Rules,
     artefacts: &BTreeSet<String>,
 ) -> Vec<Draft> {
-    let msgs = &trace.messages[seg.first_message..=seg.last_message];
-    let ids: Vec<String> = msgs.iter().map(|m| m.id.clone()).collect();
-    let all_artefacts = ids.iter().all(|i| artefacts.contains(i));
-    let generator = match strategy {
+    let full = full_draft(trace, seg, strategy, artefacts);
+    let text = joined(&full);
+    let ids = super::needles::identifiers(&text);
+    generate_below(
+        full, &text, &ids, episode_id, seg, cl, strategy, rules, artefacts, trace,
+    )
+}
+
+/// A draft's text: its chunks joined by newlines (as [`Representation::text`]).
+pub fn joined(d: &Draft) -> String {
+    join(&d.chunks)
+}
+
+/// The generator name of a strategy's own tiers.
+pub fn generator(strategy: Strategy) -> &'static str {
+    match strategy {
         Strategy::Cascade => CASCADE_GENERATOR,
+        Strategy::Record => super::record_view::RECORD_GENERATOR,
         _ => SOURCE_GENERATOR,
-    };
-    let draft = |tier: Tier, chunks: Vec<DraftChunk>| Draft {
-        tier,
-        strategy,
-        generator: generator.to_owned(),
-        contract: contract(tier).to_owned(),
-        source_message_ids: ids.clone(),
-        chunks,
-    };
-    // One chunk per message; a multi-step 0.x assistant message gives one chunk per step (each
-    // step was a model request of its own, and a later step saw the earlier ones).
+    }
+}
+
+/// The chunks of a per-message tier: one per message; a multi-step 0.x assistant message gives
+/// one chunk per step (each step was a model request of its own, and a later step saw the
+/// earlier ones). The full tier carries each chunk's pruned variant.
+fn per_message_chunks(
+    trace: &Trace,
+    seg: &Segment,
+    artefacts: &BTreeSet<String>,
+    how: Fidelity,
+) -> Vec<DraftChunk> {
+    let msgs = &trace.messages[seg.first_message..=seg.last_message];
     let json_results = trace.dialect.json_encodes_tool_results();
-    let per_message = |how: Fidelity| {
-        let mut out = Vec::with_capacity(msgs.len());
-        for (k, m) in msgs.iter().enumerate() {
-            let dropped = dropped_after_own_turn(trace, m);
-            for (step, range) in step_ranges(m) {
-                out.push(DraftChunk {
-                    message_id: m.id.clone(),
-                    message_index: seg.first_message + k,
-                    step,
-                    text: render(m, how, range.clone(), json_results),
-                    artefact: artefacts.contains(&m.id),
-                    pruned: match (how, dropped) {
-                        (Fidelity::Full { .. }, Some(t)) => Some((t, String::new())),
-                        (Fidelity::Full { .. }, None) => pruned_variant(m, range, json_results),
-                        (Fidelity::Dense, _) => None,
-                    },
-                });
-            }
+    let mut out = Vec::with_capacity(msgs.len());
+    for (k, m) in msgs.iter().enumerate() {
+        let dropped = dropped_after_own_turn(trace, m);
+        for (step, range) in step_ranges(m) {
+            out.push(DraftChunk {
+                message_id: m.id.clone(),
+                message_index: seg.first_message + k,
+                step,
+                text: render(m, how, range.clone(), json_results),
+                artefact: artefacts.contains(&m.id),
+                pruned: match (how, dropped) {
+                    (Fidelity::Full { .. }, Some(t)) => Some((t, String::new())),
+                    (Fidelity::Full { .. }, None) => pruned_variant(m, range, json_results),
+                    (Fidelity::Dense, _) => None,
+                },
+            });
         }
-        out
-    };
-    let one = |text: String| {
-        vec![DraftChunk {
-            message_id: ids[0].clone(),
-            message_index: seg.first_message,
+    }
+    out
+}
+
+/// The full tier: one chunk per message (or step) as the model was sent it, with the pruned
+/// variant.
+pub fn full_draft(
+    trace: &Trace,
+    seg: &Segment,
+    strategy: Strategy,
+    artefacts: &BTreeSet<String>,
+) -> Draft {
+    let msgs = &trace.messages[seg.first_message..=seg.last_message];
+    Draft {
+        tier: Tier::Full,
+        strategy,
+        generator: generator(strategy).to_owned(),
+        contract: contract(Tier::Full).to_owned(),
+        source_message_ids: msgs.iter().map(|m| m.id.clone()).collect(),
+        chunks: per_message_chunks(trace, seg, artefacts, Fidelity::Full { pruned: false }),
+    }
+}
+
+/// A one-chunk representation of the whole episode (compact and anchor, the record's views),
+/// on its first message; an artefact only when every message is one.
+pub fn episode_chunk(full: &Draft, tier: Tier, text: String, contract: &str) -> Draft {
+    let first = full.chunks.first();
+    Draft {
+        tier,
+        strategy: full.strategy,
+        generator: full.generator.clone(),
+        contract: contract.to_owned(),
+        source_message_ids: full.source_message_ids.clone(),
+        chunks: vec![DraftChunk {
+            message_id: first.map(|c| c.message_id.clone()).unwrap_or_default(),
+            message_index: first.map_or(0, |c| c.message_index),
             step: 0,
             text,
-            artefact: all_artefacts,
+            artefact: !full.chunks.is_empty() && full.chunks.iter().all(|c| c.artefact),
             pruned: None,
-        }]
-    };
+        }],
+    }
+}
 
-    let full = draft(Tier::Full, per_message(Fidelity::Full { pruned: false }));
-    let full_text = join(&full.chunks);
+/// `full` and the tiers below it by `strategy` (`Source` or `Cascade`), made monotonic, with
+/// the pins. `full_text` and `identifiers`: the full tier's text and its identifiers
+/// ([`super::needles::identifiers`]).
+#[allow(clippy::too_many_arguments)]
+pub fn generate_below(
+    full: Draft,
+    full_text: &str,
+    identifiers: &BTreeSet<String>,
+    episode_id: &str,
+    seg: &Segment,
+    cl: &Classified,
+    strategy: Strategy,
+    rules: &Rules,
+    artefacts: &BTreeSet<String>,
+    trace: &Trace,
+) -> Vec<Draft> {
+    let draft = |tier: Tier, chunks: Vec<DraftChunk>| Draft {
+        tier,
+        chunks,
+        contract: contract(tier).to_owned(),
+        ..full.clone()
+    };
+    let one = |tier: Tier, text: String| episode_chunk(&full, tier, text, contract(tier));
     let mut out = match strategy {
         Strategy::Cascade => {
             let dense_chunks: Vec<DraftChunk> = full
@@ -170,29 +235,27 @@ pub fn generate(
             let dense_text = join(&dense_chunks);
             let compact_text = cascade_compact(episode_id, &cl.title, &dense_text, rules);
             let anchor_text = cascade_anchor(&compact_text);
-            let dense = draft(Tier::Dense, dense_chunks);
             vec![
-                full,
-                dense,
-                draft(Tier::Compact, one(compact_text)),
-                draft(Tier::Anchor, one(anchor_text)),
+                draft(Tier::Dense, dense_chunks),
+                one(Tier::Compact, compact_text),
+                one(Tier::Anchor, anchor_text),
             ]
         }
         _ => vec![
-            full,
-            draft(Tier::Dense, per_message(Fidelity::Dense)),
             draft(
-                Tier::Compact,
-                one(source_compact(episode_id, cl, &full_text)),
+                Tier::Dense,
+                per_message_chunks(trace, seg, artefacts, Fidelity::Dense),
             ),
-            draft(Tier::Anchor, one(source_anchor(episode_id, cl))),
+            one(Tier::Compact, source_compact(episode_id, cl, full_text)),
+            one(Tier::Anchor, source_anchor(episode_id, cl)),
         ],
     };
+    out.insert(0, full);
     for d in &mut out {
         ensure_pins(d, &cl.pins);
     }
     let error_lines: Vec<&str> = cl.facts.failures.iter().map(|f| f.line.as_str()).collect();
-    keep_lower_needles(&mut out, &full_text, &error_lines);
+    keep_lower_needles_of(&mut out, full_text, identifiers, &error_lines);
     out
 }
 
@@ -201,8 +264,20 @@ pub fn generate(
 /// `[kept] …` to each higher tier that lacks it, on the chunk of the message it comes from.
 /// `drafts` are in tier order, full first; the full tier holds every needle by definition.
 pub fn keep_lower_needles(drafts: &mut [Draft], full_text: &str, extra: &[&str]) {
-    let needles: Vec<String> = super::needles::identifiers(full_text)
-        .into_iter()
+    let ids = super::needles::identifiers(full_text);
+    keep_lower_needles_of(drafts, full_text, &ids, extra);
+}
+
+/// [`keep_lower_needles`] with the full tier's identifiers already found.
+pub fn keep_lower_needles_of(
+    drafts: &mut [Draft],
+    full_text: &str,
+    identifiers: &BTreeSet<String>,
+    extra: &[&str],
+) {
+    let needles: Vec<String> = identifiers
+        .iter()
+        .cloned()
         .chain(
             extra
                 .iter()
@@ -533,20 +608,30 @@ fn source_compact(id: &str, cl: &Classified, full_text: &str) -> String {
     if !f.rejections.is_empty() {
         line(&mut out, "rejected:");
         for r in &f.rejections {
+            let approach = r
+                .attempt
+                .as_ref()
+                .and_then(|a| a.text.clone())
+                .unwrap_or_else(|| "an approach".to_owned());
+            let killed = r.quote().map_or_else(
+                || "no failing command decided it".to_owned(),
+                |q| format!("killed by {q}"),
+            );
             line(
                 &mut out,
-                &format!(
-                    "- the approach behind `{}`, killed by {}; then {}",
-                    r.failure.command,
-                    r.failure.quote(),
-                    r.evidence
-                ),
+                &format!("- {approach} — {killed}; then {}", r.evidence),
             );
         }
     }
-    if !f.failures.is_empty() {
+    // A `grep` that found nothing or a `diff` that found differences is no error.
+    let errors: Vec<_> = f
+        .failures
+        .iter()
+        .filter(|e| e.kind != super::evidence::FailureKind::NoMatch)
+        .collect();
+    if !errors.is_empty() {
         line(&mut out, "errors:");
-        for e in &f.failures {
+        for e in errors {
             line(&mut out, &format!("- {}", e.quote()));
         }
     }
@@ -592,11 +677,20 @@ fn source_anchor(id: &str, cl: &Classified) -> String {
         cl.title,
         clip_chars(&cl.facts.outcome, 80)
     );
+    // The killing evidence, by the evidence rule: the command and its decisive line.
     if let Some(r) = cl.facts.rejections.first() {
-        s.push_str(&format!(
-            "; rejected after: {}",
-            clip_chars(&r.failure.line, 80)
-        ));
+        match &r.killed_by {
+            Some(k) => s.push_str(&format!(
+                "; rejected after `{}` ({}): \"{}\"",
+                clip_chars(&k.command, 60),
+                k.what(),
+                clip_chars(&k.line, 100)
+            )),
+            None => s.push_str(&format!(
+                "; rejected, no failing command: {}",
+                clip_chars(&r.evidence, 80)
+            )),
+        }
     }
     // Short identifiers only: an anchor names things, it does not quote them.
     let ids: Vec<&str> = cl
@@ -722,7 +816,7 @@ fn cascade_compact(id: &str, title: &str, dense: &str, rules: &Rules) -> String 
         } else if !is_header(l) {
             for s in super::classify::sentences(l) {
                 if rules.is_decision_or_rejection(s) {
-                    said.push(format!("- {s}"));
+                    said.push(format!("- {}", super::prose::plain(s)));
                 }
             }
         }

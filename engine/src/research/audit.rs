@@ -21,6 +21,10 @@ use crate::loaded::LoadedSession;
 /// A generator's own clipping marker (`…[152 chars clipped]…`): its number is not a claim.
 static CLIP_MARKER: Lazy<Regex> =
     Lazy::new(|| Regex::new(r"\[\d+ [a-z ]*clipped\]").expect("static marker pattern"));
+/// A record view's citations, `[@msg_… @call_…]`: lineage, not content (see
+/// `episode::record_view`). Each id must name a message, part or call of the episode.
+static CITATION: Lazy<Regex> =
+    Lazy::new(|| Regex::new(r"\[@[^\]\n]*\]").expect("static citation pattern"));
 /// Numbers of two digits or more (for unsupported additions).
 static NUMBER: Lazy<Regex> =
     Lazy::new(|| Regex::new(r"\b\d{2,}(?:\.\d+)*\b").expect("static number pattern"));
@@ -106,8 +110,8 @@ pub struct TierTotals {
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct GenerationCost {
     pub representations: usize,
-    /// Tokens read: the full tier for `source`, the tier above for `cascade`; for a model, the
-    /// prompt tokens it reported.
+    /// Tokens read: the tier above for `cascade`, the full tier otherwise (`source` and
+    /// `record` read the raw messages); for a model, the prompt tokens it reported.
     pub input_tokens: u64,
     pub output_tokens: u64,
     /// Model calls that wrote the tiers (0 for a deterministic generator).
@@ -163,8 +167,43 @@ impl NeedleRef<'_> {
     }
 }
 
-/// Audit one episode's generated tiers.
-pub fn audit_episode(e: &Episode, probes: &[&Probe]) -> EpisodeAudit {
+/// The ids a tier may cite: the episode's messages, their parts and tool calls.
+pub fn episode_ids(trace: &crate::trace::Trace, e: &Episode) -> BTreeSet<String> {
+    let mut ids = BTreeSet::new();
+    for m in trace
+        .messages
+        .get(e.first_message..=e.last_message)
+        .unwrap_or(&[])
+    {
+        ids.insert(m.id.clone());
+        for p in &m.parts {
+            ids.insert(p.id.clone());
+            if let crate::trace::PartKind::Tool(t) = &p.kind {
+                ids.insert(t.call_id.clone());
+            }
+        }
+    }
+    ids
+}
+
+/// Citations in `text` that name none of `known`, as `@id`; and the text without citations.
+fn check_citations(text: &str, known: &BTreeSet<String>) -> (Vec<String>, String) {
+    let mut bad = Vec::new();
+    for m in CITATION.find_iter(text) {
+        let inner = &m.as_str()[1..m.as_str().len() - 1];
+        for tok in inner.split_whitespace() {
+            match tok.strip_prefix('@') {
+                Some(id) if known.contains(id) => {}
+                _ => bad.push(tok.to_owned()),
+            }
+        }
+    }
+    (bad, CITATION.replace_all(text, "").into_owned())
+}
+
+/// Audit one episode's generated tiers. `known_ids`: what its tiers may cite
+/// ([`episode_ids`]).
+pub fn audit_episode(e: &Episode, probes: &[&Probe], known_ids: &BTreeSet<String>) -> EpisodeAudit {
     let tiers: Vec<(Tier, String, u32)> = Tier::TIERS
         .into_iter()
         .filter_map(|t| e.representation(t).map(|r| (t, r.text(), r.tokens)))
@@ -220,7 +259,9 @@ pub fn audit_episode(e: &Episode, probes: &[&Probe]) -> EpisodeAudit {
             .collect();
         let mut unsupported: BTreeSet<String> = BTreeSet::new();
         if *tier != Tier::Full {
-            let text = CLIP_MARKER.replace_all(text, "");
+            let (bad, text) = check_citations(text, known_ids);
+            unsupported.extend(bad);
+            let text = CLIP_MARKER.replace_all(&text, "");
             for i in identifiers(&text) {
                 if !source.contains(i.as_str()) {
                     unsupported.insert(i);
@@ -284,8 +325,8 @@ pub fn audit_episode(e: &Episode, probes: &[&Probe]) -> EpisodeAudit {
     }
 }
 
-/// Audit every episode of a loaded session (its tiers as loaded: `source`, `cascade` or
-/// `external`).
+/// Audit every episode of a loaded session (its tiers as loaded: `source`, `cascade`, `record`
+/// or `external`).
 pub fn audit_session(s: &LoadedSession) -> StrategyAudit {
     let mut by_episode: Vec<Vec<&Probe>> = vec![Vec::new(); s.episodes.len()];
     for p in &s.probes {
@@ -300,7 +341,7 @@ pub fn audit_session(s: &LoadedSession) -> StrategyAudit {
         .episodes
         .iter()
         .zip(&by_episode)
-        .map(|(e, p)| audit_episode(e, p))
+        .map(|(e, p)| audit_episode(e, p, &episode_ids(&s.trace, e)))
         .collect();
     let strategy = super::tier_sources::label(s);
     let gen = super::tier_sources::generation_cost(s);
@@ -358,9 +399,9 @@ pub fn audit_session(s: &LoadedSession) -> StrategyAudit {
 }
 
 /// What a deterministic generator read and wrote for the tiers below `full`, by our tokenizer:
-/// the full tier per representation for `source`, the tier above for `cascade`.
+/// the tier above for `cascade`, the full tier per representation otherwise.
 pub fn tokenizer_generation(s: &LoadedSession) -> GenerationCost {
-    let cascade = s.tier_source == crate::episode::options::TierSource::Cascade;
+    let cascade = s.tier_source.strategy().reads_tier_above();
     let mut gen = GenerationCost {
         basis: "tokenizer".to_owned(),
         dollars: Some(0.0),
@@ -387,7 +428,7 @@ pub fn tokenizer_generation(s: &LoadedSession) -> GenerationCost {
     gen
 }
 
-/// Audit several loads of the same session (e.g. `source` and `cascade` tiers).
+/// Audit several loads of the same session (e.g. `source`, `cascade` and `record` tiers).
 pub fn audit(loads: &[&LoadedSession]) -> Audit {
     let first = loads.first();
     Audit {
@@ -497,7 +538,7 @@ mod tests {
             tier_notes: vec![],
             importance: None,
         };
-        let a = audit_episode(&e, &[]);
+        let a = audit_episode(&e, &[], &BTreeSet::new());
         let t = |x: Tier| a.tiers.iter().find(|r| r.tier == x).unwrap();
         assert_eq!(t(Tier::Full).identifiers, 3);
         assert_eq!(t(Tier::Full).identifiers_ok, 3);

@@ -19,6 +19,16 @@ pub struct Recording {
     pub exports: Vec<PathBuf>,
 }
 
+/// Whether a file name in a recordings dir names an export: a `.json` that is neither the
+/// recorder's manifest nor a sidecar (annotations, tiers, probes).
+pub fn is_export_name(n: &str) -> bool {
+    n.ends_with(".json")
+        && n != "manifest.json"
+        && ![".annotations.json", ".tiers.json", ".probes.json"]
+            .iter()
+            .any(|s| n.ends_with(s))
+}
+
 /// Export files in `dir`: JSON objects with `info` and `messages` (not the recorder's manifest).
 fn json_files(dir: &Path) -> Vec<PathBuf> {
     let is_export = |p: &Path| {

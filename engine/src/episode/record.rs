@@ -1,0 +1,887 @@
+//! The canonical record of an episode (issue 20, the chapter's third generation strategy): a
+//! typed structure extracted once from the episode's messages, from which `--tiers record`
+//! renders its views deterministically ([`super::record_view`]). Every field cites where it came
+//! from (message, part, tool call); nothing in it is written by a model, so a researcher can trust
+//! it field by field.
+//!
+//! Extraction reuses what classification found ([`Classified`]: pins, decisions, failures,
+//! rejections with their killing evidence, todos, files, identifiers) and adds what the views
+//! need: rationales, the decision that followed a rejected alternative, locations (subsystems,
+//! files, line references as their own field), exact identifiers, provenance, uncertainty and the
+//! narrative steps. Only text the model was shown is kept (the full tier is the yardstick), so a
+//! view can add nothing the source lacks.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use super::classify::{sentences, tool_command, Classified, Rules};
+use super::evidence::{step_text, steps_of, FailureKind, KillRule};
+use super::prose::{plain, prose};
+use super::segment::{Segment, TodoChange};
+use crate::text::{clip_chars, first_line};
+use crate::trace::{Message, PartKind, Trace, UserKind};
+
+/// Bumped when a field changes meaning.
+pub const RECORD_VERSION: u32 = 1;
+
+/// Where a field came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cite {
+    pub message_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+}
+
+/// A piece of text and where it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sourced {
+    pub text: String,
+    pub cite: Cite,
+}
+
+/// A pinned span: verbatim, in every view.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Constraint {
+    pub text: String,
+    /// Why it is pinned (the rule or the annotation).
+    pub reason: String,
+    pub cite: Cite,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DecisionRule {
+    /// A sentence with a decision phrase (`rules.toml` `[kinds.decision]`).
+    Phrase,
+    /// The attempt made right after a rejected alternative and not rejected itself.
+    FollowsRejection,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    pub text: String,
+    /// From a causal connective (`[record] rationale`) in the decision, else the next sentence
+    /// when it starts with one.
+    pub rationale: Option<Sourced>,
+    pub rule: DecisionRule,
+    pub cite: Cite,
+}
+
+/// The tool result that killed a rejected alternative (see [`super::evidence`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evidence {
+    pub tool: String,
+    pub command: String,
+    pub exit: Option<i64>,
+    pub failed: bool,
+    /// The decisive line, exact.
+    pub line: String,
+    pub rule: KillRule,
+    pub cite: Cite,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RejectionRule {
+    /// A step that gave up an approach after a failure (classification's `rejected` kind).
+    AfterFailure,
+    /// A sentence that rejects an alternative in words, with no failure behind it ("Rejected: a
+    /// trait object per backend, since …"): the sentence is the approach and its reason.
+    Stated,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rejected {
+    pub rule: RejectionRule,
+    /// What was tried: the prose of the attempt (the sentence, when stated).
+    pub approach: Option<Sourced>,
+    /// Files the attempt edited.
+    pub files: Vec<String>,
+    /// `None`: no failing command decided it (the reason is the assistant's alone).
+    pub killed_by: Option<Evidence>,
+    /// The rejecting message's prose.
+    pub reason: Option<Sourced>,
+    pub revert: Option<Sourced>,
+    /// The rejecting message.
+    pub cite: Cite,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    pub tool: String,
+    pub command: String,
+    pub exit: Option<i64>,
+    pub kind: FailureKind,
+    pub line: String,
+    pub cite: Cite,
+}
+
+/// A todo status change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusChange {
+    pub item: String,
+    pub from: String,
+    pub to: String,
+    pub cite: Cite,
+}
+
+/// A file the episode names, as the model saw it (relative to the session directory when under
+/// it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileRef {
+    pub path: String,
+    pub cite: Cite,
+}
+
+/// A `path:line[:col]` reference, as written. Its own field, so it can fade before the file and
+/// the subsystem do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineRef {
+    pub path: String,
+    pub line: u32,
+    pub text: String,
+    pub cite: Cite,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Locations {
+    /// The first two directories of each file with at least two, else its first directory.
+    pub subsystems: Vec<String>,
+    pub files: Vec<FileRef>,
+    pub lines: Vec<LineRef>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IdentifierKind {
+    /// An advisory or ticket (`RUSTSEC-2026-0042`).
+    Ticket,
+    Version,
+    Hash,
+    Path,
+    /// An error code (`E0432`).
+    Code,
+    /// A name the conversation uses: a backticked span, a flag, a snake_case name.
+    Name,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Identifier {
+    pub text: String,
+    pub kind: IdentifierKind,
+    /// Whether a human or assistant text names it (else only tool calls and outputs do): the
+    /// names the conversation itself uses are the canonical ones.
+    pub in_text: bool,
+    /// The first message that shows it.
+    pub cite: Cite,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallRef {
+    pub call_id: String,
+    pub tool: String,
+    pub part_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageRef {
+    pub message_id: String,
+    pub role: String,
+    pub parts: Vec<String>,
+    pub calls: Vec<CallRef>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    pub session_id: String,
+    pub first_message_id: String,
+    pub last_message_id: String,
+    pub messages: Vec<MessageRef>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Uncertainty {
+    /// Questions the assistant asked and sentences that leave something open.
+    pub open_questions: Vec<Sourced>,
+    /// Hedged claims ("probably", "hypothesis (unconfirmed)").
+    pub unverified: Vec<Sourced>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepKind {
+    User,
+    Said,
+    Call,
+}
+
+/// One step of the narrative (the blow-by-blow that fades first).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    pub kind: StepKind,
+    pub text: String,
+    /// A call's result: `completed`, `exit N`, `error`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    pub cite: Cite,
+}
+
+/// The canonical record of one episode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EpisodeRecord {
+    pub version: u32,
+    pub episode_id: String,
+    pub title: String,
+    pub objective: Option<Sourced>,
+    pub outcome: Option<Sourced>,
+    pub constraints: Vec<Constraint>,
+    pub decisions: Vec<Decision>,
+    pub rejected: Vec<Rejected>,
+    pub failures: Vec<Failure>,
+    pub status: Vec<StatusChange>,
+    pub locations: Locations,
+    pub identifiers: Vec<Identifier>,
+    pub provenance: Provenance,
+    pub uncertainty: Uncertainty,
+    pub steps: Vec<Step>,
+}
+
+/// Makes the [`Cite`] of (message index, part id, call id).
+type CiteFn<'a> = dyn Fn(usize, Option<&str>, Option<&str>) -> Cite + 'a;
+
+/// At most this many open questions and unverified claims each (the first ones).
+const MAX_UNCERTAIN: usize = 12;
+
+/// What [`build`] reads besides the classification: the full tier's text of each message of the
+/// episode (index into `Trace::messages`, text), the session's todo changes, the rules.
+pub struct Inputs<'a> {
+    pub trace: &'a Trace,
+    pub episode_id: &'a str,
+    pub seg: &'a Segment,
+    pub classified: &'a Classified,
+    pub rules: &'a Rules,
+    pub todos: &'a [TodoChange],
+    pub full: &'a [(usize, &'a str)],
+    /// The same texts joined by newlines (the full tier's text).
+    pub full_text: &'a str,
+    /// The full tier's identifiers ([`super::needles::identifiers`]).
+    pub identifiers: &'a BTreeSet<String>,
+}
+
+/// Extract the record of one episode.
+pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
+    let trace = i.trace;
+    let msgs = &trace.messages[i.seg.first_message..=i.seg.last_message];
+    let f = &i.classified.facts;
+    let full_text = i.full_text;
+    let cite = |mi: usize, part: Option<&str>, call: Option<&str>| Cite {
+        message_id: trace.messages[mi].id.clone(),
+        part_id: part.map(str::to_owned),
+        call_id: call.map(str::to_owned),
+    };
+    // The first message whose full text shows `s`.
+    let home = |s: &str| {
+        i.full
+            .iter()
+            .find(|(_, t)| t.contains(s))
+            .map_or(i.seg.first_message, |(mi, _)| *mi)
+    };
+    let shown = |s: &str| full_text.contains(s);
+    let sourced = |text: &str, at: &Option<(usize, String)>| {
+        at.as_ref()
+            .filter(|_| !text.is_empty())
+            .map(|(mi, part)| Sourced {
+                text: text.to_owned(),
+                cite: cite(*mi, Some(part), None),
+            })
+    };
+
+    let constraints = i
+        .classified
+        .pins
+        .iter()
+        .map(|p| {
+            let mi = trace
+                .message_index(&p.message_id)
+                .unwrap_or(i.seg.first_message);
+            let part = text_part_with(&trace.messages[mi], &p.text);
+            Constraint {
+                text: p.text.clone(),
+                reason: p.reason.clone(),
+                cite: cite(mi, part, None),
+            }
+        })
+        .collect();
+
+    let mut decisions: Vec<Decision> = f
+        .decisions
+        .iter()
+        .map(|d| Decision {
+            rationale: rationale(
+                &d.text,
+                &trace.messages[d.message_index],
+                &d.part_id,
+                i.rules,
+            )
+            .map(|text| Sourced {
+                text,
+                cite: cite(d.message_index, Some(&d.part_id), None),
+            }),
+            text: d.text.clone(),
+            rule: DecisionRule::Phrase,
+            cite: cite(d.message_index, Some(&d.part_id), None),
+        })
+        .collect();
+    decisions.extend(follows_rejection(i, msgs, &cite));
+
+    let rejected = f
+        .rejections
+        .iter()
+        .map(|r| Rejected {
+            rule: RejectionRule::AfterFailure,
+            approach: r.attempt.as_ref().and_then(|a| {
+                a.text.as_ref().map(|t| Sourced {
+                    text: t.clone(),
+                    cite: cite(a.message_index, a.part_id.as_deref(), None),
+                })
+            }),
+            files: r
+                .attempt
+                .as_ref()
+                .map(|a| a.files.iter().filter(|p| shown(p)).cloned().collect())
+                .unwrap_or_default(),
+            killed_by: r.killed_by.as_ref().map(|k| Evidence {
+                tool: k.tool.clone(),
+                command: k.command.clone(),
+                exit: k.exit,
+                failed: k.failed,
+                line: k.line.clone(),
+                rule: k.rule,
+                cite: cite(k.message_index, Some(&k.part_id), Some(&k.call_id)),
+            }),
+            reason: r.reason.as_ref().map(|(text, part)| Sourced {
+                text: text.clone(),
+                cite: cite(
+                    r.message_index,
+                    Some(part).filter(|p| !p.is_empty()).map(String::as_str),
+                    None,
+                ),
+            }),
+            revert: r.revert.as_ref().map(|(c, call)| Sourced {
+                text: c.clone(),
+                cite: cite(r.message_index, None, Some(call)),
+            }),
+            cite: cite(r.message_index, None, None),
+        })
+        .collect::<Vec<_>>();
+    let mut rejected = rejected;
+    rejected.extend(stated_rejections(i, msgs, &cite));
+
+    let failures = f
+        .failures
+        .iter()
+        .map(|x| Failure {
+            tool: x.tool.clone(),
+            command: x.command.clone(),
+            exit: x.exit,
+            kind: x.kind,
+            line: x.line.clone(),
+            cite: cite(x.message_index, Some(&x.part_id), Some(&x.call_id)),
+        })
+        .collect();
+
+    let status = i
+        .todos
+        .iter()
+        .filter(|c| c.message_index >= i.seg.first_message && c.message_index <= i.seg.last_message)
+        .map(|c| {
+            let call = trace.messages[c.message_index]
+                .tool_parts()
+                .find(|(_, t)| t.tool == "todowrite")
+                .map(|(p, t)| (p.id.as_str(), t.call_id.as_str()));
+            StatusChange {
+                item: c.content.clone(),
+                from: c.from.clone(),
+                to: c.to.clone(),
+                cite: cite(c.message_index, call.map(|x| x.0), call.map(|x| x.1)),
+            }
+        })
+        .collect();
+
+    let exact = exact_identifiers(i.identifiers, full_text);
+    let locations = locations(i, &f.files, &exact, &home, &cite);
+    // Named in a human or assistant text (not only by a tool).
+    let said = |id: &str| {
+        msgs.iter()
+            .filter(|m| m.is_assistant() || m.user_kind == Some(UserKind::Human))
+            .flat_map(|m| &m.parts)
+            .any(|p| matches!(&p.kind, PartKind::Text { text, ignored: false, .. } if text.contains(id)))
+    };
+    let identifiers = identifiers(f, &exact, full_text, &said, &home, &cite);
+
+    EpisodeRecord {
+        version: RECORD_VERSION,
+        episode_id: i.episode_id.to_owned(),
+        title: i.classified.title.clone(),
+        objective: sourced(&f.objective, &f.objective_at),
+        outcome: sourced(&f.outcome, &f.outcome_at),
+        constraints,
+        decisions,
+        rejected,
+        failures,
+        status,
+        locations,
+        identifiers,
+        provenance: provenance(trace, msgs),
+        uncertainty: uncertainty(msgs, i.seg.first_message, i.rules, &cite),
+        steps: steps(msgs, i.seg.first_message, &cite),
+    }
+}
+
+/// The text part of `m` that holds `s`.
+fn text_part_with<'a>(m: &'a Message, s: &str) -> Option<&'a str> {
+    m.parts.iter().find_map(|p| match &p.kind {
+        PartKind::Text { text, .. } if text.contains(s) => Some(p.id.as_str()),
+        _ => None,
+    })
+}
+
+/// A decision's rationale: from the first causal connective in `decision` to its end, else the
+/// next sentence of the same text part when that one starts with a connective.
+fn rationale(decision: &str, m: &Message, part_id: &str, rules: &Rules) -> Option<String> {
+    if let Some(k) = rules.rationale_start(decision).filter(|k| *k > 0) {
+        let r = decision[k..].trim_start_matches([',', ';', ':', ' ']);
+        if !r.is_empty() {
+            return Some(r.to_owned());
+        }
+    }
+    let text = m.parts.iter().find_map(|p| match &p.kind {
+        PartKind::Text { text, .. } if p.id == part_id => Some(text.as_str()),
+        _ => None,
+    })?;
+    let ss: Vec<String> = sentences(text).into_iter().map(plain).collect();
+    let k = ss
+        .iter()
+        .position(|s| decision.starts_with(s.as_str()) || s == decision)?;
+    ss.get(k + 1)
+        .filter(|n| rules.rationale_start(n) == Some(0))
+        .map(|n| clip_chars(n, 300))
+}
+
+/// The attempt that follows each rejected alternative, when nothing rejects it in turn: the first
+/// later assistant step of the episode that edits a file, its prose as the decision.
+fn follows_rejection(i: &Inputs<'_>, msgs: &[Message], cite: &CiteFn<'_>) -> Vec<Decision> {
+    let f = &i.classified.facts;
+    let first = i.seg.first_message;
+    let steps = steps_of(msgs);
+    let mut out = Vec::new();
+    for (k, r) in f.rejections.iter().enumerate() {
+        let next = steps.iter().enumerate().skip(r.step + 1).find(|(_, st)| {
+            msgs[st.off].parts[st.parts.clone()]
+                .iter()
+                .any(|p| matches!(&p.kind, PartKind::Tool(t) if i.rules.is_edit_tool(&t.tool)))
+        });
+        let Some((si, st)) = next else { continue };
+        // A later rejection in the episode gave this one up as well.
+        if f.rejections[k + 1..].iter().any(|x| x.step > si) {
+            continue;
+        }
+        let (said, part) = step_text(msgs, st);
+        let text = prose(&said, 300);
+        if text.is_empty() || f.decisions.iter().any(|d| text.contains(&d.text)) {
+            continue;
+        }
+        let mi = first + st.off;
+        let rationale = sentences(&text)
+            .into_iter()
+            .find_map(|s| i.rules.rationale_start(s).map(|k| s[k..].to_owned()))
+            .map(|r| r.trim_start_matches([',', ';', ':', ' ']).to_owned())
+            .filter(|r| !r.is_empty())
+            .map(|r| Sourced {
+                text: r,
+                cite: cite(mi, part, None),
+            });
+        out.push(Decision {
+            text,
+            rationale,
+            rule: DecisionRule::FollowsRejection,
+            cite: cite(mi, part, None),
+        });
+    }
+    out
+}
+
+/// At most this many stated rejections per episode (the first ones).
+const MAX_STATED: usize = 8;
+
+/// Sentences of assistant prose (not a compaction summary's, not in a step classification
+/// already read as a rejection) that reject an alternative in words.
+fn stated_rejections(i: &Inputs<'_>, msgs: &[Message], cite: &CiteFn<'_>) -> Vec<Rejected> {
+    let steps = steps_of(msgs);
+    let claimed: Vec<usize> = i
+        .classified
+        .facts
+        .rejections
+        .iter()
+        .map(|r| r.step)
+        .collect();
+    let mut out: Vec<Rejected> = Vec::new();
+    for (si, st) in steps.iter().enumerate() {
+        let m = &msgs[st.off];
+        if m.summary || claimed.contains(&si) {
+            continue;
+        }
+        for p in &m.parts[st.parts.clone()] {
+            let PartKind::Text {
+                text,
+                ignored: false,
+                ..
+            } = &p.kind
+            else {
+                continue;
+            };
+            for l in text.lines().filter(|l| !is_code_line(l)) {
+                for s in sentences(l).into_iter().filter(|s| i.rules.is_rejection(s)) {
+                    let s = clip_chars(&plain(s), 300);
+                    if out.len() >= MAX_STATED
+                        || out
+                            .iter()
+                            .any(|x| x.approach.as_ref().is_some_and(|a| a.text == s))
+                    {
+                        continue;
+                    }
+                    let c = cite(i.seg.first_message + st.off, Some(&p.id), None);
+                    out.push(Rejected {
+                        rule: RejectionRule::Stated,
+                        approach: Some(Sourced {
+                            text: s,
+                            cite: c.clone(),
+                        }),
+                        files: Vec::new(),
+                        killed_by: None,
+                        reason: None,
+                        revert: None,
+                        cite: c,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The identifiers a tier is judged by (`ids`, [`super::needles::identifiers`] of `full`), in
+/// order of first appearance in `full`.
+fn exact_identifiers(ids: &BTreeSet<String>, full: &str) -> Vec<String> {
+    let mut v: Vec<(usize, String)> = ids
+        .iter()
+        .map(|s| (full.find(s.as_str()).unwrap_or(usize::MAX), s.clone()))
+        .collect();
+    v.sort();
+    v.into_iter().map(|(_, s)| s).collect()
+}
+
+fn locations(
+    i: &Inputs<'_>,
+    files: &[String],
+    exact: &[String],
+    home: &dyn Fn(&str) -> usize,
+    cite: &CiteFn<'_>,
+) -> Locations {
+    let dir = &i.trace.session.directory;
+    let rel = |p: &str| super::classify::relative_to(p, dir).to_owned();
+    let full_has = |s: &str| i.full.iter().any(|(_, t)| t.contains(s));
+    let mut seen = BTreeSet::new();
+    let mut out = Locations::default();
+    // Files the tools were called on, then the files shell commands name (paths with an
+    // extension, e.g. `diff -u vendor/a/src/lib.rs …`).
+    let msgs = &i.trace.messages[i.seg.first_message..=i.seg.last_message];
+    let in_commands: Vec<String> = msgs
+        .iter()
+        .flat_map(|m| m.tool_parts())
+        .filter(|(_, t)| t.tool == "bash")
+        .flat_map(|(_, t)| super::needles::identifiers(&tool_command(t)))
+        .filter(|id| id.contains('/') && !id.contains(':'))
+        .collect();
+    for p in files.iter().chain(&in_commands).filter(|p| full_has(p)) {
+        let r = rel(p);
+        if !full_has(&r) || !seen.insert(r.clone()) {
+            continue;
+        }
+        out.files.push(FileRef {
+            cite: cite(home(p), None, None),
+            path: r,
+        });
+    }
+    for f in &out.files {
+        if let Some(s) = subsystem(&f.path) {
+            if !out.subsystems.iter().any(|x| x == s) && full_has(s) {
+                out.subsystems.push(s.to_owned());
+            }
+        }
+    }
+    for id in exact {
+        let mut parts = id.split(':');
+        let (Some(path), Some(line)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        let Ok(line) = line.parse::<u32>() else {
+            continue;
+        };
+        out.lines.push(LineRef {
+            path: rel(path),
+            line,
+            text: id.clone(),
+            cite: cite(home(id), None, None),
+        });
+    }
+    out
+}
+
+/// `crates/auth/src/lease.rs` → `crates/auth`; `src/lib.rs` → `src`; `Cargo.toml` → none.
+/// Absolute paths (outside the session directory) have none either.
+pub fn subsystem(path: &str) -> Option<&str> {
+    if path.starts_with('/') || path.starts_with("..") {
+        return None;
+    }
+    let dirs: Vec<&str> = path.split('/').collect();
+    let n = dirs.len().saturating_sub(1); // directories before the file name
+    let take = match n {
+        0 => return None,
+        1 => 1,
+        _ => 2,
+    };
+    let len: usize = dirs[..take].iter().map(|d| d.len()).sum::<usize>() + take - 1;
+    Some(&path[..len])
+}
+
+fn kind_of(id: &str) -> IdentifierKind {
+    let b = id.as_bytes();
+    if id.contains('/') {
+        IdentifierKind::Path
+    } else if b.first() == Some(&b'E') && id.len() == 5 && b[1..].iter().all(u8::is_ascii_digit) {
+        IdentifierKind::Code
+    } else if id.contains('-') && b.first().is_some_and(u8::is_ascii_uppercase) {
+        IdentifierKind::Ticket
+    } else if id.contains('.') {
+        IdentifierKind::Version
+    } else if b.iter().all(u8::is_ascii_hexdigit) {
+        IdentifierKind::Hash
+    } else {
+        IdentifierKind::Name
+    }
+}
+
+/// The exact identifiers (without line references, which are locations), then the names the
+/// texts use (classification's identifiers) the exact ones do not already hold.
+fn identifiers(
+    f: &super::classify::Facts,
+    exact: &[String],
+    full: &str,
+    said: &dyn Fn(&str) -> bool,
+    home: &dyn Fn(&str) -> usize,
+    cite: &CiteFn<'_>,
+) -> Vec<Identifier> {
+    let mut out: Vec<Identifier> = Vec::new();
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
+    for id in exact {
+        let is_line_ref = id
+            .split_once(':')
+            .is_some_and(|(_, rest)| rest.split(':').all(|n| n.parse::<u32>().is_ok()));
+        if is_line_ref || !seen.insert(id) {
+            continue;
+        }
+        out.push(Identifier {
+            text: id.clone(),
+            kind: kind_of(id),
+            in_text: said(id),
+            cite: cite(home(id), None, None),
+        });
+    }
+    for n in &f.identifiers {
+        if full.contains(n.as_str()) && seen.insert(n) {
+            out.push(Identifier {
+                text: n.clone(),
+                kind: IdentifierKind::Name,
+                in_text: said(n),
+                cite: cite(home(n), None, None),
+            });
+        }
+    }
+    out
+}
+
+fn provenance(trace: &Trace, msgs: &[Message]) -> Provenance {
+    Provenance {
+        session_id: trace.session.id.clone(),
+        first_message_id: msgs.first().map(|m| m.id.clone()).unwrap_or_default(),
+        last_message_id: msgs.last().map(|m| m.id.clone()).unwrap_or_default(),
+        messages: msgs
+            .iter()
+            .map(|m| MessageRef {
+                message_id: m.id.clone(),
+                role: if m.is_user() { "user" } else { "assistant" }.to_owned(),
+                // The parts the model is shown; step, snapshot and patch parts are bookkeeping.
+                parts: m
+                    .parts
+                    .iter()
+                    .filter(|p| {
+                        !matches!(
+                            p.kind,
+                            PartKind::StepStart { .. }
+                                | PartKind::StepFinish { .. }
+                                | PartKind::Snapshot { .. }
+                                | PartKind::Patch { .. }
+                                | PartKind::Retry { .. }
+                        )
+                    })
+                    .map(|p| p.id.clone())
+                    .collect(),
+                calls: m
+                    .tool_parts()
+                    .map(|(p, t)| CallRef {
+                        call_id: t.call_id.clone(),
+                        tool: t.tool.clone(),
+                        part_id: p.id.clone(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+/// Sentences of assistant prose (not a compaction summary's) that ask or leave something open,
+/// and those that hedge.
+fn uncertainty(msgs: &[Message], first: usize, rules: &Rules, cite: &CiteFn<'_>) -> Uncertainty {
+    let mut u = Uncertainty::default();
+    for (off, m) in msgs.iter().enumerate() {
+        if !m.is_assistant() || m.summary {
+            continue;
+        }
+        for p in &m.parts {
+            let PartKind::Text {
+                text,
+                ignored: false,
+                ..
+            } = &p.kind
+            else {
+                continue;
+            };
+            for l in text.lines().filter(|l| !is_code_line(l)) {
+                for s in sentences(l) {
+                    let open = s.trim_end_matches(['*', '_']).ends_with('?') || rules.is_open(s);
+                    let list = if open {
+                        &mut u.open_questions
+                    } else if rules.is_uncertain(s) {
+                        &mut u.unverified
+                    } else {
+                        continue;
+                    };
+                    let s = clip_chars(&plain(s), 300);
+                    if list.len() < MAX_UNCERTAIN && !list.iter().any(|x| x.text == s) {
+                        list.push(Sourced {
+                            text: s,
+                            cite: cite(first + off, Some(&p.id), None),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    u
+}
+
+fn is_code_line(l: &str) -> bool {
+    l.starts_with("    ") || l.starts_with('\t') || l.trim_start().starts_with("```")
+}
+
+/// The narrative: each human turn's first sentence, each assistant text's prose (up to 300
+/// chars of whole sentences), each tool call with its main input and result.
+fn steps(msgs: &[Message], first: usize, cite: &CiteFn<'_>) -> Vec<Step> {
+    let mut out = Vec::new();
+    for (off, m) in msgs.iter().enumerate() {
+        let mi = first + off;
+        if m.is_user() && m.user_kind != Some(UserKind::Human) {
+            continue;
+        }
+        for p in &m.parts {
+            match &p.kind {
+                PartKind::Text {
+                    text,
+                    ignored: false,
+                    ..
+                } => {
+                    // A human turn's first sentence (the objective holds the rest); an
+                    // assistant text's prose, whole sentences up to 300 chars.
+                    let s = if m.is_user() {
+                        let p = prose(text, 100);
+                        sentences(&p).first().map_or(p.clone(), |x| (*x).to_owned())
+                    } else {
+                        prose(text, 300)
+                    };
+                    if !s.is_empty() {
+                        out.push(Step {
+                            kind: if m.is_user() {
+                                StepKind::User
+                            } else {
+                                StepKind::Said
+                            },
+                            text: s,
+                            result: None,
+                            cite: cite(mi, Some(&p.id), None),
+                        });
+                    }
+                }
+                PartKind::Tool(t) => {
+                    let input = clip_chars(first_line(&tool_command(t)), 80);
+                    let result = match t.exit_code() {
+                        Some(c) => format!("exit {c}"),
+                        None if t.failed() => "error".to_owned(),
+                        None => format!("{:?}", t.status).to_ascii_lowercase(),
+                    };
+                    out.push(Step {
+                        kind: StepKind::Call,
+                        text: if input.is_empty() {
+                            t.tool.clone()
+                        } else {
+                            format!("{} `{input}`", t.tool)
+                        },
+                        result: Some(result),
+                        cite: cite(mi, Some(&p.id), Some(&t.call_id)),
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subsystems_of_paths() {
+        assert_eq!(subsystem("crates/auth/src/lease.rs"), Some("crates/auth"));
+        assert_eq!(subsystem("src/lib.rs"), Some("src"));
+        assert_eq!(subsystem("Cargo.toml"), None);
+        assert_eq!(subsystem("/abs/x.rs"), None);
+        assert_eq!(
+            subsystem("vendor/cfgkit-0.3.0/Cargo.toml"),
+            Some("vendor/cfgkit-0.3.0")
+        );
+    }
+
+    #[test]
+    fn identifier_kinds() {
+        assert_eq!(kind_of("RUSTSEC-2026-0042"), IdentifierKind::Ticket);
+        assert_eq!(kind_of("0.4.1"), IdentifierKind::Version);
+        assert_eq!(kind_of("aeb1821"), IdentifierKind::Hash);
+        assert_eq!(kind_of("src/lib.rs"), IdentifierKind::Path);
+        assert_eq!(kind_of("E0432"), IdentifierKind::Code);
+    }
+}
