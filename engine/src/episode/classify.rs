@@ -15,7 +15,7 @@ use super::model::{EpisodeKind, Pin, RetentionClass, Tier};
 use super::prose::plain;
 use super::segment::Segment;
 use crate::text::clip_chars;
-use crate::trace::{Message, PartKind, ToolPart, Trace, UserKind};
+use crate::trace::{Message, Part, PartKind, ToolPart, Trace, UserKind};
 
 /// The embedded default rules.
 pub const DEFAULT_RULES: &str = include_str!("rules.toml");
@@ -813,29 +813,16 @@ pub fn classify_with_todos(
 
     // Decisions: sentences of assistant text that state a choice (a compaction summary only
     // restates earlier ones).
-    for (off, m) in msgs.iter().enumerate() {
-        if !m.is_assistant() || m.summary {
-            continue;
-        }
-        for p in &m.parts {
-            let PartKind::Text {
-                text,
-                ignored: false,
-                ..
-            } = &p.kind
-            else {
-                continue;
-            };
-            for s in sentences(text) {
-                if rules.decision_phrases.iter().any(|r| r.is_match(s)) {
-                    let text = clip_chars(&plain(s), 300);
-                    if !facts.decisions.iter().any(|d| d.text == text) {
-                        facts.decisions.push(Decision {
-                            text,
-                            message_index: seg.first_message + off,
-                            part_id: p.id.clone(),
-                        });
-                    }
+    for (off, p, text) in assistant_prose(msgs) {
+        for s in sentences(text) {
+            if rules.decision_phrases.iter().any(|r| r.is_match(s)) {
+                let text = clip_chars(&plain(s), 300);
+                if !facts.decisions.iter().any(|d| d.text == text) {
+                    facts.decisions.push(Decision {
+                        text,
+                        message_index: seg.first_message + off,
+                        part_id: p.id.clone(),
+                    });
                 }
             }
         }
@@ -1078,6 +1065,24 @@ fn evidence(k: EpisodeKind, ev: &Evidence<'_>) -> String {
         }
         other => other.as_str().to_owned(),
     }
+}
+
+/// The assistant's own prose in `msgs`: (offset in `msgs`, part, text) of every text part the
+/// model was shown, leaving out compaction summaries (they only restate earlier turns).
+pub fn assistant_prose(msgs: &[Message]) -> impl Iterator<Item = (usize, &Part, &str)> {
+    msgs.iter()
+        .enumerate()
+        .filter(|(_, m)| m.is_assistant() && !m.summary)
+        .flat_map(|(off, m)| {
+            m.parts.iter().filter_map(move |p| match &p.kind {
+                PartKind::Text {
+                    text,
+                    ignored: false,
+                    ..
+                } => Some((off, p, text.as_str())),
+                _ => None,
+            })
+        })
 }
 
 /// Split text into sentences (at `.`, `!`, `?` followed by whitespace, and at line breaks),

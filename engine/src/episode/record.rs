@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::classify::{sentences, tool_command, Classified, Rules};
+use super::classify::{assistant_prose, sentences, tool_command, Classified, Rules};
 use super::evidence::{step_text, steps_of, FailureKind, KillRule};
 use super::prose::{plain, prose};
 use super::segment::{Segment, TodoChange};
@@ -757,36 +757,23 @@ fn provenance(trace: &Trace, msgs: &[Message]) -> Provenance {
 /// and those that hedge.
 fn uncertainty(msgs: &[Message], first: usize, rules: &Rules, cite: &CiteFn<'_>) -> Uncertainty {
     let mut u = Uncertainty::default();
-    for (off, m) in msgs.iter().enumerate() {
-        if !m.is_assistant() || m.summary {
-            continue;
-        }
-        for p in &m.parts {
-            let PartKind::Text {
-                text,
-                ignored: false,
-                ..
-            } = &p.kind
-            else {
-                continue;
-            };
-            for l in text.lines().filter(|l| !is_code_line(l)) {
-                for s in sentences(l) {
-                    let open = s.trim_end_matches(['*', '_']).ends_with('?') || rules.is_open(s);
-                    let list = if open {
-                        &mut u.open_questions
-                    } else if rules.is_uncertain(s) {
-                        &mut u.unverified
-                    } else {
-                        continue;
-                    };
-                    let s = clip_chars(&plain(s), 300);
-                    if list.len() < MAX_UNCERTAIN && !list.iter().any(|x| x.text == s) {
-                        list.push(Sourced {
-                            text: s,
-                            cite: cite(first + off, Some(&p.id), None),
-                        });
-                    }
+    for (off, p, text) in assistant_prose(msgs) {
+        for l in text.lines().filter(|l| !is_code_line(l)) {
+            for s in sentences(l) {
+                let open = s.trim_end_matches(['*', '_']).ends_with('?') || rules.is_open(s);
+                let list = if open {
+                    &mut u.open_questions
+                } else if rules.is_uncertain(s) {
+                    &mut u.unverified
+                } else {
+                    continue;
+                };
+                let s = clip_chars(&plain(s), 300);
+                if list.len() < MAX_UNCERTAIN && !list.iter().any(|x| x.text == s) {
+                    list.push(Sourced {
+                        text: s,
+                        cite: cite(first + off, Some(&p.id), None),
+                    });
                 }
             }
         }
