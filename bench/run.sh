@@ -6,6 +6,7 @@
 #   SKIP_OPENCODE=1 bench/run.sh    # without the real client (it needs /opt/oc or $OPENCODE)
 #   TS=/path/to/tierscope OUT=/tmp/b bench/run.sh   # measure another build (no cargo build)
 #   LOAD_SIZES="100000" REPLAY_SIZES="" SKIP_CRITERION=1 bench/run.sh   # only some parts
+#   LIST_SIZES="8 1024 2048" TS_BASE=/path/to/old/tierscope bench/run.sh   # listing sizes, old build beside
 #
 # Needs: a release build (done here), hyperfine, sqlite3, python3 with tiktoken, GNU time
 # (/usr/bin/time), and the real client `opencode` 1.18.33 (npm opencode-ai@1.18.33). Nothing is
@@ -146,6 +147,28 @@ for input in "${INPUTS[@]}"; do
   if [ -f "$OUT/oc-$name.json" ] && ! cmp -s "$OUT/oc-$name.json" "$json"; then
     echo "note: opencode export of $name differs from the stored export" >&2
   fi
+done
+
+# --- the session listing at a heavy user's scale (issue 17) -----------------------------------
+# Databases of LIST_SIZES sessions (bench/many_sessions_db.py: one 50-request fixture each, ~0.2 MB
+# of stored JSON per session). `tierscope sessions` is the picker's listing (the explorer's first
+# frame waits for the same `list_sessions` call); TS_BASE=<another build> times that build's
+# listing in the same run, beside this one. The real client runs in $OCHOME (no git repository):
+# there `opencode session list` lists the `global` project, which holds every generated session.
+LIST_SIZES=${LIST_SIZES-"8 1024"}
+for n in $LIST_SIZES; do
+  db=$OUT/many/sessions-$n.db
+  if [ ! -f "$db" ]; then
+    mkdir -p "$OUT/many"
+    python3 bench/many_sessions_db.py "$TS" "$SHARED/data/opencode.db" "$db" "$n" >&2
+  fi
+  log "listing $n sessions ($(stat -c %s "$db") bytes)"
+  cmds=(-n sessions-json "$TS sessions $db --json > /dev/null" -n sessions-table "$TS sessions $db > /dev/null")
+  [ -n "${TS_BASE:-}" ] && cmds+=(-n base-sessions-json "$TS_BASE sessions $db --json > /dev/null")
+  [ -z "${SKIP_OPENCODE:-}" ] && [ -x "$OPENCODE" ] &&
+    cmds+=(-n opencode-session-list "cd $OCHOME && env $oc_env OPENCODE_DB=$db $OPENCODE session list > /dev/null 2>&1")
+  hyperfine --style basic --warmup 1 --runs 10 --export-json "$OUT/list-$n.json" "${cmds[@]}" >&2
+  printf '{"db_bytes": %s, "sessions": %s}\n' "$(stat -c %s "$db")" "$n" > "$OUT/listdb-$n.json"
 done
 
 # --- tokenization, and the in-process benches (benches/load.rs) ------------------------------------
