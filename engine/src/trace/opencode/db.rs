@@ -366,17 +366,17 @@ impl Database {
                     if !seen.insert(row.id.clone()) {
                         continue;
                     }
-                    match row.part {
-                        ReadPart::Orphan => diags.push(
+                    match row.message {
+                        None => diags.push(
                             DiagnosticKind::OrphanPart,
                             format!(
                                 "part {}: its message {} is missing; skipped",
                                 row.id, row.message_id
                             ),
                         ),
-                        ReadPart::Read(mi, part, row_diags) => {
-                            diags.extend(&row_diags);
-                            messages[mi].parts.extend(part);
+                        Some(mi) => {
+                            diags.extend(&row.diags);
+                            messages[mi].parts.extend(row.part);
                         }
                     }
                 }
@@ -468,21 +468,25 @@ impl Database {
             let key = (sort_key(row.get_ref(1)), sort_key(row.get_ref(0)));
             let id = text_column(row, 0).unwrap_or_default();
             let message_id = text_column(row, 1).unwrap_or_default();
-            let part = match index.get(&message_id) {
-                None => ReadPart::Orphan,
-                Some(&mi) => {
-                    let mut d = Diagnostics::new();
-                    let p =
-                        part_from_row(&id, &message_id, session_id, bytes_column(row, 2), &mut d);
-                    ReadPart::Read(mi, p, d)
-                }
-            };
+            let message = index.get(&message_id).copied();
+            let mut diags = Diagnostics::new();
+            let part = message.and_then(|_| {
+                part_from_row(
+                    &id,
+                    &message_id,
+                    session_id,
+                    bytes_column(row, 2),
+                    &mut diags,
+                )
+            });
             out.push((
                 key,
                 PartRow {
                     id,
                     message_id,
+                    message,
                     part,
+                    diags,
                 },
             ));
         }
@@ -880,19 +884,15 @@ fn bytes_column<'r>(row: &'r Row<'_>, i: usize) -> Option<&'r [u8]> {
 struct PartRow {
     id: String,
     message_id: String,
-    part: ReadPart,
-}
-
-enum ReadPart {
-    /// Its message is not in the session.
-    Orphan,
-    /// The index of its message, the part (`None`: unreadable) and what reading it reported.
-    Read(usize, Option<Part>, Diagnostics),
+    /// The index of its message; `None`: the message is not in the session.
+    message: Option<usize>,
+    /// The part (`None`: unreadable, or an orphan) and what reading it reported.
+    part: Option<Part>,
+    diags: Diagnostics,
 }
 
 /// A column value as SQLite's `ORDER BY` orders it (BINARY collation): NULL, then numbers by
-/// value, then text and blobs by bytes.
-#[derive(PartialEq, PartialOrd)]
+/// value, then text, then blobs, each by bytes.
 enum SortKey {
     Null,
     Number(f64),
@@ -900,17 +900,40 @@ enum SortKey {
     Blob(Vec<u8>),
 }
 
-impl Eq for SortKey {}
-
-impl Ord for SortKey {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        use SortKey::*;
-        match (self, other) {
-            (Number(a), Number(b)) => a.total_cmp(b),
-            _ => self.partial_cmp(other).unwrap_or(std::cmp::Ordering::Equal),
+impl SortKey {
+    fn rank(&self) -> u8 {
+        match self {
+            SortKey::Null => 0,
+            SortKey::Number(_) => 1,
+            SortKey::Text(_) => 2,
+            SortKey::Blob(_) => 3,
         }
     }
 }
+
+impl Ord for SortKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        match (self, other) {
+            (SortKey::Number(a), SortKey::Number(b)) => a.total_cmp(b),
+            (SortKey::Text(a), SortKey::Text(b)) | (SortKey::Blob(a), SortKey::Blob(b)) => a.cmp(b),
+            _ => self.rank().cmp(&other.rank()),
+        }
+    }
+}
+
+impl PartialOrd for SortKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for SortKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for SortKey {}
 
 fn sort_key(v: rusqlite::Result<ValueRef<'_>>) -> SortKey {
     match v {
