@@ -350,40 +350,16 @@ impl Database {
             .map(|(i, m)| (m.id.clone(), i))
             .collect();
         // Parts by session when the column exists (indexed), else through the message table.
-        // Read in storage order and put in `(message_id, id)` order here: an `ORDER BY` made
-        // SQLite sort every row *with its data* (a 10k-request session spilled 39 MB to a
-        // temporary file).
+        // Read in storage order (see `read_parts`): an `ORDER BY` made SQLite sort every row
+        // *with its data* (a 10k-request session spilled 39 MB to a temporary file).
         let sql = if pcols.contains("session_id") {
             "SELECT id, message_id, data FROM part WHERE session_id = ?1"
         } else {
             "SELECT id, message_id, data FROM part WHERE message_id IN \
              (SELECT id FROM message WHERE session_id = ?1)"
         };
+        let complete = self.read_parts(sql, session_id, &index, &mut messages, diags)?;
         let mut seen: HashSet<String> = HashSet::new();
-        let complete = match self.parts_in_order(sql, session_id, &index, diags)? {
-            Some(read) => {
-                for row in read {
-                    if !seen.insert(row.id.clone()) {
-                        continue;
-                    }
-                    match row.message {
-                        None => diags.push(
-                            DiagnosticKind::OrphanPart,
-                            format!(
-                                "part {}: its message {} is missing; skipped",
-                                row.id, row.message_id
-                            ),
-                        ),
-                        Some(mi) => {
-                            diags.extend(&row.diags);
-                            messages[mi].parts.extend(row.part);
-                        }
-                    }
-                }
-                true
-            }
-            None => false,
-        };
         if !complete {
             let mut add_part =
                 |row: &Row<'_>, diags: &mut Diagnostics, messages: &mut Vec<Message>| {
@@ -434,64 +410,68 @@ impl Database {
         Ok(messages)
     }
 
-    /// The part rows of `sql` (one `?1` parameter), each parsed with its own diagnostics, in
-    /// `(message_id, id)` order as SQLite would order them (so diagnostics come out as an
-    /// `ORDER BY` gave them). `None` when a damaged page ended the scan: what was read is dropped
-    /// (the caller reads message by message), as an `ORDER BY`'s sort failed before its first row.
-    fn parts_in_order(
+    /// Read the part rows of `sql` (one `?1` parameter) into `messages` (by `index`), in
+    /// storage order; what reading them reports is pushed in `(message_id, id)` order, as SQLite
+    /// would order the rows, so diagnostics come out as an `ORDER BY` gave them (the parts
+    /// themselves are put in id order by [`crate::trace::derive`]). `false` when a damaged page
+    /// ended the scan: the parts read are dropped again (the caller reads message by message), as
+    /// an `ORDER BY`'s sort failed before its first row.
+    fn read_parts(
         &self,
         sql: &str,
         session_id: &str,
         index: &std::collections::HashMap<String, usize>,
+        messages: &mut [Message],
         diags: &mut Diagnostics,
-    ) -> Result<Option<Vec<PartRow>>, LoadError> {
+    ) -> Result<bool, LoadError> {
         let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
+        let damaged = |diags: &mut Diagnostics, messages: &mut [Message], e: &rusqlite::Error| {
+            diags.push(DiagnosticKind::DatabaseDamage, self.damage("part", 0, e));
+            messages.iter_mut().for_each(|m| m.parts.clear());
+        };
         let mut rows = match stmt.query([session_id]) {
             Ok(r) => r,
             Err(e) if is_damage(&e) => {
-                diags.push(DiagnosticKind::DatabaseDamage, self.damage("part", 0, &e));
-                return Ok(None);
+                damaged(diags, messages, &e);
+                return Ok(false);
             }
             Err(e) => return Err(self.err(e)),
         };
-        let mut out = Vec::new();
+        // Only rows with something to report are kept, with their sort key.
+        let mut said: Vec<((SortKey, SortKey), Diagnostics)> = Vec::new();
         loop {
             let row = match rows.next() {
                 Ok(Some(row)) => row,
                 Ok(None) => break,
                 Err(e) if is_damage(&e) => {
-                    diags.push(DiagnosticKind::DatabaseDamage, self.damage("part", 0, &e));
-                    return Ok(None);
+                    damaged(diags, messages, &e);
+                    return Ok(false);
                 }
                 Err(e) => return Err(self.err(e)),
             };
-            let key = (sort_key(row.get_ref(1)), sort_key(row.get_ref(0)));
             let id = text_column(row, 0).unwrap_or_default();
             let message_id = text_column(row, 1).unwrap_or_default();
-            let message = index.get(&message_id).copied();
-            let mut diags = Diagnostics::new();
-            let part = message.and_then(|_| {
-                part_from_row(
-                    &id,
-                    &message_id,
-                    session_id,
-                    bytes_column(row, 2),
-                    &mut diags,
-                )
-            });
-            out.push((
-                key,
-                PartRow {
-                    id,
-                    message_id,
-                    message,
-                    part,
-                    diags,
-                },
-            ));
+            let mut d = Diagnostics::new();
+            match index.get(&message_id) {
+                None => d.push(
+                    DiagnosticKind::OrphanPart,
+                    format!("part {id}: its message {message_id} is missing; skipped"),
+                ),
+                Some(&mi) => {
+                    let p =
+                        part_from_row(&id, &message_id, session_id, bytes_column(row, 2), &mut d);
+                    messages[mi].parts.extend(p);
+                }
+            }
+            if !d.is_empty() {
+                said.push(((sort_key(row.get_ref(1)), sort_key(row.get_ref(0))), d));
+            }
         }
-        out.sort_by(|a, b| a.0.cmp(&b.0));
-        Ok(Some(out.into_iter().map(|(_, r)| r).collect()))
+        said.sort_by(|a, b| a.0.cmp(&b.0));
+        for (_, d) in &said {
+            diags.extend(d);
+        }
+        Ok(true)
     }
 
     /// Every session's messages without their parts, for the listing ([`crate::trace::listing`]):
@@ -878,17 +858,6 @@ fn bytes_column<'r>(row: &'r Row<'_>, i: usize) -> Option<&'r [u8]> {
         ValueRef::Text(t) | ValueRef::Blob(t) => Some(t),
         _ => None,
     }
-}
-
-/// One part row read by [`Database::parts_in_order`].
-struct PartRow {
-    id: String,
-    message_id: String,
-    /// The index of its message; `None`: the message is not in the session.
-    message: Option<usize>,
-    /// The part (`None`: unreadable, or an orphan) and what reading it reported.
-    part: Option<Part>,
-    diags: Diagnostics,
 }
 
 /// A column value as SQLite's `ORDER BY` orders it (BINARY collation): NULL, then numbers by
