@@ -109,6 +109,13 @@ for input in "${INPUTS[@]}"; do
       -n episodes-cold "TIERSCOPE_CACHE_DIR=$cold $TS episodes $db --session $id --json > /dev/null"
       -n episodes-warm "TIERSCOPE_CACHE_DIR=$warm $TS episodes $db --session $id --json > /dev/null"
     )
+    # The build before (TS_BASE), warm cache of its own, in the same hyperfine run.
+    if [ -n "${TS_BASE:-}" ]; then
+      basewarm=$OUT/cache-basewarm-$name
+      [ -d "$basewarm" ] || { mkdir -p "$basewarm"; TIERSCOPE_CACHE_DIR=$basewarm "$TS_BASE" episodes "$db" --session "$id" --json > /dev/null; }
+      cmds+=(-n base-inspect "$TS_BASE inspect $db --session $id --json > /dev/null"
+        -n base-episodes-warm "TIERSCOPE_CACHE_DIR=$basewarm $TS_BASE episodes $db --session $id --json > /dev/null")
+    fi
     [ -n "$have_oc" ] && cmds+=(-n opencode-export "env $oc_env OPENCODE_DB=$db $OPENCODE export $id > $OUT/oc-$name.json 2> /dev/null")
     # Cold: the cache dir is removed before every run.
     hyperfine --style basic --warmup 1 --runs "$runs" --prepare "rm -rf $cold" \

@@ -122,6 +122,22 @@ def main():
           f"{rr('opencode-export', 'episodes-cold')} | {rr('opencode-export', 'episodes-warm')} | "
           f"{rr('inspect', 'sqlite3')} |")
 
+    if any("base-inspect" in r for r in loads.values()):
+        p("\nThe build before issue 17 (`TS_BASE`), same hyperfine runs:\n")
+        p("| input | base `inspect` | `inspect` | base ÷ now | base `episodes` warm | `episodes` warm | base ÷ now |")
+        p("|---|---:|---:|---:|---:|---:|---:|")
+        for n, r in loads.items():
+            if "base-inspect" not in r:
+                continue
+            def t(c):
+                x = r.get(c)
+                return "—" if x is None else f"{fmt_t(x)} [{cpu(x) * 1000:.0f} ms]"
+            def rr(a, b):
+                x, y = r.get(a), r.get(b)
+                return "—" if x is None or y is None else f"{ratio(x, y)} ({cpu(x) / cpu(y):.1f}×)"
+            p(f"| {n} | {t('base-inspect')} | {t('inspect')} | {rr('base-inspect', 'inspect')} | "
+              f"{t('base-episodes-warm')} | {t('episodes-warm')} | {rr('base-episodes-warm', 'episodes-warm')} |")
+
     p("\n### Growth (synthetic sizes): time per request, and the factor from one size to the next (10× more requests)\n")
     sizes = [n for n in loads if n != "rec"]
     cmds = ["sqlite3", "inspect", "episodes-cold", "episodes-warm", "opencode-export"]
