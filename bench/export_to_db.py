@@ -18,21 +18,14 @@ import sqlite3
 import sys
 
 
-def main():
-    if len(sys.argv) != 4:
-        sys.exit(__doc__)
-    template, export_path, out = sys.argv[1:]
+def empty_copy(template, out):
+    """Copy TEMPLATE_DB (and its -wal/-shm) to OUT emptied of sessions; returns the connection."""
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(out + suffix):
             os.remove(out + suffix)
         if os.path.exists(template + suffix):
             shutil.copyfile(template + suffix, out + suffix)
             os.chmod(out + suffix, 0o644)
-    with open(export_path, "rb") as f:
-        raw = f.read()
-    doc = json.loads(raw[raw.index(b"{"):])
-    info = doc["info"]
-
     db = sqlite3.connect(out)
     db.execute("PRAGMA foreign_keys = ON")
     for table in ("part", "message", "todo", "session_share", "event", "event_sequence"):
@@ -41,7 +34,18 @@ def main():
         except sqlite3.OperationalError:
             pass  # table absent in this schema version
     db.execute("DELETE FROM session")
+    return db
 
+
+def read_export(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    return json.loads(raw[raw.index(b"{"):])
+
+
+def insert_export(db, doc):
+    """Insert one export's session, messages and parts; returns (messages, parts) inserted."""
+    info = doc["info"]
     # The session's project must exist (foreign key): clone a template project under its id.
     pid = info.get("projectID", "global")
     if not db.execute("SELECT 1 FROM project WHERE id = ?", (pid,)).fetchone():
@@ -115,11 +119,25 @@ def main():
         "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?,?,?,?,?,?)",
         parts,
     )
+    return len(msgs), len(parts)
+
+
+def finish(db):
     db.commit()
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.execute("VACUUM")
     db.close()
-    print(f"{out}: session {info['id']}, {len(msgs)} messages, {len(parts)} parts")
+
+
+def main():
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    template, export_path, out = sys.argv[1:]
+    doc = read_export(export_path)
+    db = empty_copy(template, out)
+    n_msgs, n_parts = insert_export(db, doc)
+    finish(db)
+    print(f"{out}: session {doc['info']['id']}, {n_msgs} messages, {n_parts} parts")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
 #   SKIP_OPENCODE=1 bench/run.sh    # without the real client (it needs /opt/oc or $OPENCODE)
 #   TS=/path/to/tierscope OUT=/tmp/b bench/run.sh   # measure another build (no cargo build)
 #   LOAD_SIZES="100000" REPLAY_SIZES="" SKIP_CRITERION=1 bench/run.sh   # only some parts
+#   LIST_SIZES="8 1024 2048" TS_BASE=/path/to/old/tierscope bench/run.sh   # listing sizes, old build beside
 #
 # Needs: a release build (done here), hyperfine, sqlite3, python3 with tiktoken, GNU time
 # (/usr/bin/time), and the real client `opencode` 1.18.33 (npm opencode-ai@1.18.33). Nothing is
@@ -108,6 +109,13 @@ for input in "${INPUTS[@]}"; do
       -n episodes-cold "TIERSCOPE_CACHE_DIR=$cold $TS episodes $db --session $id --json > /dev/null"
       -n episodes-warm "TIERSCOPE_CACHE_DIR=$warm $TS episodes $db --session $id --json > /dev/null"
     )
+    # The build before (TS_BASE), warm cache of its own, in the same hyperfine run.
+    if [ -n "${TS_BASE:-}" ]; then
+      basewarm=$OUT/cache-basewarm-$name
+      [ -d "$basewarm" ] || { mkdir -p "$basewarm"; TIERSCOPE_CACHE_DIR=$basewarm "$TS_BASE" episodes "$db" --session "$id" --json > /dev/null; }
+      cmds+=(-n base-inspect "$TS_BASE inspect $db --session $id --json > /dev/null"
+        -n base-episodes-warm "TIERSCOPE_CACHE_DIR=$basewarm $TS_BASE episodes $db --session $id --json > /dev/null")
+    fi
     [ -n "$have_oc" ] && cmds+=(-n opencode-export "env $oc_env OPENCODE_DB=$db $OPENCODE export $id > $OUT/oc-$name.json 2> /dev/null")
     # Cold: the cache dir is removed before every run.
     hyperfine --style basic --warmup 1 --runs "$runs" --prepare "rm -rf $cold" \
@@ -146,6 +154,28 @@ for input in "${INPUTS[@]}"; do
   if [ -f "$OUT/oc-$name.json" ] && ! cmp -s "$OUT/oc-$name.json" "$json"; then
     echo "note: opencode export of $name differs from the stored export" >&2
   fi
+done
+
+# --- the session listing at a heavy user's scale (issue 17) -----------------------------------
+# Databases of LIST_SIZES sessions (bench/many_sessions_db.py: one 50-request fixture each, ~0.2 MB
+# of stored JSON per session). `tierscope sessions` is the picker's listing (the explorer's first
+# frame waits for the same `list_sessions` call); TS_BASE=<another build> times that build's
+# listing in the same run, beside this one. The real client runs in $OCHOME (no git repository):
+# there `opencode session list` lists the `global` project, which holds every generated session.
+LIST_SIZES=${LIST_SIZES-"8 1024"}
+for n in $LIST_SIZES; do
+  db=$OUT/many/sessions-$n.db
+  if [ ! -f "$db" ]; then
+    mkdir -p "$OUT/many"
+    python3 bench/many_sessions_db.py "$TS" "$SHARED/data/opencode.db" "$db" "$n" >&2
+  fi
+  log "listing $n sessions ($(stat -c %s "$db") bytes)"
+  cmds=(-n sessions-json "$TS sessions $db --json > /dev/null" -n sessions-table "$TS sessions $db > /dev/null")
+  [ -n "${TS_BASE:-}" ] && cmds+=(-n base-sessions-json "$TS_BASE sessions $db --json > /dev/null")
+  [ -z "${SKIP_OPENCODE:-}" ] && [ -x "$OPENCODE" ] &&
+    cmds+=(-n opencode-session-list "cd $OCHOME && env $oc_env OPENCODE_DB=$db $OPENCODE session list > /dev/null 2>&1")
+  hyperfine --style basic --warmup 1 --runs 10 --export-json "$OUT/list-$n.json" "${cmds[@]}" >&2
+  printf '{"db_bytes": %s, "sessions": %s}\n' "$(stat -c %s "$db")" "$n" > "$OUT/listdb-$n.json"
 done
 
 # --- tokenization, and the in-process benches (benches/load.rs) ------------------------------------

@@ -69,8 +69,37 @@ def main():
     lines = []
     p = lines.append
 
-    loads = {n: {r["command"]: r for r in load_json(f"{out}/load-{n}.json")["results"]} for n in names(out, "load")}
+    loads = {n: {r["command"]: r for r in load_json(f"{out}/load-{n}.json")["results"]} for n in names(out, "load")
+             if n == "rec" or n.isdigit()}
     mems = {n: load_json(f"{out}/mem-{n}.json") or {} for n in names(out, "mem")}
+
+    lists = {n: {r["command"]: r for r in load_json(f"{out}/list-{n}.json")["results"]} for n in names(out, "list")}
+    if lists:
+        p("### Session listing (the picker): many sessions\n")
+        p("`tierscope sessions DB --json` (and the table form) against `opencode session list` on databases of N "
+          "sessions (`bench/many_sessions_db.py`, 50 requests each); `base` = the build before issue 17 (TS_BASE), "
+          "same run. Wall mean ± σ [CPU].\n")
+        p("| sessions | opencode.db | `opencode session list` | `sessions --json` | `sessions` (table) | base `sessions --json` | opencode ÷ sessions | base ÷ sessions |")
+        p("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for n, r in lists.items():
+            db = (load_json(f"{out}/listdb-{n}.json") or {}).get("db_bytes")
+            def t(c):
+                x = r.get(c)
+                return "—" if x is None else f"{fmt_t(x)} [{cpu(x) * 1000:.0f} ms]"
+            def rr(a, b):
+                x, y = r.get(a), r.get(b)
+                if x is None or y is None:
+                    return "—"
+                return f"{ratio(x, y)} ({cpu(x) / cpu(y):.1f}×)"
+            p(f"| {n} | {db / 1e6 if db else 0:.1f} MB | {t('opencode-session-list')} | {t('sessions-json')} | "
+              f"{t('sessions-table')} | {t('base-sessions-json')} | {rr('opencode-session-list', 'sessions-json')} | "
+              f"{rr('base-sessions-json', 'sessions-json')} |")
+        ns = list(lists)
+        if len(ns) >= 2:
+            small, big = lists[ns[0]].get("sessions-json"), lists[ns[-1]].get("sessions-json")
+            if small and big:
+                p(f"\n{ns[-1]} sessions ÷ {ns[0]} sessions (`sessions --json`): {big['mean'] / small['mean']:.2f}× wall, "
+                  f"{cpu(big) / cpu(small):.2f}× CPU.\n")
 
     p("### Load: tierscope vs the real client vs raw sqlite3\n")
     p("Wall time, mean ± σ of the runs (same database, same session, page cache warm); in brackets the CPU time "
@@ -92,6 +121,22 @@ def main():
           f"{t('inspect')} | {t('episodes-cold')} | {t('episodes-warm')} | "
           f"{rr('opencode-export', 'episodes-cold')} | {rr('opencode-export', 'episodes-warm')} | "
           f"{rr('inspect', 'sqlite3')} |")
+
+    if any("base-inspect" in r for r in loads.values()):
+        p("\nThe build before issue 17 (`TS_BASE`), same hyperfine runs:\n")
+        p("| input | base `inspect` | `inspect` | base ÷ now | base `episodes` warm | `episodes` warm | base ÷ now |")
+        p("|---|---:|---:|---:|---:|---:|---:|")
+        for n, r in loads.items():
+            if "base-inspect" not in r:
+                continue
+            def t(c):
+                x = r.get(c)
+                return "—" if x is None else f"{fmt_t(x)} [{cpu(x) * 1000:.0f} ms]"
+            def rr(a, b):
+                x, y = r.get(a), r.get(b)
+                return "—" if x is None or y is None else f"{ratio(x, y)} ({cpu(x) / cpu(y):.1f}×)"
+            p(f"| {n} | {t('base-inspect')} | {t('inspect')} | {rr('base-inspect', 'inspect')} | "
+              f"{t('base-episodes-warm')} | {t('episodes-warm')} | {rr('base-episodes-warm', 'episodes-warm')} |")
 
     p("\n### Growth (synthetic sizes): time per request, and the factor from one size to the next (10× more requests)\n")
     sizes = [n for n in loads if n != "rec"]

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::Args;
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::report::{self, plural, Cell, Column, Format, Table, Text};
@@ -79,7 +80,9 @@ pub fn run(args: &EpisodesArgs) -> anyhow::Result<()> {
             "wrote {k} episode records and {n} representation records"
         ));
     }
-    report::emit(Format::json_if(args.json), &EpisodesReport(&loaded))
+    let out = report::emit(Format::json_if(args.json), &EpisodesReport(&loaded));
+    super::keep_until_exit(loaded);
+    out
 }
 
 /// The output of `episodes`: [`to_json`] or the table of every session's episodes.
@@ -416,75 +419,167 @@ fn write_records(l: &LoadedSession, path: &std::path::Path) -> anyhow::Result<()
     Ok(())
 }
 
-/// The `--json` document.
-pub fn to_json(l: &LoadedSession) -> Value {
-    json!({
-        "session_id": l.trace.session.id,
-        "title": l.trace.session.title,
-        "segmentation": l.segmentation.as_str(),
-        "tiers_source": l.tier_source.as_str(),
-        "tokenizer": l.tokenizer,
-        "rules": l.rules_origin,
-        "sidecars": l.sidecar_paths.iter().map(|(k, p)| json!({"kind": k, "path": p.display().to_string()})).collect::<Vec<_>>(),
-        "requests": l.trace.requests.len(),
-        "milestones": l.milestones,
-        "probes": l.probes.len(),
-        "token_stats": l.token_stats,
-        "episodes": l.episodes.iter().map(|e| episode_json(l, e)).collect::<Vec<_>>(),
-        "children": l.children.iter().map(|c| {
-            let mut v = to_json(c);
-            if let Some(o) = v.as_object_mut() {
-                o.insert("parent_episode".into(), json!(parent_episode(l, &c.trace.session.id)));
-            }
-            v
-        }).collect::<Vec<_>>(),
-        "warnings": l.warnings,
-    })
+/// The `--json` document, serialized as it is written (a 100k-request session's document is
+/// never built in memory). Keys in this order are a stable interface.
+pub fn to_json(l: &LoadedSession) -> EpisodesDoc<'_> {
+    EpisodesDoc {
+        session_id: &l.trace.session.id,
+        title: &l.trace.session.title,
+        segmentation: l.segmentation.as_str(),
+        tiers_source: l.tier_source.as_str(),
+        tokenizer: &l.tokenizer,
+        rules: &l.rules_origin,
+        sidecars: l
+            .sidecar_paths
+            .iter()
+            .map(|(kind, p)| SidecarOut {
+                kind,
+                path: p.display().to_string(),
+            })
+            .collect(),
+        requests: l.trace.requests.len(),
+        milestones: &l.milestones,
+        probes: l.probes.len(),
+        token_stats: &l.token_stats,
+        episodes: EpisodesOut(l),
+        children: l
+            .children
+            .iter()
+            .map(|c| EpisodesDoc {
+                parent_episode: Some(parent_episode(l, &c.trace.session.id)),
+                ..to_json(c)
+            })
+            .collect(),
+        warnings: &l.warnings,
+        parent_episode: None,
+    }
 }
 
-fn episode_json(l: &LoadedSession, e: &Episode) -> Value {
-    let mut tiers = serde_json::Map::new();
-    for (t, r) in &e.tiers {
-        let pruned: u32 = r
-            .chunks
-            .iter()
-            .map(|c| c.pruned.as_ref().map_or(c.tokens, |p| p.tokens))
-            .sum();
-        tiers.insert(
-            t.as_str().to_owned(),
-            json!({
-                "tokens": r.tokens,
-                "strategy": r.strategy,
-                "generator": r.generator,
-                "chunks": r.chunks.len(),
-                "pruned_tokens": if *t == Tier::Full { json!(pruned) } else { Value::Null },
-            }),
-        );
+/// See [`to_json`].
+#[derive(Serialize)]
+pub struct EpisodesDoc<'a> {
+    session_id: &'a str,
+    title: &'a str,
+    segmentation: &'a str,
+    tiers_source: &'a str,
+    tokenizer: &'a str,
+    rules: &'a str,
+    sidecars: Vec<SidecarOut<'a>>,
+    requests: usize,
+    milestones: &'a std::collections::BTreeSet<usize>,
+    probes: usize,
+    token_stats: &'a tierscope_engine::tokens::TokenStats,
+    episodes: EpisodesOut<'a>,
+    children: Vec<EpisodesDoc<'a>>,
+    warnings: &'a [String],
+    /// Children only: the episode whose `task` call spawned the sub-agent session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent_episode: Option<String>,
+}
+
+#[derive(Serialize)]
+struct SidecarOut<'a> {
+    kind: &'a str,
+    path: String,
+}
+
+/// The episodes of a session, each serialized when it is written.
+struct EpisodesOut<'a>(&'a LoadedSession);
+
+impl Serialize for EpisodesOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.episodes.iter().map(|e| episode_json(self.0, e)))
     }
-    let reasons: Vec<&String> = e.class_reasons.iter().chain(&e.floor_reasons).collect();
-    json!({
-        "id": e.id,
-        "first_request": e.first_request,
-        "last_request": e.last_request,
-        "first_message_id": l.trace.messages[e.first_message].id,
-        "last_message_id": l.trace.messages[e.last_message].id,
-        "time_start": e.time_start,
-        "time_end": e.time_end,
-        "title": e.title,
-        "kinds": e.kinds,
-        "class": e.class,
-        "floor": e.floor,
-        "reasons": reasons,
-        "class_reasons": e.class_reasons,
-        "floor_reasons": e.floor_reasons,
-        "pins": e.pins,
-        "keys": e.keys,
-        "tier_notes": e.tier_notes,
-        "continues": e.continues,
-        "children": e.children,
-        "importance": e.importance,
-        "legal_tiers": e.legal_tiers(),
-        "tiers": tiers,
-        "record": l.record(e),
-    })
+}
+
+fn episode_json<'a>(l: &'a LoadedSession, e: &'a Episode) -> EpisodeOut<'a> {
+    EpisodeOut {
+        id: &e.id,
+        first_request: e.first_request,
+        last_request: e.last_request,
+        first_message_id: &l.trace.messages[e.first_message].id,
+        last_message_id: &l.trace.messages[e.last_message].id,
+        time_start: e.time_start,
+        time_end: e.time_end,
+        title: &e.title,
+        kinds: &e.kinds,
+        class: &e.class,
+        floor: &e.floor,
+        reasons: e.class_reasons.iter().chain(&e.floor_reasons).collect(),
+        class_reasons: &e.class_reasons,
+        floor_reasons: &e.floor_reasons,
+        pins: &e.pins,
+        keys: &e.keys,
+        tier_notes: &e.tier_notes,
+        continues: &e.continues,
+        children: &e.children,
+        importance: e.importance,
+        legal_tiers: e.legal_tiers(),
+        tiers: TiersOut(e),
+        record: l.record(e),
+    }
+}
+
+#[derive(Serialize)]
+struct EpisodeOut<'a> {
+    id: &'a str,
+    first_request: Option<usize>,
+    last_request: Option<usize>,
+    first_message_id: &'a str,
+    last_message_id: &'a str,
+    time_start: i64,
+    time_end: i64,
+    title: &'a str,
+    kinds: &'a [tierscope_engine::episode::EpisodeKind],
+    class: &'a tierscope_engine::episode::RetentionClass,
+    floor: &'a Tier,
+    reasons: Vec<&'a String>,
+    class_reasons: &'a [String],
+    floor_reasons: &'a [String],
+    pins: &'a [tierscope_engine::episode::Pin],
+    keys: &'a [String],
+    tier_notes: &'a [String],
+    continues: &'a Option<String>,
+    children: &'a [String],
+    importance: Option<f64>,
+    legal_tiers: Vec<Tier>,
+    tiers: TiersOut<'a>,
+    /// The canonical record, when kept (`--json` keeps it; `null` otherwise).
+    record: Option<&'a tierscope_engine::episode::record::EpisodeRecord>,
+}
+
+/// An episode's tiers as `{tier: {tokens, strategy, generator, chunks, pruned_tokens}}`.
+struct TiersOut<'a>(&'a Episode);
+
+#[derive(Serialize)]
+struct TierOut<'a> {
+    tokens: u32,
+    strategy: &'a Strategy,
+    generator: &'a str,
+    chunks: usize,
+    /// The full tier's tokens with the recorded prunes applied; `null` for the other tiers.
+    pruned_tokens: Option<u32>,
+}
+
+impl Serialize for TiersOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.tiers.iter().map(|(t, r)| {
+            let pruned = (*t == Tier::Full).then(|| {
+                r.chunks
+                    .iter()
+                    .map(|c| c.pruned.as_ref().map_or(c.tokens, |p| p.tokens))
+                    .sum()
+            });
+            (
+                t.as_str(),
+                TierOut {
+                    tokens: r.tokens,
+                    strategy: &r.strategy,
+                    generator: &r.generator,
+                    chunks: r.chunks.len(),
+                    pruned_tokens: pruned,
+                },
+            )
+        }))
+    }
 }

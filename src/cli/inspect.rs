@@ -143,13 +143,15 @@ pub fn run(args: &InspectArgs) -> anyhow::Result<()> {
     let (source, trace) = args.load.load()?;
     let children = source.child_ids(&trace).len();
     let r = report(&trace, children);
-    report::emit(
+    let out = report::emit(
         Format::json_if(args.json),
         &InspectOutput {
             report: &r,
             source: source.describe(),
         },
-    )
+    );
+    super::keep_until_exit((source, trace));
+    out
 }
 
 /// The output of `inspect`: the report is the JSON document; the text is one row per key.

@@ -71,7 +71,9 @@ pub fn run(a: &ReplayArgs) -> anyhow::Result<()> {
     if let Some(path) = &a.records {
         write_records(&r, path)?;
     }
-    report::emit(a.format, &ReplayReport(&r))
+    let out = report::emit(a.format, &ReplayReport(&r));
+    super::keep_until_exit((r, session));
+    out
 }
 
 /// `--records FILE`: the selection-decision records as JSON Lines.

@@ -22,6 +22,7 @@ use super::derive::build_trace;
 use super::diagnostics::{DiagnosticKind, Diagnostics};
 use super::discover::{self, Env, Input};
 use super::error::LoadError;
+use super::listing;
 use super::model::{Message, SessionInfo, SourceKind, Trace, Usage};
 use super::opencode::db::Database;
 use super::opencode::export::{load_export, parse_export};
@@ -47,7 +48,10 @@ pub struct SessionSummary {
     /// Recorded usage summed over requests.
     pub tokens: Usage,
     pub cost: f64,
-    /// Sub-agent sessions of this one (by `parentID` or by a `task` call).
+    /// Sub-agent sessions of this one: its `task` calls' sessions, then the sessions naming it
+    /// as parent (an export: its `.childN.json` siblings). A session listed from its message rows
+    /// (see [`listing`]; its parts, where the `task` calls are, are not read) has the sessions
+    /// naming it as parent, oldest first — the order its `task` calls created them in.
     pub children: Vec<String>,
 }
 
@@ -285,7 +289,13 @@ impl Store {
         if check_cycles {
             self.check_cycle(&info.id, &mut diags);
         }
-        let source = if from_db && from_tree {
+        let source = self.source_kind(from_db, from_tree);
+        Ok(build_trace(info.clone(), messages, source, diags))
+    }
+
+    /// Where a session's messages came from (it decides their order, see `derive`).
+    fn source_kind(&self, from_db: bool, from_tree: bool) -> SourceKind {
+        if from_db && from_tree {
             SourceKind::Merged(self.describe_paths())
         } else if let (Some(db), false) = (self.dbs.first(), from_tree) {
             SourceKind::Database(db.path().display().to_string())
@@ -295,8 +305,105 @@ impl Store {
                     .first()
                     .map_or_else(String::new, |t| t.root().display().to_string()),
             )
+        }
+    }
+
+    /// The listing (see [`listing`]): each line from the sessions' message rows where the era
+    /// allows it, else from a full load; `full` loads every session (the reference the quick
+    /// listing is checked against).
+    fn list(&self, full: bool) -> Result<Vec<SessionSummary>, LoadError> {
+        // One pass per database; a database the pass cannot read sends everything to full loads.
+        let mut rows: Option<Vec<listing::Rows>> = if full {
+            None
+        } else {
+            self.dbs
+                .iter()
+                .map(Database::listing_rows)
+                .collect::<Result<Option<Vec<_>>, _>>()?
         };
-        Ok(build_trace(info.clone(), messages, source, diags))
+        let mut out = Vec::with_capacity(self.sessions.len());
+        for info in &self.sessions {
+            let quick = rows
+                .as_mut()
+                .and_then(|rows| self.listing_messages(info, rows));
+            out.push(match quick {
+                Some((messages, source)) => {
+                    let children = self.listed_children(info);
+                    let t = listing::tally(info, messages, &source);
+                    SessionSummary {
+                        id: info.id.clone(),
+                        title: info.title.clone(),
+                        directory: t.directory,
+                        parent_id: info.parent_id.clone(),
+                        created: info.time_created,
+                        updated: info.time_updated,
+                        messages: t.messages,
+                        requests: t.requests,
+                        tokens: t.tokens,
+                        cost: t.cost,
+                        children,
+                    }
+                }
+                None => {
+                    let t = self.load(info, false)?;
+                    let children = self.child_ids(&t);
+                    summarize(&t, children)
+                }
+            });
+        }
+        Ok(out)
+    }
+
+    /// The messages (without parts) of `info` from every store, merged by id as [`Store::load`]
+    /// merges them (an earlier store wins), and their source; `None` when the session must be
+    /// loaded in full.
+    fn listing_messages(
+        &self,
+        info: &SessionInfo,
+        rows: &mut [listing::Rows],
+    ) -> Option<(Vec<listing::ListedMessage>, SourceKind)> {
+        if !listing::from_rows_possible(info) || rows.iter().any(|r| r.full_load.contains(&info.id))
+        {
+            return None;
+        }
+        let mut messages = Vec::new();
+        let mut seen: HashSet<String> = HashSet::new();
+        let (mut from_db, mut from_tree) = (false, false);
+        for r in rows.iter_mut() {
+            for m in r.messages.remove(&info.id).unwrap_or_default() {
+                from_db = true;
+                if seen.insert(m.id.clone()) {
+                    messages.push(m);
+                }
+            }
+        }
+        let mut scratch = Diagnostics::new();
+        for t in &self.trees {
+            for m in t.listing_messages(&info.id, &mut scratch) {
+                from_tree = true;
+                let m = listing::listed(&m)?;
+                if seen.insert(m.id.clone()) {
+                    messages.push(m);
+                }
+            }
+        }
+        Some((messages, self.source_kind(from_db, from_tree)))
+    }
+
+    /// The children of a session listed from its rows: the sessions naming it as parent, oldest
+    /// first (the order its `task` calls created them in), never itself or one of its ancestors.
+    /// The `task` links themselves are in the parts, which that listing does not read; a loaded
+    /// session has them ([`Source::child_ids`]).
+    fn listed_children(&self, info: &SessionInfo) -> Vec<String> {
+        let exclude = self.ancestors(&info.id);
+        let mut kids: Vec<&SessionInfo> = self
+            .sessions
+            .iter()
+            .filter(|s| s.parent_id.as_deref() == Some(info.id.as_str()))
+            .filter(|s| !exclude.contains(&s.id))
+            .collect();
+        kids.sort_by(|a, b| (a.time_created, &a.id).cmp(&(b.time_created, &b.id)));
+        kids.into_iter().map(|s| s.id.clone()).collect()
     }
 
     fn describe_paths(&self) -> String {
@@ -447,17 +554,22 @@ impl Source {
 
     /// Every session, most recently updated first (each child listed after the sessions; see
     /// `children` for the tree).
+    ///
+    /// A database or JSON tree is listed from its message rows (one pass; no part is read) where
+    /// that gives the numbers a full load gives, see [`listing`].
     pub fn list_sessions(&self) -> Result<Vec<SessionSummary>, LoadError> {
+        self.list(false)
+    }
+
+    /// [`Source::list_sessions`] by loading every session in full: the same lines, at the cost
+    /// of the whole store (the reference the quick listing is tested against).
+    pub fn list_sessions_by_full_load(&self) -> Result<Vec<SessionSummary>, LoadError> {
+        self.list(true)
+    }
+
+    fn list(&self, full: bool) -> Result<Vec<SessionSummary>, LoadError> {
         let mut out = match &self.inner {
-            Inner::Store(store) => {
-                let mut out = Vec::with_capacity(store.sessions.len());
-                for info in &store.sessions {
-                    let t = store.load(info, false)?;
-                    let children = store.child_ids(&t);
-                    out.push(summarize(&t, children));
-                }
-                out
-            }
+            Inner::Store(store) => store.list(full)?,
             Inner::Export(e) => {
                 let kids: Vec<Trace> = e
                     .child_files

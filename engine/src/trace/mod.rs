@@ -7,6 +7,7 @@ pub mod discover;
 pub mod error;
 pub mod input;
 pub mod lenient;
+pub mod listing;
 pub mod load;
 pub mod model;
 pub mod opencode;

@@ -85,14 +85,15 @@ fn token_count(v: &Value, key: &str, what: &str, diags: &mut Diagnostics) -> u64
 /// `{input, output, reasoning, cache: {read, write}}` → [`Usage`]; `what` names the message or
 /// part in diagnostics (see [`token_count`]).
 pub fn parse_usage(v: &Value, what: &str, diags: &mut Diagnostics) -> Usage {
-    let cache = v.get("cache").cloned().unwrap_or(Value::Null);
+    let null = Value::Null;
+    let cache = v.get("cache").unwrap_or(&null);
     let what_cache = format!("{what} (cache)");
     Usage {
         input: token_count(v, "input", what, diags),
         output: token_count(v, "output", what, diags),
         reasoning: token_count(v, "reasoning", what, diags),
-        cache_read: token_count(&cache, "read", &what_cache, diags),
-        cache_write: token_count(&cache, "write", &what_cache, diags),
+        cache_read: token_count(cache, "read", &what_cache, diags),
+        cache_write: token_count(cache, "write", &what_cache, diags),
     }
 }
 
@@ -262,8 +263,53 @@ pub fn parse_message(v: &Value, diags: &mut Diagnostics) -> Option<Message> {
 }
 
 fn parse_tool(v: &Value, diags: &mut Diagnostics, part_id: &str) -> ToolPart {
-    let state = v.get("state").cloned().unwrap_or(Value::Null);
-    let status = match state.get("status").and_then(Value::as_str) {
+    let null = Value::Null;
+    let state = v.get("state").unwrap_or(&null);
+    let time = state.get("time").unwrap_or(&null);
+    let metadata = state
+        .get("metadata")
+        .filter(|m| !m.is_null())
+        .or_else(|| v.get("metadata"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    tool_part(
+        ToolFields {
+            tool: s(v, "tool"),
+            call_id: s(v, "callID"),
+            status: state.get("status").and_then(Value::as_str),
+            input: state.get("input").cloned().unwrap_or(Value::Null),
+            output: s(state, "output"),
+            error: s(state, "error"),
+            title: s(state, "title"),
+            metadata,
+            time_start: i(time, "start"),
+            time_end: i(time, "end"),
+            time_compacted: i(time, "compacted"),
+        },
+        part_id,
+        diags,
+    )
+}
+
+/// The fields of a tool part as read from its JSON (by [`parse_part`] or the typed row reader).
+pub(crate) struct ToolFields<'a> {
+    pub tool: Option<String>,
+    pub call_id: Option<String>,
+    pub status: Option<&'a str>,
+    pub input: Value,
+    pub output: Option<String>,
+    pub error: Option<String>,
+    pub title: Option<String>,
+    /// `state.metadata`, else the part's `metadata`.
+    pub metadata: Value,
+    pub time_start: Option<i64>,
+    pub time_end: Option<i64>,
+    pub time_compacted: Option<i64>,
+}
+
+/// A tool part from its fields, with the diagnostics of an unknown status or a missing output.
+pub(crate) fn tool_part(f: ToolFields<'_>, part_id: &str, diags: &mut Diagnostics) -> ToolPart {
+    let status = match f.status {
         Some("pending") => ToolStatus::Pending,
         Some("running") => ToolStatus::Running,
         Some("completed") => ToolStatus::Completed,
@@ -276,17 +322,8 @@ fn parse_tool(v: &Value, diags: &mut Diagnostics, part_id: &str) -> ToolPart {
             ToolStatus::Unknown
         }
     };
-    let time = state.get("time").cloned().unwrap_or(Value::Null);
-    let metadata = state
-        .get("metadata")
-        .filter(|m| !m.is_null())
-        .or_else(|| v.get("metadata"))
-        .cloned()
-        .unwrap_or(Value::Null);
-    let tool = s(v, "tool").unwrap_or_else(|| "unknown".into());
-    let output = s(&state, "output");
-    let error = s(&state, "error");
-    match (status, &output, &error) {
+    let tool = f.tool.unwrap_or_else(|| "unknown".into());
+    match (status, &f.output, &f.error) {
         (ToolStatus::Completed, None, _) => diags.push(
             DiagnosticKind::MissingField,
             format!("tool part {part_id} ({tool}): completed without output"),
@@ -298,17 +335,17 @@ fn parse_tool(v: &Value, diags: &mut Diagnostics, part_id: &str) -> ToolPart {
         _ => {}
     }
     ToolPart {
-        call_id: s(v, "callID").unwrap_or_default(),
+        call_id: f.call_id.unwrap_or_default(),
         tool,
         status,
-        input: state.get("input").cloned().unwrap_or(Value::Null),
-        output,
-        error,
-        title: s(&state, "title"),
-        metadata,
-        time_start: i(&time, "start"),
-        time_end: i(&time, "end"),
-        time_compacted: i(&time, "compacted"),
+        input: f.input,
+        output: f.output,
+        error: f.error,
+        title: f.title,
+        metadata: f.metadata,
+        time_start: f.time_start,
+        time_end: f.time_end,
+        time_compacted: f.time_compacted,
     }
 }
 

@@ -12,6 +12,7 @@
 //! `session`, `message`, `part` (and the 2.x `session_v2`, `session_message`) are read, never the
 //! credential tables.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
@@ -21,9 +22,12 @@ use serde_json::{Map, Value};
 
 use crate::trace::diagnostics::{DiagnosticKind, Diagnostics};
 use crate::trace::error::LoadError;
+use crate::trace::listing::Rows;
 use crate::trace::model::{Message, Part, SessionInfo};
 use crate::trace::parse::{parse_message, parse_part, parse_session};
 
+use super::message_row;
+use super::part_row::NotTaken;
 use super::v2;
 
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
@@ -346,36 +350,37 @@ impl Database {
             .map(|(i, m)| (m.id.clone(), i))
             .collect();
         // Parts by session when the column exists (indexed), else through the message table.
+        // Read in storage order (see `read_parts`): an `ORDER BY` made SQLite sort every row
+        // *with its data* (a 10k-request session spilled 39 MB to a temporary file).
         let sql = if pcols.contains("session_id") {
-            "SELECT id, message_id, data FROM part WHERE session_id = ?1 ORDER BY message_id, id"
+            "SELECT id, message_id, data FROM part WHERE session_id = ?1"
         } else {
             "SELECT id, message_id, data FROM part WHERE message_id IN \
-             (SELECT id FROM message WHERE session_id = ?1) ORDER BY message_id, id"
+             (SELECT id FROM message WHERE session_id = ?1)"
         };
+        let complete = self.read_parts(sql, session_id, &index, &mut messages, diags)?;
         let mut seen: HashSet<String> = HashSet::new();
-        let mut add_part = |row: &Row<'_>, diags: &mut Diagnostics, messages: &mut Vec<Message>| {
-            let id = text_column(row, 0).unwrap_or_default();
-            let message_id = text_column(row, 1).unwrap_or_default();
-            if !seen.insert(id.clone()) {
-                return;
-            }
-            let Some(&mi) = index.get(&message_id) else {
-                diags.push(
-                    DiagnosticKind::OrphanPart,
-                    format!("part {id}: its message {message_id} is missing; skipped"),
-                );
-                return;
-            };
-            if let Some(p) =
-                part_from_row(&id, &message_id, session_id, bytes_column(row, 2), diags)
-            {
-                messages[mi].parts.push(p);
-            }
-        };
-        let complete = self.each_row(sql, session_id, "part", diags, |row, diags| {
-            add_part(row, diags, &mut messages)
-        })?;
         if !complete {
+            let mut add_part =
+                |row: &Row<'_>, diags: &mut Diagnostics, messages: &mut Vec<Message>| {
+                    let id = text_column(row, 0).unwrap_or_default();
+                    let message_id = text_column(row, 1).unwrap_or_default();
+                    if !seen.insert(id.clone()) {
+                        return;
+                    }
+                    let Some(&mi) = index.get(&message_id) else {
+                        diags.push(
+                            DiagnosticKind::OrphanPart,
+                            format!("part {id}: its message {message_id} is missing; skipped"),
+                        );
+                        return;
+                    };
+                    if let Some(p) =
+                        part_from_row(&id, &message_id, session_id, bytes_column(row, 2), diags)
+                    {
+                        messages[mi].parts.push(p);
+                    }
+                };
             // The scan stopped at a damaged page: ask again message by message (another path
             // through the b-tree), so only the parts on that page are lost.
             let ids: Vec<String> = messages.iter().map(|m| m.id.clone()).collect();
@@ -403,6 +408,159 @@ impl Database {
             }
         }
         Ok(messages)
+    }
+
+    /// Read the part rows of `sql` (one `?1` parameter) into `messages` (by `index`), in
+    /// storage order; what reading them reports is pushed in `(message_id, id)` order, as SQLite
+    /// would order the rows, so diagnostics come out as an `ORDER BY` gave them (the parts
+    /// themselves are put in id order by [`crate::trace::derive`]). `false` when a damaged page
+    /// ended the scan: the parts read are dropped again (the caller reads message by message), as
+    /// an `ORDER BY`'s sort failed before its first row.
+    fn read_parts(
+        &self,
+        sql: &str,
+        session_id: &str,
+        index: &std::collections::HashMap<String, usize>,
+        messages: &mut [Message],
+        diags: &mut Diagnostics,
+    ) -> Result<bool, LoadError> {
+        let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
+        let damaged = |diags: &mut Diagnostics, messages: &mut [Message], e: &rusqlite::Error| {
+            diags.push(DiagnosticKind::DatabaseDamage, self.damage("part", 0, e));
+            messages.iter_mut().for_each(|m| m.parts.clear());
+        };
+        let mut rows = match stmt.query([session_id]) {
+            Ok(r) => r,
+            Err(e) if is_damage(&e) => {
+                damaged(diags, messages, &e);
+                return Ok(false);
+            }
+            Err(e) => return Err(self.err(e)),
+        };
+        // Only rows with something to report are kept, with their sort key.
+        let mut said: Vec<((SortKey, SortKey), Diagnostics)> = Vec::new();
+        loop {
+            let row = match rows.next() {
+                Ok(Some(row)) => row,
+                Ok(None) => break,
+                Err(e) if is_damage(&e) => {
+                    damaged(diags, messages, &e);
+                    return Ok(false);
+                }
+                Err(e) => return Err(self.err(e)),
+            };
+            let id = text_column(row, 0).unwrap_or_default();
+            let message_id = text_column(row, 1).unwrap_or_default();
+            let mut d = Diagnostics::new();
+            match index.get(&message_id) {
+                None => d.push(
+                    DiagnosticKind::OrphanPart,
+                    format!("part {id}: its message {message_id} is missing; skipped"),
+                ),
+                Some(&mi) => {
+                    let p =
+                        part_from_row(&id, &message_id, session_id, bytes_column(row, 2), &mut d);
+                    messages[mi].parts.extend(p);
+                }
+            }
+            if !d.is_empty() {
+                said.push(((sort_key(row.get_ref(1)), sort_key(row.get_ref(0))), d));
+            }
+        }
+        said.sort_by(|a, b| a.0.cmp(&b.0));
+        for (_, d) in &said {
+            diags.extend(d);
+        }
+        Ok(true)
+    }
+
+    /// Every session's messages without their parts, for the listing ([`crate::trace::listing`]):
+    /// one pass over `message` whose `data` is read for the few fields a listing line needs
+    /// ([`super::message_row`]). A row that read cannot take exactly (not UTF-8, JSON the
+    /// lenient parser would repair, a field of an odd type) sends its session to a full load, as
+    /// does a row of the v2 `session_message` table. `None` when the pass cannot be made at all
+    /// (no usable message table, a damaged page): then every line is loaded in full.
+    pub fn listing_rows(&self) -> Result<Option<Rows>, LoadError> {
+        let mut rows = Rows::default();
+        if let Some(cols) = &self.tables.session_message {
+            if !cols.contains("session_id") {
+                return Ok(None);
+            }
+            let complete = self.scan("SELECT DISTINCT session_id FROM session_message", |r| {
+                rows.full_load.extend(text_column(r, 0))
+            })?;
+            if !complete {
+                return Ok(None);
+            }
+        }
+        let Some(mcols) = &self.tables.message else {
+            return Ok(Some(rows));
+        };
+        if ["id", "session_id", "data"]
+            .iter()
+            .any(|c| !mcols.contains(*c))
+        {
+            return Ok(None);
+        }
+        let time = if mcols.contains("time_created") {
+            "time_created"
+        } else {
+            "NULL"
+        };
+        let sql = format!("SELECT session_id, id, {time}, data FROM message");
+        // Map the file for this one pass (no copy of each page through `pread`); loads keep the
+        // default, so a loaded session's resident memory does not grow by the file's pages.
+        let _ = self.conn.pragma_update(None, "mmap_size", 1i64 << 30);
+        let complete = self.scan(&sql, |row| {
+            // A row without a session id belongs to no session a full load would ask for.
+            let Ok(ValueRef::Text(sid)) = row.get_ref(0) else {
+                return;
+            };
+            let sid = String::from_utf8_lossy(sid);
+            if rows.full_load.contains(sid.as_ref()) {
+                return;
+            }
+            let listed = match row.get_ref(3) {
+                Ok(ValueRef::Text(data)) => std::str::from_utf8(data)
+                    .map_err(|_| NotTaken)
+                    .and_then(|data| {
+                        let id = text_column(row, 1).unwrap_or_default();
+                        let time = row.get::<_, Option<i64>>(2).ok().flatten();
+                        message_row::read(data, &id, time)
+                    }),
+                _ => Err(NotTaken),
+            };
+            match listed {
+                Ok(Some(m)) => match rows.messages.get_mut(sid.as_ref()) {
+                    Some(v) => v.push(m),
+                    None => {
+                        rows.messages.insert(sid.into_owned(), vec![m]);
+                    }
+                },
+                Ok(None) => {}
+                Err(NotTaken) => {
+                    rows.messages.remove(sid.as_ref());
+                    rows.full_load.insert(sid.into_owned());
+                }
+            }
+        });
+        let _ = self.conn.pragma_update(None, "mmap_size", 0);
+        Ok(complete?.then_some(rows))
+    }
+
+    /// Run `sql` (no parameters) and call `each` per row; `false` when a damaged page ended the
+    /// scan early.
+    fn scan(&self, sql: &str, mut each: impl FnMut(&Row<'_>)) -> Result<bool, LoadError> {
+        let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
+        let mut it = stmt.query([]).map_err(|e| self.err(e))?;
+        loop {
+            match it.next() {
+                Ok(Some(r)) => each(r),
+                Ok(None) => return Ok(true),
+                Err(e) if is_damage(&e) => return Ok(false),
+                Err(e) => return Err(self.err(e)),
+            }
+        }
     }
 
     /// Run `sql` (one `?1` parameter) and call `each` per row. A row that cannot be read (a
@@ -669,16 +827,18 @@ fn text_column(row: &Row<'_>, i: usize) -> Option<String> {
 
 fn column_value(row: &Row<'_>, i: usize, diags: &mut Diagnostics) -> Value {
     match row.get_ref(i) {
-        Ok(ValueRef::Text(t)) | Ok(ValueRef::Blob(t)) => Value::String(utf8(t, "column", diags)),
+        Ok(ValueRef::Text(t)) | Ok(ValueRef::Blob(t)) => {
+            Value::String(utf8(t, "column", diags).into_owned())
+        }
         Ok(ValueRef::Integer(n)) => Value::from(n),
         Ok(ValueRef::Real(x)) => serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number),
         Ok(ValueRef::Null) | Err(_) => Value::Null,
     }
 }
 
-fn utf8(bytes: &[u8], what: &str, diags: &mut Diagnostics) -> String {
+fn utf8<'b>(bytes: &'b [u8], what: &str, diags: &mut Diagnostics) -> Cow<'b, str> {
     match std::str::from_utf8(bytes) {
-        Ok(s) => s.to_owned(),
+        Ok(s) => Cow::Borrowed(s),
         Err(e) => {
             diags.push(
                 DiagnosticKind::NonUtf8,
@@ -687,7 +847,7 @@ fn utf8(bytes: &[u8], what: &str, diags: &mut Diagnostics) -> String {
                     e.valid_up_to()
                 ),
             );
-            String::from_utf8_lossy(bytes).into_owned()
+            String::from_utf8_lossy(bytes)
         }
     }
 }
@@ -697,6 +857,60 @@ fn bytes_column<'r>(row: &'r Row<'_>, i: usize) -> Option<&'r [u8]> {
     match row.get_ref(i).ok()? {
         ValueRef::Text(t) | ValueRef::Blob(t) => Some(t),
         _ => None,
+    }
+}
+
+/// A column value as SQLite's `ORDER BY` orders it (BINARY collation): NULL, then numbers by
+/// value, then text, then blobs, each by bytes.
+enum SortKey {
+    Null,
+    Number(f64),
+    Text(Vec<u8>),
+    Blob(Vec<u8>),
+}
+
+impl SortKey {
+    fn rank(&self) -> u8 {
+        match self {
+            SortKey::Null => 0,
+            SortKey::Number(_) => 1,
+            SortKey::Text(_) => 2,
+            SortKey::Blob(_) => 3,
+        }
+    }
+}
+
+impl Ord for SortKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        match (self, other) {
+            (SortKey::Number(a), SortKey::Number(b)) => a.total_cmp(b),
+            (SortKey::Text(a), SortKey::Text(b)) | (SortKey::Blob(a), SortKey::Blob(b)) => a.cmp(b),
+            _ => self.rank().cmp(&other.rank()),
+        }
+    }
+}
+
+impl PartialOrd for SortKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for SortKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for SortKey {}
+
+fn sort_key(v: rusqlite::Result<ValueRef<'_>>) -> SortKey {
+    match v {
+        Ok(ValueRef::Integer(n)) => SortKey::Number(n as f64),
+        Ok(ValueRef::Real(x)) => SortKey::Number(x),
+        Ok(ValueRef::Text(t)) => SortKey::Text(t.to_vec()),
+        Ok(ValueRef::Blob(b)) => SortKey::Blob(b.to_vec()),
+        Ok(ValueRef::Null) | Err(_) => SortKey::Null,
     }
 }
 
@@ -772,6 +986,25 @@ pub fn message_from_row(
 
 /// One `part` row (`id`, `message_id`, its session, the `data` column) as a part.
 pub fn part_from_row(
+    id: &str,
+    message_id: &str,
+    session_id: &str,
+    data: Option<&[u8]>,
+    diags: &mut Diagnostics,
+) -> Option<Part> {
+    // The typed read takes the rows it reads exactly; the rest (rare types, odd fields, damage)
+    // are read the lenient way below.
+    if let Some(text) = data.and_then(|d| std::str::from_utf8(d).ok()) {
+        if let Ok(p) = super::part_row::read(text, id, message_id, diags) {
+            return Some(p);
+        }
+    }
+    part_from_row_lenient(id, message_id, session_id, data, diags)
+}
+
+/// [`part_from_row`] the lenient way alone (a `Value` document, repaired when damaged): what the
+/// typed read must agree with wherever it takes a row.
+pub fn part_from_row_lenient(
     id: &str,
     message_id: &str,
     session_id: &str,

@@ -1,6 +1,8 @@
 //! OpenCode's storage formats.
 pub mod db;
 pub mod export;
+pub mod message_row;
 pub mod message_v1;
+pub mod part_row;
 pub mod storage;
 pub mod v2;

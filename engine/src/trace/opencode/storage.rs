@@ -159,12 +159,7 @@ impl Storage {
     pub fn messages(&self, session_id: &str, diags: &mut Diagnostics) -> Vec<Message> {
         let mut out = Vec::new();
         for file in json_files(&self.message_dir(session_id)) {
-            let Some(mut v) = read_json(&file, diags) else {
-                continue;
-            };
-            inject(&mut v, "id", stem(&file));
-            inject(&mut v, "sessionID", Some(session_id.to_owned()));
-            let Some(mut m) = parse_message_with_inline_parts(&v, diags) else {
+            let Some(mut m) = message_file(&file, session_id, diags) else {
                 continue;
             };
             for pf in json_files(&self.part_dir(session_id, &m.id)) {
@@ -182,6 +177,23 @@ impl Storage {
         }
         out
     }
+
+    /// The messages of one session as their message files hold them, without reading a part
+    /// file (the listing's read, see [`crate::trace::listing`]; parts stored inline are kept).
+    pub fn listing_messages(&self, session_id: &str, diags: &mut Diagnostics) -> Vec<Message> {
+        json_files(&self.message_dir(session_id))
+            .iter()
+            .filter_map(|file| message_file(file, session_id, diags))
+            .collect()
+    }
+}
+
+/// One message file (ids taken from the path where the JSON lacks them).
+fn message_file(file: &Path, session_id: &str, diags: &mut Diagnostics) -> Option<Message> {
+    let mut v = read_json(file, diags)?;
+    inject(&mut v, "id", stem(file));
+    inject(&mut v, "sessionID", Some(session_id.to_owned()));
+    parse_message_with_inline_parts(&v, diags)
 }
 
 fn stem(path: &Path) -> Option<String> {

@@ -1,0 +1,101 @@
+//! The session listing (`tierscope sessions`, the explorer's picker) from message rows alone.
+//!
+//! A listing line shows counts, recorded tokens and cost. Loading every message and part of every
+//! session for that (what [`super::load::Source::list_sessions`] did) costs the whole store; here
+//! each store gives its messages *without their parts* — a database one pass over `message`, each
+//! `data` read for the few fields a line needs ([`super::opencode::message_row`]), a JSON tree its
+//! message files and not its part files — and the line is derived by the loader's rules (one
+//! request per assistant message, message order, directory from `path.cwd`), so it equals the
+//! line of a full load.
+//!
+//! That holds where the parts cannot change a line, which the era decides: from OpenCode 0.8 every
+//! assistant message is one request, and a message's `tokens`/`cost` are its step's (OpenCode
+//! copies the step's usage into the message: one `step-finish`, the same numbers). Sessions of
+//! 0.1–0.7 (one request per `step-start`, usage in the parts), without a readable version, with
+//! rows of the experimental v2 loop or parts stored inline, or with a row the quick read cannot
+//! take exactly (damaged JSON the lenient parser repairs, a field of an odd type) are loaded in
+//! full as before. `tests/it/listing.rs` checks the equality on every recording.
+
+use std::collections::{HashMap, HashSet};
+
+use super::dialect::{parse_version, Era};
+use super::model::{Message, SessionInfo, SourceKind, Usage};
+pub use super::opencode::message_row::ListedMessage;
+
+/// What one line of the listing counts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tally {
+    pub messages: usize,
+    pub requests: usize,
+    pub tokens: Usage,
+    pub cost: f64,
+    /// The session's directory, or (when it stored none) the first message's `path.cwd`, as the
+    /// loader fills it in.
+    pub directory: String,
+}
+
+/// Messages of many sessions read for the listing: by session id, and the sessions that must be
+/// loaded in full (see the module docs).
+#[derive(Debug, Default)]
+pub struct Rows {
+    pub messages: HashMap<String, Vec<ListedMessage>>,
+    pub full_load: HashSet<String>,
+}
+
+/// Whether a session's line can come from its message rows: its release writes one request per
+/// assistant message (OpenCode ≥ 0.8), read from the recorded version.
+pub fn from_rows_possible(info: &SessionInfo) -> bool {
+    info.version
+        .as_deref()
+        .and_then(parse_version)
+        .is_some_and(|v| Era::of(v) > Era::MultiStep)
+}
+
+/// A message a JSON tree gave (parsed by the loader's rules) as the listing reads it; `None`
+/// when it carries parts inline (the listing of its session is then a full load).
+pub fn listed(m: &Message) -> Option<ListedMessage> {
+    m.parts.is_empty().then(|| ListedMessage {
+        id: m.id.clone(),
+        assistant: m.is_assistant(),
+        time_created: m.time_created,
+        tokens: m.tokens.unwrap_or_default(),
+        cost: m.cost,
+        cwd: m.cwd().map(str::to_owned),
+    })
+}
+
+/// The line of `info` from its messages (merged from every store, earlier store first), read
+/// from `source`. A message without parts is one request whose usage is its `tokens` and `cost`
+/// ([`crate::trace::steps::requests_of`]); costs are summed in request order, that is message
+/// order, which [`crate::trace::derive::order_messages`] decides the same way here.
+pub fn tally(info: &SessionInfo, mut messages: Vec<ListedMessage>, source: &SourceKind) -> Tally {
+    let by_id = super::dialect::Dialect::detect(info.version.as_deref(), &Default::default())
+        .orders_by_id()
+        && !matches!(source, SourceKind::Database(_));
+    if by_id {
+        messages.sort_by(|a, b| a.id.cmp(&b.id));
+    } else {
+        messages.sort_by(|a, b| (a.time_created, &a.id).cmp(&(b.time_created, &b.id)));
+    }
+    let directory = if info.directory.is_empty() {
+        messages
+            .iter()
+            .find_map(|m| m.cwd.clone())
+            .unwrap_or_default()
+    } else {
+        info.directory.clone()
+    };
+    let mut t = Tally {
+        messages: messages.len(),
+        requests: 0,
+        tokens: Usage::default(),
+        cost: 0.0,
+        directory,
+    };
+    for m in messages.iter().filter(|m| m.assistant) {
+        t.requests += 1;
+        t.tokens.add(&m.tokens);
+        t.cost += m.cost;
+    }
+    t
+}
