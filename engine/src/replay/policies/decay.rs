@@ -81,56 +81,59 @@ struct BudgetKnobs {
     history_share: f64,
 }
 
-/// Where a request's context limit came from (for the note).
+/// A request's context limit as Magic Context resolves it (`resolveTrustedContextLimit`, then
+/// the live-usage back-derivation of `resolveHistoryBudgetTokens`), with where it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum LimitSource {
+enum ContextLimit {
     /// The `context_limit` knob.
-    Knob,
+    Knob(u64),
     /// `--budget`.
-    Budget,
-    /// The limits table (`model-limits:…`, `session-limits:…`): its usable window.
-    Catalog(String),
-    /// A model missing from the table, after Magic Context recorded usage of it: its default
-    /// context limit, trusted as the usage-reported limit of the same model.
+    Budget(u64),
+    /// The usable window of a limits table entry (`model-limits:…`, `session-limits:…`).
+    Catalog(u64, String),
+    /// A model (key) missing from the table, after Magic Context recorded usage of it: its
+    /// default context limit, trusted as the usage-reported limit of the same model.
     UsageReported(String),
-    /// No limit known (an unknown model before its first usage): the default history budget.
+    /// A model (key) missing from the table, before its first usage: no limit, the default
+    /// history budget.
     Unknown(String),
 }
 
-/// A request's context limit as Magic Context resolves it (`resolveTrustedContextLimit`, then
-/// the live-usage back-derivation of `resolveHistoryBudgetTokens`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct ContextLimit {
-    tokens: Option<u64>,
-    source: LimitSource,
-}
-
 impl ContextLimit {
-    /// The denominator of the usage percentage (`resolveContextLimit`: 128,000 when unknown).
-    fn usage_denominator(&self) -> u64 {
-        self.tokens.unwrap_or(DEFAULT_CONTEXT_LIMIT)
+    fn tokens(&self) -> Option<u64> {
+        match self {
+            ContextLimit::Knob(cl) | ContextLimit::Budget(cl) | ContextLimit::Catalog(cl, _) => {
+                Some(*cl)
+            }
+            ContextLimit::UsageReported(_) => Some(DEFAULT_CONTEXT_LIMIT),
+            ContextLimit::Unknown(_) => None,
+        }
     }
 
-    /// Why this limit, for the note.
+    /// The denominator of the usage percentage (`resolveContextLimit`: 128,000 when unknown).
+    fn usage_denominator(&self) -> u64 {
+        self.tokens().unwrap_or(DEFAULT_CONTEXT_LIMIT)
+    }
+
+    /// The history budget `hb` resolved from this limit, and why, for the note.
     fn describe(&self, hb: u64) -> String {
-        let Some(cl) = self.tokens else {
-            return match &self.source {
-                LimitSource::Unknown(model) if !model.is_empty() => format!(
-                    "{hb} (Magic Context's default: {model} is not in the limits table and has reported no usage yet)"
-                ),
-                _ => format!("{hb} (Magic Context's default: no context limit known)"),
-            };
-        };
-        let why = match &self.source {
-            LimitSource::Knob => "the context_limit knob".to_owned(),
-            LimitSource::Budget => "--budget".to_owned(),
-            LimitSource::Catalog(src) => format!("usable window of {src}"),
-            LimitSource::UsageReported(model) => format!(
-                "{model} is not in the limits table: Magic Context's default context limit, recorded with the model's usage"
+        let cl = self.tokens().unwrap_or_default();
+        match self {
+            ContextLimit::Knob(_) => format!("{hb} (context limit {cl}: the context_limit knob)"),
+            ContextLimit::Budget(_) => format!("{hb} (context limit {cl}: --budget)"),
+            ContextLimit::Catalog(_, src) => {
+                format!("{hb} (context limit {cl}: usable window of {src})")
+            }
+            ContextLimit::UsageReported(model) => format!(
+                "{hb} (context limit {cl}: {model} is not in the limits table: Magic Context's default context limit, recorded with the model's usage)"
             ),
-            LimitSource::Unknown(_) => "unknown".to_owned(),
-        };
-        format!("{hb} (context limit {cl}: {why})")
+            ContextLimit::Unknown(model) if model.is_empty() => {
+                format!("{hb} (Magic Context's default: no context limit known)")
+            }
+            ContextLimit::Unknown(model) => format!(
+                "{hb} (Magic Context's default: {model} is not in the limits table and has reported no usage yet)"
+            ),
+        }
     }
 }
 
@@ -537,16 +540,10 @@ impl Decay {
     /// live usage); else none (the 60,000 default history budget).
     fn context_limit(&mut self, p: &Prep<'_>, req: &crate::trace::Request) -> ContextLimit {
         if self.budget.context_limit > 0 {
-            return ContextLimit {
-                tokens: Some(self.budget.context_limit),
-                source: LimitSource::Knob,
-            };
+            return ContextLimit::Knob(self.budget.context_limit);
         }
         if let Some(b) = self.budget.budget_given {
-            return ContextLimit {
-                tokens: Some(b),
-                source: LimitSource::Budget,
-            };
+            return ContextLimit::Budget(b);
         }
         let model = model_key(req);
         let catalog = self
@@ -558,18 +555,9 @@ impl Decay {
             })
             .clone();
         match catalog {
-            Some((cl, source)) => ContextLimit {
-                tokens: Some(cl),
-                source: LimitSource::Catalog(source),
-            },
-            None if self.usage_of(&model).is_some() => ContextLimit {
-                tokens: Some(DEFAULT_CONTEXT_LIMIT),
-                source: LimitSource::UsageReported(model),
-            },
-            None => ContextLimit {
-                tokens: None,
-                source: LimitSource::Unknown(model),
-            },
+            Some((cl, source)) => ContextLimit::Catalog(cl, source),
+            None if self.usage_of(&model).is_some() => ContextLimit::UsageReported(model),
+            None => ContextLimit::Unknown(model),
         }
     }
 
@@ -696,7 +684,7 @@ impl Decide for Decay {
             return None;
         }
         let cl = self.context_limit(st.p, rq.req);
-        let hb = self.history_budget(cl.tokens);
+        let hb = self.history_budget(cl.tokens());
         if !self.budgets.iter().any(|(h, c)| *h == hb && *c == cl) {
             self.budgets.push((hb, cl.clone()));
         }
@@ -819,36 +807,33 @@ mod tests {
     /// The note says which context limit was used and why.
     #[test]
     fn context_limits_explain_themselves() {
-        let cl = |tokens, source| ContextLimit { tokens, source };
+        use ContextLimit as L;
         assert_eq!(
-            cl(None, LimitSource::Unknown("p/m".into())).describe(60_000),
+            L::Unknown("p/m".into()).describe(60_000),
             "60000 (Magic Context's default: p/m is not in the limits table and has reported no usage yet)"
         );
         assert_eq!(
-            cl(None, LimitSource::Unknown(String::new())).describe(60_000),
+            L::Unknown(String::new()).describe(60_000),
             "60000 (Magic Context's default: no context limit known)"
         );
         assert_eq!(
-            cl(Some(128_000), LimitSource::UsageReported("p/m".into())).describe(12_480),
+            L::UsageReported("p/m".into()).describe(12_480),
             "12480 (context limit 128000: p/m is not in the limits table: Magic Context's default context limit, recorded with the model's usage)"
         );
         assert_eq!(
-            cl(
-                Some(150_000),
-                LimitSource::Catalog("model-limits:a/b".into())
-            )
-            .describe(14_625),
+            L::Catalog(150_000, "model-limits:a/b".into()).describe(14_625),
             "14625 (context limit 150000: usable window of model-limits:a/b)"
         );
         assert_eq!(
-            cl(Some(9_000), LimitSource::Budget).describe(877),
+            L::Budget(9_000).describe(877),
             "877 (context limit 9000: --budget)"
         );
         // Usage of an unknown model is measured against 128,000.
         assert_eq!(
-            cl(None, LimitSource::Unknown("p/m".into())).usage_denominator(),
+            L::Unknown("p/m".into()).usage_denominator(),
             DEFAULT_CONTEXT_LIMIT
         );
+        assert_eq!(L::Unknown("p/m".into()).tokens(), None);
     }
 
     /// Spec E8 (a cache-busting pass; a defer pass never gets here).
