@@ -18,6 +18,7 @@ use tierscope_engine::policy::fold::{self, BlockTokens, Costs, FoldRow, TIER_COS
 use tierscope_engine::policy::{self, Policy};
 use tierscope_engine::replay::synth::{generate, SynthSpec};
 use tierscope_engine::replay::{self, render_at, BoundaryKind, Cell, Input, Replay};
+use tierscope_engine::trace::model::PartKind;
 use tierscope_engine::trace::Trace;
 
 fn data(name: &str) -> PathBuf {
@@ -857,6 +858,156 @@ fn sub_agent_sessions_are_not_decayed() {
     let r = replay::replay(&Input::from(&l), &decay_at(30), None);
     assert_eq!(r.summary.changes, 0);
     assert!(r.policy.note.unwrap_or_default().contains("sub-agent"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A model missing from the limits table
+// ---------------------------------------------------------------------------------------------
+
+/// Folds of a replay, by request.
+fn fold_requests(r: &Replay) -> Vec<usize> {
+    r.frames
+        .iter()
+        .filter(|f| f.boundaries.contains(&BoundaryKind::Fold))
+        .map(|f| f.request)
+        .collect()
+}
+
+/// A long session of a model the limits table does not know, at the default budget. Magic
+/// Context measures usage against its default context limit (`resolveContextLimit`: 128,000)
+/// and, once the model has reported usage, trusts that limit for the history budget
+/// (`resolveTrustedContextLimit`, the usage-reported limit of the same model): 60,000 at the
+/// first request, floor(128,000 × 0.65 × 0.15) = 12,480 from the second (a `render_config`
+/// fold). Under pressure the execute passes come, the backstop refolds and the old episodes
+/// are demoted. (With usage counted as 0 it folded once, at the first request, and kept every
+/// episode at `full`.)
+#[test]
+fn unknown_model_folds_and_demotes_under_pressure_at_the_default_budget() {
+    let mut t = generate(&SynthSpec {
+        requests: 120,
+        episodes: 40,
+        seed: 7,
+        chunk_tokens: (1_500, 3_000),
+        long_gap_every: 0,
+        probes: false,
+        recorded_system: 0,
+    })
+    .trace;
+    // Generated texts are short placeholders: give every human message ~4,000 tokens, so the
+    // session outgrows the 128,000-token window Magic Context assumes.
+    for m in &mut t.messages {
+        for part in &mut m.parts {
+            if let PartKind::Text { text, .. } = &mut part.kind {
+                for w in 0..2_000 {
+                    text.push_str(&format!(" note{w}"));
+                }
+            }
+        }
+    }
+    let l = from_trace(t, &EpisodeOptions::default());
+    let r = replay::replay(&Input::from(&l), &policy::load("decay", &[]).unwrap(), None);
+    let note = r.policy.note.clone().unwrap_or_default();
+    assert!(
+        note.contains(
+            "60000 (Magic Context's default: synthetic/model is not in the limits table and has reported no usage yet)"
+        ),
+        "{note}"
+    );
+    assert!(
+        note.contains("12480 (context limit 128000: synthetic/model is not in the limits table"),
+        "{note}"
+    );
+    assert!(note.contains("first_render 1"), "{note}");
+    assert!(note.contains("render_config 1"), "{note}");
+    assert!(note.contains("backstop"), "{note}");
+    let folds = fold_requests(&r);
+    assert_eq!(
+        folds[..2],
+        [0, 1],
+        "first render, then the budget from the usage"
+    );
+    assert!(folds.len() > 2, "refolds under pressure: {folds:?}");
+    // Demotions happen at folds after the first two, and the last frame shows tiers below full.
+    let demoted: Vec<&str> = r
+        .frames
+        .iter()
+        .flat_map(|f| &f.changes)
+        .filter(|c| c.to > c.from)
+        .map(|c| c.episode.as_str())
+        .collect();
+    assert!(!demoted.is_empty(), "no demotion: {note}");
+    let last = &r.frames[r.frames.len() - 1].tiers;
+    let below_full = last.dense.count + last.compact.count + last.anchor.count + last.dropped.count;
+    assert!(below_full > 0, "still all full at the end: {last:?}");
+    // Usage is the request's replayed input: folding keeps the context far below the
+    // 128,000 window the session's full rendering would exceed.
+    let full = replay::replay(&Input::from(&l), &policy::load("full", &[]).unwrap(), None);
+    assert!(r.summary.max_overflow < full.summary.max_overflow);
+}
+
+/// The same on a real recording: an OpenCode 0.5.29 session of a model the limits table does
+/// not know (the recorder's mock), 54 requests whose context outgrows the default budget. At
+/// the default budget `decay` refolds through the backstop and demotes the old episodes.
+#[test]
+fn unknown_model_recording_refolds_under_pressure() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces/opencode-0.5.29/data");
+    if !dir.exists() {
+        eprintln!("skipped: {} is not here", dir.display());
+        return;
+    }
+    let src = tierscope_engine::trace::load::open(Some(&dir)).unwrap();
+    let t = src
+        .load_session(Some("ses_dcf7253b5ffe5pSuStCKf2oJoR"))
+        .unwrap();
+    let l = from_trace(t, &EpisodeOptions::default());
+    let r = replay::replay(&Input::from(&l), &policy::load("decay", &[]).unwrap(), None);
+    let note = r.policy.note.clone().unwrap_or_default();
+    assert!(note.contains("(context limit 128000: "), "{note}");
+    assert!(note.contains("backstop"), "{note}");
+    let folds = fold_requests(&r);
+    assert!(folds.len() > 2, "{folds:?} {note}");
+    let demotions = r
+        .frames
+        .iter()
+        .flat_map(|f| &f.changes)
+        .filter(|c| c.to > c.from)
+        .count();
+    assert!(demotions > 0, "{note}");
+    let full = replay::replay(&Input::from(&l), &policy::load("full", &[]).unwrap(), None);
+    assert!(
+        r.summary.max_overflow < full.summary.max_overflow,
+        "{} vs full {}",
+        r.summary.max_overflow,
+        full.summary.max_overflow
+    );
+}
+
+/// A model switch clears the usage Magic Context recorded (`transform.ts` model-change reset):
+/// the new unknown model starts at the default budget again and adopts 128,000 after its own
+/// first usage, each change a `render_config` fold.
+#[test]
+fn unknown_model_switch_starts_from_the_default_budget_again() {
+    let mut t = session(8);
+    for r in &mut t.requests[4..] {
+        if let Some(m) = &mut r.model {
+            m.model_id = "other".into();
+        }
+    }
+    let l = from_trace(t, &EpisodeOptions::default());
+    let r = replay::replay(&Input::from(&l), &policy::load("decay", &[]).unwrap(), None);
+    let note = r.policy.note.clone().unwrap_or_default();
+    assert!(
+        note.contains("60000 (Magic Context's default: synthetic/other is not in the limits table and has reported no usage yet)"),
+        "{note}"
+    );
+    assert!(
+        note.contains("12480 (context limit 128000: synthetic/other is not in the limits table"),
+        "{note}"
+    );
+    let folds = fold_requests(&r);
+    // 0 first render, 1 the adopted limit, 4 the switch (model_change; 60,000 again), 5 the
+    // new model's adopted limit, and the last (an hour idle).
+    assert!(folds.starts_with(&[0, 1, 4, 5]), "{folds:?} {note}");
 }
 
 // ---------------------------------------------------------------------------------------------

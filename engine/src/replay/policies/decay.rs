@@ -19,9 +19,12 @@
 //!
 //! The history budget is `floor(context_limit × execute_threshold × history_budget_percentage)`,
 //! with Magic Context's context limit: the `context_limit` knob, else `--budget`, else the
-//! model's usable window as Magic Context derives it (context − min(output, 25 %)), else its
-//! default budget of 60,000 tokens. Sub-agent sessions get no history from Magic Context, so
-//! nothing is decayed there.
+//! model's usable window as Magic Context derives it (context − min(output, 25 %)); for a model
+//! missing from the limits table, its default context limit of 128,000 once it has recorded
+//! usage of that model (`last_usage_context_limit`), and before that its default budget of
+//! 60,000 tokens. Usage is the previous request's input (its replayed size) ÷ that limit (128,000
+//! for an unknown model). Sub-agent sessions get no history from Magic Context, so nothing is
+//! decayed there.
 //!
 //! Counting (`tier_cost`): `magic-context` counts every rendered block, the joined body and the
 //! wrappers with Magic Context's estimator (the Claude BPE when its vocabulary is installed,
@@ -48,6 +51,10 @@ use crate::replay::types::Reason;
 
 /// Magic Context's history budget when no context limit is known.
 pub const DEFAULT_HISTORY_BUDGET: u64 = 60_000;
+/// Magic Context's context limit for a model missing from its catalog (`DEFAULT_CONTEXT_LIMIT`
+/// of `event-resolvers.ts`): the usage percentage is measured against it, and it is recorded
+/// with that usage as the session's usage-reported limit.
+pub const DEFAULT_CONTEXT_LIMIT: u64 = 128_000;
 /// Magic Context caps the execute threshold at 90 %.
 const MAX_EXECUTE_SHARE: f64 = 0.9;
 
@@ -72,6 +79,62 @@ struct BudgetKnobs {
     /// `execute_threshold_tokens` (0 = percentage mode).
     execute_tokens: u64,
     history_share: f64,
+}
+
+/// A request's context limit as Magic Context resolves it (`resolveTrustedContextLimit`, then
+/// the live-usage back-derivation of `resolveHistoryBudgetTokens`), with where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ContextLimit {
+    /// The `context_limit` knob.
+    Knob(u64),
+    /// `--budget`.
+    Budget(u64),
+    /// The usable window of a limits table entry (`model-limits:…`, `session-limits:…`).
+    Catalog(u64, String),
+    /// A model (key) missing from the table, after Magic Context recorded usage of it: its
+    /// default context limit, trusted as the usage-reported limit of the same model.
+    UsageReported(String),
+    /// A model (key) missing from the table, before its first usage: no limit, the default
+    /// history budget.
+    Unknown(String),
+}
+
+impl ContextLimit {
+    fn tokens(&self) -> Option<u64> {
+        match self {
+            ContextLimit::Knob(cl) | ContextLimit::Budget(cl) | ContextLimit::Catalog(cl, _) => {
+                Some(*cl)
+            }
+            ContextLimit::UsageReported(_) => Some(DEFAULT_CONTEXT_LIMIT),
+            ContextLimit::Unknown(_) => None,
+        }
+    }
+
+    /// The denominator of the usage percentage (`resolveContextLimit`: 128,000 when unknown).
+    fn usage_denominator(&self) -> u64 {
+        self.tokens().unwrap_or(DEFAULT_CONTEXT_LIMIT)
+    }
+
+    /// The history budget `hb` resolved from this limit, and why, for the note.
+    fn describe(&self, hb: u64) -> String {
+        let cl = self.tokens().unwrap_or_default();
+        match self {
+            ContextLimit::Knob(_) => format!("{hb} (context limit {cl}: the context_limit knob)"),
+            ContextLimit::Budget(_) => format!("{hb} (context limit {cl}: --budget)"),
+            ContextLimit::Catalog(_, src) => {
+                format!("{hb} (context limit {cl}: usable window of {src})")
+            }
+            ContextLimit::UsageReported(model) => format!(
+                "{hb} (context limit {cl}: {model} is not in the limits table: Magic Context's default context limit, recorded with the model's usage)"
+            ),
+            ContextLimit::Unknown(model) if model.is_empty() => {
+                format!("{hb} (Magic Context's default: no context limit known)")
+            }
+            ContextLimit::Unknown(model) => format!(
+                "{hb} (Magic Context's default: {model} is not in the limits table and has reported no usage yet)"
+            ),
+        }
+    }
 }
 
 /// One closed episode as a compartment: its fold row and its rendered blocks, counted lazily.
@@ -116,14 +179,18 @@ pub(crate) struct Decay {
     seen_system: Option<u64>,
     /// When the last response ended (0 = none yet).
     last_response: i64,
-    /// The previous request of the conversation: its tokens and whether it ended mid-turn.
-    prev_tokens: u64,
+    /// The usage Magic Context last recorded: the input tokens of the last request whose
+    /// response carried usage (its replayed size) and that request's model key
+    /// (`last_observed_model_key`); `None` before any.
+    usage: Option<(u64, String)>,
+    /// Whether the previous request ended mid-turn (in tool calls).
     prev_tool_calls: bool,
-    /// Context limit per model key (the limits table is read once per model).
-    limits: BTreeMap<String, Option<u64>>,
+    /// The limits table's usable window and its source per model key (read once per model);
+    /// `None` for a model missing from the table.
+    limits: BTreeMap<String, Option<(u64, String)>>,
     /// Folds by trigger, and the history budgets used (with their context limit), for the note.
     folds: BTreeMap<&'static str, u64>,
-    budgets: Vec<(u64, Option<u64>)>,
+    budgets: Vec<(u64, ContextLimit)>,
     counter_note: String,
 }
 
@@ -235,7 +302,7 @@ impl Kind for Decay {
             folded: None,
             seen_system: None,
             last_response: 0,
-            prev_tokens: 0,
+            usage: None,
             prev_tool_calls: false,
             limits: BTreeMap::new(),
             folds: BTreeMap::new(),
@@ -466,18 +533,41 @@ fn backstop(m0: u64, m1: u64, hb: u64, m0_share: f64, budget_share: f64) -> bool
 }
 
 impl Decay {
-    /// Magic Context's context limit for a request, `None` when unknown.
-    fn context_limit(&mut self, p: &Prep<'_>, req: &crate::trace::Request) -> Option<u64> {
+    /// Magic Context's context limit for a request (`resolveTrustedContextLimit`): the knob,
+    /// `--budget`, the model's usable window from the limits table; for a model missing from
+    /// the table, the limit Magic Context recorded with that model's last usage, which is its
+    /// default 128,000 (a request without a model key back-derives the same limit from the
+    /// live usage); else none (the 60,000 default history budget).
+    fn context_limit(&mut self, p: &Prep<'_>, req: &crate::trace::Request) -> ContextLimit {
         if self.budget.context_limit > 0 {
-            return Some(self.budget.context_limit);
+            return ContextLimit::Knob(self.budget.context_limit);
         }
         if let Some(b) = self.budget.budget_given {
-            return Some(b);
+            return ContextLimit::Budget(b);
         }
-        *self.limits.entry(model_key(req)).or_insert_with(|| {
-            let l = limits::limits_for_model(p.trace, req.model.as_ref());
-            l.known().then(|| l.usable_soft())
-        })
+        let model = model_key(req);
+        let catalog = self
+            .limits
+            .entry(model.clone())
+            .or_insert_with(|| {
+                let l = limits::limits_for_model(p.trace, req.model.as_ref());
+                l.known().then(|| (l.usable_soft(), l.source.clone()))
+            })
+            .clone();
+        match catalog {
+            Some((cl, source)) => ContextLimit::Catalog(cl, source),
+            None if self.usage_of(&model).is_some() => ContextLimit::UsageReported(model),
+            None => ContextLimit::Unknown(model),
+        }
+    }
+
+    /// The input tokens of the last usage Magic Context recorded, if it was recorded for
+    /// `model` (a model change clears it: `transform.ts` resets the usage on a switch).
+    fn usage_of(&self, model: &str) -> Option<u64> {
+        self.usage
+            .as_ref()
+            .filter(|(_, m)| m == model)
+            .map(|&(tokens, _)| tokens)
     }
 
     fn execute_share(&self, context_limit: u64) -> f64 {
@@ -516,14 +606,16 @@ impl Decay {
     /// Whether this pass busts the cache (Magic Context's `isCacheBustingPass` without a HARD
     /// trigger): the scheduler executes (usage at the execute threshold, or the cache expired;
     /// deferred while the model is mid-turn) or usage reaches the force band.
-    fn cache_busting(&self, rq: &RequestView<'_>, context_limit: Option<u64>) -> bool {
+    fn cache_busting(&self, rq: &RequestView<'_>, context_limit: &ContextLimit) -> bool {
         let now = rq.rq.time;
-        let usage = match context_limit {
-            Some(cl) if cl > 0 => self.prev_tokens as f64 / cl as f64 * 100.0,
+        // The event handler measures usage against `resolveContextLimit` (128,000 for a model
+        // missing from the catalog).
+        let denominator = context_limit.usage_denominator();
+        let usage = match self.usage_of(&model_key(rq.req)) {
+            Some(tokens) if denominator > 0 => tokens as f64 / denominator as f64 * 100.0,
             _ => 0.0,
         };
-        let threshold =
-            context_limit.map_or(self.budget.execute_share, |cl| self.execute_share(cl)) * 100.0;
+        let threshold = self.execute_share(denominator) * 100.0;
         let force = usage >= 85f64.max(threshold.min(90.0) + 2.0);
         let expired = self.last_response > 0 && now - self.last_response > self.ttl_ms;
         let mut execute = usage >= threshold || expired;
@@ -592,9 +684,9 @@ impl Decide for Decay {
             return None;
         }
         let cl = self.context_limit(st.p, rq.req);
-        let hb = self.history_budget(cl);
-        if !self.budgets.contains(&(hb, cl)) {
-            self.budgets.push((hb, cl));
+        let hb = self.history_budget(cl.tokens());
+        if !self.budgets.iter().any(|(h, c)| *h == hb && *c == cl) {
+            self.budgets.push((hb, cl.clone()));
         }
         if let Some(f) = &mut self.folded {
             // A system prompt first seen after the fold is adopted, not a change.
@@ -606,7 +698,7 @@ impl Decide for Decay {
             self.fold(st, rq, hb, why);
             return None;
         }
-        if !self.cache_busting(rq, cl) {
+        if !self.cache_busting(rq, &cl) {
             return None;
         }
         let Some(f) = &self.folded else {
@@ -636,10 +728,12 @@ impl Decide for Decay {
             return;
         }
         self.seen_system = Some(rq.rq.sys_key);
-        self.prev_tokens = tokens;
         self.prev_tool_calls = rq.req.finish.as_deref() == Some("tool-calls");
         let u = &rq.req.usage;
+        // A response with usage: Magic Context records its input (here the replayed size of
+        // the request, what the provider would have counted) with its model and end time.
         if u.input + u.output + u.cache_read + u.cache_write > 0 {
+            self.usage = Some((tokens, model_key(rq.req)));
             if let Some(end) = rq.req.time_completed {
                 self.last_response = self.last_response.max(end);
             }
@@ -661,10 +755,7 @@ impl Decide for Decay {
         let budgets: Vec<String> = self
             .budgets
             .iter()
-            .map(|(hb, cl)| match cl {
-                Some(cl) => format!("{hb} (context limit {cl})"),
-                None => format!("{hb} (Magic Context's default: no model limit known)"),
-            })
+            .map(|(hb, cl)| cl.describe(*hb))
             .collect();
         Some(format!(
             "{}; history budget {}; folds: {}",
@@ -705,6 +796,44 @@ mod tests {
         );
         // Tokens mode is capped at 90 % of the limit.
         assert_eq!(execute_share(&knobs(0.65, 1_000_000), 150_000), 0.9);
+        // A model missing from the catalog, once it reported usage: Magic Context's default
+        // context limit.
+        assert_eq!(
+            history_budget(&knobs(0.65, 0), Some(DEFAULT_CONTEXT_LIMIT)),
+            12_480
+        );
+    }
+
+    /// The note says which context limit was used and why.
+    #[test]
+    fn context_limits_explain_themselves() {
+        use ContextLimit as L;
+        assert_eq!(
+            L::Unknown("p/m".into()).describe(60_000),
+            "60000 (Magic Context's default: p/m is not in the limits table and has reported no usage yet)"
+        );
+        assert_eq!(
+            L::Unknown(String::new()).describe(60_000),
+            "60000 (Magic Context's default: no context limit known)"
+        );
+        assert_eq!(
+            L::UsageReported("p/m".into()).describe(12_480),
+            "12480 (context limit 128000: p/m is not in the limits table: Magic Context's default context limit, recorded with the model's usage)"
+        );
+        assert_eq!(
+            L::Catalog(150_000, "model-limits:a/b".into()).describe(14_625),
+            "14625 (context limit 150000: usable window of model-limits:a/b)"
+        );
+        assert_eq!(
+            L::Budget(9_000).describe(877),
+            "877 (context limit 9000: --budget)"
+        );
+        // Usage of an unknown model is measured against 128,000.
+        assert_eq!(
+            L::Unknown("p/m".into()).usage_denominator(),
+            DEFAULT_CONTEXT_LIMIT
+        );
+        assert_eq!(L::Unknown("p/m".into()).tokens(), None);
     }
 
     /// Spec E8 (a cache-busting pass; a defer pass never gets here).
