@@ -48,6 +48,7 @@ mod tmux_explorer;
 mod tmux_navigation;
 mod tmux_panic;
 mod tmux_signals;
+mod tokens_exact;
 mod tui_safety;
 mod tui_snapshots;
 mod tui_update;
