@@ -6,11 +6,10 @@
 //! counted in parallel, which also spreads one long text over the cores.
 
 use std::collections::hash_map::Entry;
-use std::collections::HashMap;
 
 use rayon::prelude::*;
 
-use super::{bpe, key, pieces::pieces, TokenizerKind};
+use super::{bpe, key, pieces::pieces, KeyMap, TokenizerKind};
 
 /// Texts are cut and counted in batches of about this many bytes, so the list of pieces (32
 /// bytes each) stays small while the counts of distinct pieces are kept for the whole call.
@@ -18,7 +17,7 @@ const BATCH_BYTES: usize = 8 << 20;
 
 /// The exact token count of each text.
 pub(super) fn count_texts(kind: TokenizerKind, texts: &[&str]) -> Vec<u32> {
-    let mut known: HashMap<u128, u32> = HashMap::new();
+    let mut known: KeyMap<u32> = KeyMap::default();
     let mut out = Vec::with_capacity(texts.len());
     let mut rest = texts;
     while !rest.is_empty() {
