@@ -179,7 +179,7 @@ for n in $LIST_SIZES; do
 done
 
 # --- tokenization, and the in-process benches (benches/load.rs) ------------------------------------
-# Tokenization: tierscope (tiktoken-rs) vs Python tiktoken, the same distinct texts, o200k_base.
+# Tokenization: tierscope vs tiktoken-rs vs Python tiktoken, the same distinct texts, o200k_base.
 # Replay engine alone: every built-in policy on the 10k input (10k requests x 2k episodes).
 tok_src=$OUT/rec/rec.json replay_src=$OUT/rec/rec.json
 for n in $SIZES; do
@@ -190,7 +190,8 @@ done
 if [ -z "${SKIP_CRITERION:-}" ]; then
 log "tokenization on the texts of $tok_src; criterion benches (replay on $replay_src)"
 python3 bench/tok_py.py "$tok_src" "$OUT/texts.json" > "$OUT/tok-py.json"
-rm -rf "$ROOT/target/criterion/load" "$ROOT/target/criterion/tokenize" "$ROOT/target/criterion/replay_loaded"
+CRIT=${CARGO_TARGET_DIR:-$ROOT/target}/criterion
+rm -rf "$CRIT/load" "$CRIT/tokenize" "$CRIT/replay_loaded"
 TIERSCOPE_CACHE_DIR=$OUT/cache-warm-criterion TIERSCOPE_BENCH_EXPORT=$OUT/rec/rec.json \
   TIERSCOPE_BENCH_TEXTS=$OUT/texts.json TIERSCOPE_BENCH_REPLAY=$replay_src \
   cargo bench --quiet --bench load -- --noplot 2>&1 | tee "$OUT/criterion-load.txt" >&2
@@ -199,7 +200,7 @@ fi
 # The replay engine's own bench (benches/replay.rs): synthetic 2.5k/5k/10k requests x 2k episodes
 # under a tight budget, retention and decay.
 if [ -f benches/replay.rs ] && [ -z "${SKIP_CRITERION:-}" ]; then
-  rm -rf "$ROOT/target/criterion/replay"
+  rm -rf "${CARGO_TARGET_DIR:-$ROOT/target}/criterion/replay"
   cargo bench --quiet --bench replay -- --noplot 2>&1 | tee "$OUT/criterion-replay.txt" >&2
 fi
 

@@ -10,6 +10,8 @@ import os
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Where cargo put criterion's results (`CARGO_TARGET_DIR`, else target/ of the tree).
+TARGET = os.environ.get("CARGO_TARGET_DIR") or f"{ROOT}/target"
 
 
 def load_json(path):
@@ -60,8 +62,50 @@ def requests_of(out, name):
 
 
 def criterion(group, bench):
-    e = load_json(f"{ROOT}/target/criterion/{group}/{bench}/new/estimates.json")
+    e = load_json(f"{TARGET}/criterion/{group}/{bench}/new/estimates.json")
     return None if e is None else e["mean"]["point_estimate"] / 1e9
+
+
+def tokenization_tables(p, tok):
+    """Python tiktoken (bench/tok_py.py) beside tiktoken-rs and tierscope (benches/load.rs group
+    `tokenize`) on the same texts, and the issue-17 targets."""
+    mb_ = tok["bytes"] / 1e6
+    c = lambda name: criterion("tokenize", name)
+    p("\n### Tokenization throughput, o200k_base, the same distinct texts\n")
+    p(f"{tok['texts']} distinct texts, {mb_:.2f} MB, {tok['tokens']} tokens. Wall: Python best of 5, "
+      "criterion mean. CPU: seconds of the whole process, all threads (Python best of 5; criterion "
+      "`*_cpu` mean).\n")
+    p("| tokenizer | wall | MB/s | wall vs Python 1 thread | CPU | CPU vs Python 1 thread |")
+    p("|---|---:|---:|---:|---:|---:|")
+    py, py_cpu = tok["py_single_s"], tok.get("py_single_cpu_s")
+    rows = [("Python tiktoken `encode_ordinary`, 1 thread", py, py_cpu),
+            ("Python tiktoken `encode_ordinary_batch`, 2 threads", tok["py_batch_s"], tok.get("py_batch_cpu_s")),
+            ("tiktoken-rs `encode_ordinary`, 1 thread", c("tiktoken_rs_single"), None)]
+    for n in (1, 2):
+        rows.append((f"tierscope `tokens::count_exact` per text, {n} thread{'s' if n > 1 else ''}",
+                     c(f"tierscope_exact_{n}_threads"), c(f"tierscope_exact_{n}_threads_cpu")))
+        rows.append((f"tierscope `Tokenizer::count_many`, cold cache, {n} thread{'s' if n > 1 else ''}",
+                     c(f"tierscope_count_many_cold_{n}_threads"), c(f"tierscope_count_many_cold_{n}_threads_cpu")))
+    for label, t, cpu in rows:
+        if t:
+            cpu_s = f"{cpu * 1000:.1f} ms" if cpu else "—"
+            cpu_r = f"{py_cpu / cpu:.2f}×" if cpu and py_cpu else "—"
+            p(f"| {label} | {t * 1000:.1f} ms | {mb_ / t:.1f} | {py / t:.2f}× | {cpu_s} | {cpu_r} |")
+    one, two = c("tierscope_exact_1_threads"), c("tierscope_exact_2_threads")
+    one_cpu, two_cpu = c("tierscope_exact_1_threads_cpu"), c("tierscope_exact_2_threads_cpu")
+    m1, m2 = c("tierscope_count_many_cold_1_threads"), c("tierscope_count_many_cold_2_threads")
+    if one and two:
+        verdict = lambda ok: "met" if ok else "missed"
+        p("\n| target | measured | |")
+        p("|---|---|---|")
+        p(f"| tierscope 1 thread ≥ 1.5× Python tiktoken 1 thread | wall {py / one:.2f}×"
+          + (f", CPU {py_cpu / one_cpu:.2f}×" if py_cpu and one_cpu else "")
+          + f" | {verdict(py / one >= 1.5)} |")
+        eff = f"; CPU 1 thread ÷ CPU 2 threads {one_cpu / two_cpu:.2f} (the most 2 idle cores could give: {2 * one_cpu / two_cpu:.2f}×)" \
+            if one_cpu and two_cpu else ""
+        many = f", `count_many` {m1 / m2:.2f}×" if m1 and m2 else ""
+        p(f"| 2 threads ≥ 1.8× faster than 1 | wall `count_exact` {one / two:.2f}×{many}{eff} | "
+          f"{verdict(one / two >= 1.8)} (wall) |")
 
 
 def main():
@@ -166,21 +210,7 @@ def main():
 
     tok = load_json(f"{out}/tok-py.json")
     if tok:
-        mb_ = tok["bytes"] / 1e6
-        single = criterion("tokenize", "tiktoken_rs_single")
-        many = criterion("tokenize", "tierscope_count_many_cold")
-        p("\n### Tokenization throughput, o200k_base, the same distinct texts\n")
-        p(f"{tok['texts']} distinct texts, {mb_:.2f} MB, {tok['tokens']} tokens.\n")
-        p("| tokenizer | time | MB/s | vs Python single-thread |")
-        p("|---|---:|---:|---:|")
-        py = tok["py_single_s"]
-        rows = [("Python tiktoken `encode_ordinary`, 1 thread (best of 5)", py),
-                ("Python tiktoken `encode_ordinary_batch`, 2 threads (best of 5)", tok["py_batch_s"]),
-                ("tiktoken-rs `encode_ordinary`, 1 thread (criterion mean)", single),
-                ("tierscope `Tokenizer::count_many`, cold cache, rayon (criterion mean)", many)]
-        for label, t in rows:
-            if t:
-                p(f"| {label} | {t * 1000:.1f} ms | {mb_ / t:.1f} | {py / t:.2f}× |")
+        tokenization_tables(p, tok)
 
     parse = criterion("load", "parse_export")
     episodes = criterion("load", "episodes_warm")
@@ -194,7 +224,7 @@ def main():
             p(f"| `loaded::from_trace_with`, token counts cached (episodes + tiers) | {episodes * 1000:.2f} ms |")
 
     rp = {}
-    for d in sorted(glob.glob(f"{ROOT}/target/criterion/replay_loaded/*/new/estimates.json")):
+    for d in sorted(glob.glob(f"{TARGET}/criterion/replay_loaded/*/new/estimates.json")):
         name = d.split("/")[-3]
         rp[name] = criterion("replay_loaded", name)
     if rp:
@@ -205,7 +235,7 @@ def main():
             p(f"| {name} | {t * 1000:.1f} ms | {'met' if t < 0.1 else 'missed'} |")
 
     syn = {}
-    for d in sorted(glob.glob(f"{ROOT}/target/criterion/replay/*/*/new/estimates.json")):
+    for d in sorted(glob.glob(f"{TARGET}/criterion/replay/*/*/new/estimates.json")):
         pol, n = d.split("/")[-4], d.split("/")[-3]
         syn.setdefault(pol, {})[int(n)] = load_json(d)["mean"]["point_estimate"] / 1e9
     if syn:

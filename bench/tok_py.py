@@ -5,7 +5,8 @@ export, and the text set for the Rust side (`benches/load.rs`, group `tokenize`)
 usage: tok_py.py EXPORT_JSON TEXTS_OUT_JSON [O200K_BPE_FILE]
 
 Texts: every distinct part text (text / reasoning parts) and tool output or error, as tierscope
-tokenizes them (once per distinct text). Prints one JSON line with the timings (best of 5).
+tokenizes them (once per distinct text). Prints one JSON line with the timings (best of 5, wall
+and CPU seconds of this process).
 The BPE file is the one inside the tiktoken-rs crate (the same ranks tierscope uses), loaded
 offline; its sha256 is checked by tiktoken.
 """
@@ -50,13 +51,15 @@ def encoding(bpe_file):
 
 
 def best(f, n=5):
-    times = []
+    """Best of n: (wall seconds, CPU seconds of this process, result)."""
+    times, cpus = [], []
     result = None
     for _ in range(n):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         result = f()
         times.append(time.perf_counter() - t0)
-    return min(times), result
+        cpus.append(time.process_time() - c0)
+    return min(times), min(cpus), result
 
 
 def main():
@@ -73,12 +76,13 @@ def main():
         json.dump(texts, f)
     enc = encoding(bpe)
     nbytes = sum(len(t.encode()) for t in texts)
-    single, tokens = best(lambda: sum(len(enc.encode_ordinary(t)) for t in texts))
-    batch, tokens_b = best(lambda: sum(len(x) for x in enc.encode_ordinary_batch(texts, num_threads=os.cpu_count() or 1)))
+    single, single_cpu, tokens = best(lambda: sum(len(enc.encode_ordinary(t)) for t in texts))
+    batch, batch_cpu, tokens_b = best(lambda: sum(len(x) for x in enc.encode_ordinary_batch(texts, num_threads=os.cpu_count() or 1)))
     assert tokens == tokens_b
     print(json.dumps({
         "texts": len(texts), "bytes": nbytes, "tokens": tokens,
         "py_single_s": single, "py_batch_s": batch,
+        "py_single_cpu_s": single_cpu, "py_batch_cpu_s": batch_cpu,
         "py_single_mb_s": nbytes / single / 1e6, "py_batch_mb_s": nbytes / batch / 1e6,
     }))
 

@@ -54,7 +54,7 @@ pub struct LoadedSession {
     /// Request indices where a todo changed status (the request whose message holds the
     /// `todowrite`) or a compaction happened (the summary request).
     pub milestones: BTreeSet<usize>,
-    /// Tokenizer label, e.g. `o200k_base@tiktoken-rs-0.12`.
+    /// Tokenizer label, e.g. `o200k_base@bpe-openai-0.3`.
     pub tokenizer: String,
     /// Sub-agent sessions, each loaded the same way (their own episodes and numbering).
     pub children: Vec<LoadedSession>,

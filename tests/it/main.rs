@@ -51,6 +51,7 @@ mod tmux_explorer;
 mod tmux_navigation;
 mod tmux_panic;
 mod tmux_signals;
+mod tokens_exact;
 mod tui_safety;
 mod tui_snapshots;
 mod tui_update;

@@ -1,4 +1,9 @@
-//! Token counting: tiktoken-rs behind one small interface, counted once per distinct text.
+//! Token counting: exact `o200k_base` / `cl100k_base` counts, each distinct text counted once.
+//!
+//! Counts are exactly tiktoken's (`encode_ordinary(text).len()`): the replay's error figures
+//! are made of them. [`bpe`] counts one text (bpe-openai's encodings behind a pre-tokenizer of
+//! our own, one scratch space per thread); [`batch`] counts a batch of texts by their distinct
+//! pieces, cut where the count is additive ([`pieces`]), in parallel.
 //!
 //! Counts are cached by content hash (xxh3-128 of the text) in memory and on disk, so a second
 //! load of the same recording tokenizes nothing and the replay never tokenizes at all (it only
@@ -11,24 +16,28 @@
 //! by the current process are kept first. It is written atomically (temp file + rename); a file
 //! that is truncated, corrupt or from another format version is ignored and rewritten.
 
+mod batch;
+mod bpe;
+mod disk;
+mod pieces;
+
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use rayon::prelude::*;
-use tiktoken_rs::CoreBPE;
+
+pub(crate) use disk::write_atomically;
+use disk::{decode, encode, header_len, ENTRY_BYTES};
 
 /// Size cap of the on-disk cache file.
 pub const DISK_CACHE_CAP_BYTES: usize = 16 * 1024 * 1024;
 /// Environment variable that relocates the cache directory.
 pub const CACHE_DIR_ENV: &str = "TIERSCOPE_CACHE_DIR";
 
-const MAGIC: &[u8; 8] = b"TSTOKv1\n";
-const ENTRY_BYTES: usize = 16 + 4;
-/// The tokenizer implementation's version; part of every cache key.
-const TOKENIZER_VERSION: &str = "tiktoken-rs-0.12";
+/// The counting implementation's version; part of every cache key and of the label in outputs.
+const TOKENIZER_VERSION: &str = "bpe-openai-0.3";
 
 /// Which BPE to count with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -46,6 +55,11 @@ impl TokenizerKind {
             TokenizerKind::O200k => "o200k_base",
             TokenizerKind::Cl100k => "cl100k_base",
         }
+    }
+
+    /// The counting implementation's version (part of the cache key).
+    pub fn version(&self) -> &'static str {
+        TOKENIZER_VERSION
     }
 }
 
@@ -99,7 +113,7 @@ struct Entry {
 /// A token counter with a content-hash cache. Cheap to share by reference across threads.
 pub struct Tokenizer {
     kind: TokenizerKind,
-    cache: Mutex<HashMap<u128, Entry>>,
+    cache: Mutex<KeyMap<Entry>>,
     disk_path: Option<PathBuf>,
     tokenized: AtomicU64,
     cached: AtomicU64,
@@ -131,7 +145,7 @@ impl Tokenizer {
     }
 
     fn build(kind: TokenizerKind, disk_path: Option<PathBuf>) -> Tokenizer {
-        let mut map = HashMap::new();
+        let mut map = KeyMap::default();
         if let Some(p) = &disk_path {
             // A missing or corrupt file is simply an empty cache.
             if let Ok(bytes) = std::fs::read(p) {
@@ -159,15 +173,6 @@ impl Tokenizer {
         }
     }
 
-    /// The BPE tables, built on the first cache miss only: building o200k takes ~0.15 s and
-    /// ~25 MB, wasted when every count comes from the cache.
-    fn bpe(&self) -> &'static CoreBPE {
-        match self.kind {
-            TokenizerKind::O200k => tiktoken_rs::o200k_base_singleton(),
-            TokenizerKind::Cl100k => tiktoken_rs::cl100k_base_singleton(),
-        }
-    }
-
     pub fn kind(&self) -> TokenizerKind {
         self.kind
     }
@@ -177,7 +182,7 @@ impl Tokenizer {
     }
     /// The implementation's version (part of the cache key).
     pub fn version(&self) -> &'static str {
-        TOKENIZER_VERSION
+        self.kind.version()
     }
     /// `name@version`, as shown in outputs.
     pub fn label(&self) -> String {
@@ -202,14 +207,15 @@ impl Tokenizer {
         self.count_many(&[text])[0]
     }
 
-    /// Token counts of many texts; the cache misses are tokenized in parallel.
+    /// Token counts of many texts; the cache misses are counted together (by their distinct
+    /// pieces, in parallel).
     pub fn count_many(&self, texts: &[&str]) -> Vec<u32> {
         let keys: Vec<u128> = texts.par_iter().map(|t| key(t)).collect();
         let mut out = vec![0u32; texts.len()];
         let mut missing: Vec<usize> = Vec::new();
         {
             let mut cache = self.lock();
-            let mut seen_missing: HashMap<u128, ()> = HashMap::new();
+            let mut seen_missing: KeyMap<()> = KeyMap::default();
             for (i, k) in keys.iter().enumerate() {
                 if let Some(e) = cache.get_mut(k) {
                     e.used = true;
@@ -223,18 +229,12 @@ impl Tokenizer {
         if missing.is_empty() {
             return out;
         }
-        let bpe = self.bpe();
-        let counted: Vec<(u128, u32)> = missing
-            .par_iter()
-            .map(|&i| {
-                let n = bpe.encode_ordinary(texts[i]).len();
-                (keys[i], u32::try_from(n).unwrap_or(u32::MAX))
-            })
-            .collect();
+        let missing_texts: Vec<&str> = missing.iter().map(|&i| texts[i]).collect();
+        let counted = batch::count_texts(self.kind, &missing_texts);
         self.tokenized
             .fetch_add(counted.len() as u64, Ordering::Relaxed);
         let mut cache = self.lock();
-        for (k, n) in counted {
+        for (k, n) in missing.iter().map(|&i| keys[i]).zip(counted) {
             cache.insert(
                 k,
                 Entry {
@@ -286,12 +286,18 @@ impl Tokenizer {
         self.disk_path.as_deref()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u128, Entry>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, KeyMap<Entry>> {
         // A poisoned lock only means another thread panicked mid-insert; the map is still valid.
         self.cache
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+}
+
+/// The exact token count of one text, with no cache and no cutting (benches, and callers that
+/// count a text once).
+pub fn count_exact(kind: TokenizerKind, text: &str) -> u32 {
+    bpe::count(kind, text)
 }
 
 /// `$TIERSCOPE_CACHE_DIR`, else the platform cache dir + `tierscope`.
@@ -307,7 +313,7 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 
 /// `tokens-<tokenizer>-<version>.bin`.
 pub fn cache_file_name(kind: TokenizerKind) -> String {
-    format!("tokens-{}-{}.bin", kind.name(), TOKENIZER_VERSION)
+    format!("tokens-{}-{}.bin", kind.name(), kind.version())
 }
 
 /// The content hash used as cache key.
@@ -315,75 +321,24 @@ fn key(text: &str) -> u128 {
     xxhash_rust::xxh3::xxh3_128(text.as_bytes())
 }
 
-fn header_id(kind: TokenizerKind) -> String {
-    format!("{}@{}", kind.name(), TOKENIZER_VERSION)
-}
+/// A map keyed by [`key`]s. The key is already a uniform hash, so the map uses its low 64 bits
+/// instead of hashing it again (hashing it with SipHash cost about a tenth of `count_many`'s CPU on the bench texts).
+type KeyMap<V> = HashMap<u128, V, std::hash::BuildHasherDefault<KeyHasher>>;
 
-fn header_len(kind: TokenizerKind) -> usize {
-    MAGIC.len() + 2 + header_id(kind).len() + 8
-}
+#[derive(Default)]
+struct KeyHasher(u64);
 
-/// Layout: magic, u16 id length, id (`tokenizer@version`), u64 count, count × (u128 key, u32
-/// tokens), u64 xxh3 checksum of everything before it. All little-endian.
-fn encode(kind: TokenizerKind, entries: impl Iterator<Item = (u128, u32)>, n: usize) -> Vec<u8> {
-    let id = header_id(kind);
-    let mut b = Vec::with_capacity(header_len(kind) + n * ENTRY_BYTES + 8);
-    b.extend_from_slice(MAGIC);
-    b.extend_from_slice(&(id.len() as u16).to_le_bytes());
-    b.extend_from_slice(id.as_bytes());
-    b.extend_from_slice(&(n as u64).to_le_bytes());
-    for (k, t) in entries {
-        b.extend_from_slice(&k.to_le_bytes());
-        b.extend_from_slice(&t.to_le_bytes());
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
     }
-    let sum = xxhash_rust::xxh3::xxh3_64(&b);
-    b.extend_from_slice(&sum.to_le_bytes());
-    b
-}
-
-/// `None` for anything that is not a complete, matching cache file.
-fn decode(bytes: &[u8], kind: TokenizerKind) -> Option<Vec<(u128, u32)>> {
-    let (body, sum) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
-    if xxhash_rust::xxh3::xxh3_64(body) != u64::from_le_bytes(sum.try_into().ok()?) {
-        return None;
+    fn write_u128(&mut self, k: u128) {
+        self.0 = k as u64;
     }
-    let rest = body.strip_prefix(MAGIC.as_slice())?;
-    let (len, rest) = rest.split_at_checked(2)?;
-    let len = u16::from_le_bytes(len.try_into().ok()?) as usize;
-    let (id, rest) = rest.split_at_checked(len)?;
-    if id != header_id(kind).as_bytes() {
-        return None;
+    fn write(&mut self, bytes: &[u8]) {
+        // Only u128 keys are hashed here; any other input still gets a usable hash.
+        self.0 = xxhash_rust::xxh3::xxh3_64_with_seed(bytes, self.0);
     }
-    let (n, rest) = rest.split_at_checked(8)?;
-    let n = usize::try_from(u64::from_le_bytes(n.try_into().ok()?)).ok()?;
-    if rest.len() != n.checked_mul(ENTRY_BYTES)? {
-        return None;
-    }
-    let entries = rest
-        .chunks_exact(ENTRY_BYTES)
-        .filter_map(|c| {
-            let k = u128::from_le_bytes(c[..16].try_into().ok()?);
-            let t = u32::from_le_bytes(c[16..].try_into().ok()?);
-            Some((k, t))
-        })
-        .collect();
-    Some(entries)
-}
-
-/// Write `bytes` to `path` through a temp file in the same dir and a rename, so a reader (or a
-/// crash) sees the old file or the new one, never half of one.
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    // Named so that one left by a killed process is recognisable (`.tierscope-….tmp`).
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tierscope-")
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }
 
 #[cfg(test)]
