@@ -112,7 +112,8 @@ pub fn specs(kind: PolicyKind) -> Vec<KnobSpec> {
 /// Whether the replay reads knob `name` under `p`'s other settings: the choice knobs that pick
 /// a driver leave some knobs unread. A progressive policy on the age driver ignores the pressure
 /// thresholds and relevance, on the pressure driver the age steps (and the relevance window when
-/// relevance comes from probes); `flat` with `trigger = recorded` ignores the simulate knobs;
+/// relevance comes from probes); `flat` with `trigger = recorded` ignores the simulate knobs
+/// (and with `auto`, the model limits: the budget is the limit);
 /// `decay` with `tier_cost = measured` ignores the per-tier constants. A knob the kind does not
 /// declare is not read. Sliders and sweeps that offer only read knobs never move a dead one.
 pub fn is_read(p: &Policy, name: &str) -> bool {
@@ -130,13 +131,14 @@ pub fn is_read(p: &Policy, name: &str) -> bool {
             }
         }
         PolicyKind::Flat => match name {
-            "context_limit"
-            | "max_output"
-            | "tail_turns"
+            // The model's limits matter only to `simulate` without a budget (with `auto`, the
+            // budget is the limit).
+            "context_limit" | "max_output" => p.choice("trigger") == "simulate",
+            "tail_turns"
             | "preserve_recent_share"
             | "preserve_recent_min"
             | "preserve_recent_max"
-            | "summary_tokens" => p.choice("trigger") == "simulate",
+            | "summary_tokens" => p.choice("trigger") != "recorded",
             _ => true,
         },
         PolicyKind::Decay => match name {
