@@ -210,7 +210,15 @@ fn frame_row(f: &Frame) -> Vec<Cell> {
             )
         })
         .collect();
-    if f.compaction {
+    if let Some(c) = &f.compaction_call {
+        changes.insert(
+            0,
+            format!(
+                "compaction (call {} in + {} out, ${:.5}, summary {})",
+                c.tokens, c.output, c.cost, c.summary_text
+            ),
+        );
+    } else if f.compaction {
         changes.insert(0, "compaction".into());
     }
     let tc = |t: Tier| Cell::Int(f.tiers.get(t).count);
@@ -270,6 +278,9 @@ pub fn text(r: &Replay) -> Text {
     }
     if let Some(n) = &r.trace.pricing.note {
         out.line(format!("pricing: {n}"));
+    }
+    if let Some(c) = &r.policy.compaction {
+        out.line(format!("compaction: {}", c.describe()));
     }
     let mut t = Table::new(frame_columns());
     for f in &r.frames {

@@ -217,6 +217,36 @@ pub fn replay(input: &Input<'_>, policy: &Policy, budget: Option<u64>) -> Replay
     }
 }
 
+/// The irreducible part of each request: what no schedule can remove — the system chunk plus
+/// the active episode so far at `full` (for a recorded summary call, the call as OpenCode built
+/// it). An overflow above it is the schedule's; the rest is the request's own. Counted as
+/// `full` renders it (no compaction artefacts, recorded prunes not applied).
+pub fn irreducible(input: &Input<'_>) -> Vec<u64> {
+    let Ok(full) = crate::policy::load("full", &[]) else {
+        return Vec::new();
+    };
+    let prepared = Prepared::new(input, &full, false);
+    let p = &prepared.prep;
+    let n = p.episodes.len();
+    p.reqs
+        .iter()
+        .zip(&input.trace.requests)
+        .map(|(rq, req)| {
+            if let Some(call) = rq.call_tokens.filter(|_| req.synthetic_call) {
+                return rq.sys_tokens + call;
+            }
+            let active = if rq.active < n {
+                p.td(rq.active, crate::episode::Tier::Full).map_or(0, |td| {
+                    td.prefix[td.pos.partition_point(|x| *x < rq.pos)]
+                })
+            } else {
+                0
+            };
+            rq.sys_tokens + active
+        })
+        .collect()
+}
+
 /// Replay a loaded session (convenience for [`replay`]).
 pub fn replay_session(s: &LoadedSession, policy: &Policy, budget: Option<u64>) -> Replay {
     replay(&Input::from(s), policy, budget)
