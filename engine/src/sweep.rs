@@ -276,7 +276,9 @@ pub fn run_with(
                     pareto: false,
                 },
                 Ok(p) => {
-                    let r = replay::replay(&input, &p, Some(budget_v));
+                    // The budget as given: without one, every point replays at the default
+                    // (and `opencode` with `trigger = auto` follows the recording).
+                    let r = replay::replay(&input, &p, budget);
                     let sm = &r.summary;
                     Point {
                         knobs,

@@ -253,6 +253,22 @@ pub struct CompactionRun {
 }
 
 impl CompactionRun {
+    /// A few words for a header: `simulate@9000: 8 compactions from req 12` or `recorded: 3
+    /// compactions from req 13` or `simulate@9000: no compaction`.
+    pub fn short(&self) -> String {
+        let head = match self.usable_limit {
+            Some(l) => format!("{}@{l}", self.trigger),
+            None => self.trigger.clone(),
+        };
+        match self.compactions.first() {
+            None => format!("{head}: no compaction"),
+            Some(first) => format!(
+                "{head}: {} compaction{} from req {first}",
+                self.compactions.len(),
+                if self.compactions.len() == 1 { "" } else { "s" }
+            ),
+        }
+    }
     /// One line for headers and notes.
     pub fn describe(&self) -> String {
         let mut s = format!("trigger {} ({})", self.trigger, self.why);

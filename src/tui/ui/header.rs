@@ -29,10 +29,21 @@ pub fn key_knobs(state: &State) -> Vec<String> {
             names.push(m);
         }
     }
+    // `opencode`'s trigger says what it resolved to (with `auto`, the budget decides).
+    let compaction = state
+        .schedule
+        .replay
+        .as_deref()
+        .and_then(|r| r.compaction.as_deref());
     names
         .iter()
         .take(5)
-        .filter_map(|n| p.knobs.get(*n).map(|v| format!("{n}={v}")))
+        .filter_map(|n| {
+            p.knobs.get(*n).map(|v| match (*n, compaction) {
+                ("trigger", Some(c)) => format!("{n}={v}→{c}"),
+                _ => format!("{n}={v}"),
+            })
+        })
         .collect()
 }
 
