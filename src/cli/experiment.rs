@@ -213,7 +213,12 @@ impl report::Report for TierSourcesReport<'_> {
         for run in &c.runs {
             for r in &run.experiment.rows {
                 if let Some(cr) = &r.compaction {
-                    out.line(format!("{} ({}): {}", r.policy, run.strategy, cr.describe()));
+                    out.line(format!(
+                        "{} ({}): {}",
+                        r.policy,
+                        run.strategy,
+                        cr.describe()
+                    ));
                 }
             }
         }
@@ -235,10 +240,7 @@ impl report::Report for TierSourcesReport<'_> {
 
 /// Per request with an overflow under some policy: the irreducible part beside each policy's
 /// overflow (tier source `strategy`).
-fn overflow_text(
-    strategy: &str,
-    e: &tierscope_engine::research::experiment::Experiment,
-) -> Text {
+fn overflow_text(strategy: &str, e: &tierscope_engine::research::experiment::Experiment) -> Text {
     let mut out = Text::new();
     let mut headers = vec!["req".to_owned(), "irreducible".to_owned()];
     headers.extend(e.rows.iter().map(|r| format!("{}_over", r.policy)));
@@ -246,7 +248,10 @@ fn overflow_text(
     let mut t = Table::aligned(&hs);
     let mut shown = 0;
     for (i, irr) in e.irreducible.iter().enumerate() {
-        if e.rows.iter().all(|r| r.overflow.get(i).copied().unwrap_or(0) == 0) {
+        if e.rows
+            .iter()
+            .all(|r| r.overflow.get(i).copied().unwrap_or(0) == 0)
+        {
             continue;
         }
         shown += 1;

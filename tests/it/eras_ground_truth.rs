@@ -567,7 +567,11 @@ fn simulated_compaction_calls_are_sized_and_priced() {
     for f in r.frames.iter().filter(|f| f.synthetic_call) {
         assert_eq!((f.tokens, f.cost), (0, 0.0));
     }
-    let run = r.policy.compaction.as_ref().expect("opencode says how it ran");
+    let run = r
+        .policy
+        .compaction
+        .as_ref()
+        .expect("opencode says how it ran");
     assert_eq!(run.trigger, "simulate");
     assert_eq!(run.compactions.len(), calls.len());
 }

@@ -181,7 +181,12 @@ pub fn replay(input: &Input<'_>, policy: &Policy, budget: Option<u64>) -> Replay
                 let b = if same {
                     prepared.run(&full, budget_v, &budget_source, false)
                 } else {
-                    Prepared::new(input, &full, budget.is_some()).run(&full, budget_v, &budget_source, false)
+                    Prepared::new(input, &full, budget.is_some()).run(
+                        &full,
+                        budget_v,
+                        &budget_source,
+                        false,
+                    )
                 };
                 let radius: u64 = b.frames.iter().map(|f| f.radius).sum();
                 let cost: f64 = b.frames.iter().map(|f| f.cost).sum();
@@ -236,9 +241,8 @@ pub fn irreducible(input: &Input<'_>) -> Vec<u64> {
                 return rq.sys_tokens + call;
             }
             let active = if rq.active < n {
-                p.td(rq.active, crate::episode::Tier::Full).map_or(0, |td| {
-                    td.prefix[td.pos.partition_point(|x| *x < rq.pos)]
-                })
+                p.td(rq.active, crate::episode::Tier::Full)
+                    .map_or(0, |td| td.prefix[td.pos.partition_point(|x| *x < rq.pos)])
             } else {
                 0
             };

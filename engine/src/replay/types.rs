@@ -298,7 +298,11 @@ impl CompactionRun {
             s.push_str(&format!(
                 "; {} recorded summary call{} not made",
                 self.recorded_calls_skipped,
-                if self.recorded_calls_skipped == 1 { "" } else { "s" }
+                if self.recorded_calls_skipped == 1 {
+                    ""
+                } else {
+                    "s"
+                }
             ));
         }
         s

@@ -128,7 +128,11 @@ pub fn auto_target(input: &replay::Input<'_>) -> f64 {
     if r.frames.is_empty() {
         return 0.0;
     }
-    r.frames.iter().map(|f| f.tokens.min(cap) as f64).sum::<f64>() / r.frames.len() as f64
+    r.frames
+        .iter()
+        .map(|f| f.tokens.min(cap) as f64)
+        .sum::<f64>()
+        / r.frames.len() as f64
 }
 
 /// Summarise one replay as a row; `irreducible` per request (see [`replay::irreducible`]).
@@ -232,11 +236,7 @@ pub fn run(s: &LoadedSession, policies: &[Policy], mode: BudgetMode) -> Experime
                 .map(|p| {
                     let r = match_mean(&input, p, target);
                     let off = (r.summary.mean_tokens - target).abs();
-                    row_of(
-                        &r,
-                        Some(target > 0.0 && off <= 0.02 * target),
-                        &irreducible,
-                    )
+                    row_of(&r, Some(target > 0.0 && off <= 0.02 * target), &irreducible)
                 })
                 .collect();
             ("match-mean-tokens", Some(target), rows)

@@ -158,11 +158,9 @@ struct Tail {
 /// The release's kept tail at `usable`, with the knobs' overrides (`None`: no kept tail).
 fn tail_rule(era: Era, k: &Knobs, usable: u64) -> Option<Tail> {
     let (turns, cap) = match era {
-        Era::V01
-        | Era::MultiStep
-        | Era::SummaryMessage
-        | Era::CompactionPart
-        | Era::Sqlite => (Some(0), 0),
+        Era::V01 | Era::MultiStep | Era::SummaryMessage | Era::CompactionPart | Era::Sqlite => {
+            (Some(0), 0)
+        }
         Era::AnchoredSummary => (Some(2), 8_000),
         Era::TextSummary => (None, 15_000),
     };
@@ -173,8 +171,13 @@ fn tail_rule(era: Era, k: &Knobs, usable: u64) -> Option<Tail> {
     if turns == Some(0) {
         return None;
     }
-    let cap = if k.preserve_max > 0 { k.preserve_max } else { cap };
-    let budget = ((usable as f64 * k.preserve_share) as u64).clamp(k.preserve_min, cap.max(k.preserve_min));
+    let cap = if k.preserve_max > 0 {
+        k.preserve_max
+    } else {
+        cap
+    };
+    let budget =
+        ((usable as f64 * k.preserve_share) as u64).clamp(k.preserve_min, cap.max(k.preserve_min));
     Some(Tail { turns, budget })
 }
 
@@ -317,7 +320,11 @@ impl Decide for OpenCode {
                 summary_text: Vec::new(),
                 recorded_calls_skipped: 0,
             },
-            Mode::Simulate { usable, source, why } => CompactionRun {
+            Mode::Simulate {
+                usable,
+                source,
+                why,
+            } => CompactionRun {
                 trigger: "simulate".into(),
                 why: (*why).into(),
                 usable_limit: Some(*usable),
@@ -384,9 +391,7 @@ impl OpenCode {
                     .messages
                     .iter()
                     .enumerate()
-                    .filter(|(i, m)| {
-                        *i < msg && m.user_kind == Some(crate::trace::UserKind::Human)
-                    })
+                    .filter(|(i, m)| *i < msg && m.user_kind == Some(crate::trace::UserKind::Human))
                     .map(|(i, _)| i)
                     .collect();
                 humans.len().checked_sub(n).map_or(0, |i| humans[i])
@@ -403,7 +408,9 @@ impl OpenCode {
             if closed && st.applied(e) == Tier::Dropped {
                 break;
             }
-            let Some(td) = p.td(e, Tier::Full).filter(|_| !closed || st.applied(e) == Tier::Full)
+            let Some(td) = p
+                .td(e, Tier::Full)
+                .filter(|_| !closed || st.applied(e) == Tier::Full)
             else {
                 break;
             };
@@ -457,8 +464,9 @@ impl OpenCode {
         let covers: Vec<usize> = (0..keep_e.min(st.k())).collect();
         // The head of the first kept episode (a split turn) goes into the summary too.
         let split_head = if keep_chunk > st.cut(keep_e.min(n.saturating_sub(1))) && keep_e < n {
-            p.td(keep_e, Tier::Full)
-                .map_or(0, |td| td.prefix[keep_chunk.min(td.len())] - td.prefix[st.cut(keep_e).min(td.len())])
+            p.td(keep_e, Tier::Full).map_or(0, |td| {
+                td.prefix[keep_chunk.min(td.len())] - td.prefix[st.cut(keep_e).min(td.len())]
+            })
         } else {
             0
         };
@@ -475,8 +483,12 @@ impl OpenCode {
         if split_head > 0 {
             covered.push((split_head, p.compaction_keep[keep_e]));
         }
-        let history =
-            compaction_call::simulated_history(p.compaction.shape, view, st.summary_tokens(), &covered);
+        let history = compaction_call::simulated_history(
+            p.compaction.shape,
+            view,
+            st.summary_tokens(),
+            &covered,
+        );
         let trace = p.trace;
         let text_from = trace
             .compactions
@@ -523,7 +535,11 @@ impl OpenCode {
 /// A summary built deterministically from compact tiers: the newest of `summarised` whose
 /// compact tiers fit within `cap` tokens together (the newest one always): (tokens, text,
 /// episodes shown, oldest first).
-fn compact_tier_summary(st: &State<'_, '_>, summarised: &[usize], cap: u64) -> (u64, String, Vec<usize>) {
+fn compact_tier_summary(
+    st: &State<'_, '_>,
+    summarised: &[usize],
+    cap: u64,
+) -> (u64, String, Vec<usize>) {
     let p = st.p;
     let mut shown = Vec::new();
     let mut tokens = 0u64;
@@ -571,5 +587,141 @@ fn replace_before(st: &mut State<'_, '_>, start: usize, text: &str) {
         } else {
             st.cut_before(e, start);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn knobs(tail_turns: Option<i64>, preserve_max: u64) -> Knobs {
+        Knobs {
+            trigger: Trigger::Auto,
+            context_limit: 0,
+            max_output: 0,
+            tail_turns,
+            preserve_share: 0.25,
+            preserve_min: 2000,
+            preserve_max,
+            summary_tokens: 2000,
+        }
+    }
+
+    #[test]
+    fn the_trigger_follows_the_release() {
+        // 1.1.57+: count >= usable.
+        assert!(fires(Era::TextSummary, Some((1, 18, 33)), 9_000, 9_000));
+        assert!(!fires(Era::TextSummary, Some((1, 18, 33)), 8_999, 9_000));
+        // Before 1.1.57: count > usable.
+        assert!(!fires(Era::CompactionPart, Some((1, 1, 22)), 9_000, 9_000));
+        assert!(fires(Era::CompactionPart, Some((1, 1, 22)), 9_001, 9_000));
+        // 0.2–0.7: 90 % of usable.
+        assert!(fires(Era::MultiStep, Some((0, 5, 29)), 8_101, 9_000));
+        assert!(!fires(Era::MultiStep, Some((0, 5, 29)), 8_100, 9_000));
+    }
+
+    #[test]
+    fn the_kept_tail_follows_the_release_unless_a_knob_says_otherwise() {
+        let k = knobs(None, 0);
+        // No kept tail before 1.14.19.
+        assert_eq!(tail_rule(Era::Sqlite, &k, 100_000), None);
+        // 1.14.19–1.18.24: 2 turns within min(8000, max(2000, usable/4)).
+        assert_eq!(
+            tail_rule(Era::AnchoredSummary, &k, 100_000),
+            Some(Tail {
+                turns: Some(2),
+                budget: 8_000
+            })
+        );
+        assert_eq!(
+            tail_rule(Era::AnchoredSummary, &k, 4_000),
+            Some(Tail {
+                turns: Some(2),
+                budget: 2_000
+            })
+        );
+        // 1.18.25+: every turn within min(15000, …); E2's 11,000 usable → 2,750.
+        assert_eq!(
+            tail_rule(Era::TextSummary, &k, 11_000),
+            Some(Tail {
+                turns: None,
+                budget: 2_750
+            })
+        );
+        assert_eq!(
+            tail_rule(Era::TextSummary, &k, 100_000),
+            Some(Tail {
+                turns: None,
+                budget: 15_000
+            })
+        );
+        // Knobs override: a tail where the release had none, no tail, another cap.
+        assert_eq!(
+            tail_rule(Era::Sqlite, &knobs(Some(3), 5_000), 100_000),
+            Some(Tail {
+                turns: Some(3),
+                budget: 5_000
+            })
+        );
+        assert_eq!(
+            tail_rule(Era::TextSummary, &knobs(Some(0), 0), 100_000),
+            None
+        );
+    }
+
+    fn policy(set: &[(&str, &str)]) -> Policy {
+        let kv: Vec<(String, String)> = set
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        crate::policy::load("opencode", &kv).expect("policy")
+    }
+
+    #[test]
+    fn auto_simulates_only_under_an_explicit_budget() {
+        let s = crate::replay::synth::generate(&crate::replay::synth::SynthSpec {
+            requests: 120,
+            episodes: 24,
+            ..Default::default()
+        });
+        let input = s.input();
+        let full = crate::replay::replay(&input, &crate::policy::load("full", &[]).unwrap(), None);
+        let peak = full.frames.iter().map(|f| f.tokens).max().unwrap();
+        let budget = peak / 2;
+        let auto = crate::replay::replay(&input, &policy(&[]), Some(budget));
+        let run = auto.policy.compaction.clone().expect("reported");
+        assert_eq!(run.trigger, "simulate");
+        assert_eq!(run.usable_limit, Some(budget));
+        let at: Vec<usize> = auto
+            .frames
+            .iter()
+            .filter(|f| f.compaction)
+            .map(|f| f.request)
+            .collect();
+        assert!(!at.is_empty());
+        assert_eq!(run.compactions, at);
+        // Every compaction follows a request that reached the limit; every request that did
+        // (and had something to compact) is followed by one.
+        for &t in &at {
+            let prev = &auto.frames[t - 1];
+            assert!(prev.tokens + s.trace.requests[t - 1].usage.output >= budget);
+        }
+        // A compaction's call is billed in its frame: per session = Σ per request.
+        let sum: f64 = auto.frames.iter().map(|f| f.cost).sum();
+        assert!((auto.summary.cost - sum).abs() < 1e-12);
+        for f in auto.frames.iter().filter(|f| f.compaction) {
+            let c = f.compaction_call.as_ref().unwrap();
+            assert_eq!(c.summary_text, "compact-tiers");
+            assert!(c.output > 0 && c.output <= 2_000 + 1_000, "{c:?}");
+        }
+        // Without a budget it follows the recording (no compaction in a generated trace).
+        let none = crate::replay::replay(&input, &policy(&[]), None);
+        assert_eq!(none.policy.compaction.unwrap().trigger, "recorded");
+        assert!(none.frames.iter().all(|f| !f.compaction));
+        // Deterministic.
+        assert_eq!(
+            auto,
+            crate::replay::replay(&input, &policy(&[]), Some(budget))
+        );
     }
 }
