@@ -172,9 +172,13 @@ fn materialize(
             ..
         }) => {
             let mut text = format!(
-                "[simulated compaction {number} of {} episodes: compact tiers of {}]\n",
+                "[simulated compaction {number}: replaces {} closed episodes; compact tiers of {}]\n",
                 covers.len(),
-                shown.len()
+                shown
+                    .iter()
+                    .map(|&e| p.episodes[e].id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
             for &e in shown {
                 if let Some(r) = p.episodes[e].representation(p.effective(e, Tier::Compact)) {
