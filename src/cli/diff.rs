@@ -198,6 +198,9 @@ fn header(c: &Comparison, labels: &(String, String)) -> Text {
             "may go below floors"
         };
         out.line(format!("{side}: {label} ({}, {floors})", p.kind));
+        if let Some(cr) = &p.compaction {
+            out.line(format!("{side} compaction: {}", cr.describe()));
+        }
     }
     let s = &c.summary;
     out.line(format!(

@@ -104,6 +104,9 @@ impl report::Report for SweepReport<'_> {
             thousands(result.budget as i64),
             result.budget_source
         ));
+        if let Some(t) = &result.trigger {
+            out.line(format!("{}: {t}", result.policy));
+        }
         out.table(points(result));
         // Each distinct reason once, with how many points it ruled out.
         let mut reasons: Vec<(String, usize)> = Vec::new();

@@ -186,9 +186,15 @@ mod tests {
         assert!(!age.reads("demote_at") && !age.reads("relevance_window"));
         let probes = over("retention", &[("relevance_source", "probes")]);
         assert!(!probes.reads("relevance_window"));
+        // `auto` simulates under a budget: the tail knobs are read, the model limits are not
+        // (the budget is the limit); `recorded` reads neither.
         let flat = over("opencode", &[]);
-        assert!(!flat.reads("tail_turns") && flat.reads("ttl_s"));
-        assert!(over("opencode", &[("trigger", "simulate")]).reads("tail_turns"));
+        assert!(flat.reads("tail_turns") && flat.reads("ttl_s"));
+        assert!(!flat.reads("context_limit"));
+        let recorded = over("opencode", &[("trigger", "recorded")]);
+        assert!(!recorded.reads("tail_turns") && !recorded.reads("context_limit"));
+        let simulate = over("opencode", &[("trigger", "simulate")]);
+        assert!(simulate.reads("tail_turns") && simulate.reads("context_limit"));
         let decay = over("decay", &[("tier_cost", "measured")]);
         assert!(!decay.reads("cost_full") && decay.reads("h50"));
     }
