@@ -22,7 +22,8 @@ pub struct PolicyArgs {
     /// A built-in policy name (see `tierscope policies`) or a policy TOML file.
     #[arg(long, short = 'p', default_value = "retention")]
     pub policy: String,
-    /// Token budget (default: the usable input limit of the recorded model).
+    /// Token budget (default: the usable input limit of the recorded model). Given, `opencode`
+    /// (`trigger = auto`) simulates its compaction with it as the usable limit.
     #[arg(long, value_parser = super::report::budget_value)]
     pub budget: Option<u64>,
     /// Override a knob: KEY=VALUE (repeatable).
