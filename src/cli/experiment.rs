@@ -25,7 +25,8 @@ pub struct ExperimentArgs {
     #[arg(long, conflicts_with = "match_mean_tokens", value_parser = super::report::budget_value)]
     pub budget: Option<u64>,
     /// Tune each policy's budget so its mean tokens match TOKENS (default: a mean that puts the
-    /// session under pressure: `full`'s request sizes capped at half of its peak, averaged).
+    /// session under pressure: per request, the irreducible part plus half of the rest of
+    /// `full`'s rendering, averaged).
     #[arg(long, value_name = "TOKENS", num_args = 0..=1, default_missing_value = "auto")]
     pub match_mean_tokens: Option<String>,
     /// Run the table on each of these tier strategies, side by side with what their tiers cost
