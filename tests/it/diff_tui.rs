@@ -259,3 +259,25 @@ fn a_stale_result_is_dropped() {
         model.as_ref().expect("model")
     ));
 }
+
+/// The main screen's header says which trigger `opencode` ran: with a budget set it simulates
+/// at it, without one it follows the recording (C1 compacted three times).
+#[test]
+fn the_header_says_which_trigger_opencode_ran() {
+    for (budget, want) in [
+        (
+            Some(9_000),
+            "policy opencode [simulate@9000: 8 compactions from req 5]",
+        ),
+        (
+            None,
+            "policy opencode [recorded: 3 compactions from req 13]",
+        ),
+    ] {
+        let app = open(sample("C1.json"), "dark", 160, 45, "opencode", budget);
+        let buf = app.draw();
+        let text = text(&buf);
+        let header = text.lines().next().unwrap_or_default();
+        assert!(header.contains(want), "{header}");
+    }
+}
