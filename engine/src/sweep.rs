@@ -168,6 +168,10 @@ pub struct SweepResult {
     pub axes: Vec<Axis>,
     /// Row-major: the first axis varies slowest.
     pub points: Vec<Point>,
+    /// `opencode`: which trigger ran and why (the same at every point: `trigger` is a choice,
+    /// not an axis).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<String>,
 }
 
 impl SweepResult {
@@ -255,7 +259,7 @@ pub fn run_with(
     validate(policy, axes)?;
     let input = replay::Input::from(s);
     let (budget_v, budget_source) = replay::resolve_budget(&s.trace, budget);
-    let mut points: Vec<Point> = grid(axes)
+    let (mut points, triggers): (Vec<Point>, Vec<Option<String>>) = grid(axes)
         .into_par_iter()
         .map(|values| {
             let knobs: Vec<(String, f64)> = axes
@@ -267,6 +271,7 @@ pub fn run_with(
                 .iter()
                 .map(|(k, v)| (k.clone(), format_value(*v)))
                 .collect();
+            let mut trigger = None;
             let point = match policy.clone().with_overrides(&overrides) {
                 Err(e) => Point {
                     knobs,
@@ -276,7 +281,14 @@ pub fn run_with(
                     pareto: false,
                 },
                 Ok(p) => {
-                    let r = replay::replay(&input, &p, Some(budget_v));
+                    // The budget as given: without one, every point replays at the default
+                    // (and `opencode` with `trigger = auto` follows the recording).
+                    let r = replay::replay(&input, &p, budget);
+                    trigger = r
+                        .policy
+                        .compaction
+                        .as_ref()
+                        .map(|c| format!("trigger {} ({})", c.trigger, c.why));
                     let sm = &r.summary;
                     Point {
                         knobs,
@@ -301,9 +313,10 @@ pub fn run_with(
                 }
             };
             tick();
-            point
+            (point, trigger)
         })
-        .collect();
+        .unzip();
+    let trigger = triggers.into_iter().flatten().next();
     mark_pareto(&mut points);
     Ok(SweepResult {
         policy: policy.name.clone(),
@@ -311,6 +324,7 @@ pub fn run_with(
         budget_source,
         axes: axes.to_vec(),
         points,
+        trigger,
     })
 }
 

@@ -29,7 +29,8 @@ pub struct DiffArgs {
     /// itself under two knob sets (--set-a / --set-b).
     #[arg(long, short = 'p', value_name = "POLICY", required = true)]
     pub policy: Vec<String>,
-    /// Token budget for both (default: the usable input limit of the recorded model).
+    /// Token budget for both (default: the usable input limit of the recorded model). Given,
+    /// `opencode` (`trigger = auto`) simulates its compaction with it as the usable limit.
     #[arg(long, value_parser = super::report::budget_value)]
     pub budget: Option<u64>,
     /// Override a knob of A: KEY=VALUE (repeatable).
@@ -198,6 +199,9 @@ fn header(c: &Comparison, labels: &(String, String)) -> Text {
             "may go below floors"
         };
         out.line(format!("{side}: {label} ({}, {floors})", p.kind));
+        if let Some(cr) = &p.compaction {
+            out.line(format!("{side} compaction: {}", cr.describe()));
+        }
     }
     let s = &c.summary;
     out.line(format!(

@@ -24,8 +24,9 @@ pub struct ExperimentArgs {
     /// One token budget for every policy (default: the usable input limit of the recorded model).
     #[arg(long, conflicts_with = "match_mean_tokens", value_parser = super::report::budget_value)]
     pub budget: Option<u64>,
-    /// Tune each policy's budget so its mean tokens match TOKENS (default: the mean tokens of
-    /// `retention` at the default budget).
+    /// Tune each policy's budget so its mean tokens match TOKENS (default: a mean that puts the
+    /// session under pressure: per request, the irreducible part plus half of the rest of
+    /// `full`'s rendering, averaged).
     #[arg(long, value_name = "TOKENS", num_args = 0..=1, default_missing_value = "auto")]
     pub match_mean_tokens: Option<String>,
     /// Run the table on each of these tier strategies, side by side with what their tiers cost
@@ -65,7 +66,7 @@ pub fn run_cli(a: &ExperimentArgs) -> anyhow::Result<()> {
 }
 
 /// The policy table's columns, one per [`policy_cells`] value.
-const POLICY_COLUMNS: [&str; 22] = [
+const POLICY_COLUMNS: [&str; 24] = [
     "policy",
     "budget",
     "mean",
@@ -73,6 +74,8 @@ const POLICY_COLUMNS: [&str; 22] = [
     "p95",
     "max",
     "max_overflow",
+    "irreducible",
+    "avoidable",
     "full",
     "dense",
     "compact",
@@ -102,6 +105,8 @@ fn policy_cells(r: &Row) -> Vec<Cell> {
         tokens(r.p95_tokens),
         tokens(r.max_tokens),
         tokens(r.max_overflow),
+        tokens(r.irreducible_max),
+        tokens(r.avoidable_overflow),
         share(r.tiers.full),
         share(r.tiers.dense),
         share(r.tiers.compact),
@@ -189,15 +194,39 @@ impl report::Report for TierSourcesReport<'_> {
             head.map_or(0, |e| e.probes),
             c.runs.len(),
             self.policies,
-            match c.target_mean_tokens {
-                Some(t) => format!(
+            match (c.target_mean_tokens, &c.target_rule) {
+                (Some(t), Some(rule)) => format!(
+                    "budgets tuned to mean {} tokens ({rule})",
+                    thousands(t.round() as i64)
+                ),
+                (Some(t), None) => format!(
                     "budgets tuned to mean {} tokens",
                     thousands(t.round() as i64)
                 ),
-                None => "one budget for every policy".to_string(),
+                (None, _) => "one budget for every policy".to_string(),
             }
         ));
         out.table(tier_source_rows(c));
+        out.line(
+            "irreducible = the largest system chunk + active episode of a request (no schedule can shed it); \
+             avoidable = the largest overflow above it",
+        );
+        for run in &c.runs {
+            for r in &run.experiment.rows {
+                if let Some(cr) = &r.compaction {
+                    out.line(format!(
+                        "{} ({}): {}",
+                        r.policy,
+                        run.strategy,
+                        cr.describe()
+                    ));
+                }
+            }
+        }
+        if let Some(run) = c.runs.first() {
+            out.blank();
+            out.append(overflow_text(&run.strategy, &run.experiment));
+        }
         out.blank();
         out.line("generation cost (tier changes also bill their creation):");
         let gens: Vec<_> = c
@@ -208,6 +237,45 @@ impl report::Report for TierSourcesReport<'_> {
         out.append(super::audit::generation_text(&gens));
         out
     }
+}
+
+/// Per request with an overflow under some policy: the irreducible part beside each policy's
+/// overflow (tier source `strategy`).
+fn overflow_text(strategy: &str, e: &tierscope_engine::research::experiment::Experiment) -> Text {
+    let mut out = Text::new();
+    let mut headers = vec!["req".to_owned(), "irreducible".to_owned()];
+    headers.extend(e.rows.iter().map(|r| format!("{}_over", r.policy)));
+    let hs: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let mut t = Table::aligned(&hs);
+    let mut shown = 0;
+    for (i, irr) in e.irreducible.iter().enumerate() {
+        if e.rows
+            .iter()
+            .all(|r| r.overflow.get(i).copied().unwrap_or(0) == 0)
+        {
+            continue;
+        }
+        shown += 1;
+        let mut row = vec![Cell::Int(i as u64), Cell::Tokens(*irr as i64)];
+        row.extend(
+            e.rows
+                .iter()
+                .map(|r| Cell::Tokens(r.overflow.get(i).copied().unwrap_or(0) as i64)),
+        );
+        t.push(row);
+    }
+    if shown == 0 {
+        out.line(format!(
+            "per request ({strategy}): no policy overflows its budget"
+        ));
+        return out;
+    }
+    out.line(format!(
+        "per request ({strategy}): irreducible part (system chunk + active episode) beside each policy's overflow; {shown} of {} requests overflow under some policy",
+        e.irreducible.len()
+    ));
+    out.table(t);
+    out
 }
 
 /// One row per tier source and policy: the source, the policy's row, what the source's tiers

@@ -21,7 +21,8 @@ pub struct ExploreArgs {
     /// oracle-legal) or a policy TOML file.
     #[arg(long, value_name = "P", default_value = "retention")]
     pub policy: String,
-    /// Token budget (default: the recorded model's usable input limit).
+    /// Token budget (default: the recorded model's usable input limit). Given, `opencode`
+    /// (`trigger = auto`) simulates its compaction with it as the usable limit.
     #[arg(long, value_name = "N")]
     pub budget: Option<u64>,
     /// Override a knob of the policy (repeatable), e.g. `--set demote_at=0.8`.

@@ -22,7 +22,8 @@ pub struct PolicyArgs {
     /// A built-in policy name (see `tierscope policies`) or a policy TOML file.
     #[arg(long, short = 'p', default_value = "retention")]
     pub policy: String,
-    /// Token budget (default: the usable input limit of the recorded model).
+    /// Token budget (default: the usable input limit of the recorded model). Given, `opencode`
+    /// (`trigger = auto`) simulates its compaction with it as the usable limit.
     #[arg(long, value_parser = super::report::budget_value)]
     pub budget: Option<u64>,
     /// Override a knob: KEY=VALUE (repeatable).
@@ -212,7 +213,15 @@ fn frame_row(f: &Frame) -> Vec<Cell> {
             )
         })
         .collect();
-    if f.compaction {
+    if let Some(c) = &f.compaction_call {
+        changes.insert(
+            0,
+            format!(
+                "compaction (call {} in + {} out, ${:.5}, summary {})",
+                c.tokens, c.output, c.cost, c.summary_text
+            ),
+        );
+    } else if f.compaction {
         changes.insert(0, "compaction".into());
     }
     let tc = |t: Tier| Cell::Int(f.tiers.get(t).count);
@@ -272,6 +281,9 @@ pub fn text(r: &Replay) -> Text {
     }
     if let Some(n) = &r.trace.pricing.note {
         out.line(format!("pricing: {n}"));
+    }
+    if let Some(c) = &r.policy.compaction {
+        out.line(format!("compaction: {}", c.describe()));
     }
     let mut t = Table::new(frame_columns());
     for f in &r.frames {

@@ -25,7 +25,8 @@ pub struct SweepArgs {
     /// Override a knob for every point: KEY=VALUE (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
-    /// Token budget (default: the usable input limit of the recorded model).
+    /// Token budget (default: the usable input limit of the recorded model). Given, `opencode`
+    /// (`trigger = auto`) simulates its compaction with it as the usable limit.
     #[arg(long, value_parser = super::report::budget_value)]
     pub budget: Option<u64>,
     /// Output: table, json (one document), csv or jsonl (one line per grid point).
@@ -104,6 +105,9 @@ impl report::Report for SweepReport<'_> {
             thousands(result.budget as i64),
             result.budget_source
         ));
+        if let Some(t) = &result.trigger {
+            out.line(format!("{}: {t}", result.policy));
+        }
         out.table(points(result));
         // Each distinct reason once, with how many points it ruled out.
         let mut reasons: Vec<(String, usize)> = Vec::new();

@@ -372,7 +372,21 @@ pub fn replay_model(
         summary.push(("probe survival".to_owned(), format!("{:.1}%", p * 100.0)));
     }
     let pricing_note = r.trace.pricing.note.as_deref().map(safe_line);
-    let notes = pricing_note.iter().cloned().collect();
+    let mut notes: Vec<String> = pricing_note.iter().cloned().collect();
+    let compaction = r.policy.compaction.as_ref().map(|c| safe_line(&c.short()));
+    if let Some(c) = &r.policy.compaction {
+        notes.push(safe_line(&format!("compaction: {}", c.describe())));
+        let calls: f64 = r
+            .frames
+            .iter()
+            .filter_map(|f| f.compaction_call.as_ref())
+            .map(|c| c.cost)
+            .sum();
+        summary.push((
+            "compactions".to_owned(),
+            format!("{} (${calls:.4})", c.compactions.len()),
+        ));
+    }
     let peak_pressure = r.frames.iter().map(|f| f.pressure).fold(0.0, f64::max);
     ReplayModel {
         policy: r.policy.name.clone(),
@@ -408,6 +422,7 @@ pub fn replay_model(
         peak_pressure,
         pricing_note,
         notes,
+        compaction,
     }
 }
 

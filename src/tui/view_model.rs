@@ -212,6 +212,8 @@ pub struct ReplayModel {
     /// Set when the prices are an assumption: the model is not in the pricing table.
     pub pricing_note: Option<String>,
     pub notes: Vec<String>,
+    /// `opencode`: which trigger ran and where it compacted, in a few words (the header).
+    pub compaction: Option<String>,
 }
 
 impl ReplayModel {

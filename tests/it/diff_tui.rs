@@ -19,6 +19,11 @@ fn m1(w: u16, h: u16) -> App {
 
 /// Opens diff mode against `age` (moving down the chooser to it).
 fn diff_with_age(app: &mut App) {
+    diff_with(app, "age");
+}
+
+/// Opens diff mode against the built-in `name`.
+fn diff_with(app: &mut App, name: &str) {
     app.key(KeyCode::Char('d'));
     assert_eq!(app.state.mode(), Mode::DiffPick);
     let (list, _) = app
@@ -29,8 +34,8 @@ fn diff_with_age(app: &mut App) {
         .expect("chooser open");
     let age = list
         .iter()
-        .position(|c| c.label == "age")
-        .expect("age in the list");
+        .position(|c| c.label == name)
+        .expect("the policy in the list");
     for _ in 0..list.len() {
         app.key(KeyCode::Up);
     }
@@ -40,8 +45,32 @@ fn diff_with_age(app: &mut App) {
     app.key(KeyCode::Enter);
     assert_eq!(app.state.mode(), Mode::Diff);
     let d = app.state.diff.as_ref().expect("diff open");
-    assert_eq!(d.b.name, "age");
+    assert_eq!(d.b.name, name);
     assert!(d.model.is_some(), "both replays ran");
+}
+
+/// Issue 19: `retention` against `opencode` at the same budget. The header says that opencode
+/// simulated its compaction at the budget and where; at request 12 (the first compaction, after
+/// request 11 reached 9,000) B shows the summary and its kept tail.
+#[test]
+fn opencode_at_the_budget_shows_its_cliff_in_diff_mode() {
+    let (w, h) = SIZES[0];
+    let mut app = m1(w, h);
+    diff_with(&mut app, "opencode");
+    app.key(KeyCode::Home);
+    for _ in 0..12 {
+        app.key(KeyCode::Right);
+    }
+    let buf = app.draw();
+    assert_inert(&buf);
+    let text = text(&buf);
+    assert!(
+        text.contains("B opencode [simulate@9000: 8 compactions from req 12]"),
+        "{text}"
+    );
+    assert!(text.contains("── summary · 550 tokens ──"), "{text}");
+    assert!(text.contains("[simulated compaction 1:"), "{text}");
+    snap(&format!("diff_opencode_dark_{w}x{h}"), styled(&buf));
 }
 
 #[test]
@@ -229,4 +258,26 @@ fn a_stale_result_is_dropped() {
         d.model.as_ref().expect("model"),
         model.as_ref().expect("model")
     ));
+}
+
+/// The main screen's header says which trigger `opencode` ran: with a budget set it simulates
+/// at it, without one it follows the recording (C1 compacted three times).
+#[test]
+fn the_header_says_which_trigger_opencode_ran() {
+    for (budget, want) in [
+        (
+            Some(9_000),
+            "policy opencode [simulate@9000: 8 compactions from req 5]",
+        ),
+        (
+            None,
+            "policy opencode [recorded: 3 compactions from req 13]",
+        ),
+    ] {
+        let app = open(sample("C1.json"), "dark", 160, 45, "opencode", budget);
+        let buf = app.draw();
+        let text = text(&buf);
+        let header = text.lines().next().unwrap_or_default();
+        assert!(header.contains(want), "{header}");
+    }
 }

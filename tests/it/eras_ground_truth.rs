@@ -535,7 +535,11 @@ fn simulated_compaction_calls_are_sized_and_priced() {
     let p =
         policy::load("opencode", &[("trigger".to_owned(), "simulate".to_owned())]).expect("policy");
     let r = replay::replay_session(&l, &p, None);
-    let calls: Vec<_> = r.frames.iter().filter_map(|f| f.compaction_call).collect();
+    let calls: Vec<_> = r
+        .frames
+        .iter()
+        .filter_map(|f| f.compaction_call.clone())
+        .collect();
     assert!(!calls.is_empty(), "E2 overflows its 11k window");
     assert_eq!(
         calls.len(),
@@ -547,11 +551,29 @@ fn simulated_compaction_calls_are_sized_and_priced() {
             c.tokens > l.compaction.prompt_tokens && c.tokens < 11_000,
             "{c:?}"
         );
-        assert!(c.cost > 0.0);
+        assert!(c.cost > 0.0 && c.output > 0);
+        assert_eq!(c.tokens, c.cache_read + c.cache_write + c.uncached);
+        // E2 has recorded summaries: their text stands in.
+        assert!(c.summary_text.starts_with("recorded:"), "{c:?}");
+    }
+    // Each call is billed in the frame it precedes, so the session's cost is the frames'.
+    for f in r.frames.iter().filter(|f| f.compaction) {
+        let c = f.compaction_call.as_ref().expect("a call");
+        assert!(f.cost > c.cost, "the request's own price plus the call's");
     }
     let frames: f64 = r.frames.iter().map(|f| f.cost).sum();
-    let extra: f64 = calls.iter().map(|c| c.cost).sum();
-    assert!((r.summary.cost - frames - extra).abs() < 1e-9);
+    assert!((r.summary.cost - frames).abs() < 1e-9);
+    // The recording's own summary calls are not made by the simulation.
+    for f in r.frames.iter().filter(|f| f.synthetic_call) {
+        assert_eq!((f.tokens, f.cost), (0, 0.0));
+    }
+    let run = r
+        .policy
+        .compaction
+        .as_ref()
+        .expect("opencode says how it ran");
+    assert_eq!(run.trigger, "simulate");
+    assert_eq!(run.compactions.len(), calls.len());
 }
 
 /// A session OpenCode migrated from a ≤0.5 per-project tree has no directory: its project's

@@ -7,6 +7,7 @@ mod tmux_common;
 mod tui_common;
 
 mod adversarial;
+mod compaction_cliff;
 mod corrupt_input;
 mod decay_conformance;
 mod diff_cli;

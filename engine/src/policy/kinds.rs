@@ -112,7 +112,8 @@ pub fn specs(kind: PolicyKind) -> Vec<KnobSpec> {
 /// Whether the replay reads knob `name` under `p`'s other settings: the choice knobs that pick
 /// a driver leave some knobs unread. A progressive policy on the age driver ignores the pressure
 /// thresholds and relevance, on the pressure driver the age steps (and the relevance window when
-/// relevance comes from probes); `flat` with `trigger = recorded` ignores the simulate knobs;
+/// relevance comes from probes); `flat` with `trigger = recorded` ignores the simulate knobs
+/// (and with `auto`, the model limits: the budget is the limit);
 /// `decay` with `tier_cost = measured` ignores the per-tier constants. A knob the kind does not
 /// declare is not read. Sliders and sweeps that offer only read knobs never move a dead one.
 pub fn is_read(p: &Policy, name: &str) -> bool {
@@ -130,13 +131,14 @@ pub fn is_read(p: &Policy, name: &str) -> bool {
             }
         }
         PolicyKind::Flat => match name {
-            "context_limit"
-            | "max_output"
-            | "tail_turns"
+            // The model's limits matter only to `simulate` without a budget (with `auto`, the
+            // budget is the limit).
+            "context_limit" | "max_output" => p.choice("trigger") == "simulate",
+            "tail_turns"
             | "preserve_recent_share"
             | "preserve_recent_min"
             | "preserve_recent_max"
-            | "summary_tokens" => p.choice("trigger") == "simulate",
+            | "summary_tokens" => p.choice("trigger") != "recorded",
             _ => true,
         },
         PolicyKind::Decay => match name {
@@ -184,9 +186,15 @@ mod tests {
         assert!(!age.reads("demote_at") && !age.reads("relevance_window"));
         let probes = over("retention", &[("relevance_source", "probes")]);
         assert!(!probes.reads("relevance_window"));
+        // `auto` simulates under a budget: the tail knobs are read, the model limits are not
+        // (the budget is the limit); `recorded` reads neither.
         let flat = over("opencode", &[]);
-        assert!(!flat.reads("tail_turns") && flat.reads("ttl_s"));
-        assert!(over("opencode", &[("trigger", "simulate")]).reads("tail_turns"));
+        assert!(flat.reads("tail_turns") && flat.reads("ttl_s"));
+        assert!(!flat.reads("context_limit"));
+        let recorded = over("opencode", &[("trigger", "recorded")]);
+        assert!(!recorded.reads("tail_turns") && !recorded.reads("context_limit"));
+        let simulate = over("opencode", &[("trigger", "simulate")]);
+        assert!(simulate.reads("tail_turns") && simulate.reads("context_limit"));
         let decay = over("decay", &[("tier_cost", "measured")]);
         assert!(!decay.reads("cost_full") && decay.reads("h50"));
     }

@@ -5,6 +5,7 @@
 //! chunk, and priced like every request.
 
 use super::cache_cost::{price_request, Price};
+use super::policies::Compacted;
 use super::prepare::Prep;
 use super::types::{CompactionCallCost, TierStat, TierStats};
 use crate::episode::{Episode, Tier};
@@ -83,18 +84,28 @@ pub(crate) fn simulated_history(
     }
 }
 
-/// Price a simulated call: the compaction agent's system chunk, the release's fixed prompt and
-/// the history, uncached (its own conversation), answered by the new summary (`output`).
+/// Price a simulated call like a recorded one: the compaction agent's system chunk, the
+/// release's fixed prompt and the history, uncached (its own conversation, whose previous call
+/// is a whole compaction away), answered by the new summary (`output`).
 pub(crate) fn price_simulated(
     price: &Price,
     p: &Prep<'_>,
-    history: u64,
+    call: Compacted,
     output: u64,
 ) -> CompactionCallCost {
-    let tokens = p.compaction_system_tokens() + p.compaction.prompt_tokens + history;
+    let tokens = p.compaction_system_tokens() + p.compaction.prompt_tokens + call.history;
     let cc = price_request(price, tokens, 0, false, output);
     CompactionCallCost {
         tokens,
+        history: call.history,
+        output,
+        cache_read: cc.cache_read,
+        cache_write: cc.cache_write,
+        uncached: cc.uncached,
         cost: cc.cost,
+        summary_text: match call.text_from {
+            Some(ci) => format!("recorded:{ci}"),
+            None => "compact-tiers".into(),
+        },
     }
 }

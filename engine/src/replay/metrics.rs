@@ -40,6 +40,8 @@ pub(crate) struct Measured<'s> {
     pub compacted: Option<Compacted>,
     /// A recorded compaction call's own request (its tokens without the system chunk).
     pub built: Option<u64>,
+    /// A recorded summary call the policy does not make: nothing sent, nothing billed.
+    pub not_made: bool,
     pub waiting: Waiting,
 }
 
@@ -130,13 +132,13 @@ pub(crate) fn frame(
     let t = st.now();
     let req = m.req;
     let budget = st.budget();
-    let cc = cache_cost::price_request(
-        price,
-        m.tokens,
-        m.divergence,
-        m.cache_fresh,
-        req.usage.output,
-    );
+    let output = if m.not_made { 0 } else { req.usage.output };
+    let cc = cache_cost::price_request(price, m.tokens, m.divergence, m.cache_fresh, output);
+    // The policy's own summary call before this request, answered by the summary it wrote
+    // (now the one shown): billed in this frame.
+    let call = m
+        .compacted
+        .map(|c| compaction_call::price_simulated(price, st.p, c, st.summary_tokens()));
     let mut tiers = TierStats::default();
     let stats = st.tier_stats();
     for tier in Tier::ALL {
@@ -201,7 +203,7 @@ pub(crate) fn frame(
         cache_read: cc.cache_read,
         cache_write: cc.cache_write,
         uncached: cc.uncached,
-        cost: cc.cost,
+        cost: cc.cost + call.as_ref().map_or(0.0, |c| c.cost),
         changes: counts.changes,
         deferred: m.waiting.deferred,
         dwell_blocks: m.waiting.dwell_blocked,
@@ -214,10 +216,7 @@ pub(crate) fn frame(
         thrash: counts.thrash,
         prunes: m.prunes,
         compaction: m.compacted.is_some(),
-        // Answered by the summary it wrote (now the one shown).
-        compaction_call: m
-            .compacted
-            .map(|c| compaction_call::price_simulated(price, st.p, c.history, st.summary_tokens())),
+        compaction_call: call,
         probes_due,
         probes_ok,
         probes: probe_results,
@@ -240,11 +239,8 @@ pub(crate) fn summary(out: &PassOutput, baseline: Option<(u64, f64)>) -> Summary
     let tokens = sum(|f| f.tokens);
     let cache_read = sum(|f| f.cache_read);
     let radius = sum(|f| f.radius);
-    // Every request's cost, plus the compaction calls the policy simulated.
-    let cost: f64 = frames
-        .iter()
-        .map(|f| f.cost + f.compaction_call.map_or(0.0, |c| c.cost))
-        .sum();
+    // Every request's cost (a frame's includes the compaction call the policy made before it).
+    let cost: f64 = frames.iter().map(|f| f.cost).sum();
     let changes = sum(|f| f.changes.len() as u64);
     let (base_radius, base_cost) = baseline.unwrap_or((radius, cost));
     let mut err = RecordedError::default();

@@ -97,15 +97,22 @@ pub(crate) struct Prepared<'a> {
 }
 
 impl<'a> Prepared<'a> {
-    pub fn new(input: &Input<'a>, policy: &Policy) -> Prepared<'a> {
+    /// `explicit_budget`: the budget was given (not the model's default); a policy's chunk
+    /// filter may depend on it (`opencode` simulates under one).
+    pub fn new(input: &Input<'a>, policy: &Policy, explicit_budget: bool) -> Prepared<'a> {
         let common = crate::policy::kinds::Common::from_policy(policy);
-        let filter = policies::filter(policy);
+        let filter = policies::filter(policy, explicit_budget);
         let prep = prepare::Prep::new(input, filter, common.apply_prunes, common.system_tokens);
-        Prepared::with_prep(input, policy, prep)
+        Prepared::with_prep(input, policy, prep, filter)
     }
 
     /// Reuse a view built for another policy with the same filter, prunes and system chunk.
-    fn with_prep(input: &Input<'a>, policy: &Policy, prep: prepare::Prep<'a>) -> Prepared<'a> {
+    fn with_prep(
+        input: &Input<'a>,
+        policy: &Policy,
+        prep: prepare::Prep<'a>,
+        filter: prepare::Filter,
+    ) -> Prepared<'a> {
         let common = crate::policy::kinds::Common::from_policy(policy);
         let probes = probes::ProbeIndex::new(&prep, input.probes);
         let model = input
@@ -117,7 +124,7 @@ impl<'a> Prepared<'a> {
         let pricing = cache_cost::PricingTable::bundled().lookup(model);
         Prepared {
             common,
-            filter: policies::filter(policy),
+            filter,
             prep,
             probes,
             pricing,
@@ -158,7 +165,7 @@ impl<'a> Prepared<'a> {
 /// deterministic: the same input, policy and budget give byte-identical output.
 pub fn replay(input: &Input<'_>, policy: &Policy, budget: Option<u64>) -> Replay {
     let (budget_v, budget_source) = resolve_budget(input.trace, budget);
-    let prepared = Prepared::new(input, policy);
+    let prepared = Prepared::new(input, policy, budget.is_some());
     let out = prepared.run(policy, budget_v, &budget_source, true);
     // divergence_cost is measured against `full` on the same trace, with the same system chunk.
     let baseline = if policy.kind == PolicyKind::Full {
@@ -169,12 +176,17 @@ pub fn replay(input: &Input<'_>, policy: &Policy, budget: Option<u64>) -> Replay
             .ok()
             .map(|full| {
                 let fcommon = crate::policy::kinds::Common::from_policy(&full);
-                let same = policies::filter(&full) == prepared.filter
+                let same = policies::filter(&full, budget.is_some()) == prepared.filter
                     && fcommon.apply_prunes == prepared.common.apply_prunes;
                 let b = if same {
                     prepared.run(&full, budget_v, &budget_source, false)
                 } else {
-                    Prepared::new(input, &full).run(&full, budget_v, &budget_source, false)
+                    Prepared::new(input, &full, budget.is_some()).run(
+                        &full,
+                        budget_v,
+                        &budget_source,
+                        false,
+                    )
                 };
                 let radius: u64 = b.frames.iter().map(|f| f.radius).sum();
                 let cost: f64 = b.frames.iter().map(|f| f.cost).sum();
@@ -200,6 +212,7 @@ pub fn replay(input: &Input<'_>, policy: &Policy, budget: Option<u64>) -> Replay
             budget: budget_v,
             budget_source,
             note: out.note.clone(),
+            compaction: out.compaction.clone(),
         },
         summary,
         frames: out.frames,
@@ -207,6 +220,35 @@ pub fn replay(input: &Input<'_>, policy: &Policy, budget: Option<u64>) -> Replay
         desired: out.desired,
         render_states: out.render_states,
     }
+}
+
+/// The irreducible part of each request: what no schedule can remove — the system chunk plus
+/// the active episode so far at `full` (for a recorded summary call, the call as OpenCode built
+/// it). An overflow above it is the schedule's; the rest is the request's own. Counted as
+/// `full` renders it (no compaction artefacts, recorded prunes not applied).
+pub fn irreducible(input: &Input<'_>) -> Vec<u64> {
+    let Ok(full) = crate::policy::load("full", &[]) else {
+        return Vec::new();
+    };
+    let prepared = Prepared::new(input, &full, false);
+    let p = &prepared.prep;
+    let n = p.episodes.len();
+    p.reqs
+        .iter()
+        .zip(&input.trace.requests)
+        .map(|(rq, req)| {
+            if let Some(call) = rq.call_tokens.filter(|_| req.synthetic_call) {
+                return rq.sys_tokens + call;
+            }
+            let active = if rq.active < n {
+                p.td(rq.active, crate::episode::Tier::Full)
+                    .map_or(0, |td| td.prefix[td.pos.partition_point(|x| *x < rq.pos)])
+            } else {
+                0
+            };
+            rq.sys_tokens + active
+        })
+        .collect()
 }
 
 /// Replay a loaded session (convenience for [`replay`]).

@@ -37,6 +37,8 @@ pub(crate) struct PassOutput {
     pub probes: ProbeTotals,
     /// What the policy reports about its run (e.g. the token counter it used).
     pub note: Option<String>,
+    /// How the policy compacted (`opencode`).
+    pub compaction: Option<super::types::CompactionRun>,
 }
 
 /// What one pass needs besides the policy's decision.
@@ -94,7 +96,9 @@ pub(crate) fn run(input: &PassInput<'_, '_>, policy: &mut dyn Decide) -> PassOut
         let req = &p.trace.requests[t];
         let (bset, warm) = boundaries(p, t, &st.conv[rq.conv], common.ttl_ms);
         st.begin(t, bset);
-        if req.synthetic_call {
+        // A recorded summary call the policy does not make (it compacts on its own).
+        let not_made = req.synthetic_call && policy.skips_recorded_summary_calls();
+        if req.synthetic_call && !not_made {
             synthetic += 1;
         }
         // 1. Close episodes.
@@ -148,8 +152,13 @@ pub(crate) fn run(input: &PassInput<'_, '_>, policy: &mut dyn Decide) -> PassOut
         // 4–5. Render and measure (the decision may have cut the active episode).
         let active_tok = active_tokens(&st);
         // A recorded compaction call is its own request, sized as OpenCode built it.
-        let built = rq.call_tokens.filter(|_| req.synthetic_call);
+        let built = if not_made {
+            Some(0)
+        } else {
+            rq.call_tokens.filter(|_| req.synthetic_call)
+        };
         let tokens = match built {
+            Some(_) if not_made => 0,
             Some(call) => rq.sys_tokens + call,
             None => context_tokens(&st, rq.sys_tokens, active_tok),
         };
@@ -187,22 +196,26 @@ pub(crate) fn run(input: &PassInput<'_, '_>, policy: &mut dyn Decide) -> PassOut
                 prunes,
                 compacted,
                 built,
+                not_made,
                 waiting,
             },
             input.price,
             &mut probes,
         );
-        st.conv[rq.conv] = Conv {
-            has_prev: true,
-            prev_tokens: tokens,
-            prev_time: rq.time,
-            prev_sys: rq.sys_key,
-            prev_summary: st.summary_id(),
-            prev_k: st.k(),
-            prev_active: active,
-            prev_active_count: active_n,
-            pending: None,
-        };
+        // A call not made leaves the conversation's cache state as it was.
+        if !not_made {
+            st.conv[rq.conv] = Conv {
+                has_prev: true,
+                prev_tokens: tokens,
+                prev_time: rq.time,
+                prev_sys: rq.sys_key,
+                prev_summary: st.summary_id(),
+                prev_k: st.k(),
+                prev_active: active,
+                prev_active_count: active_n,
+                pending: None,
+            };
+        }
         policy.after(&st, &view, tokens);
         frames.push(frame);
         if active < n && active >= st.k() {
@@ -226,5 +239,6 @@ pub(crate) fn run(input: &PassInput<'_, '_>, policy: &mut dyn Decide) -> PassOut
         synthetic_calls: synthetic,
         probes: probes.totals,
         note: policy.note(),
+        compaction: policy.compaction_run(),
     }
 }

@@ -215,10 +215,10 @@ impl ProbeIndex {
             Some(SummaryPiece::Simulated {
                 text_from: Some(c), ..
             }) => pe.summaries.get(*c).copied().unwrap_or(false),
-            Some(SummaryPiece::Simulated { covers, .. }) => pe
+            Some(SummaryPiece::Simulated { shown, .. }) => pe
                 .hits
                 .iter()
-                .any(|h| covers.contains(&h.episode) && h.by_tier[Tier::Compact.depth()]),
+                .any(|h| shown.contains(&h.episode) && h.by_tier[Tier::Compact.depth()]),
             None => false,
         }
     }

@@ -67,8 +67,9 @@ pub fn render_at(
     if request >= count {
         return Err(RenderError::OutOfRange { request, count });
     }
+    let explicit = budget.is_some();
     let (budget, budget_source) = super::resolve_budget(input.trace, budget);
-    let prepared = Prepared::new(input, policy);
+    let prepared = Prepared::new(input, policy, explicit);
     let pass = prepared.run(policy, budget, &budget_source, true);
     let prep = &prepared.prep;
     let prunes = prepared.common.apply_prunes;
@@ -165,15 +166,21 @@ fn materialize(
         }) => push_msgs(&mut out, summary_msgs(*ci)),
         Some(SummaryPiece::Simulated {
             covers,
+            shown,
             tokens,
             number,
             ..
         }) => {
             let mut text = format!(
-                "[simulated compaction {number}: compact tiers of {} episodes]\n",
-                covers.len()
+                "[simulated compaction {number}: replaces {} closed episodes; compact tiers of {}]\n",
+                covers.len(),
+                shown
+                    .iter()
+                    .map(|&e| p.episodes[e].id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
-            for &e in covers {
+            for &e in shown {
                 if let Some(r) = p.episodes[e].representation(p.effective(e, Tier::Compact)) {
                     text.push_str(&r.text());
                     text.push('\n');

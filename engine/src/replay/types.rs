@@ -196,8 +196,9 @@ pub struct Frame {
     pub prunes: u64,
     /// The policy compacted here (a simulated summary call).
     pub compaction: bool,
-    /// The compaction call the policy made here, sized as the release would have built it and
-    /// priced (its cost is in the summary's `cost`, not in this frame's).
+    /// The compaction call the policy made before this request (a synthetic call: its input
+    /// sized as the release would have built it, its output the new summary), priced; its cost
+    /// is included in this frame's `cost`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compaction_call: Option<CompactionCallCost>,
     pub probes_due: u64,
@@ -206,11 +207,106 @@ pub struct Frame {
     pub recorded: Recorded,
 }
 
-/// A simulated compaction call: its request's tokens and what it cost.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+/// A simulated compaction call, billed like a recorded one: its request (the compaction agent's
+/// system chunk, the release's prompt and the history it sends), its output (the summary), the
+/// cache and the dollars.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CompactionCallCost {
+    /// Input tokens of the call.
     pub tokens: u64,
+    /// Of which the history (what the compaction agent is asked to summarise).
+    pub history: u64,
+    /// Output tokens: the summary it writes.
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    pub uncached: u64,
     pub cost: f64,
+    /// Where the summary's text comes from: `recorded:<compaction>` (the trace's summary of
+    /// that compaction) or `compact-tiers` (the covered episodes' compact tiers).
+    pub summary_text: String,
+}
+
+/// How `opencode` compacted in one replay, and why (MODEL §4; issue 19).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CompactionRun {
+    /// `recorded` (where OpenCode compacted) or `simulate` (at the usable limit).
+    pub trigger: String,
+    /// Why this trigger ran (the `trigger` knob and whether a budget was given).
+    pub why: String,
+    /// Simulate: the usable limit it compacts at, and where that came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usable_limit: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit_source: Option<String>,
+    /// Simulate: the kept-tail rule applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tail: Option<String>,
+    /// Requests from which a new summary is shown (simulate: the policy's compactions).
+    pub compactions: Vec<usize>,
+    /// Simulate: per compaction, where its summary text came from (`recorded:<n>` or
+    /// `compact-tiers`).
+    pub summary_text: Vec<String>,
+    /// Simulate: recorded summary calls not made (the simulation compacts on its own; they
+    /// render as empty frames).
+    pub recorded_calls_skipped: u64,
+}
+
+impl CompactionRun {
+    /// A few words for a header: `simulate@9000: 8 compactions from req 12` or `recorded: 3
+    /// compactions from req 13` or `simulate@9000: no compaction`.
+    pub fn short(&self) -> String {
+        let head = match self.usable_limit {
+            Some(l) => format!("{}@{l}", self.trigger),
+            None => self.trigger.clone(),
+        };
+        match self.compactions.first() {
+            None => format!("{head}: no compaction"),
+            Some(first) => format!(
+                "{head}: {} compaction{} from req {first}",
+                self.compactions.len(),
+                if self.compactions.len() == 1 { "" } else { "s" }
+            ),
+        }
+    }
+    /// One line for headers and notes.
+    pub fn describe(&self) -> String {
+        let mut s = format!("trigger {} ({})", self.trigger, self.why);
+        if let (Some(l), Some(src)) = (self.usable_limit, &self.limit_source) {
+            s.push_str(&format!("; usable limit {l} ({src})"));
+        }
+        if let Some(t) = &self.tail {
+            s.push_str(&format!("; tail: {t}"));
+        }
+        if self.compactions.is_empty() {
+            s.push_str("; no compaction");
+        } else {
+            let at: Vec<String> = self.compactions.iter().map(|r| r.to_string()).collect();
+            s.push_str(&format!(
+                "; {} compaction{} (summary shown from request {})",
+                at.len(),
+                if at.len() == 1 { "" } else { "s" },
+                at.join(", ")
+            ));
+        }
+        if !self.summary_text.is_empty() {
+            let mut kinds: Vec<&str> = self.summary_text.iter().map(String::as_str).collect();
+            kinds.dedup();
+            s.push_str(&format!("; summary text: {}", kinds.join(", ")));
+        }
+        if self.recorded_calls_skipped > 0 {
+            s.push_str(&format!(
+                "; {} recorded summary call{} not made",
+                self.recorded_calls_skipped,
+                if self.recorded_calls_skipped == 1 {
+                    ""
+                } else {
+                    "s"
+                }
+            ));
+        }
+        s
+    }
 }
 
 /// A system chunk estimate (MODEL §3 "The system chunk").
@@ -248,9 +344,13 @@ pub struct PolicyInfo {
     pub budget: u64,
     /// `--budget`, `session-limits:<id>`, `model-limits:<provider/model>` or `fallback`.
     pub budget_source: String,
-    /// What the policy reports about how it ran (e.g. `decay`'s token counter).
+    /// What the policy reports about how it ran (e.g. `decay`'s token counter, `opencode`'s
+    /// trigger).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// `opencode`: which trigger ran and why, where it compacted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<CompactionRun>,
 }
 
 /// Σ radius over `full`'s Σ radius on the same trace.
@@ -388,10 +488,14 @@ pub enum SummaryPiece {
     /// summary, as OpenCode sent them).
     Recorded { compaction: usize },
     /// The policy's own summary: recorded summary text of compaction `text_from` if any, else
-    /// compact tiers of the covered episodes up to `tokens`.
+    /// the compact tiers of episodes `shown` (`tokens` in all).
     Simulated {
         number: usize,
+        /// The episodes it replaces.
         covers: Vec<usize>,
+        /// Without a recorded text: the episodes whose compact tiers make up the summary (the
+        /// newest of those summarised so far, within `summary_tokens`).
+        shown: Vec<usize>,
         text_from: Option<usize>,
         tokens: u64,
     },

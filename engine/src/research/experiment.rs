@@ -16,7 +16,7 @@ pub enum BudgetMode {
     /// One budget for every policy (`None`: the recorded model's usable input limit).
     Fixed(Option<u64>),
     /// Per policy, the budget whose replay's mean tokens come closest to the target (`None`:
-    /// the mean tokens of the built-in `retention` at the default budget).
+    /// [`auto_target`], a mean that puts the session under pressure).
     MatchMeanTokens(Option<f64>),
 }
 
@@ -56,6 +56,14 @@ pub struct Row {
     pub p95_tokens: u64,
     pub max_tokens: u64,
     pub max_overflow: u64,
+    /// The largest irreducible part of a request (system chunk + active episode; see
+    /// [`replay::irreducible`]) at this row's budget: the same for every policy.
+    pub irreducible_max: u64,
+    /// The largest overflow above what the request could not shed (tokens − max(budget,
+    /// irreducible)): the schedule's share of `max_overflow`.
+    pub avoidable_overflow: u64,
+    /// Requests whose overflow is above their irreducible part.
+    pub avoidable_requests: u64,
     pub tiers: TierShare,
     pub floor_violations: u64,
     pub pin_violations: u64,
@@ -76,6 +84,12 @@ pub struct Row {
     /// e.g. `full` and the oracles, do not respond to the budget).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub matched: Option<bool>,
+    /// `opencode`: which trigger ran and why, where it compacted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<replay::CompactionRun>,
+    /// Per request, the overflow (tokens above the budget), for the per-request table.
+    #[serde(skip)]
+    pub overflow: Vec<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -88,11 +102,57 @@ pub struct Experiment {
     /// `budget` or `match-mean-tokens`.
     pub mode: String,
     pub target_mean_tokens: Option<f64>,
+    /// How the target was chosen, when the experiment chose it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_rule: Option<String>,
+    /// Per request, the irreducible part (system chunk + active episode).
+    pub irreducible: Vec<u64>,
     pub rows: Vec<Row>,
 }
 
-/// Summarise one replay as a row.
-pub fn row_of(r: &Replay, matched: Option<bool>) -> Row {
+/// The rule behind [`auto_target`], for outputs.
+pub const AUTO_TARGET_RULE: &str =
+    "half of what a schedule can shed: mean of irreducible + (full − irreducible) / 2 per request";
+
+/// The mean `--match-mean-tokens` aims at without a value: per request, the irreducible part
+/// (system chunk + active episode, [`replay::irreducible`]) plus half of the rest of `full`'s
+/// rendering, averaged. Below `full`'s own mean whenever any closed history is shown (so every
+/// budget-driven policy is under pressure), and above what no schedule can shed (so it can be
+/// reached). Half of `full`'s peak would be simpler, but on a session whose system chunk is most
+/// of the context (M1: 6,728 of an 11,181 peak) it lies below the system chunk itself.
+pub fn auto_target(input: &replay::Input<'_>) -> f64 {
+    let Ok(full) = crate::policy::load("full", &[]) else {
+        return 0.0;
+    };
+    let r = replay::replay(input, &full, None);
+    if r.frames.is_empty() {
+        return 0.0;
+    }
+    let irr = replay::irreducible(input);
+    let sum: f64 = r
+        .frames
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let floor = irr.get(i).copied().unwrap_or(0).min(f.tokens);
+            floor as f64 + (f.tokens - floor) as f64 / 2.0
+        })
+        .sum();
+    sum / r.frames.len() as f64
+}
+
+/// Summarise one replay as a row; `irreducible` per request (see [`replay::irreducible`]).
+pub fn row_of(r: &Replay, matched: Option<bool>, irreducible: &[u64]) -> Row {
+    let budget = r.policy.budget;
+    let avoidable: Vec<u64> = r
+        .frames
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let floor = irreducible.get(i).copied().unwrap_or(0).max(budget);
+            f.tokens.saturating_sub(floor)
+        })
+        .collect();
     let mut sizes: Vec<u64> = r.frames.iter().map(|f| f.tokens).collect();
     sizes.sort_unstable();
     let pct = |p: f64| -> u64 {
@@ -128,6 +188,9 @@ pub fn row_of(r: &Replay, matched: Option<bool>) -> Row {
         p95_tokens: pct(0.95),
         max_tokens: sizes.last().copied().unwrap_or(0),
         max_overflow: s.max_overflow,
+        irreducible_max: irreducible.iter().copied().max().unwrap_or(0),
+        avoidable_overflow: avoidable.iter().copied().max().unwrap_or(0),
+        avoidable_requests: avoidable.iter().filter(|&&a| a > 0).count() as u64,
         tiers: TierShare {
             full: share(Tier::Full),
             dense: share(Tier::Dense),
@@ -151,32 +214,35 @@ pub fn row_of(r: &Replay, matched: Option<bool>) -> Row {
         excess_fidelity_tokens: s.excess_fidelity_tokens,
         under_fidelity_misses: s.under_fidelity_misses,
         matched,
+        compaction: r.policy.compaction.clone(),
+        overflow: r.frames.iter().map(|f| f.overflow).collect(),
     }
 }
 
 /// Run every policy on `s`. Policies run in parallel; rows keep the order of `policies`.
 pub fn run(s: &LoadedSession, policies: &[Policy], mode: BudgetMode) -> Experiment {
     let input = replay::Input::from(s);
+    let irreducible = replay::irreducible(&input);
+    let mut rule = None;
     let (mode_name, target, rows) = match mode {
         BudgetMode::Fixed(budget) => {
             let rows = policies
                 .par_iter()
-                .map(|p| row_of(&replay::replay(&input, p, budget), None))
+                .map(|p| row_of(&replay::replay(&input, p, budget), None, &irreducible))
                 .collect();
             ("budget", None, rows)
         }
         BudgetMode::MatchMeanTokens(target) => {
             let target = target.unwrap_or_else(|| {
-                crate::policy::load("retention", &[])
-                    .map(|p| replay::replay(&input, &p, None).summary.mean_tokens)
-                    .unwrap_or(0.0)
+                rule = Some(AUTO_TARGET_RULE.to_owned());
+                auto_target(&input)
             });
             let rows = policies
                 .par_iter()
                 .map(|p| {
                     let r = match_mean(&input, p, target);
                     let off = (r.summary.mean_tokens - target).abs();
-                    row_of(&r, Some(target > 0.0 && off <= 0.02 * target))
+                    row_of(&r, Some(target > 0.0 && off <= 0.02 * target), &irreducible)
                 })
                 .collect();
             ("match-mean-tokens", Some(target), rows)
@@ -190,6 +256,8 @@ pub fn run(s: &LoadedSession, policies: &[Policy], mode: BudgetMode) -> Experime
         probes: s.probes.len(),
         mode: mode_name.to_string(),
         target_mean_tokens: target,
+        target_rule: rule,
+        irreducible,
         rows,
     }
 }

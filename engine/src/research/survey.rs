@@ -152,7 +152,7 @@ pub fn survey_session(s: &LoadedSession, policies: &[Policy]) -> SessionSurvey {
         .iter()
         .map(|p| {
             let r = replay::replay(&input, p, None);
-            let row = row_of(&r, None);
+            let row = row_of(&r, None, &[]);
             PolicySurvey {
                 policy: row.policy,
                 mean_tokens: row.mean_tokens,

@@ -121,27 +121,29 @@ pub struct TierSourceComparison {
     pub title: String,
     pub mode: String,
     pub target_mean_tokens: Option<f64>,
+    /// How the target was chosen, when the experiment chose it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_rule: Option<String>,
     pub runs: Vec<TierSourceRun>,
 }
 
 /// Run `policies` on every load. With mean-matched budgets and no target, the target is the
-/// first load's (`retention` at the default budget), so every tier source is held to the same
-/// mean.
+/// first load's ([`auto_target`](super::experiment::auto_target)), so every tier source is held
+/// to the same mean.
 pub fn compare(
     loads: &[&LoadedSession],
     policies: &[Policy],
     mode: BudgetMode,
 ) -> TierSourceComparison {
+    let auto = mode == BudgetMode::MatchMeanTokens(None);
     let mode = match (mode, loads.first()) {
         (BudgetMode::MatchMeanTokens(None), Some(first)) => {
             let input = crate::replay::Input::from(*first);
-            let t = crate::policy::load("retention", &[])
-                .map(|p| crate::replay::replay(&input, &p, None).summary.mean_tokens)
-                .unwrap_or(0.0);
-            BudgetMode::MatchMeanTokens(Some(t))
+            BudgetMode::MatchMeanTokens(Some(super::experiment::auto_target(&input)))
         }
         (m, _) => m,
     };
+    let rule = auto.then(|| super::experiment::AUTO_TARGET_RULE.to_owned());
     let runs: Vec<TierSourceRun> = loads
         .iter()
         .map(|s| TierSourceRun {
@@ -156,6 +158,7 @@ pub fn compare(
         title: first.map(|e| e.title.clone()).unwrap_or_default(),
         mode: first.map(|e| e.mode.clone()).unwrap_or_default(),
         target_mean_tokens: first.and_then(|e| e.target_mean_tokens),
+        target_rule: rule,
         runs,
     }
 }

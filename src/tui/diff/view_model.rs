@@ -32,6 +32,14 @@ pub struct DiffModel {
 
 pub use tierscope_engine::compare::side_label;
 
+/// A side's label with how `opencode` compacted on it (which trigger ran, where).
+fn with_compaction(label: String, r: &Replay) -> String {
+    match &r.policy.compaction {
+        Some(c) => format!("{label} [{}]", crate::tui::safe_line(&c.short())),
+        None => label,
+    }
+}
+
 fn grid_of(r: &Replay) -> Grid {
     let (eps, reqs) = (r.applied.episodes, r.applied.requests);
     let mut g = Grid::new(eps, reqs);
@@ -51,8 +59,8 @@ fn grid_of(r: &Replay) -> Grid {
 impl DiffModel {
     pub fn build(a: &Policy, b: &Policy, ra: &Replay, rb: &Replay, c: Comparison) -> DiffModel {
         DiffModel {
-            a_label: side_label(a, b),
-            b_label: side_label(b, a),
+            a_label: with_compaction(side_label(a, b), ra),
+            b_label: with_compaction(side_label(b, a), rb),
             budget: ra.policy.budget,
             budget_source: ra.policy.budget_source.clone(),
             requests: c.requests,

@@ -1,5 +1,6 @@
-//! The header line: session, policy and its key knobs, budget (and where it came from: set, the
-//! session's or the model's limit, or assumed), assumed prices, the request cursor and its time.
+//! The header line: session, policy (for `opencode`, the trigger that ran and where it compacted)
+//! and its key knobs, budget (and where it came from: set, the session's or the model's limit, or
+//! assumed), assumed prices, the request cursor and its time.
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -67,6 +68,20 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         format!("policy {}", state.schedule.policy.name),
         t.header,
     ));
+    // `opencode`: which trigger ran (with `auto`, the budget decides) and where it compacted,
+    // before the knobs: it says what the replay on screen is.
+    if let Some(c) = state
+        .schedule
+        .replay
+        .as_deref()
+        .and_then(|r| r.compaction.as_deref())
+    {
+        let text = format!(" [{c}]");
+        let used: usize = spans.iter().map(|s| s.width()).sum();
+        if used + text.chars().count() + 30 <= usize::from(area.width) {
+            spans.push(Span::styled(text, t.header));
+        }
+    }
     // The key knobs go only where the title still fits after them (the knobs panel shows all).
     let title_w = state
         .session

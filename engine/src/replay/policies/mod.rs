@@ -30,8 +30,9 @@ pub(crate) trait Kind {
     fn check(_p: &Policy) -> Result<(), String> {
         Ok(())
     }
-    /// Which recorded chunks its renderings include.
-    fn filter(_p: &Policy) -> Filter {
+    /// Which recorded chunks its renderings include (`explicit_budget`: the budget was given,
+    /// not the model's default).
+    fn filter(_p: &Policy, _explicit_budget: bool) -> Filter {
         Filter::NoArtefacts
     }
     /// Its decision for one pass.
@@ -63,6 +64,9 @@ pub(crate) struct Compacted {
     /// History tokens of that call as the trace's release would have built it (the summary
     /// and what it covers, or everything in view; see `compaction_call::simulated_history`).
     pub history: u64,
+    /// The recorded compaction whose summary text stands in for the new one (`None`: built
+    /// from the covered episodes' compact tiers).
+    pub text_from: Option<usize>,
 }
 
 /// A kind's decision inside one pass.
@@ -89,6 +93,15 @@ pub(crate) trait Decide {
     /// A line for `policy.notes` in the output (e.g. which token counter ran).
     fn note(&self) -> Option<String> {
         None
+    }
+    /// How the policy compacted over the pass (`opencode`), for `policy.compaction`.
+    fn compaction_run(&self) -> Option<crate::replay::types::CompactionRun> {
+        None
+    }
+    /// Whether the recording's own summary calls are left out (rendered as empty frames): a
+    /// policy that compacts on its own does not make them.
+    fn skips_recorded_summary_calls(&self) -> bool {
+        false
     }
     /// Pending changes still waiting after this request, by cause.
     fn waiting(&self, st: &State<'_, '_>) -> Waiting {
@@ -130,8 +143,8 @@ macro_rules! registry {
         pub(crate) fn check(kind: PolicyKind, p: &Policy) -> Result<(), String> {
             match kind { $(PolicyKind::$variant => <$module::$ty as Kind>::check(p),)* }
         }
-        pub(crate) fn filter(p: &Policy) -> Filter {
-            match p.kind { $(PolicyKind::$variant => <$module::$ty as Kind>::filter(p),)* }
+        pub(crate) fn filter(p: &Policy, explicit_budget: bool) -> Filter {
+            match p.kind { $(PolicyKind::$variant => <$module::$ty as Kind>::filter(p, explicit_budget),)* }
         }
         pub(crate) fn build(p: &Policy, setup: &Setup<'_, '_>) -> Box<dyn Decide> {
             match p.kind { $(PolicyKind::$variant => <$module::$ty as Kind>::build(p, setup),)* }

@@ -1,19 +1,35 @@
 //! `opencode`: OpenCode's flat compaction (MODEL §4). One summary replaces the closed episodes
 //! before a kept tail; recorded prunes are applied.
 //!
-//! - `trigger = recorded` follows the recording: from the request after a recorded summary
-//!   call, the context shows that compaction's message and summary, then the kept tail from
+//! Which trigger runs (`trigger` knob, [`Mode`]):
+//! - `auto` (the default): with an explicit budget (`--budget`, the knobs panel, `experiment`,
+//!   `diff`, `sweep`) it simulates OpenCode's compaction with **that budget as the usable limit**,
+//!   so the flat policy is compared with the tiers at the same budget; without one it follows the
+//!   recording.
+//! - `recorded` follows the recording: from the request after a recorded summary call, the
+//!   context shows that compaction's message and summary, then the kept tail from
 //!   `tail_start_id` (what OpenCode sent).
-//! - `trigger = simulate` decides for itself: it compacts when the rendered context reaches the
-//!   usable limit (context − min(output, 32,000)); the summary is the recorded text where the
-//!   trace has one, else `summary_tokens` of compact tiers; the kept tail is the last
-//!   `tail_turns` human turns within `preserve_recent_*`; at most one compaction per request.
-//!   Each compaction is a summary call of its own, sized as the trace's release would have built
-//!   it ([`compaction_call::simulated_history`]) and priced into the run's cost.
+//! - `simulate` decides for itself at the budget if one is given, else at the model's usable
+//!   limit (context − min(output, 32,000); `context_limit` / `max_output` override the table).
 //!
-//! The file is split so that a trigger is one function ([`OpenCode::due`]) and a compaction
-//! another ([`OpenCode::compact`]): a trigger against an explicit budget is a new [`Trigger`]
-//! arm, not a new pass.
+//! A simulated compaction follows the trace's release (notes: opencode-requests-by-era §6):
+//! - **trigger**: after a request whose total (prompt + output) reaches the usable limit, the
+//!   next request compacts first (`>=` from 1.1.57, `>` before, and 0.9 × usable before 0.7.4);
+//!   the request that crossed was sent as it was — the cliff.
+//! - **kept tail**: none before 1.14.19 (everything before the current request is summarised);
+//!   1.14.19–1.18.24 the last 2 human turns within min(8,000, max(2,000, usable/4)); 1.18.25+
+//!   every turn within min(15,000, max(2,000, usable/4)). Newest turn first (the current one
+//!   included), whole turns while they fit, then the first suffix of the next turn that fits
+//!   (`splitTurn`). The knobs override each rule (`tail_turns` ≥ 0, `preserve_recent_max` > 0).
+//!   OpenCode estimates a turn at chars/4 of its JSON; the replay uses its token counts.
+//! - **the summary**: the recorded text where the trace has one (its next compaction, else its
+//!   last), else `summary_tokens` of the covered episodes' compact tiers; the replay says which.
+//! - **the call**: its own request, sized as the release builds it
+//!   ([`compaction_call::simulated_history`]: tool outputs clipped from 1.14.21) and billed in
+//!   the frame of the request it precedes. The recording's own summary calls are not made.
+//! - **prune** of old tool outputs: the recorded prunes are applied (`apply_recorded_prunes`);
+//!   prune is off by default from 1.14.19, and its thresholds (40,000 protected, 20,000 minimum)
+//!   do not depend on the budget, so a simulation does not add prunes of its own.
 
 use super::{Compacted, Decide, Kind, RequestView, Setup};
 use crate::episode::Tier;
@@ -23,15 +39,31 @@ use crate::replay::compaction_call;
 use crate::replay::limits::{self, OUTPUT_TOKEN_MAX};
 use crate::replay::prepare::Filter;
 use crate::replay::state::State;
-use crate::replay::types::{Reason, SummaryPiece};
+use crate::replay::types::{CompactionRun, Reason, SummaryPiece};
+use crate::trace::dialect::Era;
 
-/// When OpenCode compacts.
+/// The `trigger` knob.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Trigger {
+    /// Simulate at an explicit budget, else follow the recording.
+    Auto,
     /// Where the recording did.
     Recorded,
-    /// When the rendered context reaches the usable limit.
+    /// At the budget if given, else at the model's usable limit.
     Simulate,
+}
+
+/// What one pass does: the resolved trigger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Mode {
+    Recorded {
+        why: &'static str,
+    },
+    Simulate {
+        usable: u64,
+        source: String,
+        why: &'static str,
+    },
 }
 
 /// The typed knobs.
@@ -42,117 +74,277 @@ struct Knobs {
     context_limit: u64,
     /// Model output limit for simulate; 0 = the model-limits table.
     max_output: u64,
-    tail_turns: usize,
+    /// `None`: the release's rule.
+    tail_turns: Option<i64>,
     preserve_share: f64,
     preserve_min: u64,
+    /// 0: the release's cap.
     preserve_max: u64,
     summary_tokens: u64,
 }
 
 impl Knobs {
     fn from_policy(p: &Policy) -> Knobs {
+        let tail = p.num("tail_turns");
         Knobs {
-            trigger: if p.choice("trigger") == "simulate" {
-                Trigger::Simulate
-            } else {
-                Trigger::Recorded
+            trigger: match p.choice("trigger") {
+                "recorded" => Trigger::Recorded,
+                "simulate" => Trigger::Simulate,
+                _ => Trigger::Auto,
             },
             context_limit: uint(p.num("context_limit")),
             max_output: uint(p.num("max_output")),
-            tail_turns: uint(p.num("tail_turns")) as usize,
+            tail_turns: (tail >= 0.0).then_some(tail as i64),
             preserve_share: p.num("preserve_recent_share"),
             preserve_min: uint(p.num("preserve_recent_min")),
             preserve_max: uint(p.num("preserve_recent_max")),
             summary_tokens: uint(p.num("summary_tokens")),
         }
     }
+    fn mode(&self, setup: &Setup<'_, '_>) -> Mode {
+        let explicit = setup.budget_source == "--budget";
+        match (self.trigger, explicit) {
+            (Trigger::Recorded, _) => Mode::Recorded {
+                why: "trigger = recorded",
+            },
+            (Trigger::Auto, false) => Mode::Recorded {
+                why: "no budget given: follows the recording",
+            },
+            (Trigger::Auto | Trigger::Simulate, true) => Mode::Simulate {
+                usable: setup.budget,
+                source: "the budget".into(),
+                why: if self.trigger == Trigger::Auto {
+                    "a budget is given: OpenCode's compaction with the budget as its usable limit"
+                } else {
+                    "trigger = simulate, at the budget"
+                },
+            },
+            (Trigger::Simulate, false) => {
+                let table = limits::limits_for(setup.prep.trace);
+                let (context, csrc) = if self.context_limit > 0 {
+                    (self.context_limit, "context_limit")
+                } else {
+                    (table.context, table.source.as_str())
+                };
+                let (output, osrc) = if self.max_output > 0 {
+                    (self.max_output, "max_output")
+                } else {
+                    (table.output, table.source.as_str())
+                };
+                let source = if csrc == osrc {
+                    format!("model: {csrc}")
+                } else {
+                    format!("model: {csrc}, {osrc}")
+                };
+                Mode::Simulate {
+                    usable: context.saturating_sub(output.min(OUTPUT_TOKEN_MAX)),
+                    source,
+                    why: "trigger = simulate, no budget: at the model's usable limit",
+                }
+            }
+        }
+    }
+}
+
+/// The kept-tail rule of one simulation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Tail {
+    /// Human turns that may be kept (`None`: all of them).
+    turns: Option<usize>,
+    /// Tokens the kept tail may hold.
+    budget: u64,
+}
+
+/// The release's kept tail at `usable`, with the knobs' overrides (`None`: no kept tail).
+fn tail_rule(era: Era, k: &Knobs, usable: u64) -> Option<Tail> {
+    let (turns, cap) = match era {
+        Era::V01 | Era::MultiStep | Era::SummaryMessage | Era::CompactionPart | Era::Sqlite => {
+            (Some(0), 0)
+        }
+        Era::AnchoredSummary => (Some(2), 8_000),
+        Era::TextSummary => (None, 15_000),
+    };
+    let turns = match k.tail_turns {
+        Some(n) => Some(n.max(0) as usize),
+        None => turns,
+    };
+    if turns == Some(0) {
+        return None;
+    }
+    let cap = if k.preserve_max > 0 {
+        k.preserve_max
+    } else {
+        cap
+    };
+    let budget =
+        ((usable as f64 * k.preserve_share) as u64).clamp(k.preserve_min, cap.max(k.preserve_min));
+    Some(Tail { turns, budget })
+}
+
+/// Whether a request whose total (prompt + output) is `count` makes the next one compact, by
+/// release (opencode-requests-by-era §6).
+fn fires(era: Era, version: Option<(u64, u64, u64)>, count: u64, usable: u64) -> bool {
+    match era {
+        Era::V01 | Era::MultiStep => count as f64 > 0.9 * usable as f64,
+        _ if version.is_some_and(|v| v < (1, 1, 57)) => count > usable,
+        _ => count >= usable,
+    }
 }
 
 pub(crate) struct OpenCode {
     knobs: Knobs,
-    /// The usable limit simulate compacts at.
-    usable: u64,
-    /// `trigger = recorded`: the recorded compaction shown now.
+    mode: Mode,
+    tail: Option<Tail>,
+    era: Era,
+    version: Option<(u64, u64, u64)>,
+    /// `recorded`: the recorded compaction shown now.
     in_effect: Option<usize>,
-    /// `trigger = simulate`: compactions so far.
-    simulated: usize,
+    /// Simulate: prompt + output of the conversation's last request.
+    last_total: u64,
+    /// Requests from which a new summary is shown.
+    shown_from: Vec<usize>,
+    /// Simulate: where each summary's text came from.
+    texts: Vec<String>,
+    skipped_calls: u64,
 }
 
 impl Kind for OpenCode {
     fn specs() -> Vec<KnobSpec> {
         let mut v = common(true);
         v.extend([
-            choice("trigger", "recorded", &["recorded", "simulate"],
-                "recorded = compact where OpenCode did and render what it sent; simulate = compact when tokens reach the usable limit"),
+            choice("trigger", "auto", &["auto", "recorded", "simulate"],
+                "auto = simulate OpenCode's compaction with an explicit budget as its usable limit, else follow the recording; recorded = compact where OpenCode did; simulate = compact at the budget, else at the model's usable limit"),
             num("context_limit", 0.0, 0.0, 10_000_000.0, 1000.0,
-                "model context window in tokens for simulate; 0 = the model-limits table"),
+                "model context window in tokens for simulate without a budget; 0 = the model-limits table"),
             num("max_output", 0.0, 0.0, 1_000_000.0, 1000.0,
-                "model output limit in tokens for simulate; 0 = the model-limits table"),
-            num("tail_turns", 2.0, 0.0, 100.0, 1.0,
-                "simulate: keep at most the last N human turns verbatim after a compaction"),
+                "model output limit in tokens for simulate without a budget; 0 = the model-limits table"),
+            num("tail_turns", -1.0, -1.0, 100.0, 1.0,
+                "simulate: keep at most the last N human turns after a compaction; 0 = no kept tail; -1 = the release's rule (none before 1.14.19, 2 until 1.18.24, all after)"),
             num("preserve_recent_share", 0.25, 0.0, 1.0, 0.05,
                 "simulate: the kept tail holds at most this share of the usable limit"),
             num("preserve_recent_min", 2000.0, 0.0, 1_000_000.0, 500.0,
                 "simulate: lower clamp of the kept tail in tokens"),
-            num("preserve_recent_max", 8000.0, 0.0, 1_000_000.0, 500.0,
-                "simulate: upper clamp of the kept tail in tokens"),
+            num("preserve_recent_max", 0.0, 0.0, 1_000_000.0, 500.0,
+                "simulate: upper clamp of the kept tail in tokens; 0 = the release's (8,000 until 1.18.24, 15,000 after)"),
             num("summary_tokens", 2000.0, 0.0, 100_000.0, 100.0,
                 "simulate, where the trace has no recorded summary: tokens of compact tiers that stand in for one"),
         ]);
         v
     }
     fn check(p: &Policy) -> Result<(), String> {
-        if p.num("preserve_recent_min") > p.num("preserve_recent_max") {
+        let max = p.num("preserve_recent_max");
+        if max > 0.0 && p.num("preserve_recent_min") > max {
             return Err("knobs must satisfy preserve_recent_min <= preserve_recent_max".into());
         }
         Ok(())
     }
-    fn filter(p: &Policy) -> Filter {
-        match Knobs::from_policy(p).trigger {
-            Trigger::Recorded => Filter::Recorded,
-            Trigger::Simulate => Filter::NoArtefacts,
+    fn filter(p: &Policy, explicit_budget: bool) -> Filter {
+        // A simulation renders the counterfactual: no recorded compaction artefact.
+        match (Knobs::from_policy(p).trigger, explicit_budget) {
+            (Trigger::Recorded, _) | (Trigger::Auto, false) => Filter::Recorded,
+            (Trigger::Simulate, _) | (Trigger::Auto, true) => Filter::NoArtefacts,
         }
     }
     fn build(p: &Policy, setup: &Setup<'_, '_>) -> Box<dyn Decide> {
         let knobs = Knobs::from_policy(p);
-        let table = limits::limits_for(setup.prep.trace);
-        let context = if knobs.context_limit > 0 {
-            knobs.context_limit
-        } else {
-            table.context
-        };
-        let output = if knobs.max_output > 0 {
-            knobs.max_output
-        } else {
-            table.output
+        let mode = knobs.mode(setup);
+        let dialect = setup.prep.trace.dialect;
+        let tail = match &mode {
+            Mode::Simulate { usable, .. } => tail_rule(dialect.era, &knobs, *usable),
+            Mode::Recorded { .. } => None,
         };
         Box::new(OpenCode {
             knobs,
-            usable: context.saturating_sub(output.min(OUTPUT_TOKEN_MAX)),
+            mode,
+            tail,
+            era: dialect.era,
+            version: dialect.version,
             in_effect: None,
-            simulated: 0,
+            last_total: 0,
+            shown_from: Vec::new(),
+            texts: Vec::new(),
+            skipped_calls: 0,
         })
     }
 }
 
 impl Decide for OpenCode {
     fn decide(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>) -> Option<Compacted> {
-        match self.knobs.trigger {
-            Trigger::Recorded => {
+        match self.mode {
+            Mode::Recorded { .. } => {
                 self.follow_recording(st, rq.t);
                 None
             }
-            Trigger::Simulate => {
-                if !self.due(st, rq) {
+            Mode::Simulate { usable, .. } => {
+                if rq.req.synthetic_call {
+                    self.skipped_calls += 1;
                     return None;
                 }
-                self.compact(st, rq)
+                if !fires(self.era, self.version, self.last_total, usable) || st.k() == 0 {
+                    return None;
+                }
+                let c = self.compact(st, rq)?;
+                self.shown_from.push(rq.t);
+                self.texts.push(match c.text_from {
+                    Some(ci) => format!("recorded:{ci}"),
+                    None => "compact-tiers".into(),
+                });
+                Some(c)
             }
+        }
+    }
+    fn after(&mut self, _st: &State<'_, '_>, rq: &RequestView<'_>, tokens: u64) {
+        if !rq.req.synthetic_call {
+            self.last_total = tokens + rq.req.usage.output;
         }
     }
     /// OpenCode's own summary calls are part of what it does, not a side call to hold through.
     fn holds_through_summary_calls(&self) -> bool {
         false
+    }
+    fn skips_recorded_summary_calls(&self) -> bool {
+        matches!(self.mode, Mode::Simulate { .. })
+    }
+    fn note(&self) -> Option<String> {
+        self.compaction_run().map(|r| r.describe())
+    }
+    fn compaction_run(&self) -> Option<CompactionRun> {
+        Some(match &self.mode {
+            Mode::Recorded { why } => CompactionRun {
+                trigger: "recorded".into(),
+                why: (*why).into(),
+                usable_limit: None,
+                limit_source: None,
+                tail: None,
+                compactions: self.shown_from.clone(),
+                summary_text: Vec::new(),
+                recorded_calls_skipped: 0,
+            },
+            Mode::Simulate {
+                usable,
+                source,
+                why,
+            } => CompactionRun {
+                trigger: "simulate".into(),
+                why: (*why).into(),
+                usable_limit: Some(*usable),
+                limit_source: Some(source.clone()),
+                tail: Some(match self.tail {
+                    None => "none (everything before the request is summarised)".into(),
+                    Some(t) => format!(
+                        "{} within {} tokens",
+                        match t.turns {
+                            Some(n) => format!("the last {n} human turns"),
+                            None => "every turn".into(),
+                        },
+                        t.budget
+                    ),
+                }),
+                compactions: self.shown_from.clone(),
+                summary_text: self.texts.clone(),
+                recorded_calls_skipped: self.skipped_calls,
+            },
+        })
     }
 }
 
@@ -173,6 +365,7 @@ impl OpenCode {
             return;
         }
         self.in_effect = Some(ci);
+        self.shown_from.push(t);
         let (start, msgs) = p.recorded_summary(ci);
         let text: String = msgs
             .iter()
@@ -184,105 +377,146 @@ impl OpenCode {
         replace_before(st, start, &text);
     }
 
-    /// `trigger = simulate`: whether the rendered context has reached the usable limit.
-    fn due(&self, st: &State<'_, '_>, rq: &RequestView<'_>) -> bool {
-        rq.base + st.summary_tokens() + st.applied_sum() >= self.usable && st.k() > 0
+    /// Where the kept tail starts: (episode, first included full-tier chunk), newest turn
+    /// first, the current one included; `None`: nothing is kept before the request.
+    fn tail_start(&self, st: &State<'_, '_>, rq: &RequestView<'_>) -> Option<(usize, usize)> {
+        let tail = self.tail?;
+        let p = st.p;
+        let msg = rq.rq.msg;
+        let turn_start = match tail.turns {
+            None => 0,
+            Some(n) => {
+                let humans: Vec<usize> = p
+                    .trace
+                    .messages
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, m)| *i < msg && m.user_kind == Some(crate::trace::UserKind::Human))
+                    .map(|(i, _)| i)
+                    .collect();
+                humans.len().checked_sub(n).map_or(0, |i| humans[i])
+            }
+        };
+        let active = rq.rq.active;
+        let n = st.n();
+        let mut room = tail.budget;
+        let mut kept = None;
+        // Newest first: the active episode's shown part, then the closed episodes.
+        let mut e = if active < n { active } else { st.k() };
+        loop {
+            let closed = e < st.k();
+            if closed && st.applied(e) == Tier::Dropped {
+                break;
+            }
+            let Some(td) = p
+                .td(e, Tier::Full)
+                .filter(|_| !closed || st.applied(e) == Tier::Full)
+            else {
+                break;
+            };
+            let from = st.cut(e);
+            let end = if closed {
+                td.len()
+            } else {
+                st.active_count(e, rq.rq.pos)
+            };
+            if p.episodes[e].first_message >= turn_start || e == active {
+                let size = td.prefix[end] - td.prefix[from.min(end)];
+                if size <= room && p.episodes[e].first_message >= turn_start {
+                    room -= size;
+                    kept = Some((e, from));
+                } else {
+                    // The first suffix of this turn that starts at a message and fits.
+                    let split = (from + 1..end).find(|&i| {
+                        td.pos[i].0 != td.pos[i - 1].0 && td.prefix[end] - td.prefix[i] <= room
+                    });
+                    if let Some(i) = split {
+                        kept = Some((e, i));
+                    }
+                    break;
+                }
+            } else {
+                break;
+            }
+            if e == 0 {
+                break;
+            }
+            e -= 1;
+        }
+        kept
     }
 
-    /// Compact now: one summary replaces the closed episodes before the kept tail. Returns the
+    /// Compact now: one summary replaces everything before the kept tail. Returns the
     /// simulated summary call, if anything was compacted.
     fn compact(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>) -> Option<Compacted> {
         let p = st.p;
         let k = &self.knobs;
         let t = rq.t;
-        let preserve = ((self.usable as f64 * k.preserve_share) as u64)
-            .clamp(k.preserve_min, k.preserve_max.max(k.preserve_min));
-        // The tail_turns-th last human turn before this request.
-        let msg = rq.rq.msg;
-        let humans: Vec<usize> = p
-            .trace
-            .messages
-            .iter()
-            .enumerate()
-            .filter(|(i, m)| *i < msg && m.user_kind == Some(crate::trace::UserKind::Human))
-            .map(|(i, _)| i)
-            .collect();
-        let turn_start = if k.tail_turns == 0 {
-            msg
-        } else {
-            humans
-                .len()
-                .checked_sub(k.tail_turns)
-                .map_or(0, |i| humans[i])
+        let active = rq.rq.active;
+        let n = st.n();
+        // (first kept episode, its first kept chunk); without a tail the request's own
+        // position: everything before it goes.
+        let (keep_e, keep_chunk) = match self.tail_start(st, rq) {
+            Some(x) => x,
+            None if active < n => (active, st.active_count(active, rq.rq.pos)),
+            None => (st.k(), 0),
         };
-        let mut keep_from = st.k();
-        let mut cum = 0u64;
-        while keep_from > 0 {
-            let e = keep_from - 1;
-            if st.applied(e) == Tier::Dropped
-                || p.episodes[e].first_message < turn_start
-                || cum + st.ep_tokens(e) > preserve
-            {
-                break;
-            }
-            cum += st.ep_tokens(e);
-            keep_from -= 1;
-        }
-        let covers: Vec<usize> = (0..keep_from).collect();
-        if covers.iter().all(|&e| st.applied(e) == Tier::Dropped) {
+        let covers: Vec<usize> = (0..keep_e.min(st.k())).collect();
+        // The head of the first kept episode (a split turn) goes into the summary too.
+        let split_head = if keep_chunk > st.cut(keep_e.min(n.saturating_sub(1))) && keep_e < n {
+            p.td(keep_e, Tier::Full).map_or(0, |td| {
+                td.prefix[keep_chunk.min(td.len())] - td.prefix[st.cut(keep_e).min(td.len())]
+            })
+        } else {
+            0
+        };
+        if split_head == 0 && covers.iter().all(|&e| st.applied(e) == Tier::Dropped) {
             return None;
         }
         // The summary call sees the history as this release built it, before the summary
         // replaces it.
         let view = rq.base - rq.rq.sys_tokens + st.summary_tokens() + st.applied_sum();
-        let covered: Vec<(u64, f64)> = covers
+        let mut covered: Vec<(u64, f64)> = covers
             .iter()
             .map(|&e| (st.ep_tokens(e), p.compaction_keep[e]))
             .collect();
-        let call = Compacted {
-            history: compaction_call::simulated_history(
-                p.compaction.shape,
-                view,
-                st.summary_tokens(),
-                &covered,
-            ),
-        };
+        if split_head > 0 {
+            covered.push((split_head, p.compaction_keep[keep_e]));
+        }
+        let history = compaction_call::simulated_history(
+            p.compaction.shape,
+            view,
+            st.summary_tokens(),
+            &covered,
+        );
         let trace = p.trace;
         let text_from = trace
             .compactions
             .iter()
             .position(|c| c.summary_request.is_some_and(|s| s >= t))
             .or_else(|| trace.compactions.len().checked_sub(1));
-        let (tokens, text) = match text_from {
+        // The episodes the new summary stands for: the covered ones and a split turn's.
+        let mut summarised = covers.clone();
+        if split_head > 0 {
+            summarised.push(keep_e);
+        }
+        let (tokens, text, shown) = match text_from {
             Some(ci) => {
                 let c = &trace.compactions[ci];
                 let ms = trace.compaction_message_indices(c);
                 (
                     ms.iter().map(|&m| p.message_tokens(m)).sum::<u64>(),
                     c.summary_text.clone(),
+                    Vec::new(),
                 )
             }
-            None => {
-                let mut tok = 0u64;
-                let mut text = String::new();
-                for &e in &covers {
-                    if tok >= k.summary_tokens {
-                        break;
-                    }
-                    tok += st.tokens_at(e, Tier::Compact, None);
-                    if let Some(r) = p.episodes[e].representation(p.effective(e, Tier::Compact)) {
-                        text.push_str(&r.text());
-                        text.push('\n');
-                    }
-                }
-                (tok.min(k.summary_tokens), text)
-            }
+            None => compact_tier_summary(st, &summarised, k.summary_tokens),
         };
-        self.simulated += 1;
         st.set_summary(
             SummaryPiece::Simulated {
-                number: self.simulated,
+                number: self.shown_from.len() + 1,
                 covers: covers.clone(),
+                shown,
                 text_from,
                 tokens,
             },
@@ -291,8 +525,40 @@ impl OpenCode {
         for e in covers {
             st.summarise(e, missing_pins(st, e, &text), Reason::Compaction);
         }
-        Some(call)
+        if keep_e < n && keep_chunk > st.cut(keep_e) {
+            st.set_cut(keep_e, keep_chunk);
+        }
+        Some(Compacted { history, text_from })
     }
+}
+
+/// A summary built deterministically from compact tiers: the newest of `summarised` whose
+/// compact tiers fit within `cap` tokens together (the newest one always): (tokens, text,
+/// episodes shown, oldest first).
+fn compact_tier_summary(
+    st: &State<'_, '_>,
+    summarised: &[usize],
+    cap: u64,
+) -> (u64, String, Vec<usize>) {
+    let p = st.p;
+    let mut shown = Vec::new();
+    let mut tokens = 0u64;
+    for &e in summarised.iter().rev() {
+        let t = st.tokens_at(e, Tier::Compact, None);
+        if !shown.is_empty() && tokens + t > cap {
+            break;
+        }
+        tokens += t;
+        shown.push(e);
+    }
+    shown.reverse();
+    let text = shown
+        .iter()
+        .filter_map(|&e| p.episodes[e].representation(p.effective(e, Tier::Compact)))
+        .map(|r| r.text())
+        .collect::<Vec<_>>()
+        .join("\n");
+    (tokens, text, shown)
 }
 
 /// Pinned spans of `e` that `text` lacks.
@@ -321,5 +587,141 @@ fn replace_before(st: &mut State<'_, '_>, start: usize, text: &str) {
         } else {
             st.cut_before(e, start);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn knobs(tail_turns: Option<i64>, preserve_max: u64) -> Knobs {
+        Knobs {
+            trigger: Trigger::Auto,
+            context_limit: 0,
+            max_output: 0,
+            tail_turns,
+            preserve_share: 0.25,
+            preserve_min: 2000,
+            preserve_max,
+            summary_tokens: 2000,
+        }
+    }
+
+    #[test]
+    fn the_trigger_follows_the_release() {
+        // 1.1.57+: count >= usable.
+        assert!(fires(Era::TextSummary, Some((1, 18, 33)), 9_000, 9_000));
+        assert!(!fires(Era::TextSummary, Some((1, 18, 33)), 8_999, 9_000));
+        // Before 1.1.57: count > usable.
+        assert!(!fires(Era::CompactionPart, Some((1, 1, 22)), 9_000, 9_000));
+        assert!(fires(Era::CompactionPart, Some((1, 1, 22)), 9_001, 9_000));
+        // 0.2–0.7: 90 % of usable.
+        assert!(fires(Era::MultiStep, Some((0, 5, 29)), 8_101, 9_000));
+        assert!(!fires(Era::MultiStep, Some((0, 5, 29)), 8_100, 9_000));
+    }
+
+    #[test]
+    fn the_kept_tail_follows_the_release_unless_a_knob_says_otherwise() {
+        let k = knobs(None, 0);
+        // No kept tail before 1.14.19.
+        assert_eq!(tail_rule(Era::Sqlite, &k, 100_000), None);
+        // 1.14.19–1.18.24: 2 turns within min(8000, max(2000, usable/4)).
+        assert_eq!(
+            tail_rule(Era::AnchoredSummary, &k, 100_000),
+            Some(Tail {
+                turns: Some(2),
+                budget: 8_000
+            })
+        );
+        assert_eq!(
+            tail_rule(Era::AnchoredSummary, &k, 4_000),
+            Some(Tail {
+                turns: Some(2),
+                budget: 2_000
+            })
+        );
+        // 1.18.25+: every turn within min(15000, …); E2's 11,000 usable → 2,750.
+        assert_eq!(
+            tail_rule(Era::TextSummary, &k, 11_000),
+            Some(Tail {
+                turns: None,
+                budget: 2_750
+            })
+        );
+        assert_eq!(
+            tail_rule(Era::TextSummary, &k, 100_000),
+            Some(Tail {
+                turns: None,
+                budget: 15_000
+            })
+        );
+        // Knobs override: a tail where the release had none, no tail, another cap.
+        assert_eq!(
+            tail_rule(Era::Sqlite, &knobs(Some(3), 5_000), 100_000),
+            Some(Tail {
+                turns: Some(3),
+                budget: 5_000
+            })
+        );
+        assert_eq!(
+            tail_rule(Era::TextSummary, &knobs(Some(0), 0), 100_000),
+            None
+        );
+    }
+
+    fn policy(set: &[(&str, &str)]) -> Policy {
+        let kv: Vec<(String, String)> = set
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        crate::policy::load("opencode", &kv).expect("policy")
+    }
+
+    #[test]
+    fn auto_simulates_only_under_an_explicit_budget() {
+        let s = crate::replay::synth::generate(&crate::replay::synth::SynthSpec {
+            requests: 120,
+            episodes: 24,
+            ..Default::default()
+        });
+        let input = s.input();
+        let full = crate::replay::replay(&input, &crate::policy::load("full", &[]).unwrap(), None);
+        let peak = full.frames.iter().map(|f| f.tokens).max().unwrap();
+        let budget = peak / 2;
+        let auto = crate::replay::replay(&input, &policy(&[]), Some(budget));
+        let run = auto.policy.compaction.clone().expect("reported");
+        assert_eq!(run.trigger, "simulate");
+        assert_eq!(run.usable_limit, Some(budget));
+        let at: Vec<usize> = auto
+            .frames
+            .iter()
+            .filter(|f| f.compaction)
+            .map(|f| f.request)
+            .collect();
+        assert!(!at.is_empty());
+        assert_eq!(run.compactions, at);
+        // Every compaction follows a request that reached the limit; every request that did
+        // (and had something to compact) is followed by one.
+        for &t in &at {
+            let prev = &auto.frames[t - 1];
+            assert!(prev.tokens + s.trace.requests[t - 1].usage.output >= budget);
+        }
+        // A compaction's call is billed in its frame: per session = Σ per request.
+        let sum: f64 = auto.frames.iter().map(|f| f.cost).sum();
+        assert!((auto.summary.cost - sum).abs() < 1e-12);
+        for f in auto.frames.iter().filter(|f| f.compaction) {
+            let c = f.compaction_call.as_ref().unwrap();
+            assert_eq!(c.summary_text, "compact-tiers");
+            assert!(c.output > 0 && c.output <= 2_000 + 1_000, "{c:?}");
+        }
+        // Without a budget it follows the recording (no compaction in a generated trace).
+        let none = crate::replay::replay(&input, &policy(&[]), None);
+        assert_eq!(none.policy.compaction.unwrap().trigger, "recorded");
+        assert!(none.frames.iter().all(|f| !f.compaction));
+        // Deterministic.
+        assert_eq!(
+            auto,
+            crate::replay::replay(&input, &policy(&[]), Some(budget))
+        );
     }
 }
