@@ -6,7 +6,7 @@
 
 pub mod decay;
 pub mod fold;
-pub mod kinds;
+pub mod knobs;
 pub mod model;
 
 pub use model::{

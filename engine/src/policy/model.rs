@@ -1,7 +1,7 @@
 //! Policies as data: a TOML file with a `kind`, a description and knob values (MODEL §4).
 //!
 //! The knobs each kind understands, with their defaults, ranges and help, are declared in
-//! [`super::kinds`]; a file (built-in or the user's) only sets values. `--set KEY=VALUE` overrides
+//! [`super::knobs`]; a file (built-in or the user's) only sets values. `--set KEY=VALUE` overrides
 //! go through the same validation as the file, so a bad value is reported the same way wherever
 //! it came from.
 
@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::kinds;
+use super::knobs;
 
 pub use crate::replay::policies::PolicyKind;
 
@@ -170,9 +170,9 @@ impl Policy {
         self.specs.iter().find(|s| s.name == key)
     }
     /// Whether the replay reads knob `key` with this policy's settings (see
-    /// [`kinds::is_read`]).
+    /// [`knobs::is_read`]).
     pub fn reads(&self, key: &str) -> bool {
-        kinds::is_read(self, key)
+        knobs::is_read(self, key)
     }
 
     /// Apply `--set KEY=VALUE` overrides, then re-check the kind's constraints.
@@ -196,7 +196,7 @@ impl Policy {
         if self.kind == PolicyKind::Decay {
             self.respect_floors = self.flag("respect_floors");
         }
-        kinds::check_constraints(&self).map_err(|reason| PolicyError::Constraint {
+        knobs::check_constraints(&self).map_err(|reason| PolicyError::Constraint {
             policy: self.name.clone(),
             reason,
         })?;
@@ -276,7 +276,7 @@ pub fn parse_policy(
             policy: name.clone(),
             kind: file.kind.clone(),
         })?;
-    let mut specs = kinds::specs(kind);
+    let mut specs = knobs::specs(kind);
     let mut knobs: BTreeMap<String, KnobValue> = specs
         .iter()
         .map(|s| (s.name.clone(), s.default.clone()))
@@ -344,7 +344,7 @@ pub fn parse_policy(
         overridden: Vec::new(),
         source,
     };
-    kinds::check_constraints(&policy).map_err(|reason| PolicyError::Constraint {
+    knobs::check_constraints(&policy).map_err(|reason| PolicyError::Constraint {
         policy: policy.name.clone(),
         reason,
     })?;

@@ -90,7 +90,7 @@ pub fn resolve_budget(trace: &Trace, budget: Option<u64>) -> (u64, String) {
 /// chunk filter), its common knobs, its probes and its pricing.
 pub(crate) struct Prepared<'a> {
     pub prep: prepare::Prep<'a>,
-    pub common: crate::policy::kinds::Common,
+    pub common: crate::policy::knobs::Common,
     pub filter: prepare::Filter,
     pub probes: probes::ProbeIndex,
     pub pricing: cache_cost::PricingInfo,
@@ -100,7 +100,7 @@ impl<'a> Prepared<'a> {
     /// `explicit_budget`: the budget was given (not the model's default); a policy's chunk
     /// filter may depend on it (`opencode` simulates under one).
     pub fn new(input: &Input<'a>, policy: &Policy, explicit_budget: bool) -> Prepared<'a> {
-        let common = crate::policy::kinds::Common::from_policy(policy);
+        let common = crate::policy::knobs::Common::from_policy(policy);
         let filter = policies::filter(policy, explicit_budget);
         let prep = prepare::Prep::new(input, filter, common.apply_prunes, common.system_tokens);
         Prepared::with_prep(input, policy, prep, filter)
@@ -113,7 +113,7 @@ impl<'a> Prepared<'a> {
         prep: prepare::Prep<'a>,
         filter: prepare::Filter,
     ) -> Prepared<'a> {
-        let common = crate::policy::kinds::Common::from_policy(policy);
+        let common = crate::policy::knobs::Common::from_policy(policy);
         let probes = probes::ProbeIndex::new(&prep, input.probes);
         let model = input
             .trace
@@ -150,7 +150,7 @@ impl<'a> Prepared<'a> {
         pass::run(
             &pass::PassInput {
                 prep: &self.prep,
-                common: crate::policy::kinds::Common::from_policy(policy),
+                common: crate::policy::knobs::Common::from_policy(policy),
                 probes: &self.probes,
                 price: &self.pricing.price,
                 budget,
@@ -175,7 +175,7 @@ pub fn replay(input: &Input<'_>, policy: &Policy, budget: Option<u64>) -> Replay
         crate::policy::load("full", &[("system_tokens".to_owned(), sys)])
             .ok()
             .map(|full| {
-                let fcommon = crate::policy::kinds::Common::from_policy(&full);
+                let fcommon = crate::policy::knobs::Common::from_policy(&full);
                 let same = policies::filter(&full, budget.is_some()) == prepared.filter
                     && fcommon.apply_prunes == prepared.common.apply_prunes;
                 let b = if same {

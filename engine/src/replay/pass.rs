@@ -24,7 +24,7 @@ use super::schedule::{Boundaries, BoundaryKind};
 use super::state::State;
 use super::types::{Frame, RenderState, TierMatrix};
 use crate::episode::Tier;
-use crate::policy::kinds::Common;
+use crate::policy::knobs::Common;
 
 /// The output of one pass (before the summary is assembled).
 pub(crate) struct PassOutput {

@@ -41,7 +41,7 @@ use crate::episode::magic_context::render::{self, utf16_len, RowText};
 use crate::episode::{Episode, RetentionClass, Tier};
 use crate::policy::decay::Curve;
 use crate::policy::fold::{self, BlockTokens, Costs, FoldRow, ARCHIVED};
-use crate::policy::kinds::{choice, common, flag, num, uint};
+use crate::policy::knobs::{choice, common, flag, num, uint};
 use crate::policy::{KnobSpec, Policy};
 use crate::replay::limits;
 use crate::replay::prepare::Prep;

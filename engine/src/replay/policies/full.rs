@@ -2,7 +2,7 @@
 //! overflows), and the yardstick of `divergence_cost`.
 
 use super::{Compacted, Decide, Kind, RequestView, Setup};
-use crate::policy::kinds::common;
+use crate::policy::knobs::common;
 use crate::policy::{KnobSpec, Policy};
 use crate::replay::state::State;
 

@@ -33,7 +33,7 @@
 
 use super::{Compacted, Decide, Kind, RequestView, Setup};
 use crate::episode::Tier;
-use crate::policy::kinds::{choice, common, num, uint};
+use crate::policy::knobs::{choice, common, num, uint};
 use crate::policy::{KnobSpec, Policy};
 use crate::replay::compaction_call;
 use crate::replay::limits::{self, OUTPUT_TOKEN_MAX};

@@ -6,7 +6,7 @@
 
 use super::{Compacted, Decide, Kind, RequestView, Setup};
 use crate::episode::Tier;
-use crate::policy::kinds::{boundary, common};
+use crate::policy::knobs::{boundary, common};
 use crate::policy::{KnobSpec, Policy};
 use crate::replay::schedule::{Boundary, Schedule};
 use crate::replay::state::State;

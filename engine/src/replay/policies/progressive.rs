@@ -12,7 +12,7 @@
 use super::retention::{Retention, RetentionKnobs};
 use super::{Compacted, Decide, Kind, RequestView, Setup};
 use crate::episode::Tier;
-use crate::policy::kinds::{boundary, choice, common, num, uint};
+use crate::policy::knobs::{boundary, choice, common, num, uint};
 use crate::policy::{KnobSpec, Policy};
 use crate::replay::schedule::{Boundary, Schedule};
 use crate::replay::state::State;
