@@ -2,63 +2,60 @@
 //!
 //! The texts are cut at their exact cuts ([`super::pieces`]); a piece already counted in this
 //! call (the same line in a message's full, pruned and dense chunks, a result header that
-//! recurs) is not counted again, and a text's count is the sum of its pieces'. The pieces are
-//! counted in parallel, which also spreads one long text over the cores.
+//! recurs) is not counted again, and a text's count is the sum of its pieces'. It is one
+//! parallel pass over the texts: the counts of the pieces seen so far are shared through a map
+//! split into shards, so the threads never wait for each other at a phase boundary (on a busy
+//! machine a phase waits for its slowest thread's time slice) and rarely for a lock.
 
-use std::collections::hash_map::Entry;
+use std::sync::{Mutex, PoisonError};
 
 use rayon::prelude::*;
 
 use super::{bpe, key, pieces::pieces, KeyMap, TokenizerKind};
 
-/// Texts are cut and counted in batches of about this many bytes, so the list of pieces (32
-/// bytes each) stays small while the counts of distinct pieces are kept for the whole call.
-const BATCH_BYTES: usize = 8 << 20;
+/// Shards of the map of piece counts (a power of two; picked by the key's high bits).
+const SHARDS: usize = 64;
 
 /// The exact token count of each text.
 pub(super) fn count_texts(kind: TokenizerKind, texts: &[&str]) -> Vec<u32> {
-    let mut known: KeyMap<u32> = KeyMap::default();
-    let mut out = Vec::with_capacity(texts.len());
-    let mut rest = texts;
-    while !rest.is_empty() {
-        let batch = take_batch(&mut rest);
-        let cut: Vec<Vec<(u128, &str)>> = batch
-            .par_iter()
-            .map(|t| pieces(t).map(|p| (key(p), p)).collect())
-            .collect();
-        let mut fresh: Vec<(u128, &str)> = Vec::new();
-        for &(k, p) in cut.iter().flatten() {
-            if let Entry::Vacant(v) = known.entry(k) {
-                v.insert(0);
-                fresh.push((k, p));
-            }
-        }
-        let counted: Vec<u32> = fresh.par_iter().map(|(_, p)| bpe::count(kind, p)).collect();
-        for ((k, _), n) in fresh.iter().zip(counted) {
-            known.insert(*k, n);
-        }
-        out.extend(cut.iter().map(|ps| {
-            ps.iter()
-                .map(|(k, _)| known.get(k).copied().unwrap_or(0))
+    let known = PieceCounts::new();
+    texts
+        .par_iter()
+        .map(|t| {
+            pieces(t)
+                .map(|p| known.get_or_count(key(p), || bpe::count(kind, p)))
                 .fold(0u32, u32::saturating_add)
-        }));
-    }
-    out
+        })
+        .collect()
 }
 
-/// The leading texts of `rest` up to [`BATCH_BYTES`] (at least one), taken off it.
-fn take_batch<'a, 'b>(rest: &mut &'b [&'a str]) -> &'b [&'a str] {
-    let mut bytes = 0;
-    let n = rest
-        .iter()
-        .position(|t| {
-            bytes += t.len();
-            bytes > BATCH_BYTES
-        })
-        .map_or(rest.len(), |i| i.max(1));
-    let (batch, tail) = rest.split_at(n);
-    *rest = tail;
-    batch
+/// Counts of the pieces seen in one call, keyed by content hash.
+struct PieceCounts {
+    shards: Vec<Mutex<KeyMap<u32>>>,
+}
+
+impl PieceCounts {
+    fn new() -> PieceCounts {
+        PieceCounts {
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+        }
+    }
+
+    /// The count of the piece with key `k`, counted by `count` if no thread has yet. Two
+    /// threads meeting a new piece at once may both count it: the same exact count, stored
+    /// twice.
+    fn get_or_count(&self, k: u128, count: impl FnOnce() -> u32) -> u32 {
+        // The maps index by the low bits; the shard comes from the high ones.
+        let shard = &self.shards[(k >> 122) as usize % SHARDS];
+        // A poisoned shard only means another thread panicked mid-insert; its map is valid.
+        let lock = || shard.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = lock().get(&k) {
+            return *n;
+        }
+        let n = count();
+        lock().insert(k, n);
+        n
+    }
 }
 
 #[cfg(test)]
@@ -66,15 +63,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn batched_counts_are_the_whole_texts_counts() {
+    fn counts_are_the_whole_texts_counts() {
         let line = "[tool bash] {\"command\":\"ls\"}\n[result bash completed, exit 0]\n";
-        let big = line.repeat(BATCH_BYTES / line.len() + 10);
+        let big = line.repeat(5_000);
         let texts = [
             "",
             "hello world",
             big.as_str(),
             "user:\nhello world\n  indented\n/abs/path\n",
             big.as_str(),
+            "hello world",
         ];
         let want: Vec<u32> = texts
             .iter()
@@ -84,16 +82,18 @@ mod tests {
     }
 
     #[test]
-    fn batches_cover_every_text_once() {
-        let big = "x".repeat(BATCH_BYTES);
-        let texts = ["a", "b", big.as_str(), "c", &big[1..], &big[..2]];
-        let mut rest = &texts[..];
-        let mut sizes = Vec::new();
-        while !rest.is_empty() {
-            sizes.push(take_batch(&mut rest).len());
+    fn a_piece_is_counted_once() {
+        let known = PieceCounts::new();
+        let mut calls = 0;
+        for _ in 0..3 {
+            assert_eq!(
+                known.get_or_count(7, || {
+                    calls += 1;
+                    5
+                }),
+                5
+            );
         }
-        // A batch stops before the text that would take it past the cap; a text longer than
-        // the cap is a batch of its own.
-        assert_eq!(sizes, vec![2, 1, 2, 1]);
+        assert_eq!(calls, 1);
     }
 }
