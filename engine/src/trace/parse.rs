@@ -425,15 +425,7 @@ pub fn parse_part(v: &Value, message_id: &str, diags: &mut Diagnostics) -> Optio
         },
         "patch" => PartKind::Patch {
             hash: s(v, "hash").unwrap_or_default(),
-            files: v
-                .get("files")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|x| x.as_str().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default(),
+            files: string_array(v.get("files")),
         },
         "tool" => PartKind::Tool(parse_tool(v, diags, &id)),
         other => {
@@ -452,4 +444,15 @@ pub fn parse_part(v: &Value, message_id: &str, diags: &mut Diagnostics) -> Optio
         id,
         kind,
     })
+}
+
+/// The strings of a JSON array (other elements skipped); empty when it is not an array.
+pub(crate) fn string_array(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
 }

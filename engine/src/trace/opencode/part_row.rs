@@ -87,16 +87,7 @@ pub fn read(
         },
         Some("patch") => PartKind::Patch {
             hash: text(raw.hash),
-            files: raw
-                .files
-                .as_ref()
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|x| x.as_str().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default(),
+            files: crate::trace::parse::string_array(raw.files.as_ref()),
         },
         Some("tool") => {
             let state = raw.state.unwrap_or_default();
