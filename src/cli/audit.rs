@@ -221,11 +221,18 @@ pub fn load_tier_sources(
         .iter()
         .map(|s| (*s, None))
         .chain(tiers_dirs.iter().map(|d| (TierSource::External, Some(d))));
+    // The session is read once; each tier source builds its own episodes from it.
+    let base = load.options();
+    let source =
+        tierscope_engine::trace::open(base.path.as_deref()).context("loading the session")?;
+    let trace = source
+        .load_session(base.session.as_deref())
+        .context("loading the session")?;
     let mut loads = Vec::new();
     for (s, dir) in runs {
         let mut args = tierscope_engine::loaded::LoadOptions {
             tiers: s,
-            ..load.options()
+            ..base.clone()
         };
         if let Some(d) = dir {
             args.sidecars = Some(d.clone());
@@ -234,7 +241,8 @@ pub fn load_tier_sources(
             Some(d) => format!("the tiers in {}", d.display()),
             None => format!("{} tiers", s.as_str()),
         };
-        let l = tierscope_engine::loaded::load(&args)
+        let l = tierscope_engine::loaded::Loader::new(&args)
+            .and_then(|loader| tierscope_engine::loaded::load_from(&loader, &source, trace.clone()))
             .with_context(|| format!("loading the session with {what}"))?;
         for w in &l.warnings {
             report::stderr::warn(w);
