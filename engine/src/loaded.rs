@@ -380,216 +380,34 @@ pub fn from_trace_with(
         t => t.strategy(),
     };
 
-    // Classify and draft every episode, then count all texts in one batch.
-    // Per episode: the episode, its drafts, its tier notes, its Magic Context compartment row
-    // (its tiers are kept as given) and its canonical record (when kept).
-    type Pending = (
-        Episode,
-        Vec<Draft>,
-        Vec<String>,
-        Option<usize>,
-        Option<EpisodeRecord>,
-    );
-    let mut pending: Vec<Pending> = Vec::new();
+    // Classify and draft every episode (in parallel), then count all texts in one batch.
+    let inputs = DraftInputs {
+        trace: &trace,
+        opts,
+        rules: &rules,
+        annotations,
+        compartments: &compartments,
+        req_of: &req_of,
+        todos: &todos,
+        artefacts: &artefacts,
+        strategy,
+    };
+    let drafted: Vec<Drafted> = {
+        use rayon::prelude::*;
+        segments
+            .par_iter()
+            .enumerate()
+            .map(|(k, seg)| draft_episode(&inputs, k, seg))
+            .collect()
+    };
+    let mut pending: Vec<Pending> = Vec::with_capacity(drafted.len());
     let mut episodes_without_external = 0usize;
     let mut tier_lineage = Vec::new();
-    for (k, seg) in segments.iter().enumerate() {
-        let id = format!("E{k}");
-        let mut cl = classify::classify_with_todos(&trace, seg, &rules, &req_of, &todos);
-        let mut notes = Vec::new();
-        let mut judged = Judgement {
-            class: cl.class,
-            floor: cl.floor,
-            class_reasons: std::mem::take(&mut cl.class_reasons),
-            floor_reasons: std::mem::take(&mut cl.floor_reasons),
-            pins: std::mem::take(&mut cl.pins),
-        };
-        if let Some(a) = annotations {
-            apply_annotations(&trace, seg, a, &mut judged, &mut warnings);
-        }
-        let Judgement {
-            class,
-            floor,
-            class_reasons,
-            floor_reasons,
-            pins,
-        } = judged;
-        cl.pins = pins;
-        if annotations.is_some()
-            && !cl.pins.is_empty()
-            && !cl.kinds.contains(&EpisodeKind::Constraint)
-        {
-            cl.kinds.push(EpisodeKind::Constraint);
-            cl.kinds.sort();
-        }
-        let ids: Vec<String> = trace.messages[seg.first_message..=seg.last_message]
-            .iter()
-            .map(|m| m.id.clone())
-            .collect();
-        let full = tiers::full_draft(&trace, seg, strategy, &artefacts);
-        let full_texts: Vec<(usize, &str)> = full
-            .chunks
-            .iter()
-            .map(|c| (c.message_index, c.text.as_str()))
-            .collect();
-        // The full tier's text and identifiers: found once, for the record and the source
-        // generator.
-        let full_text = tiers::joined(&full);
-        let identifiers = crate::episode::needles::identifiers(&full_text);
-        let wants_record = opts.keep_records || opts.tiers == TierSource::Record;
-        let record = wants_record.then(|| {
-            record::build(&record::Inputs {
-                trace: &trace,
-                episode_id: &id,
-                seg,
-                classified: &cl,
-                rules: &rules,
-                todos: &todos,
-                full: &full_texts,
-                full_text: &full_text,
-                identifiers: &identifiers,
-            })
-        });
-        let mut drafts = match (strategy, &record) {
-            (Strategy::Record, Some(r)) => record_view::drafts(full, r),
-            (_, _) => tiers::generate_below(
-                full,
-                &full_text,
-                &identifiers,
-                &id,
-                seg,
-                &cl,
-                strategy,
-                &rules,
-                &artefacts,
-                &trace,
-            ),
-        };
-        let mut importance = None;
-        let mut compartment_row = None;
-        if opts.tiers == TierSource::External || opts.segmentation == Segmentation::MagicContext {
-            let mut ext: Vec<Draft> = Vec::new();
-            if let Some((_, tf)) = &opts.sidecars.tiers {
-                let first = &trace.messages[seg.first_message].id;
-                let last = &trace.messages[seg.last_message].id;
-                if let Some(e) = tf
-                    .episodes
-                    .iter()
-                    .find(|e| &e.first_message_id == first && &e.last_message_id == last)
-                {
-                    let (d, n) = external::from_tiers_file(e, &ids, seg.first_message);
-                    ext = d;
-                    notes.extend(n);
-                    importance = e.importance;
-                    tier_lineage.extend(crate::episode::historian::lineage::of_entry(&id, e));
-                }
-            }
-            if ext.is_empty() {
-                // Under magic-context segmentation the episode starts at its compartment; under
-                // another segmentation the compartment must cover exactly the episode.
-                let by_mc = opts.segmentation == Segmentation::MagicContext;
-                let hit = compartments
-                    .iter()
-                    .find(|(a, b, _)| *a == seg.first_message && (by_mc || *b == seg.last_message));
-                if let Some(&(_, _, row)) = hit {
-                    let c = &opts.compartments[row];
-                    let dates = opts
-                        .magic_context_dates
-                        .offset_minutes()
-                        .and_then(|m| magic_context::heading_dates(c, &trace, m));
-                    let dates = dates.as_ref().map(|(a, b)| (a.as_str(), b.as_str()));
-                    ext = external::from_compartment(c, &ids, seg.first_message, dates);
-                    importance = Some(c.importance / 100.0);
-                    compartment_row = Some(row);
-                    if c.rebase_status.as_deref().is_some_and(|s| s != "ok") {
-                        notes.push(format!(
-                            "magic-context rebase_status {:?}: still rendered; ctx_expand refuses its range",
-                            c.rebase_status.as_deref().unwrap_or("")
-                        ));
-                    }
-                    if c.importance != c.base_importance {
-                        notes.push(format!(
-                            "magic-context importance {} (v98 re-score; stored {})",
-                            c.importance, c.base_importance
-                        ));
-                    }
-                    if !c.title.is_empty() {
-                        cl.title = c.title.clone();
-                    }
-                    if let Some(t) = &c.episode_type {
-                        notes.push(format!("magic-context episode_type: {t}"));
-                    }
-                }
-            }
-            if !ext.is_empty() {
-                if compartment_row.is_some() {
-                    // Magic Context's text is what it injects: a missing pin is reported (and
-                    // counted as a pin violation where it is shown), never added.
-                    for d in &ext {
-                        let text: String = d.texts().collect::<Vec<_>>().join("\n");
-                        for p in cl.pins.iter().filter(|p| !text.contains(p.text.as_str())) {
-                            notes.push(format!(
-                                "magic-context {} lacks pinned span \"{}\"",
-                                d.tier,
-                                crate::text::clip_chars(&p.text, 60)
-                            ));
-                        }
-                    }
-                } else {
-                    // Someone else's text may lack a pin; append it as our generators do, and
-                    // say so.
-                    for d in &mut ext {
-                        for p in tiers::ensure_pins(d, &cl.pins) {
-                            notes.push(format!(
-                                "external {} lacked pinned span \"{}\"; appended",
-                                d.tier,
-                                crate::text::clip_chars(&p, 60)
-                            ));
-                        }
-                    }
-                }
-                // Written tiers replace generated ones; the full tier stays the messages as
-                // sent unless the sidecar gives one (a historian writes only the lower tiers).
-                if !ext.iter().any(|d| d.tier == crate::episode::Tier::Full) {
-                    if let Some(full) = drafts.iter().find(|d| d.tier == crate::episode::Tier::Full)
-                    {
-                        ext.insert(0, full.clone());
-                    }
-                }
-                drafts = ext;
-            } else if opts.tiers == TierSource::External {
-                notes.push("no external tiers for this episode; source tiers used".to_owned());
-                episodes_without_external += 1;
-            }
-        }
-        let (first_request, last_request) =
-            request_range(&trace, seg.first_message, seg.last_message);
-        let ep = Episode {
-            id: id.clone(),
-            index: k,
-            first_message: seg.first_message,
-            last_message: seg.last_message,
-            first_request,
-            last_request,
-            time_start: trace.messages[seg.first_message].time_created,
-            time_end: trace.messages[seg.last_message]
-                .time_completed
-                .unwrap_or(trace.messages[seg.last_message].time_created),
-            title: cl.title,
-            kinds: cl.kinds,
-            class,
-            floor,
-            class_reasons,
-            floor_reasons,
-            pins: cl.pins,
-            keys: cl.keys,
-            continues: None,
-            children: cl.children,
-            tiers: BTreeMap::new(),
-            tier_notes: Vec::new(),
-            importance,
-        };
-        pending.push((ep, drafts, notes, compartment_row, record));
+    for d in drafted {
+        pending.push(d.pending);
+        warnings.extend(d.warnings);
+        tier_lineage.extend(d.lineage);
+        episodes_without_external += usize::from(d.without_external);
     }
     if episodes_without_external > 0 {
         // Said once for the session, not only per episode: the header claims external tiers.
@@ -880,4 +698,256 @@ fn apply_annotations(
 /// The path of an export file given on the command line, if that is what it is.
 fn export_path(path: Option<&Path>) -> Option<&Path> {
     path.filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "json"))
+}
+
+/// What drafting one episode gives: the episode with its drafts (see `Pending`), and what it
+/// says for the whole session.
+struct Drafted {
+    pending: Pending,
+    warnings: Vec<String>,
+    lineage: Vec<crate::episode::historian::lineage::TierLineage>,
+    without_external: bool,
+}
+
+/// Per episode: the episode, its drafts, its tier notes, its Magic Context compartment row
+/// (its tiers are kept as given) and its canonical record (when kept).
+type Pending = (
+    Episode,
+    Vec<Draft>,
+    Vec<String>,
+    Option<usize>,
+    Option<EpisodeRecord>,
+);
+
+/// What every episode's drafting reads of the session.
+struct DraftInputs<'a> {
+    trace: &'a Trace,
+    opts: &'a EpisodeOptions,
+    rules: &'a Rules,
+    annotations: Option<&'a crate::episode::sidecar::Annotations>,
+    compartments: &'a [(usize, usize, usize)],
+    req_of: &'a [Option<usize>],
+    todos: &'a [crate::episode::segment::TodoChange],
+    artefacts: &'a BTreeSet<String>,
+    strategy: Strategy,
+}
+
+/// Classify episode `k` (segment `seg`) and draft its tiers. Episodes are independent here, so
+/// they are drafted in parallel; what each says is merged in episode order.
+fn draft_episode(inputs: &DraftInputs<'_>, k: usize, seg: &segment::Segment) -> Drafted {
+    let DraftInputs {
+        trace,
+        opts,
+        rules,
+        annotations,
+        compartments,
+        req_of,
+        todos,
+        artefacts,
+        strategy,
+    } = *inputs;
+    let mut warnings = Vec::new();
+    let mut tier_lineage = Vec::new();
+    let mut without_external = false;
+    let id = format!("E{k}");
+    let mut cl = classify::classify_with_todos(trace, seg, &rules, &req_of, &todos);
+    let mut notes = Vec::new();
+    let mut judged = Judgement {
+        class: cl.class,
+        floor: cl.floor,
+        class_reasons: std::mem::take(&mut cl.class_reasons),
+        floor_reasons: std::mem::take(&mut cl.floor_reasons),
+        pins: std::mem::take(&mut cl.pins),
+    };
+    if let Some(a) = annotations {
+        apply_annotations(trace, seg, a, &mut judged, &mut warnings);
+    }
+    let Judgement {
+        class,
+        floor,
+        class_reasons,
+        floor_reasons,
+        pins,
+    } = judged;
+    cl.pins = pins;
+    if annotations.is_some()
+        && !cl.pins.is_empty()
+        && !cl.kinds.contains(&EpisodeKind::Constraint)
+    {
+        cl.kinds.push(EpisodeKind::Constraint);
+        cl.kinds.sort();
+    }
+    let ids: Vec<String> = trace.messages[seg.first_message..=seg.last_message]
+        .iter()
+        .map(|m| m.id.clone())
+        .collect();
+    let full = tiers::full_draft(trace, seg, strategy, &artefacts);
+    let full_texts: Vec<(usize, &str)> = full
+        .chunks
+        .iter()
+        .map(|c| (c.message_index, c.text.as_str()))
+        .collect();
+    // The full tier's text and identifiers: found once, for the record and the source
+    // generator.
+    let full_text = tiers::joined(&full);
+    let identifiers = crate::episode::needles::identifiers(&full_text);
+    let wants_record = opts.keep_records || opts.tiers == TierSource::Record;
+    let record = wants_record.then(|| {
+        record::build(&record::Inputs {
+            trace,
+            episode_id: &id,
+            seg,
+            classified: &cl,
+            rules: &rules,
+            todos: &todos,
+            full: &full_texts,
+            full_text: &full_text,
+            identifiers: &identifiers,
+        })
+    });
+    let mut drafts = match (strategy, &record) {
+        (Strategy::Record, Some(r)) => record_view::drafts(full, r),
+        (_, _) => tiers::generate_below(
+            full,
+            &full_text,
+            &identifiers,
+            &id,
+            seg,
+            &cl,
+            strategy,
+            &rules,
+            &artefacts,
+            trace,
+        ),
+    };
+    let mut importance = None;
+    let mut compartment_row = None;
+    if opts.tiers == TierSource::External || opts.segmentation == Segmentation::MagicContext {
+        let mut ext: Vec<Draft> = Vec::new();
+        if let Some((_, tf)) = &opts.sidecars.tiers {
+            let first = &trace.messages[seg.first_message].id;
+            let last = &trace.messages[seg.last_message].id;
+            if let Some(e) = tf
+                .episodes
+                .iter()
+                .find(|e| &e.first_message_id == first && &e.last_message_id == last)
+            {
+                let (d, n) = external::from_tiers_file(e, &ids, seg.first_message);
+                ext = d;
+                notes.extend(n);
+                importance = e.importance;
+                tier_lineage.extend(crate::episode::historian::lineage::of_entry(&id, e));
+            }
+        }
+        if ext.is_empty() {
+            // Under magic-context segmentation the episode starts at its compartment; under
+            // another segmentation the compartment must cover exactly the episode.
+            let by_mc = opts.segmentation == Segmentation::MagicContext;
+            let hit = compartments
+                .iter()
+                .find(|(a, b, _)| *a == seg.first_message && (by_mc || *b == seg.last_message));
+            if let Some(&(_, _, row)) = hit {
+                let c = &opts.compartments[row];
+                let dates = opts
+                    .magic_context_dates
+                    .offset_minutes()
+                    .and_then(|m| magic_context::heading_dates(c, trace, m));
+                let dates = dates.as_ref().map(|(a, b)| (a.as_str(), b.as_str()));
+                ext = external::from_compartment(c, &ids, seg.first_message, dates);
+                importance = Some(c.importance / 100.0);
+                compartment_row = Some(row);
+                if c.rebase_status.as_deref().is_some_and(|s| s != "ok") {
+                    notes.push(format!(
+                        "magic-context rebase_status {:?}: still rendered; ctx_expand refuses its range",
+                        c.rebase_status.as_deref().unwrap_or("")
+                    ));
+                }
+                if c.importance != c.base_importance {
+                    notes.push(format!(
+                        "magic-context importance {} (v98 re-score; stored {})",
+                        c.importance, c.base_importance
+                    ));
+                }
+                if !c.title.is_empty() {
+                    cl.title = c.title.clone();
+                }
+                if let Some(t) = &c.episode_type {
+                    notes.push(format!("magic-context episode_type: {t}"));
+                }
+            }
+        }
+        if !ext.is_empty() {
+            if compartment_row.is_some() {
+                // Magic Context's text is what it injects: a missing pin is reported (and
+                // counted as a pin violation where it is shown), never added.
+                for d in &ext {
+                    let text: String = d.texts().collect::<Vec<_>>().join("\n");
+                    for p in cl.pins.iter().filter(|p| !text.contains(p.text.as_str())) {
+                        notes.push(format!(
+                            "magic-context {} lacks pinned span \"{}\"",
+                            d.tier,
+                            crate::text::clip_chars(&p.text, 60)
+                        ));
+                    }
+                }
+            } else {
+                // Someone else's text may lack a pin; append it as our generators do, and
+                // say so.
+                for d in &mut ext {
+                    for p in tiers::ensure_pins(d, &cl.pins) {
+                        notes.push(format!(
+                            "external {} lacked pinned span \"{}\"; appended",
+                            d.tier,
+                            crate::text::clip_chars(&p, 60)
+                        ));
+                    }
+                }
+            }
+            // Written tiers replace generated ones; the full tier stays the messages as
+            // sent unless the sidecar gives one (a historian writes only the lower tiers).
+            if !ext.iter().any(|d| d.tier == crate::episode::Tier::Full) {
+                if let Some(full) = drafts.iter().find(|d| d.tier == crate::episode::Tier::Full)
+                {
+                    ext.insert(0, full.clone());
+                }
+            }
+            drafts = ext;
+        } else if opts.tiers == TierSource::External {
+            notes.push("no external tiers for this episode; source tiers used".to_owned());
+            without_external = true;
+        }
+    }
+    let (first_request, last_request) =
+        request_range(trace, seg.first_message, seg.last_message);
+    let ep = Episode {
+        id: id.clone(),
+        index: k,
+        first_message: seg.first_message,
+        last_message: seg.last_message,
+        first_request,
+        last_request,
+        time_start: trace.messages[seg.first_message].time_created,
+        time_end: trace.messages[seg.last_message]
+            .time_completed
+            .unwrap_or(trace.messages[seg.last_message].time_created),
+        title: cl.title,
+        kinds: cl.kinds,
+        class,
+        floor,
+        class_reasons,
+        floor_reasons,
+        pins: cl.pins,
+        keys: cl.keys,
+        continues: None,
+        children: cl.children,
+        tiers: BTreeMap::new(),
+        tier_notes: Vec::new(),
+        importance,
+    };
+    Drafted {
+        pending: (ep, drafts, notes, compartment_row, record),
+        warnings,
+        lineage: tier_lineage,
+        without_external,
+    }
 }

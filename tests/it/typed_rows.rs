@@ -1,14 +1,15 @@
 //! The typed reads of database rows (issue 17) give exactly what the lenient `Value` reading
 //! gives, on every row of every recording database and on rows shaped to trip them; where they
 //! would differ they do not take the row. `part.data` (the load's hot rows): the part and its
-//! diagnostics; `message.data` for the listing: what a listing line reads of the message.
+//! diagnostics; `message.data` for the load: the message and its diagnostics; `message.data` for the
+//! listing: what a listing line reads of the message.
 
 use rusqlite::{Connection, OpenFlags};
 use tierscope_engine::trace::listing::{self, ListedMessage};
 use tierscope_engine::trace::opencode::db::{
-    message_from_row, part_from_row, part_from_row_lenient,
+    message_from_row, message_from_row_lenient, part_from_row, part_from_row_lenient,
 };
-use tierscope_engine::trace::opencode::message_row;
+use tierscope_engine::trace::opencode::{message_full, message_row};
 use tierscope_engine::trace::Diagnostics;
 
 use crate::loader_support::recordings;
@@ -183,4 +184,92 @@ fn odd_message_rows_are_read_the_same_or_not_taken() {
         }
     }
     assert!(taken >= 7, "only {taken} of the plain rows taken");
+}
+
+/// The load's typed read of a message row (`None`: not taken) and the lenient reading, both with
+/// what they report, as text.
+fn full_message_both(data: &str, time: Option<i64>) -> (Option<String>, (Option<String>, String)) {
+    let typed = message_full::read(data, "msg_1", "ses_1", time)
+        .ok()
+        .map(|m| format!("{m:?}"));
+    let mut d = Diagnostics::new();
+    let lenient = message_from_row_lenient("msg_1", "ses_1", Some(data.as_bytes()), time, &mut d)
+        .map(|m| format!("{m:?}"));
+    (typed, (lenient, format!("{:?}", d.items())))
+}
+
+#[test]
+fn every_message_row_of_every_recording_loads_the_same_both_ways() {
+    let (mut rows, mut taken) = (0, 0);
+    each_recording_row(
+        "SELECT data, CAST(time_created AS TEXT) FROM message",
+        |r| {
+            let data = r[0].clone().expect("data");
+            let time = r[1].as_deref().and_then(|t| t.parse().ok());
+            let (typed, (lenient, said)) = full_message_both(&data, time);
+            if let Some(t) = typed {
+                assert_eq!(Some(t), lenient, "{data}");
+                assert_eq!(said, "[]", "a taken row reports nothing: {data}");
+                taken += 1;
+            }
+            rows += 1;
+        },
+    );
+    // Recorded rows are plain: the typed read must take them all, or it is no faster.
+    assert_eq!(taken, rows, "typed read declined recorded rows");
+    assert!(rows > 50, "only {rows} message rows");
+}
+
+#[test]
+fn odd_message_rows_load_the_same_or_are_not_taken() {
+    let cases = [
+        (
+            r#"{"role":"assistant","tokens":{"input":1,"output":2,"reasoning":3,"cache":{"read":4,"write":5}},"cost":0.5,"time":{"created":7,"completed":9},"path":{"cwd":"/w"},"modelID":"m","providerID":"p","finish":"stop","parentID":"msg_0","mode":"build"}"#,
+            None,
+        ),
+        (r#"{"role":"assistant","tokens":{"input":1},"time":{}}"#, Some(9)),
+        (r#"{"role":"assistant"}"#, Some(9)),
+        (r#"{"role":"assistant","summary":true,"agent":null,"mode":"plan"}"#, None),
+        (
+            r#"{"role":"user","summary":{"diffs":[1,2]},"model":{"providerID":"p","modelID":"m"},"agent":"build"}"#,
+            Some(3),
+        ),
+        (r#"{"role":"user","model":{"providerID":"p","id":"m2"},"providerID":"q","modelID":"n"}"#, None),
+        (r#"{"role":"user","model":null,"providerID":"q","modelID":"n"}"#, None),
+        (r#"{"role":"assistant","error":{"name":"APIError","data":{"message":"boom"}}}"#, None),
+        (r#"{"role":"assistant","error":{"message":"plain"},"finish":null}"#, None),
+        (r#"{"role":"assistant","error":null,"cost":null,"tokens":null}"#, None),
+        (r#"{"id":"other","sessionID":"ses_x","role":"assistant","role":"user"}"#, None),
+        (r#"{"role":"assistant","x":1,"y":{"z":[null]},"x":2}"#, None),
+        (r#"{"role":"assistant","time":{"created":1.9e3,"completed":null}}"#, Some(4)),
+        // Odd types: read by the lenient rules (with a diagnostic), so not taken.
+        (r#"{"role":"assistant","tokens":{"input":"12"}}"#, None),
+        (r#"{"role":"assistant","tokens":{"input":-1}}"#, None),
+        (r#"{"role":"assistant","tokens":{"input":1.5}}"#, None),
+        (r#"{"role":"assistant","tokens":"many"}"#, None),
+        (r#"{"role":"assistant","time":{"created":"x"}}"#, Some(1)),
+        (r#"{"role":"assistant","time":{"created":null}}"#, Some(1)),
+        (r#"{"role":"assistant","time":null}"#, Some(1)),
+        (r#"{"role":"assistant","time":5}"#, Some(1)),
+        (r#"{"role":"assistant","agent":5}"#, None),
+        (r#"{"role":"assistant","summary":"yes"}"#, None),
+        (r#"{"role":null}"#, None),
+        (r#"{"role":"system"}"#, None),
+        (r#"{"time":{"created":1}}"#, None),
+        (r#"{"role":"assistant","junk":1e999}"#, None),
+        (r#"{"role":"assistant","junk":"\udc00"}"#, None),
+        ("{\"role\":\"assistant\",\"junk\":\"raw\u{7}\"}", None),
+        (r#"{"role":"assistant"} trailing"#, None),
+        (r#"[]"#, None),
+    ];
+    let mut taken = 0;
+    for (data, time) in cases {
+        let (typed, (lenient, said)) = full_message_both(data, time);
+        if let Some(t) = typed {
+            assert_eq!(Some(t), lenient, "{data}");
+            assert_eq!(said, "[]", "{data}");
+            taken += 1;
+        }
+    }
+    assert!(taken >= 13, "only {taken} of the plain rows taken");
 }

@@ -97,7 +97,18 @@ pub fn parse_usage(v: &Value, what: &str, diags: &mut Diagnostics) -> Usage {
     }
 }
 
-fn parse_model_ref(v: Option<&Value>) -> Option<ModelRef> {
+/// A message's `error` (`null`: none).
+pub(crate) fn message_error(e: Option<&Value>) -> Option<MessageError> {
+    e.filter(|e| !e.is_null()).map(|e| MessageError {
+        name: s(e, "name").unwrap_or_else(|| "UnknownError".into()),
+        message: e
+            .get("data")
+            .and_then(|d| s(d, "message"))
+            .or_else(|| s(e, "message")),
+    })
+}
+
+pub(crate) fn parse_model_ref(v: Option<&Value>) -> Option<ModelRef> {
     let v = v?;
     let provider_id = s(v, "providerID")?;
     let model_id = s(v, "modelID").or_else(|| s(v, "id"))?;
@@ -126,7 +137,7 @@ pub fn parse_session(v: &Value) -> Option<SessionInfo> {
     })
 }
 
-const MESSAGE_KEYS: &[&str] = &[
+pub(crate) const MESSAGE_KEYS: &[&str] = &[
     "id",
     "sessionID",
     "role",
@@ -217,16 +228,7 @@ pub fn parse_message(v: &Value, diags: &mut Diagnostics) -> Option<Message> {
             model_id: s(v, "modelID")?,
         })
     });
-    let error = v
-        .get("error")
-        .filter(|e| !e.is_null())
-        .map(|e| MessageError {
-            name: s(e, "name").unwrap_or_else(|| "UnknownError".into()),
-            message: e
-                .get("data")
-                .and_then(|d| s(d, "message"))
-                .or_else(|| s(e, "message")),
-        });
+    let error = message_error(v.get("error"));
     // `summary` is a bool on assistants; on users it is an object of diffs (not a compaction).
     let summary = role == Role::Assistant && b(v, "summary");
     let extra: Map<String, Value> = v

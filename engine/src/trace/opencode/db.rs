@@ -27,6 +27,7 @@ use crate::trace::model::{Message, Part, SessionInfo};
 use crate::trace::parse::{parse_message, parse_part, parse_session};
 
 use super::message_row;
+use super::row_pipeline::{self, Cell};
 use super::part_row::NotTaken;
 use super::v2;
 
@@ -437,35 +438,58 @@ impl Database {
             }
             Err(e) => return Err(self.err(e)),
         };
-        // Only rows with something to report are kept, with their sort key.
+        // Rows are stepped here and parsed on worker threads (see `row_pipeline`), in row order.
+        let parsed = row_pipeline::map_rows(
+            || {
+                rows.next().map(|r| {
+                    r.map(|row| PartRow {
+                        id: Cell::of(row.get_ref(0)),
+                        message_id: Cell::of(row.get_ref(1)),
+                        data: bytes_column(row, 2).map(<[u8]>::to_vec),
+                    })
+                })
+            },
+            |r| r.id.len() + r.message_id.len() + r.data.as_ref().map_or(0, Vec::len),
+            |r| {
+                let id = text_of(r.id.as_ref()).unwrap_or_default();
+                let message_id = text_of(r.message_id.as_ref()).unwrap_or_default();
+                let mut d = Diagnostics::new();
+                let read = match index.get(&message_id) {
+                    None => {
+                        d.push(
+                            DiagnosticKind::OrphanPart,
+                            format!("part {id}: its message {message_id} is missing; skipped"),
+                        );
+                        None
+                    }
+                    Some(&mi) => part_from_row(&id, &message_id, session_id, r.data.as_deref(), &mut d)
+                        .map(|p| (mi, p)),
+                };
+                // Only rows with something to report keep their sort key.
+                let said = (!d.is_empty()).then(|| {
+                    let key = (
+                        sort_key(Ok(r.message_id.as_ref())),
+                        sort_key(Ok(r.id.as_ref())),
+                    );
+                    (key, d)
+                });
+                (read, said)
+            },
+        );
+        let parsed = match parsed {
+            Ok(p) => p,
+            Err(e) if is_damage(&e) => {
+                damaged(diags, messages, &e);
+                return Ok(false);
+            }
+            Err(e) => return Err(self.err(e)),
+        };
         let mut said: Vec<((SortKey, SortKey), Diagnostics)> = Vec::new();
-        loop {
-            let row = match rows.next() {
-                Ok(Some(row)) => row,
-                Ok(None) => break,
-                Err(e) if is_damage(&e) => {
-                    damaged(diags, messages, &e);
-                    return Ok(false);
-                }
-                Err(e) => return Err(self.err(e)),
-            };
-            let id = text_column(row, 0).unwrap_or_default();
-            let message_id = text_column(row, 1).unwrap_or_default();
-            let mut d = Diagnostics::new();
-            match index.get(&message_id) {
-                None => d.push(
-                    DiagnosticKind::OrphanPart,
-                    format!("part {id}: its message {message_id} is missing; skipped"),
-                ),
-                Some(&mi) => {
-                    let p =
-                        part_from_row(&id, &message_id, session_id, bytes_column(row, 2), &mut d);
-                    messages[mi].parts.extend(p);
-                }
+        for (read, s) in parsed {
+            if let Some((mi, p)) = read {
+                messages[mi].parts.push(p);
             }
-            if !d.is_empty() {
-                said.push(((sort_key(row.get_ref(1)), sort_key(row.get_ref(0))), d));
-            }
+            said.extend(s);
         }
         said.sort_by(|a, b| a.0.cmp(&b.0));
         for (_, d) in &said {
@@ -817,7 +841,12 @@ fn probe(conn: &Connection) -> rusqlite::Result<Tables> {
 }
 
 fn text_column(row: &Row<'_>, i: usize) -> Option<String> {
-    match row.get_ref(i).ok()? {
+    text_of(row.get_ref(i).ok()?)
+}
+
+/// A column's value as text ([`text_column`]).
+fn text_of(v: ValueRef<'_>) -> Option<String> {
+    match v {
         ValueRef::Text(t) | ValueRef::Blob(t) => Some(String::from_utf8_lossy(t).into_owned()),
         ValueRef::Integer(n) => Some(n.to_string()),
         ValueRef::Real(x) => Some(x.to_string()),
@@ -858,6 +887,13 @@ fn bytes_column<'r>(row: &'r Row<'_>, i: usize) -> Option<&'r [u8]> {
         ValueRef::Text(t) | ValueRef::Blob(t) => Some(t),
         _ => None,
     }
+}
+
+/// A part row as it crosses to a parsing worker.
+struct PartRow {
+    id: Cell,
+    message_id: Cell,
+    data: Option<Vec<u8>>,
 }
 
 /// A column value as SQLite's `ORDER BY` orders it (BINARY collation): NULL, then numbers by
@@ -963,6 +999,24 @@ pub fn data_object(
 /// message without parts: the ids re-injected into the JSON, the time column filling in a
 /// missing `time.created`. `None` (with a diagnostic) when it cannot be read.
 pub fn message_from_row(
+    id: &str,
+    session_id: &str,
+    data: Option<&[u8]>,
+    time_created: Option<i64>,
+    diags: &mut Diagnostics,
+) -> Option<Message> {
+    // The typed read takes the rows it reads exactly; the rest go the lenient way below.
+    if let Some(text) = data.and_then(|d| std::str::from_utf8(d).ok()) {
+        if let Ok(m) = super::message_full::read(text, id, session_id, time_created) {
+            return Some(m);
+        }
+    }
+    message_from_row_lenient(id, session_id, data, time_created, diags)
+}
+
+/// [`message_from_row`] the lenient way alone (a `Value` document, repaired when damaged): what
+/// the typed read must agree with wherever it takes a row.
+pub fn message_from_row_lenient(
     id: &str,
     session_id: &str,
     data: Option<&[u8]>,

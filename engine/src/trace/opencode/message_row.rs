@@ -99,7 +99,7 @@ impl<'de> Deserialize<'de> for RawMessage<'de> {
 }
 
 /// A number (not `null`).
-struct Num(Number);
+pub(crate) struct Num(pub(crate) Number);
 
 impl<'de> Deserialize<'de> for Num {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -163,7 +163,7 @@ impl<'de> Deserialize<'de> for RawTime {
 }
 
 /// `{input, output, reasoning, cache: {read, write}}`, each a plain count (missing: 0).
-struct Tokens(Usage);
+pub(crate) struct Tokens(pub(crate) Usage);
 
 impl<'de> Deserialize<'de> for Tokens {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

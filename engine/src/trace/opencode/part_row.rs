@@ -126,7 +126,7 @@ pub fn read(
 }
 
 /// `i()` of the lenient parser: an integer, or a finite number truncated.
-fn int(n: &Number) -> Option<i64> {
+pub(crate) fn int(n: &Number) -> Option<i64> {
     n.as_i64()
         .or_else(|| n.as_f64().filter(|f| f.is_finite()).map(|f| f as i64))
 }
@@ -135,7 +135,7 @@ fn int(n: &Number) -> Option<i64> {
 pub(crate) struct Text<'a>(pub(crate) Cow<'a, str>);
 
 impl Text<'_> {
-    fn into_string(self) -> String {
+    pub(crate) fn into_string(self) -> String {
         self.0.into_owned()
     }
 }
