@@ -423,16 +423,38 @@ pub fn from_trace_with(
         .flat_map(|(_, ds, ..)| ds.iter().flat_map(|d| d.texts()))
         .collect();
     let counts = tokenizer.count_many(&texts);
-    let mut counts = counts.into_iter();
-    let mut episodes = Vec::with_capacity(pending.len());
-    let mut mc_episodes = Vec::with_capacity(pending.len());
-    let mut records = Vec::with_capacity(pending.len());
-    for (mut ep, drafts, notes, row, record) in pending {
+    // Each episode's counts, in the order its drafts list their texts; finalized in parallel.
+    let mut rest = counts.as_slice();
+    let mut slices = Vec::with_capacity(pending.len());
+    for (_, ds, ..) in &pending {
+        let n: usize = ds.iter().map(|d| d.texts().count()).sum();
+        let (mine, after) = rest.split_at(n.min(rest.len()));
+        slices.push(mine);
+        rest = after;
+    }
+    let finalized: Vec<_> = {
+        use rayon::prelude::*;
+        pending
+            .into_par_iter()
+            .zip(slices)
+            .map(|((mut ep, drafts, notes, row, record), counts)| {
+                let mut counts = counts.iter().copied();
+                let (reps, mut tier_notes) = match row {
+                    Some(_) => tiers::finalize_as_given(&ep.id, drafts, &mut counts),
+                    None => tiers::finalize(&ep.id, drafts, &mut counts),
+                };
+                tier_notes.extend(notes);
+                ep.tiers = reps;
+                ep.tier_notes = tier_notes;
+                (ep, row, record)
+            })
+            .collect()
+    };
+    let mut episodes = Vec::with_capacity(finalized.len());
+    let mut mc_episodes = Vec::with_capacity(finalized.len());
+    let mut records = Vec::with_capacity(finalized.len());
+    for (ep, row, record) in finalized {
         records.extend(record);
-        let (reps, mut tier_notes) = match row {
-            Some(_) => tiers::finalize_as_given(&ep.id, drafts, &mut counts),
-            None => tiers::finalize(&ep.id, drafts, &mut counts),
-        };
         mc_episodes.push(row.map(|r| {
             let c = &opts.compartments[r];
             magic_context::CompartmentRef {
@@ -441,9 +463,6 @@ pub fn from_trace_with(
                 importance: c.importance,
             }
         }));
-        tier_notes.extend(notes);
-        ep.tiers = reps;
-        ep.tier_notes = tier_notes;
         episodes.push(ep);
     }
     link_continuations(&trace, &mut episodes);
@@ -750,7 +769,7 @@ fn draft_episode(inputs: &DraftInputs<'_>, k: usize, seg: &segment::Segment) -> 
     let mut tier_lineage = Vec::new();
     let mut without_external = false;
     let id = format!("E{k}");
-    let mut cl = classify::classify_with_todos(trace, seg, &rules, &req_of, &todos);
+    let mut cl = classify::classify_with_todos(trace, seg, rules, req_of, todos);
     let mut notes = Vec::new();
     let mut judged = Judgement {
         class: cl.class,
@@ -770,9 +789,7 @@ fn draft_episode(inputs: &DraftInputs<'_>, k: usize, seg: &segment::Segment) -> 
         pins,
     } = judged;
     cl.pins = pins;
-    if annotations.is_some()
-        && !cl.pins.is_empty()
-        && !cl.kinds.contains(&EpisodeKind::Constraint)
+    if annotations.is_some() && !cl.pins.is_empty() && !cl.kinds.contains(&EpisodeKind::Constraint)
     {
         cl.kinds.push(EpisodeKind::Constraint);
         cl.kinds.sort();
@@ -781,7 +798,7 @@ fn draft_episode(inputs: &DraftInputs<'_>, k: usize, seg: &segment::Segment) -> 
         .iter()
         .map(|m| m.id.clone())
         .collect();
-    let full = tiers::full_draft(trace, seg, strategy, &artefacts);
+    let full = tiers::full_draft(trace, seg, strategy, artefacts);
     let full_texts: Vec<(usize, &str)> = full
         .chunks
         .iter()
@@ -798,8 +815,8 @@ fn draft_episode(inputs: &DraftInputs<'_>, k: usize, seg: &segment::Segment) -> 
             episode_id: &id,
             seg,
             classified: &cl,
-            rules: &rules,
-            todos: &todos,
+            rules,
+            todos,
             full: &full_texts,
             full_text: &full_text,
             identifiers: &identifiers,
@@ -815,8 +832,8 @@ fn draft_episode(inputs: &DraftInputs<'_>, k: usize, seg: &segment::Segment) -> 
             seg,
             &cl,
             strategy,
-            &rules,
-            &artefacts,
+            rules,
+            artefacts,
             trace,
         ),
     };
@@ -906,8 +923,7 @@ fn draft_episode(inputs: &DraftInputs<'_>, k: usize, seg: &segment::Segment) -> 
             // Written tiers replace generated ones; the full tier stays the messages as
             // sent unless the sidecar gives one (a historian writes only the lower tiers).
             if !ext.iter().any(|d| d.tier == crate::episode::Tier::Full) {
-                if let Some(full) = drafts.iter().find(|d| d.tier == crate::episode::Tier::Full)
-                {
+                if let Some(full) = drafts.iter().find(|d| d.tier == crate::episode::Tier::Full) {
                     ext.insert(0, full.clone());
                 }
             }
@@ -917,8 +933,7 @@ fn draft_episode(inputs: &DraftInputs<'_>, k: usize, seg: &segment::Segment) -> 
             without_external = true;
         }
     }
-    let (first_request, last_request) =
-        request_range(trace, seg.first_message, seg.last_message);
+    let (first_request, last_request) = request_range(trace, seg.first_message, seg.last_message);
     let ep = Episode {
         id: id.clone(),
         index: k,

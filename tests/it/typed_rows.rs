@@ -227,21 +227,48 @@ fn odd_message_rows_load_the_same_or_are_not_taken() {
             r#"{"role":"assistant","tokens":{"input":1,"output":2,"reasoning":3,"cache":{"read":4,"write":5}},"cost":0.5,"time":{"created":7,"completed":9},"path":{"cwd":"/w"},"modelID":"m","providerID":"p","finish":"stop","parentID":"msg_0","mode":"build"}"#,
             None,
         ),
-        (r#"{"role":"assistant","tokens":{"input":1},"time":{}}"#, Some(9)),
+        (
+            r#"{"role":"assistant","tokens":{"input":1},"time":{}}"#,
+            Some(9),
+        ),
         (r#"{"role":"assistant"}"#, Some(9)),
-        (r#"{"role":"assistant","summary":true,"agent":null,"mode":"plan"}"#, None),
+        (
+            r#"{"role":"assistant","summary":true,"agent":null,"mode":"plan"}"#,
+            None,
+        ),
         (
             r#"{"role":"user","summary":{"diffs":[1,2]},"model":{"providerID":"p","modelID":"m"},"agent":"build"}"#,
             Some(3),
         ),
-        (r#"{"role":"user","model":{"providerID":"p","id":"m2"},"providerID":"q","modelID":"n"}"#, None),
-        (r#"{"role":"user","model":null,"providerID":"q","modelID":"n"}"#, None),
-        (r#"{"role":"assistant","error":{"name":"APIError","data":{"message":"boom"}}}"#, None),
-        (r#"{"role":"assistant","error":{"message":"plain"},"finish":null}"#, None),
-        (r#"{"role":"assistant","error":null,"cost":null,"tokens":null}"#, None),
-        (r#"{"id":"other","sessionID":"ses_x","role":"assistant","role":"user"}"#, None),
+        (
+            r#"{"role":"user","model":{"providerID":"p","id":"m2"},"providerID":"q","modelID":"n"}"#,
+            None,
+        ),
+        (
+            r#"{"role":"user","model":null,"providerID":"q","modelID":"n"}"#,
+            None,
+        ),
+        (
+            r#"{"role":"assistant","error":{"name":"APIError","data":{"message":"boom"}}}"#,
+            None,
+        ),
+        (
+            r#"{"role":"assistant","error":{"message":"plain"},"finish":null}"#,
+            None,
+        ),
+        (
+            r#"{"role":"assistant","error":null,"cost":null,"tokens":null}"#,
+            None,
+        ),
+        (
+            r#"{"id":"other","sessionID":"ses_x","role":"assistant","role":"user"}"#,
+            None,
+        ),
         (r#"{"role":"assistant","x":1,"y":{"z":[null]},"x":2}"#, None),
-        (r#"{"role":"assistant","time":{"created":1.9e3,"completed":null}}"#, Some(4)),
+        (
+            r#"{"role":"assistant","time":{"created":1.9e3,"completed":null}}"#,
+            Some(4),
+        ),
         // Odd types: read by the lenient rules (with a diagnostic), so not taken.
         (r#"{"role":"assistant","tokens":{"input":"12"}}"#, None),
         (r#"{"role":"assistant","tokens":{"input":-1}}"#, None),

@@ -275,7 +275,7 @@ impl Tokenizer {
                 entries.len(),
             )
         };
-        write_atomically(path, &bytes).map_err(|source| TokenCacheError::Write {
+        disk::write_replaceable(path, &bytes).map_err(|source| TokenCacheError::Write {
             path: path.clone(),
             source,
         })

@@ -19,6 +19,11 @@ impl<F: Formatter> Formatter for SafeFormatter<F> {
         w: &mut W,
         fragment: &str,
     ) -> io::Result<()> {
+        // Most text is printable ASCII, which holds nothing to escape: written as it is (a
+        // 24 MB `episodes --json` spent a fifth of its writing in the scan below).
+        if fragment.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+            return w.write_all(fragment.as_bytes());
+        }
         let mut start = 0;
         for (i, c) in fragment.char_indices() {
             // C0 never gets here: serde_json escapes it before calling this.

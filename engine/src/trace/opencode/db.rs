@@ -27,8 +27,8 @@ use crate::trace::model::{Message, Part, SessionInfo};
 use crate::trace::parse::{parse_message, parse_part, parse_session};
 
 use super::message_row;
-use super::row_pipeline::{self, Cell};
 use super::part_row::NotTaken;
+use super::row_pipeline::{self, Cell};
 use super::v2;
 
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
@@ -439,7 +439,8 @@ impl Database {
             Err(e) => return Err(self.err(e)),
         };
         // Rows are stepped here and parsed on worker threads (see `row_pipeline`), in row order.
-        let parsed = row_pipeline::map_rows(
+        let mut said: Vec<((SortKey, SortKey), Diagnostics)> = Vec::new();
+        let read = row_pipeline::for_each_row(
             || {
                 rows.next().map(|r| {
                     r.map(|row| PartRow {
@@ -462,8 +463,10 @@ impl Database {
                         );
                         None
                     }
-                    Some(&mi) => part_from_row(&id, &message_id, session_id, r.data.as_deref(), &mut d)
-                        .map(|p| (mi, p)),
+                    Some(&mi) => {
+                        part_from_row(&id, &message_id, session_id, r.data.as_deref(), &mut d)
+                            .map(|p| (mi, p))
+                    }
                 };
                 // Only rows with something to report keep their sort key.
                 let said = (!d.is_empty()).then(|| {
@@ -475,21 +478,20 @@ impl Database {
                 });
                 (read, said)
             },
+            |(read, s)| {
+                if let Some((mi, p)) = read {
+                    messages[mi].parts.push(p);
+                }
+                said.extend(s);
+            },
         );
-        let parsed = match parsed {
-            Ok(p) => p,
+        match read {
+            Ok(()) => {}
             Err(e) if is_damage(&e) => {
                 damaged(diags, messages, &e);
                 return Ok(false);
             }
             Err(e) => return Err(self.err(e)),
-        };
-        let mut said: Vec<((SortKey, SortKey), Diagnostics)> = Vec::new();
-        for (read, s) in parsed {
-            if let Some((mi, p)) = read {
-                messages[mi].parts.push(p);
-            }
-            said.extend(s);
         }
         said.sort_by(|a, b| a.0.cmp(&b.0));
         for (_, d) in &said {

@@ -162,7 +162,9 @@ impl<'de> Deserialize<'de> for RawTime {
                 while let Some(key) = map.next_key::<Text<'de>>()? {
                     match key.0.as_ref() {
                         "created" => out.created = Some(map.next_value::<Num>()?.0),
-                        "completed" => out.completed = map.next_value::<Option<Num>>()?.map(|n| n.0),
+                        "completed" => {
+                            out.completed = map.next_value::<Option<Num>>()?.map(|n| n.0)
+                        }
                         _ => {
                             map.next_value::<Checked>()?;
                         }

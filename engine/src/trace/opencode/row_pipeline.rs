@@ -5,6 +5,7 @@
 //! 100k-request session's 390 MB of rows are never all copied at once). Results come back in row
 //! order, so a load reads the same whatever the scheduling.
 
+use std::collections::BTreeMap;
 use std::sync::mpsc;
 use std::sync::Mutex;
 
@@ -15,30 +16,29 @@ const BATCH_BYTES: usize = 1 << 20;
 /// …or this many rows, whichever comes first.
 const BATCH_ROWS: usize = 2048;
 
-/// `parse` over the rows `next` yields (`Ok(None)`: no more), in their order. `weight` is a
-/// row's size in bytes (what a batch is cut by). When the rows fit in one batch no thread is
-/// started. An error from `next` ends the reading; it is returned once the workers are done, and
-/// what was parsed is dropped.
-pub(crate) fn map_rows<T: Send, R: Send, E>(
+/// `parse` over the rows `next` yields (`Ok(None)`: no more), each result handed to `sink` on
+/// the calling thread in row order, as soon as the batches before it are done (so results are not
+/// all held at once either). `weight` is a row's size in bytes (what a batch is cut by). When the
+/// rows fit in one batch no thread is started. An error from `next` ends the reading; it is
+/// returned once the workers are done (what reached `sink` before stays there).
+pub(crate) fn for_each_row<T: Send, R: Send, E>(
     mut next: impl FnMut() -> Result<Option<T>, E>,
     weight: impl Fn(&T) -> usize,
     parse: impl Fn(T) -> R + Sync,
-) -> Result<Vec<R>, E> {
+    mut sink: impl FnMut(R),
+) -> Result<(), E> {
     // The first batch: a small session is parsed right here.
     let (first, more) = fill(&mut next, &weight)?;
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
     if !more || workers < 2 {
-        let mut out: Vec<R> = first.into_iter().map(&parse).collect();
-        if more {
-            loop {
-                let (batch, more) = fill(&mut next, &weight)?;
-                out.extend(batch.into_iter().map(&parse));
-                if !more {
-                    break;
-                }
-            }
+        first.into_iter().map(&parse).for_each(&mut sink);
+        let mut more = more;
+        while more {
+            let (batch, m) = fill(&mut next, &weight)?;
+            batch.into_iter().map(&parse).for_each(&mut sink);
+            more = m;
         }
-        return Ok(out);
+        return Ok(());
     }
     let (tx, rx) = mpsc::sync_channel::<(usize, Vec<T>)>(workers * 2);
     let (done_tx, done_rx) = mpsc::channel::<(usize, Vec<R>)>();
@@ -57,6 +57,16 @@ pub(crate) fn map_rows<T: Send, R: Send, E>(
             });
         }
         drop(done_tx);
+        // Batches done out of order wait here until the ones before them are sunk.
+        let mut waiting: BTreeMap<usize, Vec<R>> = BTreeMap::new();
+        let mut due = 0usize;
+        let mut take = |k: usize, b: Vec<R>, due: &mut usize| {
+            waiting.insert(k, b);
+            while let Some(b) = waiting.remove(due) {
+                b.into_iter().for_each(&mut sink);
+                *due += 1;
+            }
+        };
         let mut read = Ok(());
         let mut k = 0usize;
         let mut batch = first;
@@ -66,6 +76,9 @@ pub(crate) fn map_rows<T: Send, R: Send, E>(
                 break;
             }
             k += 1;
+            while let Ok((j, b)) = done_rx.try_recv() {
+                take(j, b, &mut due);
+            }
             match fill(&mut next, &weight) {
                 Ok((b, m)) => (batch, more) = (b, m),
                 Err(e) => {
@@ -79,10 +92,12 @@ pub(crate) fn map_rows<T: Send, R: Send, E>(
             let _ = tx.send((k, batch));
         }
         drop(tx);
-        let mut parsed: Vec<(usize, Vec<R>)> = done_rx.iter().collect();
-        read?;
-        parsed.sort_unstable_by_key(|(k, _)| *k);
-        Ok(parsed.into_iter().flat_map(|(_, b)| b).collect())
+        for (j, b) in done_rx.iter() {
+            if read.is_ok() {
+                take(j, b, &mut due);
+            }
+        }
+        read
     })
 }
 
@@ -134,7 +149,7 @@ impl Cell {
         }
     }
 
-    /// Its size, for [`map_rows`]'s batches.
+    /// Its size, for [`for_each_row`]'s batches.
     pub(crate) fn len(&self) -> usize {
         match self {
             Cell::Text(t) | Cell::Blob(t) => t.len(),
@@ -155,9 +170,25 @@ mod tests {
         }
     }
 
+    fn map_rows<T: Send, R: Send, E>(
+        next: impl FnMut() -> Result<Option<T>, E>,
+        weight: impl Fn(&T) -> usize,
+        parse: impl Fn(T) -> R + Sync,
+    ) -> Result<Vec<R>, E> {
+        let mut out = Vec::new();
+        for_each_row(next, weight, parse, |r| out.push(r)).map(|()| out)
+    }
+
     #[test]
     fn results_keep_row_order_across_batches() {
-        for n in [0, 1, BATCH_ROWS - 1, BATCH_ROWS, BATCH_ROWS + 1, 5 * BATCH_ROWS + 7] {
+        for n in [
+            0,
+            1,
+            BATCH_ROWS - 1,
+            BATCH_ROWS,
+            BATCH_ROWS + 1,
+            5 * BATCH_ROWS + 7,
+        ] {
             let out = map_rows(numbers(n), |_| 1, |x| x * 2).expect("no error");
             assert_eq!(out, (1..=n).map(|x| x * 2).collect::<Vec<_>>(), "{n} rows");
         }
