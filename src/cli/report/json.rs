@@ -74,6 +74,28 @@ pub fn to_writer_pretty<W: Write, T: Serialize + ?Sized>(w: W, v: &T) -> serde_j
     v.serialize(&mut ser)
 }
 
+/// `v` as pretty JSON to be written as the value of an array or object at `depth` (the top level
+/// is 0) of a pretty document: every line after the first indented by the levels above, so the
+/// document reads byte for byte as if `v` had been written in place. JSON strings hold no raw
+/// newline, so every newline is the formatter's. Lets the parts of a large document be rendered
+/// on several threads.
+pub fn pretty_at_depth<T: Serialize + ?Sized>(
+    v: &T,
+    depth: usize,
+) -> serde_json::Result<Box<serde_json::value::RawValue>> {
+    let mut buf = Vec::with_capacity(4096);
+    to_writer_pretty(&mut buf, v)?;
+    let pad = "  ".repeat(depth);
+    // The serializer writes only valid UTF-8.
+    let text = String::from_utf8(buf).unwrap_or_default();
+    let text = if depth == 0 {
+        text
+    } else {
+        text.replace('\n', &format!("\n{pad}"))
+    };
+    serde_json::value::RawValue::from_string(text)
+}
+
 /// `v` as compact JSON into `w` (one JSON Lines record, without its newline).
 pub fn to_writer<W: Write, T: Serialize + ?Sized>(w: W, v: &T) -> serde_json::Result<()> {
     let mut ser = serde_json::Serializer::with_formatter(w, SafeFormatter(CompactFormatter));
@@ -112,6 +134,51 @@ mod tests {
         assert!(!line.chars().any(|c| c.is_control() || is_unsafe_char(c)));
         let back: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(back["t"], s);
+    }
+
+    #[test]
+    fn parts_rendered_apart_read_as_the_whole_document() {
+        let doc = serde_json::json!({
+            "a": [{"x": [1, {"y": "two\nlines ü \u{202e}"}], "z": {}}, {"w": []}],
+            "b": {"c": [[3], {"d": null}]}
+        });
+        let mut whole = Vec::new();
+        to_writer_pretty(&mut whole, &doc).unwrap();
+        // The same document with the elements of `a` (depth 2) and `b.c` (depth 3) pre-rendered.
+        let a: Vec<_> = doc["a"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| pretty_at_depth(v, 2).unwrap())
+            .collect();
+        let c: Vec<_> = doc["b"]["c"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| pretty_at_depth(v, 3).unwrap())
+            .collect();
+        #[derive(Serialize)]
+        struct B<'a> {
+            c: &'a [Box<serde_json::value::RawValue>],
+        }
+        #[derive(Serialize)]
+        struct Doc<'a> {
+            a: &'a [Box<serde_json::value::RawValue>],
+            b: B<'a>,
+        }
+        let mut parts = Vec::new();
+        to_writer_pretty(
+            &mut parts,
+            &Doc {
+                a: &a,
+                b: B { c: &c },
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(parts).unwrap(),
+            String::from_utf8(whole).unwrap()
+        );
     }
 
     #[test]
