@@ -313,14 +313,27 @@ impl Database {
             if has_time { "time_created, id" } else { "id" }
         );
         let mut messages: Vec<Message> = Vec::new();
-        self.each_row(&sql, session_id, "message", diags, |row, diags| {
-            let id = text_column(row, 0).unwrap_or_default();
-            let data = bytes_column(row, 1);
-            let time = row.get::<_, Option<i64>>(2).ok().flatten();
-            if let Some(m) = message_from_row(&id, session_id, data, time, diags) {
-                messages.push(m);
-            }
-        })?;
+        self.each_row_parsed(
+            &sql,
+            session_id,
+            "message",
+            diags,
+            |row| MessageRow {
+                id: text_column(row, 0).unwrap_or_default(),
+                data: bytes_column(row, 1).map(<[u8]>::to_vec),
+                time: row.get::<_, Option<i64>>(2).ok().flatten(),
+            },
+            |r| r.id.len() + r.data.as_ref().map_or(0, Vec::len),
+            |r| {
+                let mut d = Diagnostics::new();
+                let m = message_from_row(&r.id, session_id, r.data.as_deref(), r.time, &mut d);
+                (m, d)
+            },
+            |(m, d), diags| {
+                diags.extend(&d);
+                messages.extend(m);
+            },
+        )?;
         let pcols = match &self.tables.part {
             Some(p) => p,
             None => {
@@ -627,6 +640,50 @@ impl Database {
         }
     }
 
+    /// [`Self::each_row`] with the rows parsed on worker threads ([`row_pipeline`]): `own` takes
+    /// what a row's parse needs off the statement, `parse` runs on a worker, `sink` gets the
+    /// results in row order on this thread.
+    #[allow(clippy::too_many_arguments)]
+    fn each_row_parsed<T: Send, R: Send>(
+        &self,
+        sql: &str,
+        param: &str,
+        table: &str,
+        diags: &mut Diagnostics,
+        own: impl Fn(&Row<'_>) -> T,
+        weight: impl Fn(&T) -> usize,
+        parse: impl Fn(T) -> R + Sync,
+        mut sink: impl FnMut(R, &mut Diagnostics),
+    ) -> Result<bool, LoadError> {
+        let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
+        let mut rows = match stmt.query([param]) {
+            Ok(r) => r,
+            Err(e) if is_damage(&e) => {
+                diags.push(DiagnosticKind::DatabaseDamage, self.damage(table, 0, &e));
+                return Ok(false);
+            }
+            Err(e) => return Err(self.err(e)),
+        };
+        let mut n = 0usize;
+        let read = row_pipeline::for_each_row(
+            || rows.next().map(|r| r.map(&own)),
+            weight,
+            parse,
+            |r| {
+                sink(r, diags);
+                n += 1;
+            },
+        );
+        match read {
+            Ok(()) => Ok(true),
+            Err(e) if is_damage(&e) => {
+                diags.push(DiagnosticKind::DatabaseDamage, self.damage(table, n, &e));
+                Ok(false)
+            }
+            Err(e) => Err(self.err(e)),
+        }
+    }
+
     fn damage(&self, table: &str, read: usize, e: &rusqlite::Error) -> String {
         format!(
             "table {table} of {}: {e} after {read} rows; the rows before loaded, the rest were \
@@ -889,6 +946,13 @@ fn bytes_column<'r>(row: &'r Row<'_>, i: usize) -> Option<&'r [u8]> {
         ValueRef::Text(t) | ValueRef::Blob(t) => Some(t),
         _ => None,
     }
+}
+
+/// A message row as it crosses to a parsing worker.
+struct MessageRow {
+    id: String,
+    data: Option<Vec<u8>>,
+    time: Option<i64>,
 }
 
 /// A part row as it crosses to a parsing worker.

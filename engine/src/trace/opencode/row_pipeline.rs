@@ -19,8 +19,8 @@ const BATCH_ROWS: usize = 2048;
 /// `parse` over the rows `next` yields (`Ok(None)`: no more), each result handed to `sink` on
 /// the calling thread in row order, as soon as the batches before it are done (so results are not
 /// all held at once either). `weight` is a row's size in bytes (what a batch is cut by). When the
-/// rows fit in one batch no thread is started. An error from `next` ends the reading; it is
-/// returned once the workers are done (what reached `sink` before stays there).
+/// rows fit in one batch no thread is started. An error from `next` ends the reading: every row
+/// read before it still reaches `sink`, then the error is returned.
 pub(crate) fn for_each_row<T: Send, R: Send, E>(
     mut next: impl FnMut() -> Result<Option<T>, E>,
     weight: impl Fn(&T) -> usize,
@@ -28,17 +28,17 @@ pub(crate) fn for_each_row<T: Send, R: Send, E>(
     mut sink: impl FnMut(R),
 ) -> Result<(), E> {
     // The first batch: a small session is parsed right here.
-    let (first, more) = fill(&mut next, &weight)?;
+    let (mut batch, mut status) = fill(&mut next, &weight);
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-    if !more || workers < 2 {
-        first.into_iter().map(&parse).for_each(&mut sink);
-        let mut more = more;
-        while more {
-            let (batch, m) = fill(&mut next, &weight)?;
+    if !matches!(status, Ok(true)) || workers < 2 {
+        loop {
             batch.into_iter().map(&parse).for_each(&mut sink);
-            more = m;
+            match status {
+                Ok(true) => (batch, status) = fill(&mut next, &weight),
+                Ok(false) => return Ok(()),
+                Err(e) => return Err(e),
+            }
         }
-        return Ok(());
     }
     let (tx, rx) = mpsc::sync_channel::<(usize, Vec<T>)>(workers * 2);
     let (done_tx, done_rx) = mpsc::channel::<(usize, Vec<R>)>();
@@ -60,62 +60,58 @@ pub(crate) fn for_each_row<T: Send, R: Send, E>(
         // Batches done out of order wait here until the ones before them are sunk.
         let mut waiting: BTreeMap<usize, Vec<R>> = BTreeMap::new();
         let mut due = 0usize;
-        let mut take = |k: usize, b: Vec<R>, due: &mut usize| {
+        let mut take = |k: usize, b: Vec<R>| {
             waiting.insert(k, b);
-            while let Some(b) = waiting.remove(due) {
+            while let Some(b) = waiting.remove(&due) {
                 b.into_iter().for_each(&mut sink);
-                *due += 1;
+                due += 1;
             }
         };
-        let mut read = Ok(());
         let mut k = 0usize;
-        let mut batch = first;
-        let mut more = true;
-        while more {
-            if tx.send((k, std::mem::take(&mut batch))).is_err() {
-                break;
+        let read = loop {
+            // Every row read goes to a worker, those read before an error included. A failed
+            // send means every worker is gone, which only a panic does (re-raised below).
+            if !batch.is_empty() && tx.send((k, std::mem::take(&mut batch))).is_ok() {
+                k += 1;
             }
-            k += 1;
             while let Ok((j, b)) = done_rx.try_recv() {
-                take(j, b, &mut due);
+                take(j, b);
             }
-            match fill(&mut next, &weight) {
-                Ok((b, m)) => (batch, more) = (b, m),
-                Err(e) => {
-                    read = Err(e);
-                    break;
-                }
+            match status {
+                Ok(true) => (batch, status) = fill(&mut next, &weight),
+                Ok(false) => break Ok(()),
+                Err(e) => break Err(e),
             }
-        }
-        if read.is_ok() && !batch.is_empty() {
-            // The last, partly filled batch.
-            let _ = tx.send((k, batch));
-        }
+        };
         drop(tx);
         for (j, b) in done_rx.iter() {
-            if read.is_ok() {
-                take(j, b, &mut due);
-            }
+            take(j, b);
         }
         read
     })
 }
 
-/// One batch of rows; `true` when the rows did not end in it.
+/// One batch of rows, and whether the rows go on after it (`Ok(true)`), ended (`Ok(false)`) or
+/// failed (the rows before the failure are in the batch).
 fn fill<T, E>(
     next: &mut impl FnMut() -> Result<Option<T>, E>,
     weight: &impl Fn(&T) -> usize,
-) -> Result<(Vec<T>, bool), E> {
+) -> (Vec<T>, Result<bool, E>) {
     let mut batch = Vec::new();
     let mut bytes = 0usize;
-    while let Some(row) = next()? {
-        bytes += weight(&row);
-        batch.push(row);
-        if bytes >= BATCH_BYTES || batch.len() >= BATCH_ROWS {
-            return Ok((batch, true));
+    loop {
+        match next() {
+            Ok(Some(row)) => {
+                bytes += weight(&row);
+                batch.push(row);
+                if bytes >= BATCH_BYTES || batch.len() >= BATCH_ROWS {
+                    return (batch, Ok(true));
+                }
+            }
+            Ok(None) => return (batch, Ok(false)),
+            Err(e) => return (batch, Err(e)),
         }
     }
-    Ok((batch, false))
 }
 
 /// A column's value, owned, to cross to a worker.
@@ -212,6 +208,10 @@ mod tests {
                 Ok(Some(i))
             }
         };
-        assert_eq!(map_rows(next, |_| 1, |x| x), Err("damaged page"));
+        let mut got = Vec::new();
+        let read = for_each_row(next, |_| 1, |x| x, |x| got.push(x));
+        assert_eq!(read, Err("damaged page"));
+        // Every row read before the damage is parsed and sunk, in order.
+        assert_eq!(got, (1..3 * BATCH_ROWS).collect::<Vec<_>>());
     }
 }
