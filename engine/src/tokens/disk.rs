@@ -71,6 +71,17 @@ pub(super) fn decode(bytes: &[u8], kind: TokenizerKind) -> Option<Vec<(u128, u32
 /// Write `bytes` to `path` through a temp file in the same dir and a rename, so a reader (or a
 /// crash) sees the old file or the new one, never half of one.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_through_temp(path, bytes, true)
+}
+
+/// [`write_atomically`] without waiting for the disk: for a file whose loss or damage in a crash
+/// only costs a rebuild (it is checksummed and ignored when damaged), where an `fsync` would cost
+/// more than the work the file saves.
+pub(crate) fn replace_quickly(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_through_temp(path, bytes, false)
+}
+
+fn write_through_temp(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     // Named so that one left by a killed process is recognisable (`.tierscope-….tmp`).
@@ -79,7 +90,9 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()>
         .suffix(".tmp")
         .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
+    if sync {
+        tmp.as_file().sync_all()?;
+    }
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }

@@ -97,7 +97,7 @@ pub fn parse_usage(v: &Value, what: &str, diags: &mut Diagnostics) -> Usage {
     }
 }
 
-fn parse_model_ref(v: Option<&Value>) -> Option<ModelRef> {
+pub(crate) fn parse_model_ref(v: Option<&Value>) -> Option<ModelRef> {
     let v = v?;
     let provider_id = s(v, "providerID")?;
     let model_id = s(v, "modelID").or_else(|| s(v, "id"))?;

@@ -1,0 +1,302 @@
+//! From the `message` rows of one database to the listing's [`Rows`].
+//!
+//! [`read_all`] reads every row: SQLite steps on the calling thread and hands the raw rows, in
+//! batches, to a second thread that parses them ([`message_row::read`]) in row order, so the
+//! result is the one a row-by-row read gives. [`hash_all`] reads every row without parsing any
+//! (the listing cache's per-session check), [`read_sessions`] the rows of a few sessions.
+//!
+//! Each session's rows are hashed (xxh3-128 of each row's id, `time_created` and `data`, summed:
+//! the same whatever order SQLite returns them in), which is how the listing cache
+//! ([`super::listing_cache`]) knows which sessions it can reuse when the database changed.
+
+use std::collections::HashSet;
+use std::sync::mpsc;
+
+use rustc_hash::FxHashMap as HashMap;
+
+use super::error::LoadError;
+use super::listing::{self, Digest, Rows};
+use super::opencode::db::Database;
+use super::opencode::message_row::{self, ListedMessage};
+use super::opencode::part_row::NotTaken;
+
+/// What the listing keeps of one session of one database: a digest of its messages, or that it
+/// must be loaded in full (a row the quick read cannot take).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Entry {
+    Digest(Digest),
+    FullLoad,
+}
+
+/// One session's rows as the cache keys them: their content hash and what they gave.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Keyed {
+    pub hash: u128,
+    pub entry: Entry,
+}
+
+/// Rows read for the listing, and each session's [`Keyed`] in the order of its first row
+/// (sessions of the v2 loop are not keyed: they are always full loads).
+#[derive(Debug, Default)]
+pub struct Read {
+    pub rows: Rows,
+    pub keyed: Vec<(String, Keyed)>,
+    pub v2_sessions: Vec<String>,
+}
+
+/// Puts a listing together row by row.
+struct Builder {
+    rows: Rows,
+    /// The v2 sessions (never keyed).
+    v2: HashSet<String>,
+    order: Vec<String>,
+    hashes: HashMap<String, u128>,
+}
+
+impl Builder {
+    fn new(v2_sessions: &[String]) -> Builder {
+        let mut rows = Rows::default();
+        rows.full_load.extend(v2_sessions.iter().cloned());
+        Builder {
+            rows,
+            v2: v2_sessions.iter().cloned().collect(),
+            order: Vec::new(),
+            hashes: HashMap::default(),
+        }
+    }
+
+    fn add(&mut self, row: RowRef<'_>) {
+        let sid = row.session_id;
+        if !self.note(sid, row.hash()) {
+            return;
+        }
+        match read(&row) {
+            Ok(Some(m)) => match self.rows.messages.get_mut(sid) {
+                Some(v) => v.push(m),
+                None => {
+                    self.rows.messages.insert(sid.to_owned(), vec![m]);
+                }
+            },
+            Ok(None) => {}
+            Err(NotTaken) => {
+                self.rows.messages.remove(sid);
+                self.rows.full_load.insert(sid.to_owned());
+            }
+        }
+    }
+
+    /// Add a row's hash to its session's; `false` when the session is already a full load.
+    fn note(&mut self, sid: &str, h: u128) -> bool {
+        match self.hashes.get_mut(sid) {
+            Some(sum) => *sum = sum.wrapping_add(h),
+            None => {
+                self.order.push(sid.to_owned());
+                self.hashes.insert(sid.to_owned(), h);
+            }
+        }
+        !self.rows.full_load.contains(sid)
+    }
+
+    fn finish(self) -> Read {
+        let mut keyed = Vec::with_capacity(self.order.len());
+        for sid in self.order {
+            if self.v2.contains(&sid) {
+                continue;
+            }
+            let hash = self.hashes[&sid];
+            let entry = if self.rows.full_load.contains(&sid) {
+                Entry::FullLoad
+            } else {
+                // A session whose rows all had no known role has no messages: an empty digest.
+                let messages = self.rows.messages.get(&sid).cloned().unwrap_or_default();
+                Entry::Digest(listing::digest(messages))
+            };
+            keyed.push((sid, Keyed { hash, entry }));
+        }
+        let mut v2_sessions: Vec<String> = self.v2.into_iter().collect();
+        v2_sessions.sort();
+        Read {
+            rows: self.rows,
+            keyed,
+            v2_sessions,
+        }
+    }
+}
+
+/// One row as SQLite gave it.
+#[derive(Clone, Copy)]
+struct RowRef<'a> {
+    session_id: &'a str,
+    id: &'a str,
+    time: Option<i64>,
+    data: Option<&'a [u8]>,
+}
+
+impl RowRef<'_> {
+    /// Every column the read depends on, length-prefixed so that no two rows hash alike by
+    /// moving a byte from one column to the next.
+    fn hash(&self) -> u128 {
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        h.update(&(self.id.len() as u64).to_le_bytes());
+        h.update(self.id.as_bytes());
+        match self.time {
+            Some(t) => {
+                h.update(&[1]);
+                h.update(&t.to_le_bytes());
+            }
+            None => h.update(&[0]),
+        }
+        match self.data {
+            Some(d) => {
+                h.update(&[1]);
+                h.update(&(d.len() as u64).to_le_bytes());
+                h.update(d);
+            }
+            None => h.update(&[0]),
+        }
+        h.digest128()
+    }
+}
+
+/// The quick read of one row (see [`message_row::read`]); data that is not UTF-8 text is not taken.
+fn read(r: &RowRef<'_>) -> Result<Option<ListedMessage>, NotTaken> {
+    let data = r.data.ok_or(NotTaken)?;
+    let data = std::str::from_utf8(data).map_err(|_| NotTaken)?;
+    message_row::read(data, r.id, r.time)
+}
+
+/// Raw rows copied out of SQLite for the parsing thread: columns are ranges of one buffer.
+#[derive(Default)]
+struct Batch {
+    bytes: Vec<u8>,
+    rows: Vec<(usize, usize, usize, Option<i64>, Option<usize>, usize)>,
+}
+
+const BATCH_ROWS: usize = 512;
+
+impl Batch {
+    fn push(&mut self, sid: &str, id: &str, time: Option<i64>, data: Option<&[u8]>) {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(sid.as_bytes());
+        let id_at = self.bytes.len();
+        self.bytes.extend_from_slice(id.as_bytes());
+        let data_at = self.bytes.len();
+        let has_data = data.map(|d| {
+            self.bytes.extend_from_slice(d);
+            data_at
+        });
+        self.rows
+            .push((start, id_at, data_at, time, has_data, self.bytes.len()));
+    }
+
+    fn each(&self, mut f: impl FnMut(RowRef<'_>)) {
+        let text = |a: usize, b: usize| std::str::from_utf8(&self.bytes[a..b]).unwrap_or_default();
+        for &(start, id_at, data_at, time, data, end) in &self.rows {
+            f(RowRef {
+                session_id: text(start, id_at),
+                id: text(id_at, data_at),
+                time,
+                data: data.map(|d| &self.bytes[d..end]),
+            });
+        }
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.rows.clear();
+    }
+}
+
+/// Every row of `db` read for the listing (see the module docs); `None` when the pass cannot be
+/// made (see [`Database::listing_each`]).
+pub fn read_all(db: &Database) -> Result<Option<Read>, LoadError> {
+    let Some(v2) = db.listing_v2_sessions()? else {
+        return Ok(None);
+    };
+    std::thread::scope(|scope| {
+        let (to_parser, batches) = mpsc::sync_channel::<Batch>(4);
+        let (give_back, spare) = mpsc::channel::<Batch>();
+        let parser = scope.spawn(move || {
+            let mut b = Builder::new(&v2);
+            for batch in batches {
+                batch.each(|r| b.add(r));
+                let mut batch = batch;
+                batch.clear();
+                let _ = give_back.send(batch);
+            }
+            b
+        });
+        let mut batch = Batch::default();
+        let complete = db.listing_each(None, |sid, id, time, data| {
+            batch.push(sid, id, time, data);
+            if batch.rows.len() >= BATCH_ROWS {
+                let next = spare.try_recv().unwrap_or_default();
+                // The parser ends only when this sender is dropped.
+                let _ = to_parser.send(std::mem::replace(&mut batch, next));
+            }
+        });
+        let _ = to_parser.send(batch);
+        drop(to_parser);
+        let builder = parser
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        Ok(complete?.then(|| builder.finish()))
+    })
+}
+
+/// Each session's hash (see the module docs) in the order of its first row, without parsing
+/// any row; and the v2 sessions. `None` when the pass cannot be made.
+pub fn hash_all(db: &Database) -> Result<Option<(Vec<(String, u128)>, Vec<String>)>, LoadError> {
+    let Some(v2) = db.listing_v2_sessions()? else {
+        return Ok(None);
+    };
+    let mut b = Builder::new(&v2);
+    let complete = db.listing_each(None, |sid, id, time, data| {
+        b.note(
+            sid,
+            RowRef {
+                session_id: sid,
+                id,
+                time,
+                data,
+            }
+            .hash(),
+        );
+    })?;
+    if !complete {
+        return Ok(None);
+    }
+    let hashes = b
+        .order
+        .into_iter()
+        .filter(|sid| !b.v2.contains(sid))
+        .map(|sid| {
+            let h = b.hashes[&sid];
+            (sid, h)
+        })
+        .collect();
+    Ok(Some((hashes, v2)))
+}
+
+/// The rows of the sessions `ids` only (each by its own indexed query); `None` when a pass
+/// cannot be made.
+pub fn read_sessions(
+    db: &Database,
+    ids: &[&str],
+    v2: &[String],
+) -> Result<Option<Read>, LoadError> {
+    let mut b = Builder::new(v2);
+    for id in ids {
+        if !db.listing_each(Some(id), |sid, mid, time, data| {
+            b.add(RowRef {
+                session_id: sid,
+                id: mid,
+                time,
+                data,
+            })
+        })? {
+            return Ok(None);
+        }
+    }
+    Ok(Some(b.finish()))
+}
