@@ -15,6 +15,9 @@
 //! rows of the experimental v2 loop or parts stored inline, or with a row the quick read cannot
 //! take exactly (damaged JSON the lenient parser repairs, a field of an odd type) are loaded in
 //! full as before. `tests/it/listing.rs` checks the equality on every recording.
+//!
+//! A database's rows are read by [`super::listing_scan`] through the listing cache
+//! ([`super::listing_cache`]), which keeps each session's [`Digest`] between listings.
 
 use std::collections::{HashMap, HashSet};
 

@@ -23,8 +23,12 @@
 //!   before the rows are read, so a write that lands during the pass makes the next listing a
 //!   miss, never a stale hit.
 //!
-//! JSON trees (OpenCode before 1.2) are not cached: no marker short of reading every message
-//! file tells that one did not change.
+//! Not cached: a database read through a temporary copy (see [`crate::trace::opencode::db`]; the
+//! copy is made before a marker could be taken), and JSON trees (OpenCode before 1.2: no marker
+//! short of reading every message file tells that one did not change).
+//!
+//! To bypass the cache, point `$TIERSCOPE_CACHE_DIR` at another directory (as for the token
+//! cache); in the library, [`ListingCache::Off`].
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -171,7 +175,7 @@ pub fn rows(
     cache: &ListingCache,
     orphans: &Orphans,
 ) -> Result<Option<Rows>, LoadError> {
-    let Some(file) = cache.dir().and_then(|d| file_for(&d, db.path())) else {
+    let Some(file) = cache_file(db, cache) else {
         return db.listing_rows();
     };
     // Taken before any row is read (see the module docs).
@@ -264,7 +268,7 @@ pub struct Orphans {
 /// The orphans of `db`, from its cache file when the database did not change since it was
 /// written (every open reads them: without the file, a pass over an index of every message).
 pub fn orphans(db: &Database, cache: &ListingCache) -> Result<Orphans, LoadError> {
-    let file = cache.dir().and_then(|d| file_for(&d, db.path()));
+    let file = cache_file(db, cache);
     let marker = file.as_ref().and_then(|_| Marker::of(db.path()));
     if let (Some(file), Some(m)) = (&file, marker) {
         if let Some(c) = std::fs::read(file).ok().and_then(|b| decode(&b)) {
@@ -296,6 +300,15 @@ fn rows_from_cache(c: &Cached) -> Rows {
         }
     }
     rows
+}
+
+/// The cache file of `db`, if it has one: not for a database read through a temporary copy (the
+/// copy was made before any marker could be taken, so a write in between would go unseen).
+fn cache_file(db: &Database, cache: &ListingCache) -> Option<PathBuf> {
+    if db.is_copy() {
+        return None;
+    }
+    cache.dir().and_then(|d| file_for(&d, db.path()))
 }
 
 /// The cache file of the database at `db` in the listing dir `dir`; `None` when that dir is
