@@ -103,7 +103,7 @@ pub fn tally(info: &SessionInfo, mut messages: Vec<ListedMessage>, source: &Sour
     } else {
         sort_as_database(&mut messages);
     }
-    tally_of_digest(info, sum(&messages))
+    tally_of_digest(info, sum(messages.iter()))
 }
 
 /// The line of `info` from the digest of its messages in one database (no other store has any).
@@ -124,23 +124,32 @@ pub fn tally_of_digest(info: &SessionInfo, d: Digest) -> Tally {
 
 /// The digest of one session's messages as [`tally`] counts them when they all come from one
 /// database (its order: `time.created`, then id).
-pub fn digest(mut messages: Vec<ListedMessage>) -> Digest {
-    sort_as_database(&mut messages);
-    sum(&messages)
+pub fn digest(messages: &[ListedMessage]) -> Digest {
+    let mut refs: Vec<&ListedMessage> = messages.iter().collect();
+    refs.sort_by(|a, b| database_order(a, b));
+    sum(refs)
 }
 
 fn sort_as_database(messages: &mut [ListedMessage]) {
-    messages.sort_by(|a, b| (a.time_created, &a.id).cmp(&(b.time_created, &b.id)));
+    messages.sort_by(database_order);
+}
+
+/// A database's message order: `time.created`, then id.
+fn database_order(a: &ListedMessage, b: &ListedMessage) -> std::cmp::Ordering {
+    (a.time_created, &a.id).cmp(&(b.time_created, &b.id))
 }
 
 /// Counts over messages already in order.
-fn sum(messages: &[ListedMessage]) -> Digest {
-    let mut d = Digest {
-        messages: messages.len(),
-        first_cwd: messages.iter().find_map(|m| m.cwd.clone()),
-        ..Digest::default()
-    };
-    for m in messages.iter().filter(|m| m.assistant) {
+fn sum<'a>(messages: impl IntoIterator<Item = &'a ListedMessage>) -> Digest {
+    let mut d = Digest::default();
+    for m in messages {
+        d.messages += 1;
+        if d.first_cwd.is_none() {
+            d.first_cwd.clone_from(&m.cwd);
+        }
+        if !m.assistant {
+            continue;
+        }
         d.requests += 1;
         d.tokens.add(&m.tokens);
         d.cost += m.cost;

@@ -46,77 +46,93 @@ pub struct Read {
 
 /// Puts a listing together row by row.
 struct Builder {
-    rows: Rows,
-    /// The v2 sessions (never keyed).
+    /// The v2 sessions (never keyed; their rows are not read).
     v2: HashSet<String>,
-    order: Vec<String>,
-    hashes: HashMap<String, u128>,
+    /// Every other session with rows, in the order of its first row.
+    sessions: Vec<(String, Acc)>,
+    at: HashMap<String, usize>,
+}
+
+/// One session's rows so far.
+#[derive(Default)]
+struct Acc {
+    hash: u128,
+    messages: Vec<ListedMessage>,
+    full_load: bool,
 }
 
 impl Builder {
     fn new(v2_sessions: &[String]) -> Builder {
-        let mut rows = Rows::default();
-        rows.full_load.extend(v2_sessions.iter().cloned());
         Builder {
-            rows,
             v2: v2_sessions.iter().cloned().collect(),
-            order: Vec::new(),
-            hashes: HashMap::default(),
+            sessions: Vec::new(),
+            at: HashMap::default(),
         }
+    }
+
+    /// The session `sid`'s state, with the row's hash added; `None` for a v2 session.
+    fn acc(&mut self, sid: &str, h: u128) -> Option<&mut Acc> {
+        let i = match self.at.get(sid) {
+            Some(&i) => i,
+            None => {
+                if self.v2.contains(sid) {
+                    return None;
+                }
+                self.at.insert(sid.to_owned(), self.sessions.len());
+                self.sessions.push((sid.to_owned(), Acc::default()));
+                self.sessions.len() - 1
+            }
+        };
+        let acc = &mut self.sessions[i].1;
+        acc.hash = acc.hash.wrapping_add(h);
+        Some(acc)
     }
 
     fn add(&mut self, row: RowRef<'_>) {
-        let sid = row.session_id;
-        if !self.note(sid, row.hash()) {
+        let Some(acc) = self.acc(row.session_id, row.hash()) else {
+            return;
+        };
+        if acc.full_load {
             return;
         }
         match read(&row) {
-            Ok(Some(m)) => match self.rows.messages.get_mut(sid) {
-                Some(v) => v.push(m),
-                None => {
-                    self.rows.messages.insert(sid.to_owned(), vec![m]);
-                }
-            },
+            Ok(Some(m)) => acc.messages.push(m),
             Ok(None) => {}
             Err(NotTaken) => {
-                self.rows.messages.remove(sid);
-                self.rows.full_load.insert(sid.to_owned());
+                acc.messages = Vec::new();
+                acc.full_load = true;
             }
         }
-    }
-
-    /// Add a row's hash to its session's; `false` when the session is already a full load.
-    fn note(&mut self, sid: &str, h: u128) -> bool {
-        match self.hashes.get_mut(sid) {
-            Some(sum) => *sum = sum.wrapping_add(h),
-            None => {
-                self.order.push(sid.to_owned());
-                self.hashes.insert(sid.to_owned(), h);
-            }
-        }
-        !self.rows.full_load.contains(sid)
     }
 
     fn finish(self) -> Read {
-        let mut keyed = Vec::with_capacity(self.order.len());
-        for sid in self.order {
-            if self.v2.contains(&sid) {
-                continue;
-            }
-            let hash = self.hashes[&sid];
-            let entry = if self.rows.full_load.contains(&sid) {
+        let mut rows = Rows::default();
+        rows.full_load.extend(self.v2.iter().cloned());
+        let mut keyed = Vec::with_capacity(self.sessions.len());
+        for (sid, acc) in self.sessions {
+            let entry = if acc.full_load {
+                rows.full_load.insert(sid.clone());
                 Entry::FullLoad
             } else {
                 // A session whose rows all had no known role has no messages: an empty digest.
-                let messages = self.rows.messages.get(&sid).cloned().unwrap_or_default();
-                Entry::Digest(listing::digest(messages))
+                let d = listing::digest(&acc.messages);
+                if !acc.messages.is_empty() {
+                    rows.messages.insert(sid.clone(), acc.messages);
+                }
+                Entry::Digest(d)
             };
-            keyed.push((sid, Keyed { hash, entry }));
+            keyed.push((
+                sid,
+                Keyed {
+                    hash: acc.hash,
+                    entry,
+                },
+            ));
         }
         let mut v2_sessions: Vec<String> = self.v2.into_iter().collect();
         v2_sessions.sort();
         Read {
-            rows: self.rows,
+            rows,
             keyed,
             v2_sessions,
         }
@@ -252,28 +268,21 @@ pub fn hash_all(db: &Database) -> Result<Option<(Vec<(String, u128)>, Vec<String
     };
     let mut b = Builder::new(&v2);
     let complete = db.listing_each(None, |sid, id, time, data| {
-        b.note(
-            sid,
-            RowRef {
-                session_id: sid,
-                id,
-                time,
-                data,
-            }
-            .hash(),
-        );
+        let row = RowRef {
+            session_id: sid,
+            id,
+            time,
+            data,
+        };
+        b.acc(sid, row.hash());
     })?;
     if !complete {
         return Ok(None);
     }
     let hashes = b
-        .order
+        .sessions
         .into_iter()
-        .filter(|sid| !b.v2.contains(sid))
-        .map(|sid| {
-            let h = b.hashes[&sid];
-            (sid, h)
-        })
+        .map(|(sid, a)| (sid, a.hash))
         .collect();
     Ok(Some((hashes, v2)))
 }
