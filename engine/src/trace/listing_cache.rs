@@ -216,9 +216,10 @@ pub fn rows(
 /// that hashes every row and parses none, then an indexed read of each changed session (every row
 /// again when most changed).
 fn reuse(db: &Database, old: &Cached) -> Result<Option<Read>, LoadError> {
-    let Some((hashes, v2)) = hash_all(db)? else {
+    let Some(found) = hash_all(db)? else {
         return Ok(None);
     };
+    let (hashes, v2) = (found.sessions, found.v2_sessions);
     let known: HashMap<&str, &Keyed> = old.sessions.iter().map(|(s, k)| (s.as_str(), k)).collect();
     let changed: Vec<&str> = hashes
         .iter()

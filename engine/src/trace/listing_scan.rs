@@ -185,7 +185,17 @@ fn read(r: &RowRef<'_>) -> Result<Option<ListedMessage>, NotTaken> {
 #[derive(Default)]
 struct Batch {
     bytes: Vec<u8>,
-    rows: Vec<(usize, usize, usize, Option<i64>, Option<usize>, usize)>,
+    rows: Vec<Slot>,
+}
+
+/// Where one row's columns are in [`Batch::bytes`]: session id, id and data follow each other.
+struct Slot {
+    start: usize,
+    id_at: usize,
+    data_at: usize,
+    time: Option<i64>,
+    has_data: bool,
+    end: usize,
 }
 
 const BATCH_ROWS: usize = 512;
@@ -197,22 +207,27 @@ impl Batch {
         let id_at = self.bytes.len();
         self.bytes.extend_from_slice(id.as_bytes());
         let data_at = self.bytes.len();
-        let has_data = data.map(|d| {
+        if let Some(d) = data {
             self.bytes.extend_from_slice(d);
-            data_at
+        }
+        self.rows.push(Slot {
+            start,
+            id_at,
+            data_at,
+            time,
+            has_data: data.is_some(),
+            end: self.bytes.len(),
         });
-        self.rows
-            .push((start, id_at, data_at, time, has_data, self.bytes.len()));
     }
 
     fn each(&self, mut f: impl FnMut(RowRef<'_>)) {
         let text = |a: usize, b: usize| std::str::from_utf8(&self.bytes[a..b]).unwrap_or_default();
-        for &(start, id_at, data_at, time, data, end) in &self.rows {
+        for r in &self.rows {
             f(RowRef {
-                session_id: text(start, id_at),
-                id: text(id_at, data_at),
-                time,
-                data: data.map(|d| &self.bytes[d..end]),
+                session_id: text(r.start, r.id_at),
+                id: text(r.id_at, r.data_at),
+                time: r.time,
+                data: r.has_data.then(|| &self.bytes[r.data_at..r.end]),
             });
         }
     }
@@ -260,9 +275,16 @@ pub fn read_all(db: &Database) -> Result<Option<Read>, LoadError> {
     })
 }
 
-/// Each session's hash (see the module docs) in the order of its first row, without parsing
-/// any row; and the v2 sessions. `None` when the pass cannot be made.
-pub fn hash_all(db: &Database) -> Result<Option<(Vec<(String, u128)>, Vec<String>)>, LoadError> {
+/// What [`hash_all`] finds: each session's hash in the order of its first row (the v2 sessions
+/// not among them), and the v2 sessions.
+pub struct Hashes {
+    pub sessions: Vec<(String, u128)>,
+    pub v2_sessions: Vec<String>,
+}
+
+/// Each session's hash (see the module docs) without parsing any row. `None` when the pass
+/// cannot be made.
+pub fn hash_all(db: &Database) -> Result<Option<Hashes>, LoadError> {
     let Some(v2) = db.listing_v2_sessions()? else {
         return Ok(None);
     };
@@ -279,12 +301,14 @@ pub fn hash_all(db: &Database) -> Result<Option<(Vec<(String, u128)>, Vec<String
     if !complete {
         return Ok(None);
     }
-    let hashes = b
-        .sessions
-        .into_iter()
-        .map(|(sid, a)| (sid, a.hash))
-        .collect();
-    Ok(Some((hashes, v2)))
+    Ok(Some(Hashes {
+        sessions: b
+            .sessions
+            .into_iter()
+            .map(|(sid, a)| (sid, a.hash))
+            .collect(),
+        v2_sessions: v2,
+    }))
 }
 
 /// The rows of the sessions `ids` only (each by its own indexed query); `None` when a pass
