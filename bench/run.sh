@@ -16,7 +16,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/bench/out}
-SIZES=${SIZES:-"1000 10000 100000"}
+SIZES=${SIZES-"1000 10000 100000"}  # SIZES="": no synthetic inputs (only the recording)
 OPENCODE=${OPENCODE:-/opt/oc/node_modules/.bin/opencode}
 SHARED=${SHARED:-$ROOT/../shared/traces/opencode-1.18.33}
 POLICIES=${POLICIES:-"full truncate opencode age retention decay oracle oracle-legal"}
@@ -170,11 +170,21 @@ for n in $LIST_SIZES; do
     python3 bench/many_sessions_db.py "$TS" "$SHARED/data/opencode.db" "$db" "$n" >&2
   fi
   log "listing $n sessions ($(stat -c %s "$db") bytes)"
-  cmds=(-n sessions-json "$TS sessions $db --json > /dev/null" -n sessions-table "$TS sessions $db > /dev/null")
-  [ -n "${TS_BASE:-}" ] && cmds+=(-n base-sessions-json "$TS_BASE sessions $db --json > /dev/null")
+  # The listing cache (engine/src/trace/listing_cache.rs): `-cold` starts from an empty cache dir
+  # each run (the first listing of a database), the others from one filled beforehand (the
+  # database did not change: no SQL over `message`).
+  cold=$OUT/list-cache-cold warm=$OUT/list-cache-warm-$n
+  rm -rf "$warm"
+  TIERSCOPE_CACHE_DIR=$warm "$TS" sessions "$db" --json > /dev/null
+  preps=() cmds=()
+  add() { preps+=(--prepare "$1"); cmds+=(-n "$2" "$3"); }
+  add "rm -rf $cold" sessions-json-cold "TIERSCOPE_CACHE_DIR=$cold $TS sessions $db --json > /dev/null"
+  add true sessions-json "TIERSCOPE_CACHE_DIR=$warm $TS sessions $db --json > /dev/null"
+  add true sessions-table "TIERSCOPE_CACHE_DIR=$warm $TS sessions $db > /dev/null"
+  [ -n "${TS_BASE:-}" ] && add "rm -rf $cold" base-sessions-json "TIERSCOPE_CACHE_DIR=$cold $TS_BASE sessions $db --json > /dev/null"
   [ -z "${SKIP_OPENCODE:-}" ] && [ -x "$OPENCODE" ] &&
-    cmds+=(-n opencode-session-list "cd $OCHOME && env $oc_env OPENCODE_DB=$db $OPENCODE session list > /dev/null 2>&1")
-  hyperfine --style basic --warmup 1 --runs 10 --export-json "$OUT/list-$n.json" "${cmds[@]}" >&2
+    add true opencode-session-list "cd $OCHOME && env $oc_env OPENCODE_DB=$db $OPENCODE session list > /dev/null 2>&1"
+  hyperfine --style basic --warmup 1 --runs 10 --export-json "$OUT/list-$n.json" "${preps[@]}" "${cmds[@]}" >&2
   printf '{"db_bytes": %s, "sessions": %s}\n' "$(stat -c %s "$db")" "$n" > "$OUT/listdb-$n.json"
 done
 

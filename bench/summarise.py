@@ -121,10 +121,12 @@ def main():
     if lists:
         p("### Session listing (the picker): many sessions\n")
         p("`tierscope sessions DB --json` (and the table form) against `opencode session list` on databases of N "
-          "sessions (`bench/many_sessions_db.py`, 50 requests each); `base` = the build before issue 17 (TS_BASE), "
-          "same run. Wall mean ± σ [CPU].\n")
-        p("| sessions | opencode.db | `opencode session list` | `sessions --json` | `sessions` (table) | base `sessions --json` | opencode ÷ sessions | base ÷ sessions |")
-        p("|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "sessions (`bench/many_sessions_db.py`, 50 requests each). *cold*: an empty listing cache (the first "
+          "listing of a database); *warm*: the cache filled, the database unchanged. `base` = the build before "
+          "issue 17 (TS_BASE; no listing cache), same run. Wall mean ± σ [CPU].\n")
+        p("| sessions | opencode.db | `opencode session list` | `sessions --json` cold | `sessions --json` warm | "
+          "`sessions` (table) warm | base `sessions --json` | opencode ÷ cold | opencode ÷ warm | base ÷ cold |")
+        p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for n, r in lists.items():
             db = (load_json(f"{out}/listdb-{n}.json") or {}).get("db_bytes")
             def t(c):
@@ -135,15 +137,18 @@ def main():
                 if x is None or y is None:
                     return "—"
                 return f"{ratio(x, y)} ({cpu(x) / cpu(y):.1f}×)"
-            p(f"| {n} | {db / 1e6 if db else 0:.1f} MB | {t('opencode-session-list')} | {t('sessions-json')} | "
-              f"{t('sessions-table')} | {t('base-sessions-json')} | {rr('opencode-session-list', 'sessions-json')} | "
-              f"{rr('base-sessions-json', 'sessions-json')} |")
+            p(f"| {n} | {db / 1e6 if db else 0:.1f} MB | {t('opencode-session-list')} | {t('sessions-json-cold')} | "
+              f"{t('sessions-json')} | {t('sessions-table')} | {t('base-sessions-json')} | "
+              f"{rr('opencode-session-list', 'sessions-json-cold')} | {rr('opencode-session-list', 'sessions-json')} | "
+              f"{rr('base-sessions-json', 'sessions-json-cold')} |")
         ns = list(lists)
         if len(ns) >= 2:
-            small, big = lists[ns[0]].get("sessions-json"), lists[ns[-1]].get("sessions-json")
-            if small and big:
-                p(f"\n{ns[-1]} sessions ÷ {ns[0]} sessions (`sessions --json`): {big['mean'] / small['mean']:.2f}× wall, "
-                  f"{cpu(big) / cpu(small):.2f}× CPU.\n")
+            for cmd, what in [("sessions-json-cold", "cold"), ("sessions-json", "warm")]:
+                small, big = lists[ns[0]].get(cmd), lists[ns[-1]].get(cmd)
+                if small and big:
+                    p(f"\n{ns[-1]} sessions ÷ {ns[0]} sessions (`sessions --json`, {what}): "
+                      f"{big['mean'] / small['mean']:.2f}× wall, {cpu(big) / cpu(small):.2f}× CPU.")
+            p("")
 
     p("### Load: tierscope vs the real client vs raw sqlite3\n")
     p("Wall time, mean ± σ of the runs (same database, same session, page cache warm); in brackets the CPU time "

@@ -1,12 +1,15 @@
 //! The session listing from message rows (issue 17): every line equals the line a full load of
 //! the session gives, on every recording; the rows pass reads what it should; a row it cannot
-//! take exactly sends its session to a full load.
+//! take exactly sends its session to a full load. The listing cache gives the same lines, cold
+//! or warm, after writes to the database or its WAL, and with its file damaged.
 
 use std::path::{Path, PathBuf};
 
 use crate::loader_support::{TestDb, SAMPLES, SHARED};
+use tierscope_engine::trace::listing_cache::{self, ListingCache};
 use tierscope_engine::trace::load::open;
 use tierscope_engine::trace::opencode::db::Database;
+use tierscope_engine::trace::SessionSummary;
 
 const RECORDINGS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/recordings");
 
@@ -134,4 +137,244 @@ fn children_are_the_sessions_naming_the_parent_oldest_first() {
     let list = source.list_sessions().expect("list");
     let p = list.iter().find(|s| s.id == "ses_p").expect("parent");
     assert_eq!(p.children, ["ses_early", "ses_late"]);
+}
+
+/// The cache files in a listing cache dir, by name.
+fn cache_files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut v: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(dir.join("listing"))
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "bin"))
+                .map(|p| {
+                    let b = std::fs::read(&p).expect("read cache file");
+                    (p, b)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn listed(path: &Path, cache: &ListingCache) -> Vec<SessionSummary> {
+    open(Some(path))
+        .expect("open")
+        .list_sessions_with(cache)
+        .expect("listing")
+}
+
+#[test]
+fn the_cached_listing_equals_the_cold_one_and_the_full_loads_on_every_recording() {
+    let mut served = 0;
+    for input in &inputs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cache = ListingCache::At(dir.path().to_owned());
+        let source = open(Some(input)).expect("open");
+        let full = source.list_sessions_by_full_load().expect("full");
+        let uncached = source.list_sessions_with(&ListingCache::Off).expect("off");
+        let cold = source.list_sessions_with(&cache).expect("cold");
+        let written = cache_files(dir.path());
+        let warm = listed(input, &cache);
+        assert_eq!(uncached, full, "{}", input.display());
+        assert_eq!(cold, full, "{}", input.display());
+        assert_eq!(warm, full, "{}", input.display());
+        // A hit rewrites nothing; another cold listing writes the same bytes.
+        assert_eq!(cache_files(dir.path()), written, "{}", input.display());
+        let again = tempfile::tempdir().expect("tempdir");
+        listed(input, &ListingCache::At(again.path().to_owned()));
+        let bytes = |v: Vec<(PathBuf, Vec<u8>)>| v.into_iter().map(|(_, b)| b).collect::<Vec<_>>();
+        assert_eq!(
+            bytes(cache_files(again.path())),
+            bytes(written.clone()),
+            "{}",
+            input.display()
+        );
+        let has_db = input.extension().is_some_and(|e| e == "db")
+            || (input.is_dir() && input.join("opencode.db").is_file());
+        // A database read through a temporary copy (a read-only directory) is not cached.
+        let in_place = !source.describe().contains("temporary copy");
+        if has_db && in_place {
+            assert!(!written.is_empty(), "{}: not cached", input.display());
+            served += 1;
+        } else {
+            assert!(
+                written.is_empty(),
+                "{}: only databases read in place are cached",
+                input.display()
+            );
+        }
+    }
+    assert!(
+        served >= 3,
+        "only {served} databases went through the cache"
+    );
+}
+
+/// A database as OpenCode leaves it mid-session: rows still in the `-wal`.
+fn two_sessions() -> TestDb {
+    let db = TestDb::new();
+    db.session("ses_a", None, "a", 1, 10);
+    db.session("ses_b", None, "b", 2, 20);
+    for sid in ["ses_a", "ses_b"] {
+        db.user(&format!("msg_{sid}_1"), sid, 100, "hello");
+        db.assistant(
+            &format!("msg_{sid}_2"),
+            sid,
+            &format!("msg_{sid}_1"),
+            200,
+            "hi",
+            100,
+        );
+    }
+    db
+}
+
+fn line<'a>(list: &'a [SessionSummary], id: &str) -> &'a SessionSummary {
+    list.iter().find(|s| s.id == id).expect("listed")
+}
+
+#[test]
+fn a_write_to_the_wal_or_the_file_shows_in_the_next_cached_listing() {
+    let db = two_sessions();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = ListingCache::At(dir.path().to_owned());
+    let exact = |what: &str| {
+        let source = open(Some(&db.path)).expect("open");
+        let cached = source.list_sessions_with(&cache).expect("cached");
+        assert_eq!(
+            cached,
+            source.list_sessions_by_full_load().expect("full"),
+            "{what}"
+        );
+        cached
+    };
+    let before = exact("cold");
+    assert_eq!(line(&before, "ses_b").messages, 2);
+    let main_len = std::fs::metadata(&db.path).expect("db").len();
+
+    // A new message: only the WAL grows (no checkpoint while this connection is open).
+    db.assistant("msg_ses_b_3", "ses_b", "msg_ses_b_1", 300, "more", 7);
+    assert_eq!(std::fs::metadata(&db.path).expect("db").len(), main_len);
+    let after = exact("a message added to the WAL");
+    assert_eq!(line(&after, "ses_b").messages, 3);
+    assert_eq!(line(&after, "ses_b").tokens.input, 107);
+    assert_eq!(line(&after, "ses_a"), line(&before, "ses_a"));
+
+    // The same rows rewritten with a number of the same width (the message and its step, as
+    // OpenCode copies the step's usage into the message): same sizes, other content.
+    db.conn
+        .execute_batch(
+            "UPDATE message SET data = replace(data, '\"input\":7', '\"input\":9') WHERE id = 'msg_ses_b_3';
+             UPDATE part SET data = replace(data, '\"input\":7', '\"input\":9') WHERE message_id = 'msg_ses_b_3';",
+        )
+        .expect("update");
+    assert_eq!(
+        line(&exact("a message rewritten"), "ses_b").tokens.input,
+        109
+    );
+
+    // A message deleted, then everything checkpointed into the main file and the WAL reset.
+    db.conn
+        .execute("DELETE FROM message WHERE id = 'msg_ses_a_2'", [])
+        .expect("delete");
+    db.conn
+        .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+        .expect("checkpoint");
+    let last = exact("a message deleted and the WAL checkpointed");
+    assert_eq!(line(&last, "ses_a").messages, 1);
+    assert_eq!(line(&last, "ses_a").requests, 0);
+
+    // A row the quick read cannot take: its session goes to a full load, from the cache too.
+    db.message(
+        "msg_ses_a_9",
+        "ses_a",
+        400,
+        r#"{"role":"assistant","tokens":{"input":"12"},"time":{"created":400}}"#,
+    );
+    exact("an odd row");
+    exact("an odd row, from the cache");
+}
+
+#[test]
+fn a_damaged_truncated_or_foreign_cache_file_is_ignored_and_replaced() {
+    let db = two_sessions();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = ListingCache::At(dir.path().to_owned());
+    let good = listed(&db.path, &cache);
+    let [(file, bytes)] = &cache_files(dir.path())[..] else {
+        panic!("one cache file expected")
+    };
+    let decoded = listing_cache::decode(bytes).expect("a valid file");
+    assert!(decoded.sessions.len() == 2, "{decoded:?}");
+    let mut flipped = bytes.clone();
+    let mid = flipped.len() / 2;
+    flipped[mid] ^= 0x20;
+    let mut foreign = bytes.clone();
+    let at = foreign
+        .windows(9)
+        .position(|w| w == b"listing-1")
+        .expect("version in header");
+    foreign[at + 8] = b'0';
+    for (what, damaged) in [
+        ("truncated", bytes[..bytes.len() / 3].to_vec()),
+        ("empty", Vec::new()),
+        ("flipped", flipped),
+        ("foreign version", foreign),
+        ("not a cache file", b"{\"sessions\": []}".to_vec()),
+    ] {
+        std::fs::write(file, &damaged).expect("damage");
+        assert_eq!(listed(&db.path, &cache), good, "{what}");
+        assert_eq!(&std::fs::read(file).expect("rewritten"), bytes, "{what}");
+    }
+}
+
+#[test]
+fn the_cache_is_never_written_beside_the_database() {
+    let db = two_sessions();
+    let beside = |dir: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .expect("dir")
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let files = beside(db.dir.path());
+    for cache_dir in [db.dir.path().to_owned(), db.dir.path().join("cache")] {
+        let list = listed(&db.path, &ListingCache::At(cache_dir.clone()));
+        assert_eq!(list.len(), 2);
+        assert_eq!(beside(db.dir.path()), files, "{}", cache_dir.display());
+    }
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    listed(&db.path, &ListingCache::At(elsewhere.path().to_owned()));
+    assert_eq!(cache_files(elsewhere.path()).len(), 1);
+    assert_eq!(beside(db.dir.path()), files);
+}
+
+/// `TIERSCOPE_CACHE_DIR` moves the cache (and so bypasses it); the output is the same bytes.
+#[test]
+fn the_sessions_command_prints_the_same_bytes_with_and_without_the_cache() {
+    let db = Path::new(SAMPLES).join("opencode.db");
+    let run = |cache: &Path| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tierscope"))
+            .args(["sessions", "--json"])
+            .arg(&db)
+            .env("TIERSCOPE_CACHE_DIR", cache)
+            .output()
+            .expect("run");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cold = run(dir.path());
+    assert_eq!(cache_files(dir.path()).len(), 1);
+    let warm = run(dir.path());
+    let other = tempfile::tempdir().expect("tempdir");
+    assert_eq!(cold, warm);
+    assert_eq!(run(other.path()), cold);
 }

@@ -28,8 +28,8 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 
-pub(crate) use disk::write_atomically;
 use disk::{decode, encode, header_len, ENTRY_BYTES};
+pub(crate) use disk::{write_atomically, write_replaceable};
 
 /// Size cap of the on-disk cache file.
 pub const DISK_CACHE_CAP_BYTES: usize = 16 * 1024 * 1024;

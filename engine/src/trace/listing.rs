@@ -15,6 +15,9 @@
 //! rows of the experimental v2 loop or parts stored inline, or with a row the quick read cannot
 //! take exactly (damaged JSON the lenient parser repairs, a field of an odd type) are loaded in
 //! full as before. `tests/it/listing.rs` checks the equality on every recording.
+//!
+//! A database's rows are read by [`super::listing_scan`] through the listing cache
+//! ([`super::listing_cache`]), which keeps each session's [`Digest`] between listings.
 
 use std::collections::{HashMap, HashSet};
 
@@ -34,12 +37,35 @@ pub struct Tally {
     pub directory: String,
 }
 
+/// What a line counts of one session's messages from one database, in the database's order
+/// (`time.created`, then id): what the listing cache ([`super::listing_cache`]) keeps instead of
+/// the messages.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Digest {
+    pub messages: usize,
+    pub requests: usize,
+    pub tokens: Usage,
+    /// Summed in message order (a float sum depends on it).
+    pub cost: f64,
+    /// The first message's `path.cwd` that has one (the directory when the session stored none).
+    pub first_cwd: Option<String>,
+}
+
 /// Messages of many sessions read for the listing: by session id, and the sessions that must be
-/// loaded in full (see the module docs).
+/// loaded in full (see the module docs). A session served by the listing cache has a
+/// [`Digest`] instead of messages.
 #[derive(Debug, Default)]
 pub struct Rows {
     pub messages: HashMap<String, Vec<ListedMessage>>,
+    pub digests: HashMap<String, Digest>,
     pub full_load: HashSet<String>,
+}
+
+impl Rows {
+    /// Whether this database has rows (read or digested) of session `id`.
+    pub fn has(&self, id: &str) -> bool {
+        self.messages.contains_key(id) || self.digests.contains_key(id)
+    }
 }
 
 /// Whether a session's line can come from its message rows: its release writes one request per
@@ -75,27 +101,58 @@ pub fn tally(info: &SessionInfo, mut messages: Vec<ListedMessage>, source: &Sour
     if by_id {
         messages.sort_by(|a, b| a.id.cmp(&b.id));
     } else {
-        messages.sort_by(|a, b| (a.time_created, &a.id).cmp(&(b.time_created, &b.id)));
+        sort_as_database(&mut messages);
     }
+    tally_of_digest(info, sum(messages.iter()))
+}
+
+/// The line of `info` from the digest of its messages in one database (no other store has any).
+pub fn tally_of_digest(info: &SessionInfo, d: Digest) -> Tally {
     let directory = if info.directory.is_empty() {
-        messages
-            .iter()
-            .find_map(|m| m.cwd.clone())
-            .unwrap_or_default()
+        d.first_cwd.unwrap_or_default()
     } else {
         info.directory.clone()
     };
-    let mut t = Tally {
-        messages: messages.len(),
-        requests: 0,
-        tokens: Usage::default(),
-        cost: 0.0,
+    Tally {
+        messages: d.messages,
+        requests: d.requests,
+        tokens: d.tokens,
+        cost: d.cost,
         directory,
-    };
-    for m in messages.iter().filter(|m| m.assistant) {
-        t.requests += 1;
-        t.tokens.add(&m.tokens);
-        t.cost += m.cost;
     }
-    t
+}
+
+/// The digest of one session's messages as [`tally`] counts them when they all come from one
+/// database (its order: `time.created`, then id).
+pub fn digest(messages: &[ListedMessage]) -> Digest {
+    let mut refs: Vec<&ListedMessage> = messages.iter().collect();
+    refs.sort_by(|a, b| database_order(a, b));
+    sum(refs)
+}
+
+fn sort_as_database(messages: &mut [ListedMessage]) {
+    messages.sort_by(database_order);
+}
+
+/// A database's message order: `time.created`, then id.
+fn database_order(a: &ListedMessage, b: &ListedMessage) -> std::cmp::Ordering {
+    (a.time_created, &a.id).cmp(&(b.time_created, &b.id))
+}
+
+/// Counts over messages already in order.
+fn sum<'a>(messages: impl IntoIterator<Item = &'a ListedMessage>) -> Digest {
+    let mut d = Digest::default();
+    for m in messages {
+        d.messages += 1;
+        if d.first_cwd.is_none() {
+            d.first_cwd.clone_from(&m.cwd);
+        }
+        if !m.assistant {
+            continue;
+        }
+        d.requests += 1;
+        d.tokens.add(&m.tokens);
+        d.cost += m.cost;
+    }
+    d
 }

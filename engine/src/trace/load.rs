@@ -23,6 +23,9 @@ use super::diagnostics::{DiagnosticKind, Diagnostics};
 use super::discover::{self, Env, Input};
 use super::error::LoadError;
 use super::listing;
+use super::listing_cache;
+pub use super::listing_cache::ListingCache;
+use super::listing_scan;
 use super::model::{Message, SessionInfo, SourceKind, Trace, Usage};
 use super::opencode::db::Database;
 use super::opencode::export::{load_export, parse_export};
@@ -80,6 +83,14 @@ struct Store {
     by_id: HashMap<String, usize>,
     /// Session ids found in a database.
     in_db: HashSet<String>,
+    /// Each database's orphan messages as counted at open (the listing cache keeps them).
+    orphans: Vec<listing_cache::Orphans>,
+}
+
+/// A listing line's numbers before the line: a cached digest, or messages from the stores.
+enum Quick {
+    Digest(listing::Digest),
+    Messages(Vec<listing::ListedMessage>, SourceKind),
 }
 
 #[derive(Debug)]
@@ -220,8 +231,11 @@ impl Store {
         let mut sessions = Vec::new();
         let mut seen = HashSet::new();
         let mut in_db = HashSet::new();
+        let mut orphans = Vec::new();
         for db in &dbs {
-            db.orphan_messages(&mut diagnostics)?;
+            let o = listing_cache::orphans(db, &ListingCache::Default)?;
+            db.report_orphans(&o.counts, &mut diagnostics);
+            orphans.push(o);
             for s in db.sessions(&mut diagnostics)? {
                 in_db.insert(s.id.clone());
                 if seen.insert(s.id.clone()) {
@@ -250,6 +264,7 @@ impl Store {
                     .collect(),
                 sessions,
                 in_db,
+                orphans,
             }),
             describe,
             diagnostics,
@@ -309,97 +324,136 @@ impl Store {
     }
 
     /// The listing (see [`listing`]): each line from the sessions' message rows where the era
-    /// allows it, else from a full load; `full` loads every session (the reference the quick
-    /// listing is checked against).
-    fn list(&self, full: bool) -> Result<Vec<SessionSummary>, LoadError> {
+    /// allows it (through the listing cache `cache`), else from a full load; `None` loads every
+    /// session (the reference the quick listing is checked against).
+    fn list(&self, cache: Option<&ListingCache>) -> Result<Vec<SessionSummary>, LoadError> {
         // One pass per database; a database the pass cannot read sends everything to full loads.
-        let mut rows: Option<Vec<listing::Rows>> = if full {
-            None
-        } else {
-            self.dbs
+        let mut rows: Option<Vec<listing::Rows>> = match cache {
+            None => None,
+            Some(cache) => self
+                .dbs
                 .iter()
-                .map(Database::listing_rows)
-                .collect::<Result<Option<Vec<_>>, _>>()?
+                .zip(&self.orphans)
+                .map(|(db, orphans)| listing_cache::rows(db, cache, orphans))
+                .collect::<Result<Option<Vec<_>>, _>>()?,
         };
+        let kids = self.children_by_parent();
         let mut out = Vec::with_capacity(self.sessions.len());
         for info in &self.sessions {
             let quick = rows
                 .as_mut()
                 .and_then(|rows| self.listing_messages(info, rows));
-            out.push(match quick {
-                Some((messages, source)) => {
-                    let children = self.listed_children(info);
-                    let t = listing::tally(info, messages, &source);
-                    SessionSummary {
-                        id: info.id.clone(),
-                        title: info.title.clone(),
-                        directory: t.directory,
-                        parent_id: info.parent_id.clone(),
-                        created: info.time_created,
-                        updated: info.time_updated,
-                        messages: t.messages,
-                        requests: t.requests,
-                        tokens: t.tokens,
-                        cost: t.cost,
-                        children,
-                    }
-                }
+            let t = match quick {
+                Some(Quick::Digest(d)) => listing::tally_of_digest(info, d),
+                Some(Quick::Messages(messages, source)) => listing::tally(info, messages, &source),
                 None => {
                     let t = self.load(info, false)?;
                     let children = self.child_ids(&t);
-                    summarize(&t, children)
+                    out.push(summarize(&t, children));
+                    continue;
                 }
+            };
+            out.push(SessionSummary {
+                id: info.id.clone(),
+                title: info.title.clone(),
+                directory: t.directory,
+                parent_id: info.parent_id.clone(),
+                created: info.time_created,
+                updated: info.time_updated,
+                messages: t.messages,
+                requests: t.requests,
+                tokens: t.tokens,
+                cost: t.cost,
+                children: self.listed_children(info, &kids),
             });
         }
         Ok(out)
     }
 
     /// The messages (without parts) of `info` from every store, merged by id as [`Store::load`]
-    /// merges them (an earlier store wins), and their source; `None` when the session must be
-    /// loaded in full.
-    fn listing_messages(
-        &self,
-        info: &SessionInfo,
-        rows: &mut [listing::Rows],
-    ) -> Option<(Vec<listing::ListedMessage>, SourceKind)> {
+    /// merges them (an earlier store wins), and their source; or the cached digest when one
+    /// database alone has the session; `None` when the session must be loaded in full.
+    fn listing_messages(&self, info: &SessionInfo, rows: &mut [listing::Rows]) -> Option<Quick> {
         if !listing::from_rows_possible(info) || rows.iter().any(|r| r.full_load.contains(&info.id))
         {
             return None;
         }
+        let mut scratch = Diagnostics::new();
+        let mut tree_messages = Vec::new();
+        for t in &self.trees {
+            for m in t.listing_messages(&info.id, &mut scratch) {
+                tree_messages.push(listing::listed(&m)?);
+            }
+        }
+        let holders = rows.iter().filter(|r| r.has(&info.id)).count();
+        if tree_messages.is_empty() && holders <= 1 {
+            if let Some(d) = rows.iter_mut().find_map(|r| r.digests.remove(&info.id)) {
+                return Some(Quick::Digest(d));
+            }
+        }
         let mut messages = Vec::new();
         let mut seen: HashSet<String> = HashSet::new();
         let (mut from_db, mut from_tree) = (false, false);
-        for r in rows.iter_mut() {
-            for m in r.messages.remove(&info.id).unwrap_or_default() {
+        for (db, r) in self.dbs.iter().zip(rows.iter_mut()) {
+            let mine = match r.digests.remove(&info.id) {
+                // The digest cannot be merged with another store's messages: read them again.
+                Some(_) => {
+                    let mut fresh = listing_scan::read_sessions(db, &[&info.id], &[])
+                        .ok()??
+                        .rows;
+                    if fresh.full_load.contains(&info.id) {
+                        return None;
+                    }
+                    fresh.messages.remove(&info.id).unwrap_or_default()
+                }
+                None => r.messages.remove(&info.id).unwrap_or_default(),
+            };
+            for m in mine {
                 from_db = true;
                 if seen.insert(m.id.clone()) {
                     messages.push(m);
                 }
             }
         }
-        let mut scratch = Diagnostics::new();
-        for t in &self.trees {
-            for m in t.listing_messages(&info.id, &mut scratch) {
-                from_tree = true;
-                let m = listing::listed(&m)?;
-                if seen.insert(m.id.clone()) {
-                    messages.push(m);
-                }
+        for m in tree_messages {
+            from_tree = true;
+            if seen.insert(m.id.clone()) {
+                messages.push(m);
             }
         }
-        Some((messages, self.source_kind(from_db, from_tree)))
+        Some(Quick::Messages(
+            messages,
+            self.source_kind(from_db, from_tree),
+        ))
+    }
+
+    /// Sessions by the parent they name, for [`Store::listed_children`].
+    fn children_by_parent(&self) -> HashMap<&str, Vec<&SessionInfo>> {
+        let mut kids: HashMap<&str, Vec<&SessionInfo>> = HashMap::new();
+        for s in &self.sessions {
+            if let Some(p) = s.parent_id.as_deref() {
+                kids.entry(p).or_default().push(s);
+            }
+        }
+        kids
     }
 
     /// The children of a session listed from its rows: the sessions naming it as parent, oldest
     /// first (the order its `task` calls created them in), never itself or one of its ancestors.
     /// The `task` links themselves are in the parts, which that listing does not read; a loaded
     /// session has them ([`Source::child_ids`]).
-    fn listed_children(&self, info: &SessionInfo) -> Vec<String> {
+    fn listed_children(
+        &self,
+        info: &SessionInfo,
+        by_parent: &HashMap<&str, Vec<&SessionInfo>>,
+    ) -> Vec<String> {
+        let Some(named) = by_parent.get(info.id.as_str()) else {
+            return Vec::new();
+        };
         let exclude = self.ancestors(&info.id);
-        let mut kids: Vec<&SessionInfo> = self
-            .sessions
+        let mut kids: Vec<&SessionInfo> = named
             .iter()
-            .filter(|s| s.parent_id.as_deref() == Some(info.id.as_str()))
+            .copied()
             .filter(|s| !exclude.contains(&s.id))
             .collect();
         kids.sort_by(|a, b| (a.time_created, &a.id).cmp(&(b.time_created, &b.id)));
@@ -557,19 +611,31 @@ impl Source {
     ///
     /// A database or JSON tree is listed from its message rows (one pass; no part is read) where
     /// that gives the numbers a full load gives, see [`listing`].
+    ///
+    /// Databases are listed through the listing cache in the default cache dir
+    /// ([`ListingCache::Default`]; `$TIERSCOPE_CACHE_DIR` moves it).
     pub fn list_sessions(&self) -> Result<Vec<SessionSummary>, LoadError> {
-        self.list(false)
+        self.list(Some(&ListingCache::Default))
+    }
+
+    /// [`Source::list_sessions`] through the listing cache `cache` (a dir of its own, or
+    /// [`ListingCache::Off`]: every row read again). The lines are the same whatever the cache.
+    pub fn list_sessions_with(
+        &self,
+        cache: &ListingCache,
+    ) -> Result<Vec<SessionSummary>, LoadError> {
+        self.list(Some(cache))
     }
 
     /// [`Source::list_sessions`] by loading every session in full: the same lines, at the cost
     /// of the whole store (the reference the quick listing is tested against).
     pub fn list_sessions_by_full_load(&self) -> Result<Vec<SessionSummary>, LoadError> {
-        self.list(true)
+        self.list(None)
     }
 
-    fn list(&self, full: bool) -> Result<Vec<SessionSummary>, LoadError> {
+    fn list(&self, cache: Option<&ListingCache>) -> Result<Vec<SessionSummary>, LoadError> {
         let mut out = match &self.inner {
-            Inner::Store(store) => store.list(full)?,
+            Inner::Store(store) => store.list(cache)?,
             Inner::Export(e) => {
                 let kids: Vec<Trace> = e
                     .child_files

@@ -8,6 +8,8 @@ pub mod error;
 pub mod input;
 pub mod lenient;
 pub mod listing;
+pub mod listing_cache;
+pub mod listing_scan;
 pub mod load;
 pub mod model;
 pub mod opencode;

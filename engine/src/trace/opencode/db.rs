@@ -24,10 +24,8 @@ use crate::trace::diagnostics::{DiagnosticKind, Diagnostics};
 use crate::trace::error::LoadError;
 use crate::trace::listing::Rows;
 use crate::trace::model::{Message, Part, SessionInfo};
-use crate::trace::parse::{parse_message, parse_part, parse_session};
+use crate::trace::parse::{parse_message, parse_model_ref, parse_part};
 
-use super::message_row;
-use super::part_row::NotTaken;
 use super::row_pipeline::{self, Cell};
 use super::v2;
 
@@ -231,30 +229,40 @@ impl Database {
         let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
-            let mut obj = Map::new();
-            let mut time = Map::new();
-            for (i, (col, key)) in present.iter().enumerate() {
-                let v = column_value(row, i, diags);
+            // Read into the session's fields directly, by the rules [`crate::trace::parse::parse_session`] applies to
+            // the object these columns make (a key of another type than it takes is absent).
+            let mut info = SessionInfo::default();
+            let (mut id, mut created, mut updated) = (None, None, None);
+            for (i, (col, _)) in present.iter().enumerate() {
+                let cell = SessionCell::of(row, i, diags);
                 match *col {
-                    "time_created" | "time_updated" => {
-                        time.insert((*key).into(), v);
-                    }
+                    "id" => id = cell.text(),
+                    "title" => info.title = cell.text().unwrap_or_default(),
+                    "slug" => info.slug = cell.text(),
+                    "directory" => info.directory = cell.text().unwrap_or_default(),
+                    "project_id" => info.project_id = cell.text(),
+                    "parent_id" => info.parent_id = cell.text(),
+                    "version" => info.version = cell.text(),
+                    "agent" => info.agent = cell.text(),
                     "model" => {
-                        let parsed = v
-                            .as_str()
-                            .and_then(|s| serde_json::from_str::<Value>(s).ok())
+                        let parsed = cell
+                            .text()
+                            .and_then(|s| serde_json::from_str::<Value>(&s).ok())
                             .unwrap_or(Value::Null);
-                        obj.insert((*key).into(), parsed);
+                        info.model = parse_model_ref(Some(&parsed));
                     }
-                    _ => {
-                        obj.insert((*key).into(), v);
-                    }
+                    "time_created" => created = cell.int(),
+                    "time_updated" => updated = cell.int(),
+                    _ => {}
                 }
             }
-            obj.insert("time".into(), Value::Object(time));
-            let v = Value::Object(obj);
-            match parse_session(&v) {
-                Some(info) => out.push(info),
+            match id {
+                Some(id) => {
+                    info.id = id;
+                    info.time_created = created.unwrap_or(0);
+                    info.time_updated = updated.or(created).unwrap_or(0);
+                    out.push(info);
+                }
                 None => diags.push(
                     DiagnosticKind::MissingField,
                     format!("{table} row without id in {}", self.path.display()),
@@ -520,78 +528,87 @@ impl Database {
     /// does a row of the v2 `session_message` table. `None` when the pass cannot be made at all
     /// (no usable message table, a damaged page): then every line is loaded in full.
     pub fn listing_rows(&self) -> Result<Option<Rows>, LoadError> {
-        let mut rows = Rows::default();
+        Ok(crate::trace::listing_scan::read_all(self)?.map(|r| r.rows))
+    }
+
+    /// The sessions of the v2 `session_message` table (the listing loads them in full); `None`
+    /// when the listing's pass cannot be made.
+    pub fn listing_v2_sessions(&self) -> Result<Option<Vec<String>>, LoadError> {
+        let mut v2 = Vec::new();
         if let Some(cols) = &self.tables.session_message {
             if !cols.contains("session_id") {
                 return Ok(None);
             }
-            let complete = self.scan("SELECT DISTINCT session_id FROM session_message", |r| {
-                rows.full_load.extend(text_column(r, 0))
-            })?;
+            let complete =
+                self.scan("SELECT DISTINCT session_id FROM session_message", [], |r| {
+                    v2.extend(text_column(r, 0))
+                })?;
             if !complete {
                 return Ok(None);
             }
         }
+        Ok(Some(v2))
+    }
+
+    /// Call `each(session_id, id, time_created, data)` for every `message` row (of session
+    /// `only`, if given) as the listing reads it: the ids as text, the time when an integer,
+    /// `data` when text; rows without a text session id are skipped (no session a full load asks
+    /// for has them). `false` when the pass cannot be made (a column missing) or a damaged page
+    /// ended it early.
+    pub fn listing_each(
+        &self,
+        only: Option<&str>,
+        mut each: impl FnMut(&str, &str, Option<i64>, Option<&[u8]>),
+    ) -> Result<bool, LoadError> {
         let Some(mcols) = &self.tables.message else {
-            return Ok(Some(rows));
+            return Ok(true);
         };
         if ["id", "session_id", "data"]
             .iter()
             .any(|c| !mcols.contains(*c))
         {
-            return Ok(None);
+            return Ok(false);
         }
         let time = if mcols.contains("time_created") {
             "time_created"
         } else {
             "NULL"
         };
-        let sql = format!("SELECT session_id, id, {time}, data FROM message");
+        let filter = if only.is_some() {
+            " WHERE session_id = ?1"
+        } else {
+            ""
+        };
+        let sql = format!("SELECT session_id, id, {time}, data FROM message{filter}");
         // Map the file for this one pass (no copy of each page through `pread`); loads keep the
         // default, so a loaded session's resident memory does not grow by the file's pages.
         let _ = self.conn.pragma_update(None, "mmap_size", 1i64 << 30);
-        let complete = self.scan(&sql, |row| {
-            // A row without a session id belongs to no session a full load would ask for.
+        let params: Vec<&str> = only.into_iter().collect();
+        let complete = self.scan(&sql, rusqlite::params_from_iter(params), |row| {
             let Ok(ValueRef::Text(sid)) = row.get_ref(0) else {
                 return;
             };
-            let sid = String::from_utf8_lossy(sid);
-            if rows.full_load.contains(sid.as_ref()) {
-                return;
-            }
-            let listed = match row.get_ref(3) {
-                Ok(ValueRef::Text(data)) => std::str::from_utf8(data)
-                    .map_err(|_| NotTaken)
-                    .and_then(|data| {
-                        let id = text_column(row, 1).unwrap_or_default();
-                        let time = row.get::<_, Option<i64>>(2).ok().flatten();
-                        message_row::read(data, &id, time)
-                    }),
-                _ => Err(NotTaken),
+            let id = text_column(row, 1).unwrap_or_default();
+            let time = row.get::<_, Option<i64>>(2).ok().flatten();
+            let data = match row.get_ref(3) {
+                Ok(ValueRef::Text(data)) => Some(data),
+                _ => None,
             };
-            match listed {
-                Ok(Some(m)) => match rows.messages.get_mut(sid.as_ref()) {
-                    Some(v) => v.push(m),
-                    None => {
-                        rows.messages.insert(sid.into_owned(), vec![m]);
-                    }
-                },
-                Ok(None) => {}
-                Err(NotTaken) => {
-                    rows.messages.remove(sid.as_ref());
-                    rows.full_load.insert(sid.into_owned());
-                }
-            }
+            each(&String::from_utf8_lossy(sid), &id, time, data);
         });
         let _ = self.conn.pragma_update(None, "mmap_size", 0);
-        Ok(complete?.then_some(rows))
+        complete
     }
 
-    /// Run `sql` (no parameters) and call `each` per row; `false` when a damaged page ended the
-    /// scan early.
-    fn scan(&self, sql: &str, mut each: impl FnMut(&Row<'_>)) -> Result<bool, LoadError> {
+    /// Run `sql` and call `each` per row; `false` when a damaged page ended the scan early.
+    fn scan(
+        &self,
+        sql: &str,
+        params: impl rusqlite::Params,
+        mut each: impl FnMut(&Row<'_>),
+    ) -> Result<bool, LoadError> {
         let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
-        let mut it = stmt.query([]).map_err(|e| self.err(e))?;
+        let mut it = stmt.query(params).map_err(|e| self.err(e))?;
         loop {
             match it.next() {
                 Ok(Some(r)) => each(r),
@@ -738,36 +755,53 @@ impl Database {
     /// Messages whose session row is missing (a session deleted while its messages stayed):
     /// no session lists them, so they are reported as `orphan_message` here.
     pub fn orphan_messages(&self, diags: &mut Diagnostics) -> Result<(), LoadError> {
+        self.report_orphans(&self.orphan_counts()?, diags);
+        Ok(())
+    }
+
+    /// The sessions [`Database::orphan_messages`] reports, with their message counts.
+    pub fn orphan_counts(&self) -> Result<Vec<(String, i64)>, LoadError> {
         let (Some(m), Some(s)) = (&self.tables.message, &self.tables.session) else {
-            return Ok(());
+            return Ok(Vec::new());
         };
         if !m.contains("session_id") || !s.contains("id") {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let v2 = if self.tables.session_v2.is_some() {
             " AND session_id NOT IN (SELECT id FROM session_v2)"
         } else {
             ""
         };
+        // Counted per session first (the covering index, no lookup per row), then each session
+        // looked up once.
         let sql = format!(
-            "SELECT session_id, count(*) FROM message WHERE session_id NOT IN \
-             (SELECT id FROM session){v2} GROUP BY session_id"
+            "SELECT session_id, n FROM (SELECT session_id, count(*) AS n FROM message \
+             GROUP BY session_id) WHERE session_id NOT IN (SELECT id FROM session){v2}"
         );
         let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
         let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
-            let sid = text_column(row, 0).unwrap_or_default();
-            let n: i64 = row.get(1).unwrap_or(0);
+            out.push((
+                text_column(row, 0).unwrap_or_default(),
+                row.get(1).unwrap_or(0),
+            ));
+        }
+        Ok(out)
+    }
+
+    /// One `orphan_message` diagnostic per session of `counts` (see [`Database::orphan_counts`]).
+    pub fn report_orphans(&self, counts: &[(String, i64)], diags: &mut Diagnostics) {
+        for (sid, n) in counts {
             diags.push_n(
                 DiagnosticKind::OrphanMessage,
-                n.max(0) as usize,
+                (*n).max(0) as usize,
                 format!(
                     "{n} messages of session {sid}, which has no session row in {}; not listed",
                     self.path.display()
                 ),
             );
         }
-        Ok(())
     }
 
     /// `SELECT count(*) FROM message WHERE session_id = ?` and the same for parts: what a direct
@@ -892,9 +926,14 @@ fn probe(conn: &Connection) -> rusqlite::Result<Tables> {
         session_v2: cols("session_v2")?,
         session_message: cols("session_message")?,
     };
-    // Touch the message table's first page so a database cut after its schema fails now.
+    // Touch the message table's first page so a database cut after its schema fails now (one
+    // page: `count(*)` would read the whole of an index on every open).
     if tables.message.is_some() {
-        conn.query_row("SELECT count(*) FROM message", [], |_| Ok(()))?;
+        conn.query_row(
+            "SELECT count(*) FROM (SELECT 1 FROM message LIMIT 1)",
+            [],
+            |_| Ok(()),
+        )?;
     }
     Ok(tables)
 }
@@ -913,14 +952,41 @@ fn text_of(v: ValueRef<'_>) -> Option<String> {
     }
 }
 
-fn column_value(row: &Row<'_>, i: usize, diags: &mut Diagnostics) -> Value {
-    match row.get_ref(i) {
-        Ok(ValueRef::Text(t)) | Ok(ValueRef::Blob(t)) => {
-            Value::String(utf8(t, "column", diags).into_owned())
+/// A session column as [`crate::trace::parse::parse_session`] would see it in a JSON object.
+enum SessionCell {
+    Text(String),
+    Int(i64),
+    Real(f64),
+    Null,
+}
+
+impl SessionCell {
+    fn of(row: &Row<'_>, i: usize, diags: &mut Diagnostics) -> SessionCell {
+        match row.get_ref(i) {
+            Ok(ValueRef::Text(t)) | Ok(ValueRef::Blob(t)) => {
+                SessionCell::Text(utf8(t, "column", diags).into_owned())
+            }
+            Ok(ValueRef::Integer(n)) => SessionCell::Int(n),
+            Ok(ValueRef::Real(x)) if x.is_finite() => SessionCell::Real(x),
+            Ok(ValueRef::Real(_)) | Ok(ValueRef::Null) | Err(_) => SessionCell::Null,
         }
-        Ok(ValueRef::Integer(n)) => Value::from(n),
-        Ok(ValueRef::Real(x)) => serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number),
-        Ok(ValueRef::Null) | Err(_) => Value::Null,
+    }
+
+    /// A string value.
+    fn text(self) -> Option<String> {
+        match self {
+            SessionCell::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// A number, a real one cut to an integer.
+    fn int(self) -> Option<i64> {
+        match self {
+            SessionCell::Int(n) => Some(n),
+            SessionCell::Real(x) => Some(x as i64),
+            _ => None,
+        }
     }
 }
 
