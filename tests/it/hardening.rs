@@ -598,6 +598,59 @@ fn one_corrupt_page_in_part_costs_only_the_parts_on_it() {
     drop(dir);
 }
 
+/// The same with a session large enough that its part rows are parsed on worker threads in
+/// several batches (`row_pipeline`): the rows read before the damaged page and those reached
+/// again message by message load, and the result does not depend on the scheduling.
+#[test]
+fn a_corrupt_page_in_a_session_parsed_on_worker_threads_costs_only_its_parts() {
+    let db = big_db(400);
+    let leaf: i64 = db
+        .conn
+        .query_row(
+            "SELECT pageno FROM dbstat WHERE name = 'part' AND pagetype = 'leaf' \
+             ORDER BY pageno LIMIT 1 OFFSET 500",
+            [],
+            |r| r.get(0),
+        )
+        .expect("dbstat");
+    let page_size: i64 = db
+        .conn
+        .query_row("PRAGMA page_size", [], |r| r.get(0))
+        .expect("page size");
+    let TestDb { dir, path, conn } = db;
+    conn.close().expect("close");
+    let p = path.to_str().expect("utf-8").to_owned();
+    let (code, whole, err) = run(&["inspect", &p, "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: Value = serde_json::from_str(&whole).expect("json");
+    assert_eq!(
+        v["counts"]["parts"], 1600,
+        "undamaged: every part (4.8 MB of rows)"
+    );
+    let mut b = bytes(&path);
+    let at = ((leaf - 1) * page_size) as usize;
+    b[at..at + 16].copy_from_slice(&[0xff; 16]);
+    std::fs::write(&path, &b).expect("write");
+    let (code, out, err) = run(&["inspect", &p, "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(
+        v["counts"]["messages"], 800,
+        "every message row still loads"
+    );
+    let parts = v["counts"]["parts"].as_u64().expect("parts");
+    assert!(
+        (1590..1600).contains(&parts),
+        "only the damaged page's parts are lost: {parts}"
+    );
+    assert!(out.contains("database_damage"), "the damage is reported");
+    for _ in 0..3 {
+        let (_, again, _) = run(&["inspect", &p, "--json"]);
+        assert_eq!(again, out, "the same load every time");
+    }
+    drop(dir);
+}
+
 #[test]
 fn a_dropped_part_table_loads_the_messages_and_says_why_they_are_empty() {
     let db = big_db(3);
