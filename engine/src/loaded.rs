@@ -419,20 +419,23 @@ pub fn from_trace_with(
         ));
     }
 
-    let texts: Vec<&str> = pending
-        .iter()
-        .flat_map(|(_, ds, ..)| ds.iter().flat_map(|d| d.texts()))
-        .collect();
+    // Every episode's texts in one batch; `ends[k]`: where episode k's end in it.
+    let mut texts: Vec<&str> = Vec::new();
+    let mut ends = Vec::with_capacity(pending.len());
+    for (_, ds, ..) in &pending {
+        texts.extend(ds.iter().flat_map(|d| d.texts()));
+        ends.push(texts.len());
+    }
     let counts = tokenizer.count_many(&texts);
     // Each episode's counts, in the order its drafts list their texts; finalized in parallel.
-    let mut rest = counts.as_slice();
-    let mut slices = Vec::with_capacity(pending.len());
-    for (_, ds, ..) in &pending {
-        let n: usize = ds.iter().map(|d| d.texts().count()).sum();
-        let (mine, after) = rest.split_at(n.min(rest.len()));
-        slices.push(mine);
-        rest = after;
-    }
+    let slices: Vec<&[u32]> = ends
+        .iter()
+        .scan(0, |start, &end| {
+            let mine = counts.get(*start..end).unwrap_or_default();
+            *start = end;
+            Some(mine)
+        })
+        .collect();
     let finalized: Vec<_> = {
         use rayon::prelude::*;
         pending

@@ -384,9 +384,9 @@ impl Database {
         let mut seen: HashSet<String> = HashSet::new();
         if !complete {
             let mut add_part =
-                |row: &Row<'_>, diags: &mut Diagnostics, messages: &mut Vec<Message>| {
-                    let id = text_column(row, 0).unwrap_or_default();
-                    let message_id = text_column(row, 1).unwrap_or_default();
+                |row: PartRow, diags: &mut Diagnostics, messages: &mut Vec<Message>| {
+                    let id = text_of(row.id.as_ref()).unwrap_or_default();
+                    let message_id = text_of(row.message_id.as_ref()).unwrap_or_default();
                     if !seen.insert(id.clone()) {
                         return;
                     }
@@ -398,7 +398,7 @@ impl Database {
                         return;
                     };
                     if let Some(p) =
-                        part_from_row(&id, &message_id, session_id, bytes_column(row, 2), diags)
+                        part_from_row(&id, &message_id, session_id, row.data.as_deref(), diags)
                     {
                         messages[mi].parts.push(p);
                     }
@@ -408,12 +408,16 @@ impl Database {
             let ids: Vec<String> = messages.iter().map(|m| m.id.clone()).collect();
             let mut unreadable = 0usize;
             for mid in ids {
-                let ok = self.each_row(
+                // A message's few parts fit in one batch: read and parsed on this thread.
+                let ok = self.each_row_parsed(
                     "SELECT id, message_id, data FROM part WHERE message_id = ?1 ORDER BY id",
                     &mid,
                     "part",
                     &mut Diagnostics::new(),
-                    |row, diags| add_part(row, diags, &mut messages),
+                    PartRow::of,
+                    PartRow::bytes,
+                    |r| r,
+                    |r, diags| add_part(r, diags, &mut messages),
                 )?;
                 if !ok {
                     unreadable += 1;
@@ -462,16 +466,8 @@ impl Database {
         // Rows are stepped here and parsed on worker threads (see `row_pipeline`), in row order.
         let mut said: Vec<((SortKey, SortKey), Diagnostics)> = Vec::new();
         let read = row_pipeline::for_each_row(
-            || {
-                rows.next().map(|r| {
-                    r.map(|row| PartRow {
-                        id: Cell::of(row.get_ref(0)),
-                        message_id: Cell::of(row.get_ref(1)),
-                        data: bytes_column(row, 2).map(<[u8]>::to_vec),
-                    })
-                })
-            },
-            |r| r.id.len() + r.message_id.len() + r.data.as_ref().map_or(0, Vec::len),
+            || rows.next().map(|r| r.map(PartRow::of)),
+            PartRow::bytes,
             |r| {
                 let id = text_of(r.id.as_ref()).unwrap_or_default();
                 let message_id = text_of(r.message_id.as_ref()).unwrap_or_default();
@@ -619,47 +615,12 @@ impl Database {
         }
     }
 
-    /// Run `sql` (one `?1` parameter) and call `each` per row. A row that cannot be read (a
-    /// corrupt page, an I/O error mid-scan) ends the scan with a `database_damage` diagnostic
+    /// Run `sql` (one `?1` parameter) and hand each row to `sink` in row order: `own` takes what
+    /// the row's `parse` needs off the statement, `parse` runs on a worker thread
+    /// ([`row_pipeline`]; on this one when the rows fit in one batch). A row that cannot be read
+    /// (a corrupt page, an I/O error mid-scan) ends the scan with a `database_damage` diagnostic
     /// naming `table` and the cause; returns whether the scan was complete. Only a statement
     /// that cannot even start is an error.
-    fn each_row(
-        &self,
-        sql: &str,
-        param: &str,
-        table: &str,
-        diags: &mut Diagnostics,
-        mut each: impl FnMut(&Row<'_>, &mut Diagnostics),
-    ) -> Result<bool, LoadError> {
-        let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
-        let mut rows = match stmt.query([param]) {
-            Ok(r) => r,
-            Err(e) if is_damage(&e) => {
-                diags.push(DiagnosticKind::DatabaseDamage, self.damage(table, 0, &e));
-                return Ok(false);
-            }
-            Err(e) => return Err(self.err(e)),
-        };
-        let mut n = 0usize;
-        loop {
-            match rows.next() {
-                Ok(Some(row)) => {
-                    each(row, diags);
-                    n += 1;
-                }
-                Ok(None) => return Ok(true),
-                Err(e) if is_damage(&e) => {
-                    diags.push(DiagnosticKind::DatabaseDamage, self.damage(table, n, &e));
-                    return Ok(false);
-                }
-                Err(e) => return Err(self.err(e)),
-            }
-        }
-    }
-
-    /// [`Self::each_row`] with the rows parsed on worker threads ([`row_pipeline`]): `own` takes
-    /// what a row's parse needs off the statement, `parse` runs on a worker, `sink` gets the
-    /// results in row order on this thread.
     #[allow(clippy::too_many_arguments)]
     fn each_row_parsed<T: Send, R: Send>(
         &self,
@@ -1026,6 +987,22 @@ struct PartRow {
     id: Cell,
     message_id: Cell,
     data: Option<Vec<u8>>,
+}
+
+impl PartRow {
+    /// `SELECT id, message_id, data` off the statement.
+    fn of(row: &Row<'_>) -> PartRow {
+        PartRow {
+            id: Cell::of(row.get_ref(0)),
+            message_id: Cell::of(row.get_ref(1)),
+            data: bytes_column(row, 2).map(<[u8]>::to_vec),
+        }
+    }
+
+    /// Its size, for the batches of [`row_pipeline`].
+    fn bytes(&self) -> usize {
+        self.id.len() + self.message_id.len() + self.data.as_ref().map_or(0, Vec::len)
+    }
 }
 
 /// A column value as SQLite's `ORDER BY` orders it (BINARY collation): NULL, then numbers by

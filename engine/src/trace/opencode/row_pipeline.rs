@@ -29,7 +29,8 @@ pub(crate) fn for_each_row<T: Send, R: Send, E>(
 ) -> Result<(), E> {
     // The first batch: a small session is parsed right here.
     let (mut batch, mut status) = fill(&mut next, &weight);
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    // As many parsers as rayon has threads (the cores, or `RAYON_NUM_THREADS`), at most 4.
+    let workers = rayon::current_num_threads().min(4);
     if !matches!(status, Ok(true)) || workers < 2 {
         loop {
             batch.into_iter().map(&parse).for_each(&mut sink);
