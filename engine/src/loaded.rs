@@ -14,7 +14,7 @@ use crate::episode::record::EpisodeRecord;
 use crate::episode::segment::{self, Segmentation};
 use crate::episode::sidecar::{Probe, SidecarError, SidecarLocator, Sidecars};
 use crate::episode::tiers;
-use crate::episode::{Episode, EpisodeKind, Strategy};
+use crate::episode::{Episode, EpisodeKind, Representation, Strategy};
 use crate::tokens::{TokenStats, Tokenizer};
 use crate::trace::compaction_request::{self, CompactionSizes};
 use crate::trace::load::Source;
@@ -128,6 +128,8 @@ pub struct LoadOptions {
     /// Keep each episode's canonical record in [`LoadedSession::records`] (`episodes --json`,
     /// `--records`). `--tiers record` keeps them regardless; other loads skip the work.
     pub records: bool,
+    /// Counts only: drop each tier text once counted (`EpisodeOptions::drop_tier_texts`).
+    pub drop_tier_texts: bool,
 }
 
 impl LoadOptions {
@@ -157,6 +159,7 @@ pub fn options_from_args(args: &LoadOptions) -> Result<EpisodeOptions, LoadSessi
         rules,
         max_requests: args.max_requests,
         keep_records: args.records,
+        drop_tier_texts: args.drop_tier_texts,
         ..EpisodeOptions::default()
     })
 }
@@ -302,6 +305,10 @@ pub fn from_trace(trace: Trace, opts: &EpisodeOptions) -> LoadedSession {
     l
 }
 
+/// Episodes drafted and counted together (see [`from_trace_with`]): enough to keep both cores
+/// busy, few enough that one window's texts are small.
+const DRAFT_WINDOW: usize = 512;
+
 /// Build a loaded session from a trace with a given tokenizer (its cache is shared).
 pub fn from_trace_with(
     trace: Trace,
@@ -393,22 +400,65 @@ pub fn from_trace_with(
         artefacts: &artefacts,
         strategy,
     };
-    let drafted: Vec<Drafted> = {
-        use rayon::prelude::*;
-        segments
-            .par_iter()
-            .enumerate()
-            .map(|(k, seg)| draft_episode(&inputs, k, seg))
-            .collect()
-    };
-    let mut pending: Vec<Pending> = Vec::with_capacity(drafted.len());
+    // Episodes are drafted, counted and finalized a window at a time: the texts of one window
+    // are all that is held before counting (a 100k-request session's tier texts are about
+    // 150 MB), and dropped after it when the caller asked for counts only. One count batch
+    // spans the windows, so the counts and the statistics are those of a single batch.
+    let mut batch = tokenizer.batch();
     let mut episodes_without_external = 0usize;
     let mut tier_lineage = Vec::new();
-    for d in drafted {
-        pending.push(d.pending);
-        warnings.extend(d.warnings);
-        tier_lineage.extend(d.lineage);
-        episodes_without_external += usize::from(d.without_external);
+    let mut finalized = Vec::with_capacity(segments.len());
+    for (w, window) in segments.chunks(DRAFT_WINDOW).enumerate() {
+        let drafted: Vec<Drafted> = {
+            use rayon::prelude::*;
+            window
+                .par_iter()
+                .enumerate()
+                .map(|(k, seg)| draft_episode(&inputs, w * DRAFT_WINDOW + k, seg))
+                .collect()
+        };
+        let mut pending: Vec<Pending> = Vec::with_capacity(drafted.len());
+        for d in drafted {
+            pending.push(d.pending);
+            warnings.extend(d.warnings);
+            tier_lineage.extend(d.lineage);
+            episodes_without_external += usize::from(d.without_external);
+        }
+        // The window's texts in one part of the batch; `ends[k]`: where episode k's end in it.
+        let mut texts: Vec<&str> = Vec::new();
+        let mut ends = Vec::with_capacity(pending.len());
+        for (_, ds, ..) in &pending {
+            texts.extend(ds.iter().flat_map(|d| d.texts()));
+            ends.push(texts.len());
+        }
+        let counts = batch.count(&texts);
+        drop(texts);
+        // Each episode's counts, in the order its drafts list their texts; finalized in parallel.
+        let slices: Vec<&[u32]> = ends
+            .iter()
+            .scan(0, |start, &end| {
+                let mine = counts.get(*start..end).unwrap_or_default();
+                *start = end;
+                Some(mine)
+            })
+            .collect();
+        use rayon::prelude::*;
+        finalized.par_extend(pending.into_par_iter().zip(slices).map(
+            |((mut ep, drafts, notes, row, record), counts)| {
+                let mut counts = counts.iter().copied();
+                let (mut reps, mut tier_notes) = match row {
+                    Some(_) => tiers::finalize_as_given(&ep.id, drafts, &mut counts),
+                    None => tiers::finalize(&ep.id, drafts, &mut counts),
+                };
+                if opts.drop_tier_texts {
+                    reps.values_mut().for_each(Representation::drop_texts);
+                }
+                tier_notes.extend(notes);
+                ep.tiers = reps;
+                ep.tier_notes = tier_notes;
+                (ep, row, record)
+            },
+        ));
     }
     if episodes_without_external > 0 {
         // Said once for the session, not only per episode: the header claims external tiers.
@@ -418,42 +468,6 @@ pub fn from_trace_with(
             segments.len()
         ));
     }
-
-    // Every episode's texts in one batch; `ends[k]`: where episode k's end in it.
-    let mut texts: Vec<&str> = Vec::new();
-    let mut ends = Vec::with_capacity(pending.len());
-    for (_, ds, ..) in &pending {
-        texts.extend(ds.iter().flat_map(|d| d.texts()));
-        ends.push(texts.len());
-    }
-    let counts = tokenizer.count_many(&texts);
-    // Each episode's counts, in the order its drafts list their texts; finalized in parallel.
-    let slices: Vec<&[u32]> = ends
-        .iter()
-        .scan(0, |start, &end| {
-            let mine = counts.get(*start..end).unwrap_or_default();
-            *start = end;
-            Some(mine)
-        })
-        .collect();
-    let finalized: Vec<_> = {
-        use rayon::prelude::*;
-        pending
-            .into_par_iter()
-            .zip(slices)
-            .map(|((mut ep, drafts, notes, row, record), counts)| {
-                let mut counts = counts.iter().copied();
-                let (reps, mut tier_notes) = match row {
-                    Some(_) => tiers::finalize_as_given(&ep.id, drafts, &mut counts),
-                    None => tiers::finalize(&ep.id, drafts, &mut counts),
-                };
-                tier_notes.extend(notes);
-                ep.tiers = reps;
-                ep.tier_notes = tier_notes;
-                (ep, row, record)
-            })
-            .collect()
-    };
     let mut episodes = Vec::with_capacity(finalized.len());
     let mut mc_episodes = Vec::with_capacity(finalized.len());
     let mut records = Vec::with_capacity(finalized.len());

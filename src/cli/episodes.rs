@@ -42,9 +42,11 @@ pub struct EpisodesArgs {
 }
 
 pub fn run(args: &EpisodesArgs) -> anyhow::Result<()> {
-    // The canonical records are in `--json` and `--records`.
+    // The canonical records are in `--json` and `--records`; the tier texts only in `--show`,
+    // `--explain` and `--records` (the table and `--json` print their counts).
     let opts = tierscope_engine::loaded::LoadOptions {
         records: args.json || args.records.is_some(),
+        drop_tier_texts: args.show.is_none() && args.explain.is_none() && args.records.is_none(),
         ..args.load.options()
     };
     let loaded = tierscope_engine::loaded::load(&opts)?;

@@ -55,6 +55,7 @@ impl LoadArgs {
             magic_context: self.magic_context.clone(),
             token_cache_dir: None,
             records: false,
+            drop_tier_texts: false,
         }
     }
 

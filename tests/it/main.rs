@@ -19,6 +19,7 @@ mod episodes_record;
 mod episodes_recordings;
 mod episodes_sidecars;
 mod episodes_tier_audit;
+mod episodes_windows;
 mod eras_ground_truth;
 mod fixture_export;
 mod follow_children;

@@ -82,7 +82,7 @@ fn one(tier: Tier, generator: String, text: &str, ids: &[String], first: usize) 
         strategy: Strategy::External,
         generator,
         contract: format!("external: {}", contract(tier)),
-        source_message_ids: ids.to_vec(),
+        source_message_ids: ids.into(),
         chunks: vec![DraftChunk {
             message_id: ids.first().cloned().unwrap_or_default(),
             message_index: first,

@@ -227,7 +227,8 @@ pub struct Representation {
     pub strategy: Strategy,
     /// Generator name and version, e.g. `tierscope-source/1`.
     pub generator: String,
-    pub source_message_ids: Vec<String>,
+    /// Shared by the tiers of one episode (they render the same messages).
+    pub source_message_ids: std::sync::Arc<[String]>,
     /// What this tier promises to keep (e.g. "pinned spans verbatim; errors' first lines exact").
     pub contract: String,
     pub chunks: Vec<Chunk>,
@@ -236,6 +237,18 @@ pub struct Representation {
 }
 
 impl Representation {
+    /// Empty every chunk's text (and its pruned variant's); hashes and token counts stay. Only
+    /// for a load that will never show or replay the texts (see
+    /// `EpisodeOptions::drop_tier_texts`).
+    pub fn drop_texts(&mut self) {
+        for c in &mut self.chunks {
+            c.text = String::new();
+            if let Some(p) = &mut c.pruned {
+                p.text = String::new();
+            }
+        }
+    }
+
     pub fn text(&self) -> String {
         self.chunks
             .iter()

@@ -84,4 +84,8 @@ pub struct EpisodeOptions {
     pub magic_context_dates: super::magic_context::HeadingDates,
     /// Keep the canonical records (`LoadedSession::records`); `Record` tiers keep them anyway.
     pub keep_records: bool,
+    /// Drop every chunk's text once it is counted and hashed ([`Representation::drop_texts`]):
+    /// for a caller that prints counts and never a tier's text (`episodes` without `--show`),
+    /// on a 100k-request session about 150 MB less at the peak.
+    pub drop_tier_texts: bool,
 }

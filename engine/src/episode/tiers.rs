@@ -68,7 +68,7 @@ pub struct Draft {
     pub strategy: Strategy,
     pub generator: String,
     pub contract: String,
-    pub source_message_ids: Vec<String>,
+    pub source_message_ids: std::sync::Arc<[String]>,
     pub chunks: Vec<DraftChunk>,
 }
 

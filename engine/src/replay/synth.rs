@@ -114,7 +114,7 @@ fn rep(episode: &str, tier: Tier, ids: &[String], chunks: Vec<Chunk>) -> Represe
         tier,
         strategy: Strategy::Source,
         generator: "tierscope-synth/1".into(),
-        source_message_ids: ids.to_vec(),
+        source_message_ids: ids.into(),
         contract: "synthetic".into(),
         tokens: chunks.iter().map(|c| c.tokens).sum(),
         chunks,
@@ -197,7 +197,7 @@ pub fn generate(spec: &SynthSpec) -> Synth {
                 },
             }],
             user_kind: Some(UserKind::Human),
-            extra: Default::default(),
+            cwd: None,
         });
         let ut = rng.range(lo, hi) as u32;
         full.push(chunk(&uid, first_message, format!("user: {utext}"), ut));
@@ -279,7 +279,7 @@ pub fn generate(spec: &SynthSpec) -> Synth {
                 parts: vec![Part {
                     id: format!("prt_{aid}"),
                     message_id: aid.clone(),
-                    kind: PartKind::Tool(ToolPart {
+                    kind: PartKind::Tool(Box::new(ToolPart {
                         call_id: format!("call_{aid}"),
                         tool: "read".into(),
                         status: ToolStatus::Completed,
@@ -287,14 +287,14 @@ pub fn generate(spec: &SynthSpec) -> Synth {
                         output: Some(format!("contents of {t_key}")),
                         error: None,
                         title: None,
-                        metadata: json!({}),
+                        metadata: Default::default(),
                         time_start: Some(time),
                         time_end: Some(time + 400),
                         time_compacted: None,
-                    }),
+                    })),
                 }],
                 user_kind: None,
-                extra: Default::default(),
+                cwd: None,
             });
         }
         let last_message = messages.len() - 1;

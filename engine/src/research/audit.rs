@@ -478,7 +478,7 @@ mod tests {
             tier,
             strategy: crate::episode::Strategy::Source,
             generator: "test".into(),
-            source_message_ids: vec![],
+            source_message_ids: Default::default(),
             contract: String::new(),
             chunks: vec![crate::episode::Chunk {
                 message_id: "m".into(),

@@ -16,9 +16,9 @@ use super::{bpe, key, pieces::pieces, KeyMap, TokenizerKind};
 /// Shards of the map of piece counts (a power of two; picked by the key's high bits).
 const SHARDS: usize = 64;
 
-/// The exact token count of each text.
-pub(super) fn count_texts(kind: TokenizerKind, texts: &[&str]) -> Vec<u32> {
-    let known = PieceCounts::new();
+/// The exact token count of each text; `known` holds the pieces counted before (in earlier
+/// parts of the same batch) and gets the new ones.
+pub(super) fn count_texts(kind: TokenizerKind, texts: &[&str], known: &PieceCounts) -> Vec<u32> {
     texts
         .par_iter()
         .map(|t| {
@@ -29,13 +29,13 @@ pub(super) fn count_texts(kind: TokenizerKind, texts: &[&str]) -> Vec<u32> {
         .collect()
 }
 
-/// Counts of the pieces seen in one call, keyed by content hash.
-struct PieceCounts {
+/// Counts of the pieces seen in one batch, keyed by content hash.
+pub(super) struct PieceCounts {
     shards: Vec<Mutex<KeyMap<u32>>>,
 }
 
 impl PieceCounts {
-    fn new() -> PieceCounts {
+    pub(super) fn new() -> PieceCounts {
         PieceCounts {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
         }
@@ -78,7 +78,10 @@ mod tests {
             .iter()
             .map(|t| bpe::count(TokenizerKind::O200k, t))
             .collect();
-        assert_eq!(count_texts(TokenizerKind::O200k, &texts), want);
+        assert_eq!(
+            count_texts(TokenizerKind::O200k, &texts, &PieceCounts::new()),
+            want
+        );
     }
 
     #[test]

@@ -103,6 +103,65 @@ pub struct TokenStats {
     pub disk_entries: u64,
 }
 
+/// See [`Tokenizer::batch`].
+pub struct CountBatch<'t> {
+    tokenizer: &'t Tokenizer,
+    /// Texts this batch tokenized: met again in a later part, they are neither cached nor
+    /// tokenized, as a repeat within one call is not.
+    counted: KeyMap<()>,
+    /// Pieces counted so far, across the parts.
+    pieces: batch::PieceCounts,
+}
+
+impl CountBatch<'_> {
+    /// The token counts of `texts`, the next part of the batch.
+    pub fn count(&mut self, texts: &[&str]) -> Vec<u32> {
+        let t = self.tokenizer;
+        let keys: Vec<u128> = texts.par_iter().map(|t| key(t)).collect();
+        let mut out = vec![0u32; texts.len()];
+        let mut missing: Vec<usize> = Vec::new();
+        {
+            let mut cache = t.lock();
+            let mut seen_missing: KeyMap<()> = KeyMap::default();
+            for (i, k) in keys.iter().enumerate() {
+                if let Some(e) = cache.get_mut(k) {
+                    e.used = true;
+                    out[i] = e.tokens;
+                    if !self.counted.contains_key(k) {
+                        t.cached.fetch_add(1, Ordering::Relaxed);
+                    }
+                } else if seen_missing.insert(*k, ()).is_none() {
+                    missing.push(i);
+                }
+            }
+        }
+        if missing.is_empty() {
+            return out;
+        }
+        let missing_texts: Vec<&str> = missing.iter().map(|&i| texts[i]).collect();
+        let counted = batch::count_texts(t.kind, &missing_texts, &self.pieces);
+        t.tokenized
+            .fetch_add(counted.len() as u64, Ordering::Relaxed);
+        let mut cache = t.lock();
+        for (k, n) in missing.iter().map(|&i| keys[i]).zip(counted) {
+            self.counted.insert(k, ());
+            cache.insert(
+                k,
+                Entry {
+                    tokens: n,
+                    used: true,
+                },
+            );
+        }
+        for (i, k) in keys.iter().enumerate() {
+            if let Some(e) = cache.get(k) {
+                out[i] = e.tokens;
+            }
+        }
+        out
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     tokens: u32,
@@ -210,45 +269,18 @@ impl Tokenizer {
     /// Token counts of many texts; the cache misses are counted together (by their distinct
     /// pieces, in parallel).
     pub fn count_many(&self, texts: &[&str]) -> Vec<u32> {
-        let keys: Vec<u128> = texts.par_iter().map(|t| key(t)).collect();
-        let mut out = vec![0u32; texts.len()];
-        let mut missing: Vec<usize> = Vec::new();
-        {
-            let mut cache = self.lock();
-            let mut seen_missing: KeyMap<()> = KeyMap::default();
-            for (i, k) in keys.iter().enumerate() {
-                if let Some(e) = cache.get_mut(k) {
-                    e.used = true;
-                    out[i] = e.tokens;
-                    self.cached.fetch_add(1, Ordering::Relaxed);
-                } else if seen_missing.insert(*k, ()).is_none() {
-                    missing.push(i);
-                }
-            }
+        self.batch().count(texts)
+    }
+
+    /// One batch of texts counted in parts: a long load counts each window of episodes as it is
+    /// drafted, so that their texts are never all held at once. The counts and the statistics
+    /// are those of one [`Tokenizer::count_many`] over all the parts.
+    pub fn batch(&self) -> CountBatch<'_> {
+        CountBatch {
+            tokenizer: self,
+            counted: KeyMap::default(),
+            pieces: batch::PieceCounts::new(),
         }
-        if missing.is_empty() {
-            return out;
-        }
-        let missing_texts: Vec<&str> = missing.iter().map(|&i| texts[i]).collect();
-        let counted = batch::count_texts(self.kind, &missing_texts);
-        self.tokenized
-            .fetch_add(counted.len() as u64, Ordering::Relaxed);
-        let mut cache = self.lock();
-        for (k, n) in missing.iter().map(|&i| keys[i]).zip(counted) {
-            cache.insert(
-                k,
-                Entry {
-                    tokens: n,
-                    used: true,
-                },
-            );
-        }
-        for (i, k) in keys.iter().enumerate() {
-            if let Some(e) = cache.get(k) {
-                out[i] = e.tokens;
-            }
-        }
-        out
     }
 
     /// Write the cache to disk (atomically, capped at [`DISK_CACHE_CAP_BYTES`]). A no-op without
@@ -344,6 +376,38 @@ impl std::hash::Hasher for KeyHasher {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_batch_counted_in_parts_counts_and_reports_as_one_call() {
+        let texts = [
+            "hello world",
+            "snapprune.sh: 35",
+            "hello world",
+            "known before",
+            "[tool bash] ls\nline two\n",
+            "snapprune.sh: 35",
+            "known before",
+            "[tool bash] ls\nline three\n",
+        ];
+        let fresh = || {
+            let t = Tokenizer::in_memory(TokenizerKind::O200k);
+            t.count("known before");
+            t
+        };
+        let whole = fresh();
+        let want = whole.count_many(&texts);
+        for cut in [1, 2, 3, 5] {
+            let parts = fresh();
+            let mut batch = parts.batch();
+            let got: Vec<u32> = texts.chunks(cut).flat_map(|c| batch.count(c)).collect();
+            assert_eq!(got, want, "parts of {cut}");
+            assert_eq!(parts.stats(), whole.stats(), "parts of {cut}");
+        }
+        // Two texts new to the cache, each counted once however it recurs; the one known before
+        // is answered from the cache every time it is met.
+        assert_eq!(whole.stats().tokenized, 1 + 4);
+        assert_eq!(whole.stats().cached, 2);
+    }
 
     #[test]
     fn counts_are_cached_and_persisted() {

@@ -607,10 +607,7 @@ pub fn serialize_text(m: &Message, at: i64, clipped: &mut usize) -> String {
                     compact_json(&t.input)
                 ));
                 // The v2 loop's text has no result for a tool answered in `structured`.
-                let structured = t
-                    .metadata
-                    .get(super::opencode::v2::STRUCTURED_OUTPUT)
-                    .is_some_and(|v| v == true);
+                let structured = t.metadata.structured_output;
                 match t.status {
                     ToolStatus::Completed if structured => lines.push("[Tool result]: ".to_owned()),
                     ToolStatus::Completed => lines.push(format!(

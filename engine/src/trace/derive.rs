@@ -173,6 +173,8 @@ pub fn build_trace(
             .version
             .is_some_and(|v| v < OUTPUT_EXCLUDES_REASONING_FROM),
     };
+    // Grown by doubling and kept for the session's life.
+    requests.shrink_to_fit();
     Trace {
         session,
         messages,

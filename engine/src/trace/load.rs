@@ -305,6 +305,12 @@ impl Store {
             self.check_cycle(&info.id, &mut diags);
         }
         let source = self.source_kind(from_db, from_tree);
+        // The vectors grew by doubling; a large session holds them until exit (a 100k-request
+        // session's parts alone are 385k).
+        messages.shrink_to_fit();
+        for m in &mut messages {
+            m.parts.shrink_to_fit();
+        }
         Ok(build_trace(info.clone(), messages, source, diags))
     }
 

@@ -109,9 +109,10 @@ pub struct Message {
     /// have their own system prompt and tools and see only v2 messages.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub v2: bool,
-    /// Fields this model does not name, kept as they were.
-    #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
-    pub extra: serde_json::Map<String, Value>,
+    /// `path.cwd` (assistant messages): the working directory OpenCode ran in. The message's
+    /// other fields that this model does not name are not kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
 }
 
 impl Message {
@@ -139,7 +140,7 @@ impl Message {
     }
     pub fn tool_parts(&self) -> impl Iterator<Item = (&Part, &ToolPart)> {
         self.parts.iter().filter_map(|p| match &p.kind {
-            PartKind::Tool(t) => Some((p, t)),
+            PartKind::Tool(t) => Some((p, &**t)),
             _ => None,
         })
     }
@@ -184,11 +185,7 @@ impl Message {
     }
     /// `path.cwd` of an assistant message (the working directory OpenCode ran in).
     pub fn cwd(&self) -> Option<&str> {
-        self.extra
-            .get("path")
-            .and_then(|p| p.get("cwd"))
-            .and_then(Value::as_str)
-            .filter(|c| !c.is_empty())
+        self.cwd.as_deref()
     }
 }
 
@@ -216,9 +213,6 @@ pub struct CompactionPart {
 /// All 12 OpenCode part types plus `Unknown`, which keeps the raw JSON of a type we do not know.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
-// Tool parts are the most common parts of a real trace; boxing them would cost an allocation each
-// and change the pattern every consumer matches on.
-#[allow(clippy::large_enum_variant)]
 pub enum PartKind {
     Text {
         text: String,
@@ -265,7 +259,9 @@ pub enum PartKind {
         hash: String,
         files: Vec<String>,
     },
-    Tool(ToolPart),
+    /// Boxed: a tool part is 320 bytes and most parts (step marks, text) are small; inline, every
+    /// part of a 100k-request session would pay for the largest.
+    Tool(Box<ToolPart>),
     Unknown {
         type_name: String,
         raw: Value,
@@ -311,7 +307,7 @@ pub struct ToolPart {
     pub output: Option<String>,
     pub error: Option<String>,
     pub title: Option<String>,
-    pub metadata: Value,
+    pub metadata: ToolMetadata,
     pub time_start: Option<i64>,
     pub time_end: Option<i64>,
     /// Set when OpenCode pruned the output (`state.time.compacted`): the model was then sent
@@ -322,7 +318,7 @@ pub struct ToolPart {
 impl ToolPart {
     /// `metadata.exit` of a bash call, if recorded.
     pub fn exit_code(&self) -> Option<i64> {
-        self.metadata.get("exit").and_then(Value::as_i64)
+        self.metadata.exit
     }
     /// A failure: status error, or a non-zero exit code.
     pub fn failed(&self) -> bool {
@@ -333,7 +329,43 @@ impl ToolPart {
         if self.tool != "task" {
             return None;
         }
-        self.metadata.get("sessionId").and_then(Value::as_str)
+        self.metadata.session_id.as_deref()
+    }
+}
+
+/// What is read of a tool call's `metadata`. The rest (a read's preview, an edit's diff, a copy of
+/// a bash call's output) is often as large as the output itself and nothing uses it, so it is
+/// checked as JSON but not kept: a 100k-request session holds 43 MB of it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ToolMetadata {
+    /// `exit`: a bash call's exit code.
+    pub exit: Option<i64>,
+    /// `sessionId`: the child session a `task` call spawned.
+    pub session_id: Option<String>,
+    /// The v2 loop answered the call in `structured` (`opencode::v2::STRUCTURED_OUTPUT`).
+    pub structured_output: bool,
+}
+
+impl ToolMetadata {
+    /// The kept fields of a `metadata` value (anything but an object keeps none).
+    pub fn of(v: &Value) -> ToolMetadata {
+        ToolMetadata::from_fields(
+            v.get("exit"),
+            v.get("sessionId"),
+            v.get(crate::trace::opencode::v2::STRUCTURED_OUTPUT),
+        )
+    }
+    /// The kept fields from the values of their keys, read as [`ToolMetadata::of`] reads them.
+    pub(crate) fn from_fields(
+        exit: Option<&Value>,
+        session_id: Option<&Value>,
+        structured: Option<&Value>,
+    ) -> ToolMetadata {
+        ToolMetadata {
+            exit: exit.and_then(Value::as_i64),
+            session_id: session_id.and_then(Value::as_str).map(str::to_owned),
+            structured_output: structured.is_some_and(|v| v == true),
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! ids re-injected, JSON storage files, export files). Every field is optional except ids and
 //! `type`; unknown part types keep their raw JSON; anything skipped becomes a diagnostic.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::diagnostics::{DiagnosticKind, Diagnostics};
 use super::model::*;
@@ -137,23 +137,13 @@ pub fn parse_session(v: &Value) -> Option<SessionInfo> {
     })
 }
 
-pub(crate) const MESSAGE_KEYS: &[&str] = &[
-    "id",
-    "sessionID",
-    "role",
-    "time",
-    "agent",
-    "mode",
-    "model",
-    "modelID",
-    "providerID",
-    "parentID",
-    "finish",
-    "error",
-    "summary",
-    "tokens",
-    "cost",
-];
+/// `path.cwd` of a message (the working directory OpenCode ran in), when a non-empty string.
+pub(crate) fn path_cwd(path: Option<&Value>) -> Option<String> {
+    path.and_then(|p| p.get("cwd"))
+        .and_then(Value::as_str)
+        .filter(|c| !c.is_empty())
+        .map(str::to_owned)
+}
 
 /// A stored message object with the parts it carries inline: the 0.1.x "v1" format (`metadata`
 /// and inline parts without ids, rewritten by [`crate::trace::opencode::message_v1`]) or a
@@ -231,15 +221,7 @@ pub fn parse_message(v: &Value, diags: &mut Diagnostics) -> Option<Message> {
     let error = message_error(v.get("error"));
     // `summary` is a bool on assistants; on users it is an object of diffs (not a compaction).
     let summary = role == Role::Assistant && b(v, "summary");
-    let extra: Map<String, Value> = v
-        .as_object()
-        .map(|o| {
-            o.iter()
-                .filter(|(k, _)| !MESSAGE_KEYS.contains(&k.as_str()))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
-        })
-        .unwrap_or_default();
+    let cwd = path_cwd(v.get("path"));
     Some(Message {
         session_id: s(v, "sessionID").unwrap_or_default(),
         role,
@@ -259,7 +241,7 @@ pub fn parse_message(v: &Value, diags: &mut Diagnostics) -> Option<Message> {
         parts: Vec::new(),
         user_kind: None,
         v2: false,
-        extra,
+        cwd,
         id,
     })
 }
@@ -272,8 +254,8 @@ fn parse_tool(v: &Value, diags: &mut Diagnostics, part_id: &str) -> ToolPart {
         .get("metadata")
         .filter(|m| !m.is_null())
         .or_else(|| v.get("metadata"))
-        .cloned()
-        .unwrap_or(Value::Null);
+        .map(ToolMetadata::of)
+        .unwrap_or_default();
     tool_part(
         ToolFields {
             tool: s(v, "tool"),
@@ -303,7 +285,7 @@ pub(crate) struct ToolFields<'a> {
     pub error: Option<String>,
     pub title: Option<String>,
     /// `state.metadata`, else the part's `metadata`.
-    pub metadata: Value,
+    pub metadata: ToolMetadata,
     pub time_start: Option<i64>,
     pub time_end: Option<i64>,
     pub time_compacted: Option<i64>,
@@ -429,7 +411,7 @@ pub fn parse_part(v: &Value, message_id: &str, diags: &mut Diagnostics) -> Optio
             hash: s(v, "hash").unwrap_or_default(),
             files: string_array(v.get("files")),
         },
-        "tool" => PartKind::Tool(parse_tool(v, diags, &id)),
+        "tool" => PartKind::Tool(Box::new(parse_tool(v, diags, &id))),
         other => {
             diags.push(
                 DiagnosticKind::UnknownPartType,

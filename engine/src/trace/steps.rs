@@ -182,7 +182,7 @@ mod tests {
         }
     }
     fn tool(end: i64) -> PartKind {
-        PartKind::Tool(ToolPart {
+        PartKind::Tool(Box::new(ToolPart {
             call_id: "c".into(),
             tool: "bash".into(),
             status: ToolStatus::Completed,
@@ -190,11 +190,11 @@ mod tests {
             output: Some("ok".into()),
             error: None,
             title: None,
-            metadata: Value::Null,
+            metadata: Default::default(),
             time_start: Some(end - 5),
             time_end: Some(end),
             time_compacted: None,
-        })
+        }))
     }
     fn msg(parts: Vec<Part>) -> Message {
         Message {
@@ -217,7 +217,7 @@ mod tests {
             parts,
             user_kind: None,
             v2: false,
-            extra: Default::default(),
+            cwd: None,
         }
     }
 

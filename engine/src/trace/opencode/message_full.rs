@@ -13,7 +13,7 @@
 use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
-use serde_json::{Map, Number, Value};
+use serde_json::{Number, Value};
 
 use super::message_row::{Num, Tokens};
 use super::part_row::{int, Checked, NotTaken, Text};
@@ -71,7 +71,7 @@ pub fn read(
         parts: Vec::new(),
         user_kind: None,
         v2: false,
-        extra: raw.extra,
+        cwd: crate::trace::parse::path_cwd(raw.path.as_ref()),
     })
 }
 
@@ -93,7 +93,7 @@ struct RawMessage<'a> {
     summary: bool,
     tokens: Option<Tokens>,
     cost: Option<Num>,
-    extra: Map<String, Value>,
+    path: Option<Value>,
 }
 
 impl<'de> Deserialize<'de> for RawMessage<'de> {
@@ -122,13 +122,11 @@ impl<'de> Deserialize<'de> for RawMessage<'de> {
                         "summary" => out.summary = map.next_value::<Flag>()?.0,
                         "tokens" => out.tokens = map.next_value()?,
                         "cost" => out.cost = map.next_value()?,
-                        // The row's columns give these; the JSON's own are only checked.
-                        "id" | "sessionID" => {
-                            map.next_value::<Checked>()?;
-                        }
+                        "path" => out.path = Some(map.next_value()?),
+                        // `id` and `sessionID` (the row's columns give them) and every key this
+                        // model does not name: only checked.
                         _ => {
-                            let v = map.next_value::<Value>()?;
-                            out.extra.insert(key.0.into_owned(), v);
+                            map.next_value::<Checked>()?;
                         }
                     }
                 }

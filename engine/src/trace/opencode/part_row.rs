@@ -19,7 +19,7 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Number, Value};
 
 use crate::trace::diagnostics::Diagnostics;
-use crate::trace::model::{Part, PartKind};
+use crate::trace::model::{Part, PartKind, ToolMetadata};
 use crate::trace::parse::{parse_usage, tool_part, ToolFields};
 
 /// The row was not read here; read it the lenient way.
@@ -45,7 +45,7 @@ pub fn read(
             compaction_continue: raw
                 .metadata
                 .as_ref()
-                .and_then(|m| m.get("compaction_continue"))
+                .and_then(|m| m.compaction_continue.as_ref())
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
         },
@@ -94,10 +94,10 @@ pub fn read(
             let time = state.time.unwrap_or_default();
             let metadata = state
                 .metadata
-                .filter(|m| !m.is_null())
                 .or(raw.metadata)
-                .unwrap_or(Value::Null);
-            PartKind::Tool(tool_part(
+                .map(RawMeta::kept)
+                .unwrap_or_default();
+            PartKind::Tool(Box::new(tool_part(
                 ToolFields {
                     tool: opt(raw.tool),
                     call_id: opt(raw.call_id),
@@ -113,7 +113,7 @@ pub fn read(
                 },
                 id,
                 diags,
-            ))
+            )))
         }
         // Rare types (and a missing type, which the lenient path reports) go the lenient way.
         _ => return Err(NotTaken),
@@ -242,7 +242,7 @@ struct RawPart<'a> {
     text: Option<Text<'a>>,
     synthetic: Option<bool>,
     ignored: Option<bool>,
-    metadata: Option<Value>,
+    metadata: Option<RawMeta<'a>>,
     mime: Option<Text<'a>>,
     filename: Option<Text<'a>>,
     url: Option<Text<'a>>,
@@ -273,7 +273,7 @@ struct RawState<'a> {
     output: Option<Text<'a>>,
     error: Option<Text<'a>>,
     title: Option<Text<'a>>,
-    metadata: Option<Value>,
+    metadata: Option<RawMeta<'a>>,
     time: Option<RawTime<'a>>,
 }
 
@@ -281,6 +281,31 @@ object_visitor!(RawState, "a tool state object", {
     "status" => status, "input" => input, "output" => output, "error" => error,
     "title" => title, "metadata" => metadata, "time" => time,
 });
+
+/// The keys of a `metadata` object that are read (see [`ToolMetadata`]); the rest is only checked.
+#[derive(Default)]
+struct RawMeta<'a> {
+    compaction_continue: Option<Value>,
+    exit: Option<Value>,
+    session_id: Option<Value>,
+    structured_output: Option<Value>,
+    _row: std::marker::PhantomData<&'a ()>,
+}
+
+object_visitor!(RawMeta, "a metadata object", {
+    "compaction_continue" => compaction_continue, "exit" => exit, "sessionId" => session_id,
+    "v2_structured_output" => structured_output,
+});
+
+impl RawMeta<'_> {
+    fn kept(self) -> ToolMetadata {
+        ToolMetadata::from_fields(
+            self.exit.as_ref(),
+            self.session_id.as_ref(),
+            self.structured_output.as_ref(),
+        )
+    }
+}
 
 #[derive(Default)]
 struct RawTime<'a> {
@@ -293,3 +318,30 @@ struct RawTime<'a> {
 object_visitor!(RawTime, "a time object", {
     "start" => start, "end" => end, "compacted" => compacted,
 });
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_structured_output_key_read_is_the_one_the_v2_loader_writes() {
+        let data = format!(
+            r#"{{"type":"tool","tool":"read","callID":"c","state":{{"status":"completed","output":"",
+            "metadata":{{"{}":true,"exit":3,"sessionId":"ses_x","preview":"dropped"}}}}}}"#,
+            crate::trace::opencode::v2::STRUCTURED_OUTPUT
+        );
+        let mut diags = Diagnostics::default();
+        let part = read(&data, "prt_1", "msg_1", &mut diags).expect("taken");
+        let PartKind::Tool(t) = part.kind else {
+            panic!("a tool part")
+        };
+        assert_eq!(
+            t.metadata,
+            ToolMetadata {
+                exit: Some(3),
+                session_id: Some("ses_x".into()),
+                structured_output: true
+            }
+        );
+    }
+}
