@@ -15,14 +15,14 @@ fuzz_target!(|data: &[u8]| {
     let _ = parse_session(&v);
     let _ = parse_usage(&v, "fuzz", &mut diags);
     let _ = parse_message(&v, &mut diags);
-    let _ = parse_part(&v, "msg_fuzz", &mut diags);
+    let _ = parse_part(&v, &mut diags);
     // An export entry `{info, parts}`: the parts are parsed against the info's id, as the loaders do.
     if let Some(info) = v.get("info") {
         let _ = parse_message(info, &mut diags);
     }
     if let Some(parts) = v.get("parts").and_then(Value::as_array) {
         for p in parts {
-            let _ = parse_part(p, "msg_fuzz", &mut diags);
+            let _ = parse_part(p, &mut diags);
         }
     }
 });

@@ -80,8 +80,8 @@ fn one(tier: Tier, generator: String, text: &str, ids: &[String], first: usize) 
     Draft {
         tier,
         strategy: Strategy::External,
-        generator,
-        contract: format!("external: {}", contract(tier)),
+        generator: generator.into(),
+        contract: format!("external: {}", contract(tier)).into(),
         source_message_ids: ids.into(),
         chunks: vec![DraftChunk {
             message_id: ids.first().cloned().unwrap_or_default(),

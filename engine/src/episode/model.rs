@@ -218,6 +218,10 @@ pub struct PrunedChunk {
     pub text: String,
 }
 
+/// A generator name or a contract: most are constants, named by every representation of a
+/// session (80k of them at 100k requests), so they are not copied per representation.
+pub type Text = std::borrow::Cow<'static, str>;
+
 /// One generated text of an episode at one tier, with its lineage (MODEL §1, the chapter's
 /// "representation object"). Generated once at load.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -226,11 +230,11 @@ pub struct Representation {
     pub tier: Tier,
     pub strategy: Strategy,
     /// Generator name and version, e.g. `tierscope-source/1`.
-    pub generator: String,
+    pub generator: Text,
     /// Shared by the tiers of one episode (they render the same messages).
     pub source_message_ids: std::sync::Arc<[String]>,
     /// What this tier promises to keep (e.g. "pinned spans verbatim; errors' first lines exact").
-    pub contract: String,
+    pub contract: Text,
     pub chunks: Vec<Chunk>,
     /// Sum of the chunks' tokens.
     pub tokens: u32,

@@ -11,7 +11,9 @@
 //! narrative steps. Only text the model was shown is kept (the full tier is the yardstick), so a
 //! view can add nothing the source lacks.
 
-use std::collections::BTreeSet;
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -25,14 +27,35 @@ use crate::trace::{Message, PartKind, Trace, UserKind};
 /// Bumped when a field changes meaning.
 pub const RECORD_VERSION: u32 = 1;
 
+/// A message, part, call or session id in a record. A record names each of its messages, parts
+/// and calls many times (every cite, and its provenance): shared, each is allocated once per
+/// record ([`Ids`]); a 100k-request session's records were a fifth of its loaded size.
+pub type Id = Arc<str>;
+
+/// The ids of one record being built, each allocated once.
+#[derive(Default)]
+struct Ids(RefCell<HashSet<Id>>);
+
+impl Ids {
+    fn of(&self, s: &str) -> Id {
+        let mut set = self.0.borrow_mut();
+        if let Some(id) = set.get(s) {
+            return id.clone();
+        }
+        let id: Id = s.into();
+        set.insert(id.clone());
+        id
+    }
+}
+
 /// Where a field came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cite {
-    pub message_id: String,
+    pub message_id: Id,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub part_id: Option<String>,
+    pub part_id: Option<Id>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub call_id: Option<String>,
+    pub call_id: Option<Id>,
 }
 
 /// A piece of text and where it is.
@@ -181,24 +204,24 @@ pub struct Identifier {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CallRef {
-    pub call_id: String,
-    pub tool: String,
-    pub part_id: String,
+    pub call_id: Id,
+    pub tool: Id,
+    pub part_id: Id,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MessageRef {
-    pub message_id: String,
-    pub role: String,
-    pub parts: Vec<String>,
+    pub message_id: Id,
+    pub role: Id,
+    pub parts: Vec<Id>,
     pub calls: Vec<CallRef>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Provenance {
-    pub session_id: String,
-    pub first_message_id: String,
-    pub last_message_id: String,
+    pub session_id: Id,
+    pub first_message_id: Id,
+    pub last_message_id: Id,
     pub messages: Vec<MessageRef>,
 }
 
@@ -277,10 +300,11 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
     let msgs = &trace.messages[i.seg.first_message..=i.seg.last_message];
     let f = &i.classified.facts;
     let full_text = i.full_text;
+    let ids = Ids::default();
     let cite = |mi: usize, part: Option<&str>, call: Option<&str>| Cite {
-        message_id: trace.messages[mi].id.clone(),
-        part_id: part.map(str::to_owned),
-        call_id: call.map(str::to_owned),
+        message_id: ids.of(&trace.messages[mi].id),
+        part_id: part.map(|p| ids.of(p)),
+        call_id: call.map(|c| ids.of(c)),
     };
     // The first message whose full text shows `s`.
     let home = |s: &str| {
@@ -435,7 +459,7 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
         status,
         locations,
         identifiers,
-        provenance: provenance(trace, msgs),
+        provenance: provenance(trace, msgs, &ids),
         uncertainty: uncertainty(msgs, i.seg.first_message, i.rules, &cite),
         steps: steps(msgs, i.seg.first_message, &cite),
     }
@@ -714,16 +738,17 @@ fn identifiers(
     out
 }
 
-fn provenance(trace: &Trace, msgs: &[Message]) -> Provenance {
+fn provenance(trace: &Trace, msgs: &[Message], ids: &Ids) -> Provenance {
+    let id = |m: Option<&Message>| ids.of(m.map_or("", |m| m.id.as_str()));
     Provenance {
-        session_id: trace.session.id.clone(),
-        first_message_id: msgs.first().map(|m| m.id.clone()).unwrap_or_default(),
-        last_message_id: msgs.last().map(|m| m.id.clone()).unwrap_or_default(),
+        session_id: ids.of(&trace.session.id),
+        first_message_id: id(msgs.first()),
+        last_message_id: id(msgs.last()),
         messages: msgs
             .iter()
             .map(|m| MessageRef {
-                message_id: m.id.clone(),
-                role: if m.is_user() { "user" } else { "assistant" }.to_owned(),
+                message_id: ids.of(&m.id),
+                role: ids.of(if m.is_user() { "user" } else { "assistant" }),
                 // The parts the model is shown; step, snapshot and patch parts are bookkeeping.
                 parts: m
                     .parts
@@ -738,14 +763,14 @@ fn provenance(trace: &Trace, msgs: &[Message]) -> Provenance {
                                 | PartKind::Retry { .. }
                         )
                     })
-                    .map(|p| p.id.clone())
+                    .map(|p| ids.of(&p.id))
                     .collect(),
                 calls: m
                     .tool_parts()
                     .map(|(p, t)| CallRef {
-                        call_id: t.call_id.clone(),
-                        tool: t.tool.clone(),
-                        part_id: p.id.clone(),
+                        call_id: ids.of(&t.call_id),
+                        tool: ids.of(&t.tool),
+                        part_id: ids.of(&p.id),
                     })
                     .collect(),
             })

@@ -66,8 +66,8 @@ pub struct DraftChunk {
 pub struct Draft {
     pub tier: Tier,
     pub strategy: Strategy,
-    pub generator: String,
-    pub contract: String,
+    pub generator: super::model::Text,
+    pub contract: super::model::Text,
     pub source_message_ids: std::sync::Arc<[String]>,
     pub chunks: Vec<DraftChunk>,
 }
@@ -170,8 +170,8 @@ pub fn full_draft(
     Draft {
         tier: Tier::Full,
         strategy,
-        generator: generator(strategy).to_owned(),
-        contract: contract(Tier::Full).to_owned(),
+        generator: generator(strategy).into(),
+        contract: contract(Tier::Full).into(),
         source_message_ids: msgs.iter().map(|m| m.id.clone()).collect(),
         chunks: per_message_chunks(trace, seg, artefacts, Fidelity::Full { pruned: false }),
     }
@@ -179,13 +179,13 @@ pub fn full_draft(
 
 /// A one-chunk representation of the whole episode (compact and anchor, the record's views),
 /// on its first message; an artefact only when every message is one.
-pub fn episode_chunk(full: &Draft, tier: Tier, text: String, contract: &str) -> Draft {
+pub fn episode_chunk(full: &Draft, tier: Tier, text: String, contract: &'static str) -> Draft {
     let first = full.chunks.first();
     Draft {
         tier,
         strategy: full.strategy,
         generator: full.generator.clone(),
-        contract: contract.to_owned(),
+        contract: contract.into(),
         source_message_ids: full.source_message_ids.clone(),
         chunks: vec![DraftChunk {
             message_id: first.map(|c| c.message_id.clone()).unwrap_or_default(),
@@ -217,7 +217,7 @@ pub fn generate_below(
     let draft = |tier: Tier, chunks: Vec<DraftChunk>| Draft {
         tier,
         chunks,
-        contract: contract(tier).to_owned(),
+        contract: contract(tier).into(),
         ..full.clone()
     };
     let one = |tier: Tier, text: String| episode_chunk(&full, tier, text, contract(tier));
@@ -977,8 +977,8 @@ mod tests {
         Draft {
             tier,
             strategy: Strategy::Source,
-            generator: SOURCE_GENERATOR.to_owned(),
-            contract: contract(tier).to_owned(),
+            generator: SOURCE_GENERATOR.into(),
+            contract: contract(tier).into(),
             source_message_ids: texts.iter().map(|(id, _)| (*id).to_owned()).collect(),
             chunks: texts
                 .iter()

@@ -188,7 +188,6 @@ pub fn generate(spec: &SynthSpec) -> Synth {
             cost: 0.0,
             parts: vec![Part {
                 id: format!("prt_{uid}"),
-                message_id: uid.clone(),
                 kind: PartKind::Text {
                     text: utext.clone(),
                     synthetic: false,
@@ -278,7 +277,6 @@ pub fn generate(spec: &SynthSpec) -> Synth {
                 cost: 0.0,
                 parts: vec![Part {
                     id: format!("prt_{aid}"),
-                    message_id: aid.clone(),
                     kind: PartKind::Tool(Box::new(ToolPart {
                         call_id: format!("call_{aid}"),
                         tool: "read".into(),

@@ -479,7 +479,7 @@ mod tests {
             strategy: crate::episode::Strategy::Source,
             generator: "test".into(),
             source_message_ids: Default::default(),
-            contract: String::new(),
+            contract: Default::default(),
             chunks: vec![crate::episode::Chunk {
                 message_id: "m".into(),
                 message_index: 0,

@@ -23,7 +23,7 @@ mod pieces;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use rayon::prelude::*;
@@ -106,9 +106,9 @@ pub struct TokenStats {
 /// See [`Tokenizer::batch`].
 pub struct CountBatch<'t> {
     tokenizer: &'t Tokenizer,
-    /// Texts this batch tokenized: met again in a later part, they are neither cached nor
-    /// tokenized, as a repeat within one call is not.
-    counted: KeyMap<()>,
+    /// Marks the cache entries this batch tokenized: met again in a later part, they are
+    /// neither cached nor tokenized, as a repeat within one call is not.
+    id: u32,
     /// Pieces counted so far, across the parts.
     pieces: batch::PieceCounts,
 }
@@ -127,7 +127,7 @@ impl CountBatch<'_> {
                 if let Some(e) = cache.get_mut(k) {
                     e.used = true;
                     out[i] = e.tokens;
-                    if !self.counted.contains_key(k) {
+                    if e.batch != self.id {
                         t.cached.fetch_add(1, Ordering::Relaxed);
                     }
                 } else if seen_missing.insert(*k, ()).is_none() {
@@ -144,12 +144,12 @@ impl CountBatch<'_> {
             .fetch_add(counted.len() as u64, Ordering::Relaxed);
         let mut cache = t.lock();
         for (k, n) in missing.iter().map(|&i| keys[i]).zip(counted) {
-            self.counted.insert(k, ());
             cache.insert(
                 k,
                 Entry {
                     tokens: n,
                     used: true,
+                    batch: self.id,
                 },
             );
         }
@@ -167,6 +167,8 @@ struct Entry {
     tokens: u32,
     /// Used by this process (kept first when the disk cache is full).
     used: bool,
+    /// The [`CountBatch`] that tokenized it (0: read from disk).
+    batch: u32,
 }
 
 /// A token counter with a content-hash cache. Cheap to share by reference across threads.
@@ -177,6 +179,8 @@ pub struct Tokenizer {
     tokenized: AtomicU64,
     cached: AtomicU64,
     disk_entries: u64,
+    /// Batches started (see [`CountBatch`]).
+    batches: AtomicU32,
 }
 
 impl std::fmt::Debug for Tokenizer {
@@ -215,6 +219,7 @@ impl Tokenizer {
                             Entry {
                                 tokens,
                                 used: false,
+                                batch: 0,
                             },
                         );
                     }
@@ -229,6 +234,7 @@ impl Tokenizer {
             tokenized: AtomicU64::new(0),
             cached: AtomicU64::new(0),
             disk_entries,
+            batches: AtomicU32::new(0),
         }
     }
 
@@ -278,7 +284,7 @@ impl Tokenizer {
     pub fn batch(&self) -> CountBatch<'_> {
         CountBatch {
             tokenizer: self,
-            counted: KeyMap::default(),
+            id: self.batches.fetch_add(1, Ordering::Relaxed) + 1,
             pieces: batch::PieceCounts::new(),
         }
     }

@@ -192,7 +192,6 @@ impl Message {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Part {
     pub id: String,
-    pub message_id: String,
     pub kind: PartKind,
 }
 

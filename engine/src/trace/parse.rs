@@ -171,7 +171,7 @@ pub fn parse_message_with_inline_parts(v: &Value, diags: &mut Diagnostics) -> Op
             ),
         );
         for p in &parts {
-            if let Some(p) = parse_part(p, &m.id, diags) {
+            if let Some(p) = parse_part(p, diags) {
                 m.parts.push(p);
             }
         }
@@ -184,7 +184,7 @@ pub fn parse_message_with_inline_parts(v: &Value, diags: &mut Diagnostics) -> Op
         .into_iter()
         .flatten()
     {
-        if let Some(p) = parse_part(p, &m.id, diags) {
+        if let Some(p) = parse_part(p, diags) {
             m.parts.push(p);
         }
     }
@@ -333,9 +333,9 @@ pub(crate) fn tool_part(f: ToolFields<'_>, part_id: &str, diags: &mut Diagnostic
     }
 }
 
-/// A part. `message_id` is used when the JSON does not carry `messageID` (database rows).
+/// A part (its message is the one it is read with).
 /// `None` (and a diagnostic) when id or type is missing.
-pub fn parse_part(v: &Value, message_id: &str, diags: &mut Diagnostics) -> Option<Part> {
+pub fn parse_part(v: &Value, diags: &mut Diagnostics) -> Option<Part> {
     let Some(id) = s(v, "id") else {
         diags.push(
             DiagnosticKind::MissingField,
@@ -423,11 +423,7 @@ pub fn parse_part(v: &Value, message_id: &str, diags: &mut Diagnostics) -> Optio
             }
         }
     };
-    Some(Part {
-        message_id: s(v, "messageID").unwrap_or_else(|| message_id.to_owned()),
-        id,
-        kind,
-    })
+    Some(Part { id, kind })
 }
 
 /// The strings of a JSON array (other elements skipped); empty when it is not an array.

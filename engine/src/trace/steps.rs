@@ -166,7 +166,6 @@ mod tests {
     fn part(id: &str, kind: PartKind) -> Part {
         Part {
             id: id.into(),
-            message_id: "m".into(),
             kind,
         }
     }

@@ -1158,7 +1158,7 @@ pub fn part_from_row(
     // The typed read takes the rows it reads exactly; the rest (rare types, odd fields, damage)
     // are read the lenient way below.
     if let Some(text) = data.and_then(|d| std::str::from_utf8(d).ok()) {
-        if let Ok(p) = super::part_row::read(text, id, message_id, diags) {
+        if let Ok(p) = super::part_row::read(text, id, diags) {
             return Some(p);
         }
     }
@@ -1186,7 +1186,8 @@ pub(crate) fn part_from_object(
     message_id: &str,
     diags: &mut Diagnostics,
 ) -> Option<Part> {
+    // The ids the database keeps in columns: an unknown part type's raw JSON keeps them.
     obj.insert("id".into(), Value::String(id.to_owned()));
     obj.insert("messageID".into(), Value::String(message_id.to_owned()));
-    parse_part(&Value::Object(obj), message_id, diags)
+    parse_part(&Value::Object(obj), diags)
 }

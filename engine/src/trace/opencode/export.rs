@@ -127,7 +127,7 @@ fn to_trace(
             .into_iter()
             .flatten()
         {
-            if let Some(part) = parse_part(p, &msg.id, &mut diags) {
+            if let Some(part) = parse_part(p, &mut diags) {
                 msg.parts.push(part);
             }
         }

@@ -27,12 +27,7 @@ use crate::trace::parse::{parse_usage, tool_part, ToolFields};
 pub struct NotTaken;
 
 /// Read `data` as the part `id` of `message_id`. Diagnostics are pushed only for a taken row.
-pub fn read(
-    data: &str,
-    id: &str,
-    message_id: &str,
-    diags: &mut Diagnostics,
-) -> Result<Part, NotTaken> {
+pub fn read(data: &str, id: &str, diags: &mut Diagnostics) -> Result<Part, NotTaken> {
     let raw: RawPart<'_> = serde_json::from_str(data).map_err(|_| NotTaken)?;
     let text = |t: Option<Text<'_>>| t.map_or_else(String::new, Text::into_string);
     let opt = |t: Option<Text<'_>>| t.map(Text::into_string);
@@ -120,7 +115,6 @@ pub fn read(
     };
     Ok(Part {
         id: id.to_owned(),
-        message_id: message_id.to_owned(),
         kind,
     })
 }
@@ -331,7 +325,7 @@ mod tests {
             crate::trace::opencode::v2::STRUCTURED_OUTPUT
         );
         let mut diags = Diagnostics::default();
-        let part = read(&data, "prt_1", "msg_1", &mut diags).expect("taken");
+        let part = read(&data, "prt_1", &mut diags).expect("taken");
         let PartKind::Tool(t) = part.kind else {
             panic!("a tool part")
         };

@@ -167,7 +167,7 @@ impl Storage {
                     continue;
                 };
                 inject(&mut pv, "id", stem(&pf));
-                if let Some(p) = parse_part(&pv, &m.id, diags) {
+                if let Some(p) = parse_part(&pv, diags) {
                     if !m.parts.iter().any(|x| x.id == p.id) {
                         m.parts.push(p);
                     }
