@@ -139,6 +139,7 @@ impl CountBatch<'_> {
             return out;
         }
         let missing_texts: Vec<&str> = missing.iter().map(|&i| texts[i]).collect();
+        self.pieces.bound();
         let counted = batch::count_texts(t.kind, &missing_texts, &self.pieces);
         t.tokenized
             .fetch_add(counted.len() as u64, Ordering::Relaxed);
@@ -372,6 +373,9 @@ impl std::hash::Hasher for KeyHasher {
     }
     fn write_u128(&mut self, k: u128) {
         self.0 = k as u64;
+    }
+    fn write_u64(&mut self, k: u64) {
+        self.0 = k;
     }
     fn write(&mut self, bytes: &[u8]) {
         // Only u128 keys are hashed here; any other input still gets a usable hash.
