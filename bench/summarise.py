@@ -202,16 +202,19 @@ def main():
         p(f"| {c} | " + " | ".join(f"{x:.0f}" if x is not None else "—" for x in per) + " | " + " | ".join(grow) + " |")
 
     p("\n### Peak memory (max RSS, GNU time) against the stored JSON\n")
-    p("| input | export JSON | opencode.db | `episodes` cold | ÷ JSON | `episodes` warm | `inspect` | `sqlite3` | `opencode export` |")
-    p("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    # GNU time reports KiB; every size here is in MB (10^6 bytes), as the JSON's.
+    p("| input | export JSON | opencode.db | `episodes` cold | ÷ JSON | `episodes` warm | ÷ JSON | `inspect` | ÷ JSON | `sqlite3` | `opencode export` |")
+    p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n, m in mems.items():
         def mb(k):
             v = m.get(k)
-            return f"{v / 1024:.0f} MB" if v else "—"
-        ec = m.get("rss_kib_episodes-cold")
-        rel = f"{ec * 1024 / m['json_bytes']:.2f}×" if ec else "—"
-        p(f"| {n} | {m['json_bytes'] / 1e6:.1f} MB | {m['db_bytes'] / 1e6:.1f} MB | {mb('rss_kib_episodes-cold')} | {rel} | "
-          f"{mb('rss_kib_episodes-warm')} | {mb('rss_kib_inspect')} | {mb('rss_kib_sqlite3')} | {mb('rss_kib_opencode-export')} |")
+            return f"{v * 1024 / 1e6:.0f} MB" if v else "—"
+        def rel(k):
+            v = m.get(k)
+            return f"{v * 1024 / m['json_bytes']:.2f}×" if v else "—"
+        p(f"| {n} | {m['json_bytes'] / 1e6:.1f} MB | {m['db_bytes'] / 1e6:.1f} MB | {mb('rss_kib_episodes-cold')} | {rel('rss_kib_episodes-cold')} | "
+          f"{mb('rss_kib_episodes-warm')} | {rel('rss_kib_episodes-warm')} | {mb('rss_kib_inspect')} | {rel('rss_kib_inspect')} | "
+          f"{mb('rss_kib_sqlite3')} | {mb('rss_kib_opencode-export')} |")
 
     tok = load_json(f"{out}/tok-py.json")
     if tok:
