@@ -552,27 +552,8 @@ fn big_db(n: usize) -> TestDb {
 
 #[test]
 fn one_corrupt_page_in_part_costs_only_the_parts_on_it() {
-    let db = big_db(40);
-    let leaf: i64 = db
-        .conn
-        .query_row(
-            "SELECT pageno FROM dbstat WHERE name = 'part' AND pagetype = 'leaf' \
-             ORDER BY pageno LIMIT 1 OFFSET 10",
-            [],
-            |r| r.get(0),
-        )
-        .expect("dbstat");
-    let page_size: i64 = db
-        .conn
-        .query_row("PRAGMA page_size", [], |r| r.get(0))
-        .expect("page size");
-    let TestDb { dir, path, conn } = db;
-    conn.close().expect("close");
-    let mut b = bytes(&path);
-    let at = ((leaf - 1) * page_size) as usize;
     // A garbage page header: not a b-tree page any more.
-    b[at..at + 16].copy_from_slice(&[0xff; 16]);
-    std::fs::write(&path, &b).expect("write");
+    let (dir, path) = big_db(40).with_damaged_leaf("part", 10);
     let (code, out, err) = run(&["inspect", path.to_str().expect("utf-8"), "--json"]);
     assert_eq!(code, Some(0), "{err}");
     let v: Value = serde_json::from_str(&out).expect("json");
@@ -604,22 +585,7 @@ fn one_corrupt_page_in_part_costs_only_the_parts_on_it() {
 #[test]
 fn a_corrupt_page_in_a_session_parsed_on_worker_threads_costs_only_its_parts() {
     let db = big_db(400);
-    let leaf: i64 = db
-        .conn
-        .query_row(
-            "SELECT pageno FROM dbstat WHERE name = 'part' AND pagetype = 'leaf' \
-             ORDER BY pageno LIMIT 1 OFFSET 500",
-            [],
-            |r| r.get(0),
-        )
-        .expect("dbstat");
-    let page_size: i64 = db
-        .conn
-        .query_row("PRAGMA page_size", [], |r| r.get(0))
-        .expect("page size");
-    let TestDb { dir, path, conn } = db;
-    conn.close().expect("close");
-    let p = path.to_str().expect("utf-8").to_owned();
+    let p = db.path.to_str().expect("utf-8").to_owned();
     let (code, whole, err) = run(&["inspect", &p, "--json"]);
     assert_eq!(code, Some(0), "{err}");
     let v: Value = serde_json::from_str(&whole).expect("json");
@@ -627,10 +593,7 @@ fn a_corrupt_page_in_a_session_parsed_on_worker_threads_costs_only_its_parts() {
         v["counts"]["parts"], 1600,
         "undamaged: every part (4.8 MB of rows)"
     );
-    let mut b = bytes(&path);
-    let at = ((leaf - 1) * page_size) as usize;
-    b[at..at + 16].copy_from_slice(&[0xff; 16]);
-    std::fs::write(&path, &b).expect("write");
+    let (dir, _) = db.with_damaged_leaf("part", 500);
     let (code, out, err) = run(&["inspect", &p, "--json"]);
     assert_eq!(code, Some(0), "{err}");
     let v: Value = serde_json::from_str(&out).expect("json");

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::loader_support::{TestDb, SAMPLES, SHARED};
+use crate::loader_support::{TestDb, SAMPLES, SHARED, V2_DDL};
 use tierscope_engine::trace::listing_cache::{self, ListingCache};
 use tierscope_engine::trace::load::open;
 use tierscope_engine::trace::opencode::db::Database;
@@ -377,4 +377,158 @@ fn the_sessions_command_prints_the_same_bytes_with_and_without_the_cache() {
     let other = tempfile::tempdir().expect("tempdir");
     assert_eq!(cold, warm);
     assert_eq!(run(other.path()), cold);
+}
+
+/// Three sessions whose message rows take turns (a, b, c, a, …) over several of the row
+/// pipeline's batches (512 rows): 9,000 rows, one of `ses_c`'s damaged at turn 700, a row whose
+/// session id is a blob (not listed), and the v2 session `ses_d` with message rows among them.
+fn interleaved() -> TestDb {
+    let db = TestDb::new();
+    db.conn.execute_batch(V2_DDL).expect("v2 tables");
+    db.conn
+        .execute_batch(
+            "INSERT INTO session_v2 VALUES ('ses_d','p',NULL,'s','/d','a 2.x session','2.0.1',
+               '{\"id\":\"m\",\"providerID\":\"p\"}',5,900);
+             INSERT INTO session_message VALUES ('sm_1','ses_d','user',1,100,100,
+               '{\"text\":\"fix it\",\"time\":{\"created\":100}}');
+             BEGIN;",
+        )
+        .expect("v2 tables");
+    for (n, sid) in ["ses_a", "ses_b", "ses_c"].iter().enumerate() {
+        db.session(sid, None, sid, n as i64 + 1, 10);
+    }
+    for turn in 0..1500i64 {
+        for sid in ["ses_a", "ses_b", "ses_c"] {
+            let t = 1000 + turn * 10;
+            db.message(
+                &format!("msg_{sid}_{turn:04}_u"),
+                sid,
+                t,
+                &format!(
+                    r#"{{"role":"user","time":{{"created":{t}}},"path":{{"cwd":"/w/{sid}"}}}}"#
+                ),
+            );
+            let note = if sid == "ses_c" && turn == 700 {
+                "raw\u{1}control"
+            } else {
+                "fine"
+            };
+            db.message(
+                &format!("msg_{sid}_{turn:04}_a"),
+                sid,
+                t + 1,
+                &format!(
+                    r#"{{"role":"assistant","parentID":"msg_{sid}_{turn:04}_u","note":"{note}",
+                       "cost":0.25,"tokens":{{"input":{},"output":7,"reasoning":0,
+                       "cache":{{"read":30,"write":2}}}},"time":{{"created":{}}}}}"#,
+                    100 + turn,
+                    t + 1
+                ),
+            );
+        }
+        if turn % 500 == 0 {
+            db.message(
+                &format!("msg_ses_d_{turn}"),
+                "ses_d",
+                1000,
+                r#"{"role":"user","time":{"created":1000}}"#,
+            );
+        }
+    }
+    db.conn
+        .execute_batch(
+            "INSERT INTO message VALUES ('msg_blob', X'7365735f61', 1, 1, '{\"role\":\"user\"}');
+             COMMIT;",
+        )
+        .expect("commit");
+    db
+}
+
+/// The pass whose rows are hashed and read on worker threads gives what a row-by-row read gives:
+/// sessions in the order of their first row, each session's messages in row order, a session
+/// sent to a full load by its damaged row whatever batch that row is in, the same hashes as the
+/// pass that hashes each row where SQLite has it, the same entries as each session read alone,
+/// and lines equal to those of full loads.
+#[test]
+fn the_pass_on_worker_threads_is_the_row_by_row_read() {
+    use tierscope_engine::trace::listing_scan::{self, Entry};
+    let db = interleaved();
+    let database = Database::open(&db.path).expect("open");
+    let read = listing_scan::read_all(&database)
+        .expect("read")
+        .expect("a complete pass");
+    let order: Vec<&str> = read.keyed.iter().map(|(s, _)| s.as_str()).collect();
+    assert_eq!(order, ["ses_a", "ses_b", "ses_c"]);
+    assert_eq!(read.v2_sessions, ["ses_d"]);
+    assert!(read.rows.full_load.contains("ses_d"));
+    assert!(read.rows.full_load.contains("ses_c"), "its damaged row");
+    assert_eq!(read.keyed[2].1.entry, Entry::FullLoad);
+    assert!(!read.rows.messages.contains_key("ses_c"));
+    for sid in ["ses_a", "ses_b"] {
+        let ids: Vec<&str> = read.rows.messages[sid]
+            .iter()
+            .map(|m| m.id.as_str())
+            .collect();
+        let want: Vec<String> = (0..1500)
+            .flat_map(|t| [format!("msg_{sid}_{t:04}_u"), format!("msg_{sid}_{t:04}_a")])
+            .collect();
+        assert_eq!(
+            ids, want,
+            "{sid}: its messages in row order, the blob row not among them"
+        );
+    }
+    let hashes = listing_scan::hash_all(&database)
+        .expect("hash")
+        .expect("a complete pass");
+    let keyed_hashes: Vec<(String, u128)> = read
+        .keyed
+        .iter()
+        .map(|(s, k)| (s.clone(), k.hash))
+        .collect();
+    assert_eq!(hashes.sessions, keyed_hashes);
+    assert_eq!(hashes.v2_sessions, ["ses_d"]);
+    for (sid, keyed) in &read.keyed {
+        let alone = listing_scan::read_sessions(&database, &[sid], &read.v2_sessions)
+            .expect("read")
+            .expect("a complete pass");
+        assert_eq!(alone.keyed, [(sid.clone(), keyed.clone())], "{sid}");
+        assert_eq!(alone.rows.messages.get(sid), read.rows.messages.get(sid));
+    }
+    for _ in 0..3 {
+        let again = listing_scan::read_all(&database)
+            .expect("read")
+            .expect("pass");
+        assert_eq!(again.keyed, read.keyed, "the same every time");
+        assert_eq!(again.rows.messages, read.rows.messages);
+    }
+    let source = open(Some(&db.path)).expect("open");
+    let quick = source.list_sessions_with(&ListingCache::Off).expect("list");
+    assert_eq!(quick, source.list_sessions_by_full_load().expect("full"));
+    assert_eq!(line(&quick, "ses_a").messages, 3000);
+}
+
+/// A damaged page of the message table met while rows are on worker threads ends the pass and
+/// every line is then loaded in full (as a load reads a damaged table): no hang, no panic, the
+/// same lines as full loads, every time.
+#[test]
+fn a_damaged_message_page_mid_pass_sends_every_line_to_a_full_load() {
+    use tierscope_engine::trace::listing_scan;
+    let (dir, path) = interleaved().with_damaged_leaf("message", 300);
+    let database = Database::open(&path).expect("open");
+    assert!(listing_scan::read_all(&database).expect("read").is_none());
+    assert!(listing_scan::hash_all(&database).expect("hash").is_none());
+    let source = open(Some(&path)).expect("open");
+    let full = source.list_sessions_by_full_load().expect("full");
+    for _ in 0..3 {
+        let quick = source.list_sessions_with(&ListingCache::Off).expect("list");
+        assert_eq!(quick, full);
+    }
+    for sid in ["ses_a", "ses_b", "ses_c"] {
+        let n = line(&full, sid).messages;
+        assert!(
+            (1..3000).contains(&n),
+            "{sid}: the rows before the damage: {n}"
+        );
+    }
+    drop(dir);
 }

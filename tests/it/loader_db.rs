@@ -193,13 +193,10 @@ fn session_v2_rows_are_read_and_merged_by_id() {
     let db = TestDb::new();
     db.session("ses_1", None, "v1 session", 1, 2);
     db.user("msg_1", "ses_1", 10, "v1 row");
+    db.conn.execute_batch(V2_DDL).expect("v2 tables");
     db.conn
         .execute_batch(
-            "CREATE TABLE session_v2 (id text PRIMARY KEY, project_id text, parent_id text, slug text,
-               directory text, title text, version text, model text, time_created integer, time_updated integer);
-             CREATE TABLE session_message (id text PRIMARY KEY, session_id text NOT NULL, type text NOT NULL,
-               seq integer NOT NULL, time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
-             INSERT INTO session_v2 VALUES ('ses_1','p',NULL,'s','/d','dup of v1','2.0.0',NULL,1,2);
+            "INSERT INTO session_v2 VALUES ('ses_1','p',NULL,'s','/d','dup of v1','2.0.0',NULL,1,2);
              INSERT INTO session_v2 VALUES ('ses_2','p',NULL,'s','/d','a 2.x session','2.0.1',
                '{\"id\":\"m\",\"providerID\":\"p\"}',5,900);",
         )

@@ -1,24 +1,25 @@
 //! From the `message` rows of one database to the listing's [`Rows`].
 //!
-//! [`read_all`] reads every row: SQLite steps on the calling thread and hands the raw rows, in
-//! batches, to a second thread that parses them ([`message_row::read`]) in row order, so the
-//! result is the one a row-by-row read gives. [`hash_all`] reads every row without parsing any
-//! (the listing cache's per-session check), [`read_sessions`] the rows of a few sessions.
+//! [`read_all`] reads every row: SQLite steps on the calling thread, worker threads hash and
+//! parse the rows ([`message_row::read`]; the row pipeline of the loads) and the calling thread
+//! puts the listing together in row order, so the result is the one a row-by-row read gives.
+//! [`hash_all`] reads every row without parsing any (the listing cache's per-session check),
+//! [`read_sessions`] the rows of a few sessions.
 //!
 //! Each session's rows are hashed (xxh3-128 of each row's id, `time_created` and `data`, summed:
 //! the same whatever order SQLite returns them in), which is how the listing cache
 //! ([`super::listing_cache`]) knows which sessions it can reuse when the database changed.
 
 use std::collections::HashSet;
-use std::sync::mpsc;
 
 use rustc_hash::FxHashMap as HashMap;
 
 use super::error::LoadError;
 use super::listing::{self, Digest, Rows};
-use super::opencode::db::Database;
+use super::opencode::db::{Database, ListingRow, ListingRows};
 use super::opencode::message_row::{self, ListedMessage};
 use super::opencode::part_row::NotTaken;
+use super::opencode::row_pipeline;
 
 /// What the listing keeps of one session of one database: a digest of its messages, or that it
 /// must be loaded in full (a row the quick read cannot take).
@@ -44,13 +45,53 @@ pub struct Read {
     pub v2_sessions: Vec<String>,
 }
 
-/// Puts a listing together row by row.
-struct Builder {
-    /// The v2 sessions (never keyed; their rows are not read).
-    v2: HashSet<String>,
-    /// Every other session with rows, in the order of its first row.
-    sessions: Vec<(String, Acc)>,
+/// The sessions of a pass in the order of their first row, each named by its index; the rows
+/// of a v2 session have none (they are not read). Used where SQLite steps, so a row crosses to
+/// a worker with its session's index rather than its id.
+struct Sessions<'v> {
+    v2: &'v HashSet<String>,
+    ids: Vec<String>,
     at: HashMap<String, usize>,
+    /// The last row's session: a session's rows mostly follow each other.
+    last: Option<usize>,
+}
+
+impl<'v> Sessions<'v> {
+    fn new(v2: &'v HashSet<String>) -> Sessions<'v> {
+        Sessions {
+            v2,
+            ids: Vec::new(),
+            at: HashMap::default(),
+            last: None,
+        }
+    }
+
+    /// The index of session `sid` (a new one when this is its first row); `None` for a v2
+    /// session.
+    fn index(&mut self, sid: &str) -> Option<usize> {
+        if let Some(i) = self.last.filter(|&i| self.ids[i] == sid) {
+            return Some(i);
+        }
+        let i = match self.at.get(sid) {
+            Some(&i) => i,
+            None if self.v2.contains(sid) => return None,
+            None => {
+                self.at.insert(sid.to_owned(), self.ids.len());
+                self.ids.push(sid.to_owned());
+                self.ids.len() - 1
+            }
+        };
+        self.last = Some(i);
+        Some(i)
+    }
+}
+
+/// Puts a listing together row by row, in row order (a session's first row places it, and its
+/// first row the quick read cannot take makes it a full load).
+struct Builder<'v> {
+    sessions: Sessions<'v>,
+    /// By session index.
+    accs: Vec<Acc>,
 }
 
 /// One session's rows so far.
@@ -61,55 +102,122 @@ struct Acc {
     full_load: bool,
 }
 
-impl Builder {
-    fn new(v2_sessions: &[String]) -> Builder {
-        Builder {
-            v2: v2_sessions.iter().cloned().collect(),
-            sessions: Vec::new(),
-            at: HashMap::default(),
-        }
-    }
-
-    /// The session `sid`'s state, with the row's hash added; `None` for a v2 session.
-    fn acc(&mut self, sid: &str, h: u128) -> Option<&mut Acc> {
-        let i = match self.at.get(sid) {
-            Some(&i) => i,
-            None => {
-                if self.v2.contains(sid) {
-                    return None;
-                }
-                self.at.insert(sid.to_owned(), self.sessions.len());
-                self.sessions.push((sid.to_owned(), Acc::default()));
-                self.sessions.len() - 1
-            }
-        };
-        let acc = &mut self.sessions[i].1;
-        acc.hash = acc.hash.wrapping_add(h);
-        Some(acc)
-    }
-
-    fn add(&mut self, row: RowRef<'_>) {
-        let Some(acc) = self.acc(row.session_id, row.hash()) else {
-            return;
-        };
-        if acc.full_load {
+impl Acc {
+    /// The session's next row (after a row the quick read cannot take, only its hash counts).
+    fn add(&mut self, row: Parsed) {
+        self.hash = self.hash.wrapping_add(row.hash);
+        if self.full_load {
             return;
         }
-        match read(&row) {
-            Ok(Some(m)) => acc.messages.push(m),
+        match row.read {
+            Ok(Some(m)) => self.messages.push(m),
             Ok(None) => {}
             Err(NotTaken) => {
-                acc.messages = Vec::new();
-                acc.full_load = true;
+                self.messages = Vec::new();
+                self.full_load = true;
             }
         }
+    }
+}
+
+/// One row as it crosses to a worker: its session's index and its columns, copied into one
+/// buffer (one allocation a row: the id, then the data).
+struct Owned {
+    session: usize,
+    time: Option<i64>,
+    id_len: usize,
+    has_data: bool,
+    bytes: Vec<u8>,
+}
+
+impl Owned {
+    fn of(session: usize, row: &ListingRow<'_>) -> Owned {
+        let data = row.data.unwrap_or_default();
+        let mut bytes = Vec::with_capacity(row.id.len() + data.len());
+        bytes.extend_from_slice(row.id.as_bytes());
+        bytes.extend_from_slice(data);
+        Owned {
+            session,
+            time: row.time,
+            id_len: row.id.len(),
+            has_data: row.data.is_some(),
+            bytes,
+        }
+    }
+
+    /// The id (text: it was a `str`) and the data.
+    fn columns(&self) -> (&str, Option<&[u8]>) {
+        let (id, data) = self.bytes.split_at(self.id_len);
+        let id = std::str::from_utf8(id).unwrap_or_default();
+        (id, self.has_data.then_some(data))
+    }
+
+    /// Its size, for the row pipeline's batches.
+    fn bytes(&self) -> usize {
+        self.bytes.len()
+    }
+
+    fn parse(self) -> Parsed {
+        let (id, data) = self.columns();
+        Parsed {
+            session: self.session,
+            hash: hash(id, self.time, data),
+            read: read(id, self.time, data),
+        }
+    }
+}
+
+/// What a worker made of one row.
+struct Parsed {
+    session: usize,
+    hash: u128,
+    read: Result<Option<ListedMessage>, NotTaken>,
+}
+
+impl<'v> Builder<'v> {
+    fn new(v2: &'v HashSet<String>) -> Builder<'v> {
+        Builder {
+            sessions: Sessions::new(v2),
+            accs: Vec::new(),
+        }
+    }
+
+    /// Every row of `rows`: SQLite steps on this thread, each row is hashed and read on worker
+    /// threads ([`row_pipeline`]; here when the rows fit in one batch) and added here in row
+    /// order, so the result is the one a row-by-row read gives.
+    fn add_all(&mut self, rows: &mut ListingRows<'_, '_>) -> rusqlite::Result<()> {
+        let (sessions, accs) = (&mut self.sessions, &mut self.accs);
+        row_pipeline::for_each_row(
+            || {
+                while let Some(r) = rows.next()? {
+                    let Some(session) = sessions.index(&r.session_id) else {
+                        continue;
+                    };
+                    return Ok(Some(Owned::of(session, &r)));
+                }
+                Ok(None)
+            },
+            Owned::bytes,
+            Owned::parse,
+            |p| {
+                // A session's first row comes after the first rows of those before it.
+                if accs.len() <= p.session {
+                    accs.resize_with(p.session + 1, Acc::default);
+                }
+                accs[p.session].add(p);
+            },
+        )
     }
 
     fn finish(self) -> Read {
         let mut rows = Rows::default();
-        rows.full_load.extend(self.v2.iter().cloned());
-        let mut keyed = Vec::with_capacity(self.sessions.len());
-        for (sid, acc) in self.sessions {
+        let v2 = self.sessions.v2;
+        rows.full_load.extend(v2.iter().cloned());
+        let mut keyed = Vec::with_capacity(self.sessions.ids.len());
+        let mut accs = self.accs.into_iter();
+        for sid in self.sessions.ids {
+            // A session is indexed at its first row, which is added before the pass ends.
+            let acc = accs.next().unwrap_or_default();
             let entry = if acc.full_load {
                 rows.full_load.insert(sid.clone());
                 Entry::FullLoad
@@ -129,7 +237,7 @@ impl Builder {
                 },
             ));
         }
-        let mut v2_sessions: Vec<String> = self.v2.into_iter().collect();
+        let mut v2_sessions: Vec<String> = v2.iter().cloned().collect();
         v2_sessions.sort();
         Read {
             rows,
@@ -139,140 +247,55 @@ impl Builder {
     }
 }
 
-/// One row as SQLite gave it.
-#[derive(Clone, Copy)]
-struct RowRef<'a> {
-    session_id: &'a str,
-    id: &'a str,
-    time: Option<i64>,
-    data: Option<&'a [u8]>,
-}
-
-impl RowRef<'_> {
-    /// Every column the read depends on, length-prefixed so that no two rows hash alike by
-    /// moving a byte from one column to the next.
-    fn hash(&self) -> u128 {
-        let mut h = xxhash_rust::xxh3::Xxh3::new();
-        h.update(&(self.id.len() as u64).to_le_bytes());
-        h.update(self.id.as_bytes());
-        match self.time {
-            Some(t) => {
-                h.update(&[1]);
-                h.update(&t.to_le_bytes());
-            }
-            None => h.update(&[0]),
+/// Every column the read depends on, length-prefixed so that no two rows hash alike by moving a
+/// byte from one column to the next.
+fn hash(id: &str, time: Option<i64>, data: Option<&[u8]>) -> u128 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(&(id.len() as u64).to_le_bytes());
+    h.update(id.as_bytes());
+    match time {
+        Some(t) => {
+            h.update(&[1]);
+            h.update(&t.to_le_bytes());
         }
-        match self.data {
-            Some(d) => {
-                h.update(&[1]);
-                h.update(&(d.len() as u64).to_le_bytes());
-                h.update(d);
-            }
-            None => h.update(&[0]),
-        }
-        h.digest128()
+        None => h.update(&[0]),
     }
+    match data {
+        Some(d) => {
+            h.update(&[1]);
+            h.update(&(d.len() as u64).to_le_bytes());
+            h.update(d);
+        }
+        None => h.update(&[0]),
+    }
+    h.digest128()
 }
 
 /// The quick read of one row (see [`message_row::read`]); data that is not UTF-8 text is not taken.
-fn read(r: &RowRef<'_>) -> Result<Option<ListedMessage>, NotTaken> {
-    let data = r.data.ok_or(NotTaken)?;
-    let data = std::str::from_utf8(data).map_err(|_| NotTaken)?;
-    message_row::read(data, r.id, r.time)
-}
-
-/// Raw rows copied out of SQLite for the parsing thread: columns are ranges of one buffer.
-#[derive(Default)]
-struct Batch {
-    bytes: Vec<u8>,
-    rows: Vec<Slot>,
-}
-
-/// Where one row's columns are in [`Batch::bytes`]: session id, id and data follow each other.
-struct Slot {
-    start: usize,
-    id_at: usize,
-    data_at: usize,
+fn read(
+    id: &str,
     time: Option<i64>,
-    has_data: bool,
-    end: usize,
+    data: Option<&[u8]>,
+) -> Result<Option<ListedMessage>, NotTaken> {
+    let data = std::str::from_utf8(data.ok_or(NotTaken)?).map_err(|_| NotTaken)?;
+    message_row::read(data, id, time)
 }
 
-const BATCH_ROWS: usize = 512;
-
-impl Batch {
-    fn push(&mut self, sid: &str, id: &str, time: Option<i64>, data: Option<&[u8]>) {
-        let start = self.bytes.len();
-        self.bytes.extend_from_slice(sid.as_bytes());
-        let id_at = self.bytes.len();
-        self.bytes.extend_from_slice(id.as_bytes());
-        let data_at = self.bytes.len();
-        if let Some(d) = data {
-            self.bytes.extend_from_slice(d);
-        }
-        self.rows.push(Slot {
-            start,
-            id_at,
-            data_at,
-            time,
-            has_data: data.is_some(),
-            end: self.bytes.len(),
-        });
-    }
-
-    fn each(&self, mut f: impl FnMut(RowRef<'_>)) {
-        let text = |a: usize, b: usize| std::str::from_utf8(&self.bytes[a..b]).unwrap_or_default();
-        for r in &self.rows {
-            f(RowRef {
-                session_id: text(r.start, r.id_at),
-                id: text(r.id_at, r.data_at),
-                time: r.time,
-                data: r.has_data.then(|| &self.bytes[r.data_at..r.end]),
-            });
-        }
-    }
-
-    fn clear(&mut self) {
-        self.bytes.clear();
-        self.rows.clear();
-    }
+/// The v2 sessions of `db` as a set; `None` when the listing's pass cannot be made.
+fn v2_sessions(db: &Database) -> Result<Option<HashSet<String>>, LoadError> {
+    Ok(db.listing_v2_sessions()?.map(|v| v.into_iter().collect()))
 }
 
 /// Every row of `db` read for the listing (see the module docs); `None` when the pass cannot be
-/// made (see [`Database::listing_each`]).
+/// made (see [`Database::listing_pass`]).
 pub fn read_all(db: &Database) -> Result<Option<Read>, LoadError> {
-    let Some(v2) = db.listing_v2_sessions()? else {
+    let Some(v2) = v2_sessions(db)? else {
         return Ok(None);
     };
-    std::thread::scope(|scope| {
-        let (to_parser, batches) = mpsc::sync_channel::<Batch>(4);
-        let (give_back, spare) = mpsc::channel::<Batch>();
-        let parser = scope.spawn(move || {
-            let mut b = Builder::new(&v2);
-            for batch in batches {
-                batch.each(|r| b.add(r));
-                let mut batch = batch;
-                batch.clear();
-                let _ = give_back.send(batch);
-            }
-            b
-        });
-        let mut batch = Batch::default();
-        let complete = db.listing_each(None, |sid, id, time, data| {
-            batch.push(sid, id, time, data);
-            if batch.rows.len() >= BATCH_ROWS {
-                let next = spare.try_recv().unwrap_or_default();
-                // The parser ends only when this sender is dropped.
-                let _ = to_parser.send(std::mem::replace(&mut batch, next));
-            }
-        });
-        let _ = to_parser.send(batch);
-        drop(to_parser);
-        let builder = parser
-            .join()
-            .unwrap_or_else(|e| std::panic::resume_unwind(e));
-        Ok(complete?.then(|| builder.finish()))
-    })
+    let mut b = Builder::new(&v2);
+    Ok(db
+        .listing_pass(None, |rows| b.add_all(rows))?
+        .map(|()| b.finish()))
 }
 
 /// What [`hash_all`] finds: each session's hash in the order of its first row (the v2 sessions
@@ -282,31 +305,32 @@ pub struct Hashes {
     pub v2_sessions: Vec<String>,
 }
 
-/// Each session's hash (see the module docs) without parsing any row. `None` when the pass
-/// cannot be made.
+/// Each session's hash (see the module docs) without parsing any row: each is hashed where
+/// SQLite has it, on this thread (copying it to another would cost what hashing it does).
+/// `None` when the pass cannot be made.
 pub fn hash_all(db: &Database) -> Result<Option<Hashes>, LoadError> {
     let Some(v2) = db.listing_v2_sessions()? else {
         return Ok(None);
     };
-    let mut b = Builder::new(&v2);
-    let complete = db.listing_each(None, |sid, id, time, data| {
-        let row = RowRef {
-            session_id: sid,
-            id,
-            time,
-            data,
-        };
-        b.acc(sid, row.hash());
+    let v2_set: HashSet<String> = v2.iter().cloned().collect();
+    let mut sessions = Sessions::new(&v2_set);
+    let mut hashes: Vec<u128> = Vec::new();
+    let hashed = db.listing_pass(None, |rows| {
+        while let Some(r) = rows.next()? {
+            if let Some(i) = sessions.index(&r.session_id) {
+                if hashes.len() <= i {
+                    hashes.resize(i + 1, 0);
+                }
+                hashes[i] = hashes[i].wrapping_add(hash(&r.id, r.time, r.data));
+            }
+        }
+        Ok(())
     })?;
-    if !complete {
+    if hashed.is_none() {
         return Ok(None);
     }
     Ok(Some(Hashes {
-        sessions: b
-            .sessions
-            .into_iter()
-            .map(|(sid, a)| (sid, a.hash))
-            .collect(),
+        sessions: sessions.ids.into_iter().zip(hashes).collect(),
         v2_sessions: v2,
     }))
 }
@@ -318,16 +342,10 @@ pub fn read_sessions(
     ids: &[&str],
     v2: &[String],
 ) -> Result<Option<Read>, LoadError> {
-    let mut b = Builder::new(v2);
+    let v2: HashSet<String> = v2.iter().cloned().collect();
+    let mut b = Builder::new(&v2);
     for id in ids {
-        if !db.listing_each(Some(id), |sid, mid, time, data| {
-            b.add(RowRef {
-                session_id: sid,
-                id: mid,
-                time,
-                data,
-            })
-        })? {
+        if db.listing_pass(Some(id), |rows| b.add_all(rows))?.is_none() {
             return Ok(None);
         }
     }

@@ -119,7 +119,41 @@ CREATE TABLE `account` (`id` text PRIMARY KEY, `email` text NOT NULL, `url` text
 INSERT INTO account VALUES ('acc_1', 'a@b.c', 'https://x', 'SECRET-ACCESS', 'SECRET-REFRESH', NULL, 1, 1);
 "#;
 
+/// The tables of OpenCode 2.x's session loop (`session_v2`, `session_message`), empty.
+pub const V2_DDL: &str = r#"
+CREATE TABLE session_v2 (id text PRIMARY KEY, project_id text, parent_id text, slug text,
+  directory text, title text, version text, model text, time_created integer, time_updated integer);
+CREATE TABLE session_message (id text PRIMARY KEY, session_id text NOT NULL, type text NOT NULL,
+  seq integer NOT NULL, time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
+"#;
+
 impl TestDb {
+    /// Close the database and damage the `nth` leaf page of `table` (a garbage b-tree page
+    /// header: SQLite reports it malformed); the directory and the database's path.
+    pub fn with_damaged_leaf(self, table: &str, nth: usize) -> (tempfile::TempDir, PathBuf) {
+        let leaf: i64 = self
+            .conn
+            .query_row(
+                "SELECT pageno FROM dbstat WHERE name = ?1 AND pagetype = 'leaf' \
+                 ORDER BY pageno LIMIT 1 OFFSET ?2",
+                params![table, nth as i64],
+                |r| r.get(0),
+            )
+            .expect("dbstat");
+        let page_size: i64 = self
+            .conn
+            .query_row("PRAGMA page_size", [], |r| r.get(0))
+            .expect("page size");
+        let TestDb { dir, path, conn } = self;
+        // The last connection's close checkpoints the WAL into the file.
+        conn.close().expect("close");
+        let mut b = bytes(&path);
+        let at = ((leaf - 1) * page_size) as usize;
+        b[at..at + 16].copy_from_slice(&[0xff; 16]);
+        std::fs::write(&path, &b).expect("write");
+        (dir, path)
+    }
+
     /// `<tempdir>/opencode.db` in WAL mode, with automatic checkpoints off so rows stay in the
     /// `-wal` while this connection is open (as with a running OpenCode).
     pub fn new() -> TestDb {

@@ -450,65 +450,52 @@ impl Database {
         messages: &mut [Message],
         diags: &mut Diagnostics,
     ) -> Result<bool, LoadError> {
-        let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
-        let damaged = |diags: &mut Diagnostics, messages: &mut [Message], e: &rusqlite::Error| {
-            diags.push(DiagnosticKind::DatabaseDamage, self.damage("part", 0, e));
-            messages.iter_mut().for_each(|m| m.parts.clear());
-        };
-        let mut rows = match stmt.query([session_id]) {
-            Ok(r) => r,
-            Err(e) if is_damage(&e) => {
-                damaged(diags, messages, &e);
-                return Ok(false);
-            }
-            Err(e) => return Err(self.err(e)),
-        };
         // Rows are stepped here and parsed on worker threads (see `row_pipeline`), in row order.
         let mut said: Vec<((SortKey, SortKey), Diagnostics)> = Vec::new();
-        let read = row_pipeline::for_each_row(
-            || rows.next().map(|r| r.map(PartRow::of)),
-            PartRow::bytes,
-            |r| {
-                let id = text_of(r.id.as_ref()).unwrap_or_default();
-                let message_id = text_of(r.message_id.as_ref()).unwrap_or_default();
-                let mut d = Diagnostics::new();
-                let read = match index.get(&message_id) {
-                    None => {
-                        d.push(
-                            DiagnosticKind::OrphanPart,
-                            format!("part {id}: its message {message_id} is missing; skipped"),
+        let read = self.pull(sql, [session_id], |rows| {
+            row_pipeline::for_each_row(
+                || rows.next().map(|r| r.map(PartRow::of)),
+                PartRow::bytes,
+                |r| {
+                    let id = text_of(r.id.as_ref()).unwrap_or_default();
+                    let message_id = text_of(r.message_id.as_ref()).unwrap_or_default();
+                    let mut d = Diagnostics::new();
+                    let read = match index.get(&message_id) {
+                        None => {
+                            d.push(
+                                DiagnosticKind::OrphanPart,
+                                format!("part {id}: its message {message_id} is missing; skipped"),
+                            );
+                            None
+                        }
+                        Some(&mi) => {
+                            part_from_row(&id, &message_id, session_id, r.data.as_deref(), &mut d)
+                                .map(|p| (mi, p))
+                        }
+                    };
+                    // Only rows with something to report keep their sort key.
+                    let said = (!d.is_empty()).then(|| {
+                        let key = (
+                            sort_key(Ok(r.message_id.as_ref())),
+                            sort_key(Ok(r.id.as_ref())),
                         );
-                        None
+                        (key, d)
+                    });
+                    (read, said)
+                },
+                |(read, s)| {
+                    if let Some((mi, p)) = read {
+                        messages[mi].parts.push(p);
                     }
-                    Some(&mi) => {
-                        part_from_row(&id, &message_id, session_id, r.data.as_deref(), &mut d)
-                            .map(|p| (mi, p))
-                    }
-                };
-                // Only rows with something to report keep their sort key.
-                let said = (!d.is_empty()).then(|| {
-                    let key = (
-                        sort_key(Ok(r.message_id.as_ref())),
-                        sort_key(Ok(r.id.as_ref())),
-                    );
-                    (key, d)
-                });
-                (read, said)
-            },
-            |(read, s)| {
-                if let Some((mi, p)) = read {
-                    messages[mi].parts.push(p);
-                }
-                said.extend(s);
-            },
-        );
-        match read {
-            Ok(()) => {}
-            Err(e) if is_damage(&e) => {
-                damaged(diags, messages, &e);
-                return Ok(false);
-            }
-            Err(e) => return Err(self.err(e)),
+                    said.extend(s);
+                },
+            )
+        })?;
+        if let Err(e) = read {
+            // As an `ORDER BY`'s sort would have failed before its first row.
+            diags.push(DiagnosticKind::DatabaseDamage, self.damage("part", 0, &e));
+            messages.iter_mut().for_each(|m| m.parts.clear());
+            return Ok(false);
         }
         said.sort_by(|a, b| a.0.cmp(&b.0));
         for (_, d) in &said {
@@ -546,54 +533,50 @@ impl Database {
         Ok(Some(v2))
     }
 
-    /// Call `each(session_id, id, time_created, data)` for every `message` row (of session
-    /// `only`, if given) as the listing reads it: the ids as text, the time when an integer,
-    /// `data` when text; rows without a text session id are skipped (no session a full load asks
-    /// for has them). `false` when the pass cannot be made (a column missing) or a damaged page
-    /// ended it early.
-    pub fn listing_each(
+    /// One pass over the `message` rows (of session `only`, if given) as the listing reads them:
+    /// `read` pulls them from [`ListingRows`]. `None` when the pass cannot be made (a column
+    /// missing) or a damaged page ended it early; what `read` made of the rows before is then
+    /// dropped.
+    pub fn listing_pass<O>(
         &self,
         only: Option<&str>,
-        mut each: impl FnMut(&str, &str, Option<i64>, Option<&[u8]>),
-    ) -> Result<bool, LoadError> {
+        read: impl FnOnce(&mut ListingRows<'_, '_>) -> rusqlite::Result<O>,
+    ) -> Result<Option<O>, LoadError> {
         let Some(mcols) = &self.tables.message else {
-            return Ok(true);
+            return read(&mut ListingRows { rows: None })
+                .map(Some)
+                .map_err(|e| self.err(e));
         };
         if ["id", "session_id", "data"]
             .iter()
             .any(|c| !mcols.contains(*c))
         {
-            return Ok(false);
+            return Ok(None);
         }
         let time = if mcols.contains("time_created") {
             "time_created"
         } else {
             "NULL"
         };
-        let filter = if only.is_some() {
-            " WHERE session_id = ?1"
+        // Rows without a text session id are not read: no session a listing asks for has them.
+        let only_one = if only.is_some() {
+            " AND session_id = ?1"
         } else {
             ""
         };
-        let sql = format!("SELECT session_id, id, {time}, data FROM message{filter}");
+        let sql = format!(
+            "SELECT session_id, id, {time}, data FROM message \
+             WHERE typeof(session_id) = 'text'{only_one}"
+        );
         // Map the file for this one pass (no copy of each page through `pread`); loads keep the
         // default, so a loaded session's resident memory does not grow by the file's pages.
         let _ = self.conn.pragma_update(None, "mmap_size", 1i64 << 30);
         let params: Vec<&str> = only.into_iter().collect();
-        let complete = self.scan(&sql, rusqlite::params_from_iter(params), |row| {
-            let Ok(ValueRef::Text(sid)) = row.get_ref(0) else {
-                return;
-            };
-            let id = text_column(row, 1).unwrap_or_default();
-            let time = row.get::<_, Option<i64>>(2).ok().flatten();
-            let data = match row.get_ref(3) {
-                Ok(ValueRef::Text(data)) => Some(data),
-                _ => None,
-            };
-            each(&String::from_utf8_lossy(sid), &id, time, data);
+        let pass = self.pull(&sql, rusqlite::params_from_iter(params), |rows| {
+            read(&mut ListingRows { rows: Some(rows) })
         });
         let _ = self.conn.pragma_update(None, "mmap_size", 0);
-        complete
+        Ok(pass?.ok())
     }
 
     /// Run `sql` and call `each` per row; `false` when a damaged page ended the scan early.
@@ -603,15 +586,29 @@ impl Database {
         params: impl rusqlite::Params,
         mut each: impl FnMut(&Row<'_>),
     ) -> Result<bool, LoadError> {
-        let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
-        let mut it = stmt.query(params).map_err(|e| self.err(e))?;
-        loop {
-            match it.next() {
-                Ok(Some(r)) => each(r),
-                Ok(None) => return Ok(true),
-                Err(e) if is_damage(&e) => return Ok(false),
-                Err(e) => return Err(self.err(e)),
+        let scanned = self.pull(sql, params, |rows| {
+            while let Some(r) = rows.next()? {
+                each(r);
             }
+            Ok(())
+        })?;
+        Ok(scanned.is_ok())
+    }
+
+    /// Run `sql` and give its rows to `read`, which pulls them one by one (`Rows::next`).
+    /// `Ok(Err(e))` when damage (a corrupt page, an I/O error mid-scan) stopped the statement,
+    /// after `read` took every row before it; any other error is one of the query.
+    fn pull<O>(
+        &self,
+        sql: &str,
+        params: impl rusqlite::Params,
+        read: impl FnOnce(&mut rusqlite::Rows<'_>) -> rusqlite::Result<O>,
+    ) -> Result<rusqlite::Result<O>, LoadError> {
+        let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
+        match stmt.query(params).and_then(|mut rows| read(&mut rows)) {
+            Ok(o) => Ok(Ok(o)),
+            Err(e) if is_damage(&e) => Ok(Err(e)),
+            Err(e) => Err(self.err(e)),
         }
     }
 
@@ -633,32 +630,24 @@ impl Database {
         parse: impl Fn(T) -> R + Sync,
         mut sink: impl FnMut(R, &mut Diagnostics),
     ) -> Result<bool, LoadError> {
-        let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
-        let mut rows = match stmt.query([param]) {
-            Ok(r) => r,
-            Err(e) if is_damage(&e) => {
-                diags.push(DiagnosticKind::DatabaseDamage, self.damage(table, 0, &e));
-                return Ok(false);
-            }
-            Err(e) => return Err(self.err(e)),
-        };
         let mut n = 0usize;
-        let read = row_pipeline::for_each_row(
-            || rows.next().map(|r| r.map(&own)),
-            weight,
-            parse,
-            |r| {
-                sink(r, diags);
-                n += 1;
-            },
-        );
+        let read = self.pull(sql, [param], |rows| {
+            row_pipeline::for_each_row(
+                || rows.next().map(|r| r.map(&own)),
+                weight,
+                parse,
+                |r| {
+                    sink(r, diags);
+                    n += 1;
+                },
+            )
+        })?;
         match read {
             Ok(()) => Ok(true),
-            Err(e) if is_damage(&e) => {
+            Err(e) => {
                 diags.push(DiagnosticKind::DatabaseDamage, self.damage(table, n, &e));
                 Ok(false)
             }
-            Err(e) => Err(self.err(e)),
         }
     }
 
@@ -905,10 +894,15 @@ fn text_column(row: &Row<'_>, i: usize) -> Option<String> {
 
 /// A column's value as text ([`text_column`]).
 fn text_of(v: ValueRef<'_>) -> Option<String> {
+    text_cow(v).map(Cow::into_owned)
+}
+
+/// [`text_of`], borrowed from the row where the text is UTF-8.
+fn text_cow(v: ValueRef<'_>) -> Option<Cow<'_, str>> {
     match v {
-        ValueRef::Text(t) | ValueRef::Blob(t) => Some(String::from_utf8_lossy(t).into_owned()),
-        ValueRef::Integer(n) => Some(n.to_string()),
-        ValueRef::Real(x) => Some(x.to_string()),
+        ValueRef::Text(t) | ValueRef::Blob(t) => Some(String::from_utf8_lossy(t)),
+        ValueRef::Integer(n) => Some(Cow::Owned(n.to_string())),
+        ValueRef::Real(x) => Some(Cow::Owned(x.to_string())),
         ValueRef::Null => None,
     }
 }
@@ -972,6 +966,50 @@ fn bytes_column<'r>(row: &'r Row<'_>, i: usize) -> Option<&'r [u8]> {
     match row.get_ref(i).ok()? {
         ValueRef::Text(t) | ValueRef::Blob(t) => Some(t),
         _ => None,
+    }
+}
+
+/// The `message` rows of a [`Database::listing_pass`], pulled one at a time (the statement is
+/// stepped on the thread that pulls; what is read elsewhere is copied out of the row).
+pub struct ListingRows<'a, 's> {
+    /// `None`: the database has no message table.
+    rows: Option<&'a mut rusqlite::Rows<'s>>,
+}
+
+impl ListingRows<'_, '_> {
+    /// The next row (`None`: no more). An error is the statement's: a damaged page ends the pass.
+    #[allow(clippy::should_implement_trait)] // a lending iterator: the row borrows the statement
+    pub fn next(&mut self) -> rusqlite::Result<Option<ListingRow<'_>>> {
+        match self.rows.as_deref_mut() {
+            Some(rows) => Ok(rows.next()?.map(ListingRow::of)),
+            None => Ok(None),
+        }
+    }
+}
+
+/// One `message` row as the listing reads it, borrowed from the statement: the ids as text, the
+/// time when an integer, `data` when text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListingRow<'r> {
+    pub session_id: Cow<'r, str>,
+    pub id: Cow<'r, str>,
+    pub time: Option<i64>,
+    pub data: Option<&'r [u8]>,
+}
+
+impl<'r> ListingRow<'r> {
+    /// `SELECT session_id, id, time_created, data` off the statement (whose session ids are
+    /// text: the pass selects no other).
+    fn of(row: &'r Row<'_>) -> ListingRow<'r> {
+        ListingRow {
+            session_id: row.get_ref(0).ok().and_then(text_cow).unwrap_or_default(),
+            id: row.get_ref(1).ok().and_then(text_cow).unwrap_or_default(),
+            time: row.get::<_, Option<i64>>(2).ok().flatten(),
+            data: match row.get_ref(3) {
+                Ok(ValueRef::Text(data)) => Some(data),
+                _ => None,
+            },
+        }
     }
 }
 

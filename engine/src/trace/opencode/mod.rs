@@ -5,6 +5,6 @@ pub mod message_full;
 pub mod message_row;
 pub mod message_v1;
 pub mod part_row;
-mod row_pipeline;
+pub(crate) mod row_pipeline;
 pub mod storage;
 pub mod v2;

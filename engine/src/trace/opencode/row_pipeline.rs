@@ -13,8 +13,10 @@ use rusqlite::types::ValueRef;
 
 /// Rows of about this many bytes go to a worker at a time.
 const BATCH_BYTES: usize = 1 << 20;
-/// …or this many rows, whichever comes first.
-const BATCH_ROWS: usize = 2048;
+/// …or this many rows, whichever comes first. Small batches start the workers early and keep
+/// little in flight: the listing's 61k message rows of 400 bytes (1,024 sessions) went 5 %
+/// faster in 512-row batches than in 2,048-row ones, and a 10k- or 100k-request load no slower.
+const BATCH_ROWS: usize = 512;
 
 /// `parse` over the rows `next` yields (`Ok(None)`: no more), each result handed to `sink` on
 /// the calling thread in row order, as soon as the batches before it are done (so results are not
@@ -28,14 +30,15 @@ pub(crate) fn for_each_row<T: Send, R: Send, E>(
     mut sink: impl FnMut(R),
 ) -> Result<(), E> {
     // The first batch: a small session is parsed right here.
-    let (mut batch, mut status) = fill(&mut next, &weight);
+    let (mut batch, mut status) = fill(&mut next, &weight, 0);
     // As many parsers as rayon has threads (the cores, or `RAYON_NUM_THREADS`), at most 4.
     let workers = rayon::current_num_threads().min(4);
     if !matches!(status, Ok(true)) || workers < 2 {
         loop {
+            let rows = batch.len();
             batch.into_iter().map(&parse).for_each(&mut sink);
             match status {
-                Ok(true) => (batch, status) = fill(&mut next, &weight),
+                Ok(true) => (batch, status) = fill(&mut next, &weight, rows),
                 Ok(false) => return Ok(()),
                 Err(e) => return Err(e),
             }
@@ -70,6 +73,7 @@ pub(crate) fn for_each_row<T: Send, R: Send, E>(
         };
         let mut k = 0usize;
         let read = loop {
+            let rows = batch.len();
             // Every row read goes to a worker, those read before an error included. A failed
             // send means every worker is gone, which only a panic does (re-raised below).
             if !batch.is_empty() && tx.send((k, std::mem::take(&mut batch))).is_ok() {
@@ -79,7 +83,7 @@ pub(crate) fn for_each_row<T: Send, R: Send, E>(
                 take(j, b);
             }
             match status {
-                Ok(true) => (batch, status) = fill(&mut next, &weight),
+                Ok(true) => (batch, status) = fill(&mut next, &weight, rows),
                 Ok(false) => break Ok(()),
                 Err(e) => break Err(e),
             }
@@ -93,12 +97,14 @@ pub(crate) fn for_each_row<T: Send, R: Send, E>(
 }
 
 /// One batch of rows, and whether the rows go on after it (`Ok(true)`), ended (`Ok(false)`) or
-/// failed (the rows before the failure are in the batch).
+/// failed (the rows before the failure are in the batch). `rows`: how many the batch before had
+/// (room for as many is made at once, not by growing the batch row by row).
 fn fill<T, E>(
     next: &mut impl FnMut() -> Result<Option<T>, E>,
     weight: &impl Fn(&T) -> usize,
+    rows: usize,
 ) -> (Vec<T>, Result<bool, E>) {
-    let mut batch = Vec::new();
+    let mut batch = Vec::with_capacity(rows);
     let mut bytes = 0usize;
     loop {
         match next() {
