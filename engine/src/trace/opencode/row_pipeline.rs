@@ -31,9 +31,13 @@ pub(crate) fn for_each_row<T: Send, R: Send, E>(
 ) -> Result<(), E> {
     // The first batch: a small session is parsed right here.
     let (mut batch, mut status) = fill(&mut next, &weight, 0);
-    // As many parsers as rayon has threads (the cores, or `RAYON_NUM_THREADS`), at most 4.
-    let workers = rayon::current_num_threads().min(4);
-    if !matches!(status, Ok(true)) || workers < 2 {
+    // As many parsers as rayon has threads (the cores, or `RAYON_NUM_THREADS`), at most 4;
+    // asked only when there is a second batch (the question starts rayon's pool).
+    let workers = match status {
+        Ok(true) => rayon::current_num_threads().min(4),
+        _ => 1,
+    };
+    if workers < 2 {
         loop {
             let rows = batch.len();
             batch.into_iter().map(&parse).for_each(&mut sink);
