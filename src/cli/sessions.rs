@@ -34,6 +34,8 @@ pub fn run(args: &SessionsArgs) -> anyhow::Result<()> {
             report::stderr::warn(&format!("{} ×{}: {}", d.kind.as_str(), d.count, d.example));
         }
     }
+    // A database of thousands of sessions: freeing them is a tenth of a warm listing.
+    super::keep_until_exit((source, sessions));
     Ok(())
 }
 

@@ -312,7 +312,7 @@ fn a_damaged_truncated_or_foreign_cache_file_is_ignored_and_replaced() {
     let mut foreign = bytes.clone();
     let at = foreign
         .windows(9)
-        .position(|w| w == b"listing-1")
+        .position(|w| w == b"listing-2")
         .expect("version in header");
     foreign[at + 8] = b'0';
     for (what, damaged) in [
@@ -377,6 +377,100 @@ fn the_sessions_command_prints_the_same_bytes_with_and_without_the_cache() {
     let other = tempfile::tempdir().expect("tempdir");
     assert_eq!(cold, warm);
     assert_eq!(run(other.path()), cold);
+}
+
+/// `tierscope sessions --json DB` with the cache in `cache` (what every command's open reads).
+fn sessions_json(db: &Path, cache: &Path) -> serde_json::Value {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tierscope"))
+        .args(["sessions", "--json"])
+        .arg(db)
+        .env("TIERSCOPE_CACHE_DIR", cache)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
+fn titles(v: &serde_json::Value) -> Vec<String> {
+    let mut t: Vec<String> = v
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|s| s["title"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    t.sort();
+    t
+}
+
+/// An open of a database that did not change takes its session rows from the cache file (no SQL
+/// over `session`): a file whose rows were altered is what is listed, until the database
+/// changes.
+#[test]
+fn a_warm_open_takes_the_session_rows_from_the_cache_file() {
+    let db = two_sessions();
+    let dir = tempfile::tempdir().expect("tempdir");
+    assert_eq!(titles(&sessions_json(&db.path, dir.path())), ["a", "b"]);
+    let [(file, bytes)] = &cache_files(dir.path())[..] else {
+        panic!("one cache file expected")
+    };
+    let mut c = listing_cache::decode(bytes).expect("a valid file");
+    let infos = c.infos.as_mut().expect("the session rows are kept");
+    assert_eq!(infos.len(), 2);
+    for i in infos.iter_mut() {
+        i.title = format!("cached {}", i.title);
+    }
+    std::fs::write(file, listing_cache::encode(&c)).expect("rewrite");
+    assert_eq!(
+        titles(&sessions_json(&db.path, dir.path())),
+        ["cached a", "cached b"]
+    );
+    // Any write changes the marker: the rows are read again (and the file rewritten).
+    db.session("ses_c", None, "c", 3, 30);
+    assert_eq!(
+        titles(&sessions_json(&db.path, dir.path())),
+        ["a", "b", "c"]
+    );
+    assert_eq!(
+        titles(&sessions_json(&db.path, dir.path())),
+        ["a", "b", "c"]
+    );
+}
+
+/// Session rows whose read raises a diagnostic are not kept: every open reads them and reports
+/// it again.
+#[test]
+fn session_rows_with_a_diagnostic_are_read_and_reported_at_every_open() {
+    let db = two_sessions();
+    db.conn
+        .execute(
+            "UPDATE session SET title = CAST(x'62ff' AS BLOB) WHERE id = 'ses_b'",
+            [],
+        )
+        .expect("bad title");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let warnings = || {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tierscope"))
+            .arg("sessions")
+            .arg(&db.path)
+            .env("TIERSCOPE_CACHE_DIR", dir.path())
+            .output()
+            .expect("run");
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let cold = warnings();
+    assert!(cold.contains("UTF-8"), "reported: {cold}");
+    let [(_, bytes)] = &cache_files(dir.path())[..] else {
+        panic!("one cache file expected")
+    };
+    let c = listing_cache::decode(bytes).expect("a valid file");
+    assert_eq!(c.infos, None);
+    assert_eq!(c.sessions.len(), 2, "the listing itself is still cached");
+    assert_eq!(warnings(), cold, "reported again by a warm open");
 }
 
 /// Three sessions whose message rows take turns (a, b, c, a, …) over several of the row

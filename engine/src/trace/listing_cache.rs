@@ -11,7 +11,9 @@
 //!   file and of its `-wal` (absent is part of the key), the database header and the WAL header
 //!   (its salts change at every WAL reset). OpenCode writes through SQLite in WAL mode: a commit
 //!   appends to the WAL, a checkpoint writes the main file, a reset rewrites the WAL's header.
-//!   When the marker matches, the listing is served from the file without any SQL over `message`.
+//!   When the marker matches, the listing is served from the file without any SQL over `message`,
+//!   and opening the database reads neither its session rows nor its orphans (every command's
+//!   open read every session row: a third of a warm listing of 1,024 sessions).
 //! - **Per-session reuse** when it does not match (a session being recorded): one pass reads the
 //!   raw rows (no JSON parsed) and hashes each session's rows (xxh3-128 of id, `time_created`
 //!   and `data`); a session whose hash is the cached one keeps its entry, every other is read.
@@ -33,10 +35,11 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use super::diagnostics::Diagnostics;
 use super::error::LoadError;
 use super::listing::{Digest, Rows};
 use super::listing_scan::{hash_all, read_all, read_sessions, Entry, Keyed, Read};
-use super::model::Usage;
+use super::model::{ModelRef, SessionInfo, Usage};
 use super::opencode::db::Database;
 
 /// Databases whose listing is kept.
@@ -48,7 +51,7 @@ pub const MAX_FILE_BYTES: usize = 8 * 1024 * 1024;
 
 const MAGIC: &[u8; 8] = b"TSLSTv1\n";
 /// The format and the build that wrote it: a file of another one is not read.
-const VERSION: &str = concat!("listing-1 tierscope-engine ", env!("CARGO_PKG_VERSION"));
+const VERSION: &str = concat!("listing-2 tierscope-engine ", env!("CARGO_PKG_VERSION"));
 
 /// Where the listing cache is.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -160,6 +163,9 @@ pub struct Cached {
     /// Sessions named by message rows but missing from the session tables, with their message
     /// counts ([`Database::orphan_counts`]): read at every open, so kept here too.
     pub orphans: Vec<(String, i64)>,
+    /// The session tables' rows ([`Database::sessions`]), also read at every open; `None` when
+    /// reading them raised diagnostics (read again, so that every open reports them).
+    pub infos: Option<Vec<SessionInfo>>,
     /// Sessions of the v2 loop (always loaded in full).
     pub v2_sessions: Vec<String>,
     /// Every other session with rows, in the order of its first row.
@@ -169,24 +175,32 @@ pub struct Cached {
 /// The listing's rows of `db` through the cache `cache` (see the module docs): the same
 /// [`Rows`] as [`Database::listing_rows`] gives, except that a session served from the cache has
 /// a digest instead of its messages.
-/// `orphans` are the ones counted when `db` was opened (counted again if it changed since).
+/// `opened` is what was read when `db` was opened (read again if it changed since).
 pub fn rows(
     db: &Database,
     cache: &ListingCache,
-    orphans: &Orphans,
+    opened: &Opened,
 ) -> Result<Option<Rows>, LoadError> {
     let Some(file) = cache_file(db, cache) else {
         return db.listing_rows();
     };
     // Taken before any row is read (see the module docs).
     let marker = Marker::of(db.path());
-    let old = std::fs::read(&file).ok().and_then(|b| decode(&b));
-    if let (Some(old), Some(m)) = (&old, marker) {
+    // The file as the open read it, when it read that file (same dir); else read now.
+    let read_now;
+    let old = match &opened.file {
+        Some((f, c)) if *f == file => c.as_ref(),
+        _ => {
+            read_now = std::fs::read(&file).ok().and_then(|b| decode(&b));
+            read_now.as_ref()
+        }
+    };
+    if let (Some(old), Some(m)) = (old, marker) {
         if old.marker == m {
             return Ok(Some(rows_from_cache(old)));
         }
     }
-    let read = match &old {
+    let read = match old {
         Some(old) => reuse(db, old)?,
         None => read_all(db)?,
     };
@@ -194,17 +208,19 @@ pub fn rows(
         return Ok(None);
     };
     if let Some(marker) = marker {
+        let same = opened.marker == Some(marker);
         let new = Cached {
             marker,
-            orphans: if orphans.marker == Some(marker) {
-                orphans.counts.clone()
+            orphans: if same {
+                opened.orphans.clone()
             } else {
                 db.orphan_counts()?
             },
+            infos: if same { opened.clean.clone() } else { None },
             v2_sessions: read.v2_sessions,
             sessions: read.keyed,
         };
-        if old.as_ref() != Some(&new) {
+        if old != Some(&new) {
             // A cache that cannot be written costs the next listing its speed, nothing else.
             let _ = store(&file, &encode(&new));
         }
@@ -258,32 +274,54 @@ fn reuse(db: &Database, old: &Cached) -> Result<Option<Read>, LoadError> {
     Ok(Some(fresh))
 }
 
-/// A database's orphan sessions ([`Database::orphan_counts`]) and the marker taken before they
-/// were counted.
+/// What opening a database reads of it: its sessions (the session tables' rows) and its orphan
+/// sessions ([`Database::orphan_counts`]), with the marker taken before they were read.
 #[derive(Debug, Clone, Default)]
-pub struct Orphans {
-    pub counts: Vec<(String, i64)>,
+pub struct Opened {
+    /// The session rows (a source takes them; see [`crate::trace::load`]).
+    pub sessions: Vec<SessionInfo>,
+    pub orphans: Vec<(String, i64)>,
     marker: Option<Marker>,
+    /// The sessions again when reading them raised no diagnostic (what the cache file keeps).
+    clean: Option<Vec<SessionInfo>>,
+    /// The cache file read at the open and what it held (a listing reuses it).
+    file: Option<(PathBuf, Option<Cached>)>,
 }
 
-/// The orphans of `db`, from its cache file when the database did not change since it was
-/// written (every open reads them: without the file, a pass over an index of every message).
-pub fn orphans(db: &Database, cache: &ListingCache) -> Result<Orphans, LoadError> {
+/// Open `db`'s sessions and orphans: from its cache file when the database did not change since
+/// it was written, else from the database (its diagnostics into `diags`).
+pub fn open(
+    db: &Database,
+    cache: &ListingCache,
+    diags: &mut Diagnostics,
+) -> Result<Opened, LoadError> {
     let file = cache_file(db, cache);
     let marker = file.as_ref().and_then(|_| Marker::of(db.path()));
-    if let (Some(file), Some(m)) = (&file, marker) {
-        if let Some(c) = std::fs::read(file).ok().and_then(|b| decode(&b)) {
-            if c.marker == m {
-                return Ok(Orphans {
-                    counts: c.orphans,
-                    marker,
-                });
-            }
+    let cached = file
+        .as_ref()
+        .and_then(|f| std::fs::read(f).ok())
+        .and_then(|b| decode(&b));
+    let current = cached.as_ref().filter(|c| Some(c.marker) == marker);
+    let orphans = match current {
+        Some(c) => c.orphans.clone(),
+        None => db.orphan_counts()?,
+    };
+    let (sessions, clean) = match current.and_then(|c| c.infos.clone()) {
+        Some(infos) => (infos.clone(), Some(infos)),
+        None => {
+            let mut d = Diagnostics::new();
+            let sessions = db.sessions(&mut d)?;
+            let clean = (d.is_empty() && file.is_some()).then(|| sessions.clone());
+            diags.extend(&d);
+            (sessions, clean)
         }
-    }
-    Ok(Orphans {
-        counts: db.orphan_counts()?,
+    };
+    Ok(Opened {
+        sessions,
+        orphans,
         marker,
+        clean,
+        file: file.map(|f| (f, cached)),
     })
 }
 
@@ -375,7 +413,9 @@ fn store(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// Layout (little-endian): magic, u16 length + [`VERSION`], the marker, u32 count + orphans
-/// (string id, i64 count), u32 count + the v2
+/// (string id, i64 count), u8 0 or 1 + u32 count + session infos (strings id, title,
+/// optional slug, directory, optional project, parent, version and agent, optional model as two
+/// strings, i64 created, i64 updated; an optional value is u8 0, or u8 1 + the value), u32 count + the v2
 /// sessions, u32 count + sessions (string id, u128 hash, u8 kind, for a digest: u64 messages,
 /// u64 requests, 5 × u64 tokens, f64 cost bits, u8 + string first cwd), u64 xxh3 checksum of
 /// everything before it. Strings are u32 length + UTF-8.
@@ -397,6 +437,16 @@ pub fn encode(c: &Cached) -> Vec<u8> {
     for (sid, n) in &c.orphans {
         put_str(&mut b, sid);
         b.extend_from_slice(&n.to_le_bytes());
+    }
+    match &c.infos {
+        Some(infos) => {
+            b.push(1);
+            b.extend_from_slice(&(infos.len() as u32).to_le_bytes());
+            for i in infos {
+                put_info(&mut b, i);
+            }
+        }
+        None => b.push(0),
     }
     b.extend_from_slice(&(c.v2_sessions.len() as u32).to_le_bytes());
     for s in &c.v2_sessions {
@@ -445,6 +495,36 @@ fn put_str(b: &mut Vec<u8>, s: &str) {
     b.extend_from_slice(s.as_bytes());
 }
 
+fn put_opt_str(b: &mut Vec<u8>, s: Option<&str>) {
+    match s {
+        Some(s) => {
+            b.push(1);
+            put_str(b, s);
+        }
+        None => b.push(0),
+    }
+}
+
+fn put_info(b: &mut Vec<u8>, i: &SessionInfo) {
+    put_str(b, &i.id);
+    put_str(b, &i.title);
+    put_opt_str(b, i.slug.as_deref());
+    put_str(b, &i.directory);
+    for o in [&i.project_id, &i.parent_id, &i.version, &i.agent] {
+        put_opt_str(b, o.as_deref());
+    }
+    match &i.model {
+        Some(m) => {
+            b.push(1);
+            put_str(b, &m.provider_id);
+            put_str(b, &m.model_id);
+        }
+        None => b.push(0),
+    }
+    b.extend_from_slice(&i.time_created.to_le_bytes());
+    b.extend_from_slice(&i.time_updated.to_le_bytes());
+}
+
 /// `None` for anything that is not a complete cache file of this format and version.
 pub fn decode(bytes: &[u8]) -> Option<Cached> {
     let (body, sum) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
@@ -473,6 +553,18 @@ pub fn decode(bytes: &[u8]) -> Option<Cached> {
         let sid = r.string()?;
         orphans.push((sid, r.u64()? as i64));
     }
+    let infos = match r.u8()? {
+        0 => None,
+        1 => {
+            let n = r.u32()? as usize;
+            let mut infos = Vec::with_capacity(n.min(r.0.len()));
+            for _ in 0..n {
+                infos.push(r.info()?);
+            }
+            Some(infos)
+        }
+        _ => return None,
+    };
     let n = r.u32()? as usize;
     let mut v2_sessions = Vec::with_capacity(n.min(r.0.len()));
     for _ in 0..n {
@@ -519,6 +611,7 @@ pub fn decode(bytes: &[u8]) -> Option<Cached> {
     Some(Cached {
         marker,
         orphans,
+        infos,
         v2_sessions,
         sessions,
     })
@@ -548,6 +641,35 @@ impl<'a> Reader<'a> {
         let n = self.u32()? as usize;
         String::from_utf8(self.take(n)?.to_vec()).ok()
     }
+    fn opt_string(&mut self) -> Option<Option<String>> {
+        match self.u8()? {
+            0 => Some(None),
+            1 => Some(Some(self.string()?)),
+            _ => None,
+        }
+    }
+    fn info(&mut self) -> Option<SessionInfo> {
+        Some(SessionInfo {
+            id: self.string()?,
+            title: self.string()?,
+            slug: self.opt_string()?,
+            directory: self.string()?,
+            project_id: self.opt_string()?,
+            parent_id: self.opt_string()?,
+            version: self.opt_string()?,
+            agent: self.opt_string()?,
+            model: match self.u8()? {
+                0 => None,
+                1 => Some(ModelRef {
+                    provider_id: self.string()?,
+                    model_id: self.string()?,
+                }),
+                _ => return None,
+            },
+            time_created: self.u64()? as i64,
+            time_updated: self.u64()? as i64,
+        })
+    }
     fn stamp(&mut self) -> Option<FileStamp> {
         Some(FileStamp {
             dev: self.u64()?,
@@ -576,6 +698,25 @@ mod tests {
                 headers: 9,
             },
             orphans: vec![("ses_gone".into(), 3)],
+            infos: Some(vec![
+                SessionInfo {
+                    id: "ses_a".into(),
+                    title: "Fix \u{1b}[31mthe build".into(),
+                    slug: Some("fix".into()),
+                    directory: "/w".into(),
+                    project_id: None,
+                    parent_id: Some("ses_p".into()),
+                    version: Some("1.18.33".into()),
+                    agent: None,
+                    model: Some(ModelRef {
+                        provider_id: "p".into(),
+                        model_id: "m".into(),
+                    }),
+                    time_created: -1,
+                    time_updated: 5,
+                },
+                SessionInfo::default(),
+            ]),
             v2_sessions: vec!["ses_v2".into()],
             sessions: vec![
                 (

@@ -83,8 +83,9 @@ struct Store {
     by_id: HashMap<String, usize>,
     /// Session ids found in a database.
     in_db: HashSet<String>,
-    /// Each database's orphan messages as counted at open (the listing cache keeps them).
-    orphans: Vec<listing_cache::Orphans>,
+    /// What was read of each database at open: its orphan messages, and its session rows for
+    /// the listing cache (see [`listing_cache::open`]).
+    opened: Vec<listing_cache::Opened>,
 }
 
 /// A listing line's numbers before the line: a cached digest, or messages from the stores.
@@ -231,17 +232,17 @@ impl Store {
         let mut sessions = Vec::new();
         let mut seen = HashSet::new();
         let mut in_db = HashSet::new();
-        let mut orphans = Vec::new();
+        let mut opened = Vec::new();
         for db in &dbs {
-            let o = listing_cache::orphans(db, &ListingCache::Default)?;
-            db.report_orphans(&o.counts, &mut diagnostics);
-            orphans.push(o);
-            for s in db.sessions(&mut diagnostics)? {
+            let mut o = listing_cache::open(db, &ListingCache::Default, &mut diagnostics)?;
+            db.report_orphans(&o.orphans, &mut diagnostics);
+            for s in std::mem::take(&mut o.sessions) {
                 in_db.insert(s.id.clone());
                 if seen.insert(s.id.clone()) {
                     sessions.push(s);
                 }
             }
+            opened.push(o);
         }
         for t in &trees {
             for s in t.sessions(&mut diagnostics) {
@@ -264,7 +265,7 @@ impl Store {
                     .collect(),
                 sessions,
                 in_db,
-                orphans,
+                opened,
             }),
             describe,
             diagnostics,
@@ -339,8 +340,8 @@ impl Store {
             Some(cache) => self
                 .dbs
                 .iter()
-                .zip(&self.orphans)
-                .map(|(db, orphans)| listing_cache::rows(db, cache, orphans))
+                .zip(&self.opened)
+                .map(|(db, opened)| listing_cache::rows(db, cache, opened))
                 .collect::<Result<Option<Vec<_>>, _>>()?,
         };
         let kids = self.children_by_parent();
