@@ -302,10 +302,18 @@ impl Tokenizer {
         };
         let bytes = {
             let cache = self.lock();
+            let max = cap_bytes.saturating_sub(header_len(self.kind) + 8) / ENTRY_BYTES;
+            // Nothing was added since the file was read (entries come only from tokenizing)
+            // and all fit: it already holds exactly these entries. A warm load writes nothing.
+            if self.disk_entries > 0
+                && cache.len() as u64 == self.disk_entries
+                && cache.len() <= max
+            {
+                return Ok(());
+            }
             let mut entries: Vec<(u128, Entry)> = cache.iter().map(|(k, e)| (*k, *e)).collect();
             // Used entries first, then by key so the file is deterministic.
             entries.sort_by_key(|(k, e)| (!e.used, *k));
-            let max = cap_bytes.saturating_sub(header_len(self.kind) + 8) / ENTRY_BYTES;
             entries.truncate(max);
             entries.sort_by_key(|(k, _)| *k);
             encode(
@@ -438,6 +446,34 @@ mod tests {
         let t3 = Tokenizer::with_disk_cache(TokenizerKind::Cl100k, Some(dir.path()));
         t3.count("hello world");
         assert_eq!(t3.tokenized_count(), 1);
+    }
+
+    #[test]
+    fn a_load_that_adds_nothing_leaves_the_file_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Tokenizer::with_disk_cache(TokenizerKind::O200k, Some(dir.path()));
+        t.count_many(&["a", "b"]);
+        t.save().unwrap();
+        let path = t.disk_path().unwrap().to_owned();
+        let before = (
+            std::fs::read(&path).unwrap(),
+            std::fs::metadata(&path).unwrap().modified().unwrap(),
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let warm = Tokenizer::with_disk_cache(TokenizerKind::O200k, Some(dir.path()));
+        warm.count_many(&["b", "a"]);
+        warm.save().unwrap();
+        let after = (
+            std::fs::read(&path).unwrap(),
+            std::fs::metadata(&path).unwrap().modified().unwrap(),
+        );
+        assert_eq!(after, before, "not rewritten");
+        // A new text is saved.
+        let more = Tokenizer::with_disk_cache(TokenizerKind::O200k, Some(dir.path()));
+        more.count("c");
+        more.save().unwrap();
+        let again = Tokenizer::with_disk_cache(TokenizerKind::O200k, Some(dir.path()));
+        assert_eq!(again.stats().disk_entries, 3);
     }
 
     #[test]

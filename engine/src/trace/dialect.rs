@@ -154,6 +154,12 @@ impl Dialect {
     /// The rules for a session created by `version`, or inferred from `markers` when the version is
     /// missing or unreadable.
     pub fn detect(version: Option<&str>, markers: &Markers) -> Dialect {
+        Dialect::detect_with(version, || *markers)
+    }
+
+    /// [`Dialect::detect`] with the markers found only when they are needed (a scan of every
+    /// message and part, for a session that has no readable version).
+    pub fn detect_with(version: Option<&str>, markers: impl FnOnce() -> Markers) -> Dialect {
         if let Some(v) = version.and_then(parse_version) {
             return Dialect {
                 era: Era::of(v),
@@ -161,6 +167,7 @@ impl Dialect {
                 inferred: false,
             };
         }
+        let markers = &markers();
         let era = if markers.v1_messages {
             Era::V01
         } else if markers.multi_step {

@@ -283,8 +283,15 @@ impl Store {
         let mut from_db = false;
         let mut from_tree = false;
         for db in &self.dbs {
-            for m in db.messages(&info.id, &mut diags)? {
-                from_db = true;
+            let ms = db.messages(&info.id, &mut diags)?;
+            from_db |= !ms.is_empty();
+            if self.dbs.len() == 1 && self.trees.is_empty() {
+                // One source: its messages are distinct (a database's are by id), nothing to
+                // merge.
+                messages = ms;
+                break;
+            }
+            for m in ms {
                 merge_message(&mut messages, &mut index, m, None);
             }
         }
