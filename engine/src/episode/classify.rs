@@ -162,38 +162,118 @@ struct KeysIn {
     max: usize,
 }
 
+/// A rule's patterns, each and all at once: `any` is their alternation, so whether one matches,
+/// and where the leftmost match of any starts, is one search instead of one per pattern (these
+/// run on every sentence and line of a session).
+#[derive(Debug, Clone)]
+struct Patterns {
+    each: Vec<Regex>,
+    /// `None` when there are no patterns, or their alternation could not be built (then they
+    /// are tried one by one).
+    any: Option<Regex>,
+}
+
+impl Patterns {
+    fn new(each: Vec<Regex>) -> Patterns {
+        let any = (!each.is_empty())
+            .then(|| {
+                let alternation = each
+                    .iter()
+                    .map(|r| format!("(?:{})", r.as_str()))
+                    .collect::<Vec<_>>()
+                    .join("|");
+                RegexBuilder::new(&alternation)
+                    .case_insensitive(true)
+                    .build()
+                    .ok()
+            })
+            .flatten();
+        Patterns { each, any }
+    }
+
+    fn is_match(&self, s: &str) -> bool {
+        match &self.any {
+            Some(r) => r.is_match(s),
+            None => self.each.iter().any(|r| r.is_match(s)),
+        }
+    }
+
+    /// Where the leftmost match of any pattern starts (the least of each pattern's first match).
+    fn leftmost(&self, s: &str) -> Option<usize> {
+        match &self.any {
+            Some(r) => r.find(s).map(|m| m.start()),
+            None => self
+                .each
+                .iter()
+                .filter_map(|r| r.find(s).map(|m| m.start()))
+                .min(),
+        }
+    }
+
+    /// The first pattern, in rule order, that matches `s`.
+    fn first_matching(&self, s: &str) -> Option<&Regex> {
+        if !self.is_match(s) {
+            return None;
+        }
+        self.each.iter().find(|r| r.is_match(s))
+    }
+}
+
 /// Compiled classification rules.
 #[derive(Debug, Clone)]
 pub struct Rules {
     /// Where they came from ("embedded" or a path).
     pub origin: String,
     default_class: RetentionClass,
-    pin_patterns: Vec<Regex>,
+    pin_patterns: Patterns,
     pin_max_chars: usize,
     votes: Vec<(EpisodeKind, Vote)>,
     investigation_tools: Vec<String>,
     investigation_commands: Vec<Regex>,
     edit_tools: Vec<String>,
-    error_lines: Vec<Regex>,
-    wrapper_lines: Vec<Regex>,
-    passing_lines: Vec<Regex>,
+    error_lines: Patterns,
+    wrapper_lines: Patterns,
+    passing_lines: Patterns,
     query_commands: Vec<Regex>,
     operational_tools: Vec<String>,
-    rationale: Vec<Regex>,
+    rationale: Patterns,
     open: RegexSet,
     uncertain: RegexSet,
     revert_commands: Vec<Regex>,
-    rejected_phrases: Vec<Regex>,
+    rejected_phrases: Patterns,
     rejected_within_requests: usize,
-    decision_phrases: Vec<Regex>,
+    decision_phrases: Patterns,
     chatter_max_chars: usize,
     max_keys: usize,
 }
 
+/// The embedded rules, parsed once per process: their patterns take about 20 ms to compile,
+/// and a command builds a session, its sub-agent sessions and (following) every reload with them.
+static EMBEDDED: std::sync::LazyLock<Result<Rules, RulesError>> =
+    std::sync::LazyLock::new(|| Rules::parse(DEFAULT_RULES, "embedded"));
+
 impl Rules {
     /// The embedded default rules.
     pub fn embedded() -> Result<Rules, RulesError> {
-        Rules::parse(DEFAULT_RULES, "embedded")
+        match &*EMBEDDED {
+            Ok(r) => Ok(r.clone()),
+            // Only a broken build gets here (the embedded file is tested).
+            Err(e) => Err(RulesError::Invalid {
+                origin: "embedded".to_owned(),
+                reason: e.to_string(),
+            }),
+        }
+    }
+
+    /// Start compiling the embedded rules on a thread of their own, so that a load that reads
+    /// its session meanwhile finds them ready.
+    pub fn prepare_embedded() {
+        // A thread that cannot be spawned only means the first use compiles them.
+        let _ = std::thread::Builder::new()
+            .name("rules-prepare".to_owned())
+            .spawn(|| {
+                std::sync::LazyLock::force(&EMBEDDED);
+            });
     }
 
     pub fn from_file(path: &Path) -> Result<Rules, RulesError> {
@@ -254,7 +334,7 @@ impl Rules {
         Ok(Rules {
             origin: origin.to_owned(),
             default_class: f.defaults.class,
-            pin_patterns: re(&f.pins.patterns)?,
+            pin_patterns: Patterns::new(re(&f.pins.patterns)?),
             pin_max_chars: f.pins.max_chars,
             votes: vec![
                 (EpisodeKind::Turn, k.turn.clone()),
@@ -272,18 +352,18 @@ impl Rules {
             investigation_tools: k.investigation.tools.clone(),
             investigation_commands: re(&k.investigation.commands)?,
             edit_tools: k.edit.tools.clone(),
-            error_lines: re(&k.failure.error_lines)?,
-            wrapper_lines: re(&newer(|f| &f.wrapper_lines)?)?,
-            passing_lines: re(&newer(|f| &f.passing_lines)?)?,
+            error_lines: Patterns::new(re(&k.failure.error_lines)?),
+            wrapper_lines: Patterns::new(re(&newer(|f| &f.wrapper_lines)?)?),
+            passing_lines: Patterns::new(re(&newer(|f| &f.passing_lines)?)?),
             query_commands: re(&newer(|f| &f.query_commands)?)?,
             operational_tools: newer(|f| &f.operational_tools)?,
-            rationale: re(&record.rationale)?,
+            rationale: Patterns::new(re(&record.rationale)?),
             open: set(&record.open)?,
             uncertain: set(&record.uncertain)?,
             revert_commands: re(&k.rejected.revert_commands)?,
-            rejected_phrases: re(&k.rejected.phrases)?,
+            rejected_phrases: Patterns::new(re(&k.rejected.phrases)?),
             rejected_within_requests: k.rejected.within_requests,
-            decision_phrases: re(&k.decision.phrases)?,
+            decision_phrases: Patterns::new(re(&k.decision.phrases)?),
             chatter_max_chars: k.chatter.max_chars,
             max_keys: f.keys.max,
         })
@@ -291,13 +371,14 @@ impl Rules {
 
     /// Whether a line looks like an error (the failure rule's `error_lines`).
     pub fn is_error_line(&self, l: &str) -> bool {
-        self.error_lines.iter().any(|r| r.is_match(l))
+        self.error_lines.is_match(l)
     }
 
     /// The first line of `lines` matching the first error pattern that matches any of them, with
     /// that pattern's rank (its index; lower is stronger).
     pub fn first_error_line<'a>(&self, lines: &[&'a str]) -> Option<(usize, &'a str)> {
         self.error_lines
+            .each
             .iter()
             .enumerate()
             .find_map(|(k, r)| lines.iter().find(|l| r.is_match(l)).map(|l| (k, *l)))
@@ -305,7 +386,7 @@ impl Rules {
 
     /// The rank of a line no error pattern matched.
     pub fn error_line_count(&self) -> usize {
-        self.error_lines.len()
+        self.error_lines.each.len()
     }
 
     /// An editing tool (`[kinds.edit] tools`).
@@ -315,12 +396,12 @@ impl Rules {
 
     /// A runner's summary of a failure reported above it (`error: test failed, …`).
     pub fn is_wrapper_line(&self, l: &str) -> bool {
-        self.wrapper_lines.iter().any(|r| r.is_match(l))
+        self.wrapper_lines.is_match(l)
     }
 
     /// A line that reports success (`test result: ok. … 0 failed`).
     pub fn is_passing_line(&self, l: &str) -> bool {
-        self.passing_lines.iter().any(|r| r.is_match(l))
+        self.passing_lines.is_match(l)
     }
 
     /// A command whose exit 1 answers a question (`grep`, `diff`, …).
@@ -335,10 +416,7 @@ impl Rules {
 
     /// Where in `s` a decision's rationale starts (a causal connective), if it has one.
     pub fn rationale_start(&self, s: &str) -> Option<usize> {
-        self.rationale
-            .iter()
-            .filter_map(|r| r.find(s).map(|m| m.start()))
-            .min()
+        self.rationale.leftmost(s)
     }
 
     /// A sentence that leaves something open (a question to settle, "still open").
@@ -353,13 +431,12 @@ impl Rules {
 
     /// Whether a sentence gives an approach up (`[kinds.rejected] phrases`).
     pub fn is_rejection(&self, s: &str) -> bool {
-        self.rejected_phrases.iter().any(|r| r.is_match(s))
+        self.rejected_phrases.is_match(s)
     }
 
     /// Whether a sentence decides or gives up an approach.
     pub fn is_decision_or_rejection(&self, s: &str) -> bool {
-        self.decision_phrases.iter().any(|r| r.is_match(s))
-            || self.rejected_phrases.iter().any(|r| r.is_match(s))
+        self.decision_phrases.is_match(s) || self.rejected_phrases.is_match(s)
     }
 
     fn vote(&self, kind: EpisodeKind) -> Option<&Vote> {
@@ -594,7 +671,7 @@ pub fn classify_with_todos(
                     if sent.chars().count() > rules.pin_max_chars {
                         continue;
                     }
-                    let Some(re) = rules.pin_patterns.iter().find(|r| r.is_match(sent)) else {
+                    let Some(re) = rules.pin_patterns.first_matching(sent) else {
                         continue;
                     };
                     match spans.last_mut() {
@@ -734,7 +811,7 @@ pub fn classify_with_todos(
                 };
                 sentences(text)
                     .into_iter()
-                    .find(|s| rules.rejected_phrases.iter().any(|r| r.is_match(s)))
+                    .find(|s| rules.rejected_phrases.is_match(s))
                     .map(|s| (clip_chars(&plain(s), 200), p.id.clone()))
             })
         };
@@ -815,7 +892,7 @@ pub fn classify_with_todos(
     // restates earlier ones).
     for (off, p, text) in assistant_prose(msgs) {
         for s in sentences(text) {
-            if rules.decision_phrases.iter().any(|r| r.is_match(s)) {
+            if rules.decision_phrases.is_match(s) {
                 let text = clip_chars(&plain(s), 300);
                 if !facts.decisions.iter().any(|d| d.text == text) {
                     facts.decisions.push(Decision {
@@ -1527,11 +1604,8 @@ mod tests {
     #[test]
     fn embedded_rules_parse() {
         let r = Rules::embedded().unwrap();
-        assert!(r
-            .pin_patterns
-            .iter()
-            .any(|p| p.is_match("it must keep running")));
-        let pinned = |s: &str| r.pin_patterns.iter().any(|p| p.is_match(s));
+        assert!(r.pin_patterns.is_match("it must keep running"));
+        let pinned = |s: &str| r.pin_patterns.is_match(s);
         assert!(!pinned("add a --keep-monthly option"));
         assert!(pinned(
             "Hard rule: do not change the public API of src/lib.rs."
