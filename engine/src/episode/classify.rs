@@ -1601,6 +1601,66 @@ fn title(
 mod tests {
     use super::*;
 
+    /// Each rule's alternation answers as its patterns one by one do, on every line and
+    /// sentence of the bundled recordings.
+    #[test]
+    fn an_alternation_answers_as_its_patterns_do() {
+        let r = Rules::embedded().unwrap();
+        let lists = [
+            &r.pin_patterns,
+            &r.error_lines,
+            &r.wrapper_lines,
+            &r.passing_lines,
+            &r.rationale,
+            &r.rejected_phrases,
+            &r.decision_phrases,
+        ];
+        let mut checked = 0;
+        for name in ["M1.json", "B1.json", "C1.json"] {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../sample-traces")
+                .join(name);
+            let trace = crate::trace::load::open(Some(&path))
+                .unwrap()
+                .load_session(None)
+                .unwrap();
+            for m in &trace.messages {
+                let text = m.text();
+                let tool_text: String = m
+                    .tool_parts()
+                    .filter_map(|(_, t)| t.output.clone())
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                for l in text.lines().chain(tool_text.lines()) {
+                    for s in std::iter::once(l).chain(sentences(l)) {
+                        for p in lists {
+                            assert_eq!(
+                                p.is_match(s),
+                                p.each.iter().any(|x| x.is_match(s)),
+                                "{s:?}"
+                            );
+                            let min = p
+                                .each
+                                .iter()
+                                .filter_map(|x| x.find(s).map(|m| m.start()))
+                                .min();
+                            assert_eq!(p.leftmost(s), min, "{s:?}");
+                            assert_eq!(
+                                p.first_matching(s).map(Regex::as_str),
+                                p.each.iter().find(|x| x.is_match(s)).map(Regex::as_str)
+                            );
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 10_000, "{checked}");
+        for p in lists {
+            assert!(p.any.is_some(), "every embedded list has its alternation");
+        }
+    }
+
     #[test]
     fn embedded_rules_parse() {
         let r = Rules::embedded().unwrap();
