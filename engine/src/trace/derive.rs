@@ -55,94 +55,64 @@ pub fn build_trace(
     classify_user_messages(&mut messages);
 
     let ids: std::collections::HashSet<&str> = messages.iter().map(|m| m.id.as_str()).collect();
-    // The last user message before each message: an assistant's user when its parent is unknown.
-    let mut last_user = None;
-    let users_before: Vec<Option<usize>> = messages
-        .iter()
-        .enumerate()
-        .map(|(mi, m)| {
-            let before = last_user;
-            if m.role == Role::User {
-                last_user = Some(mi);
-            }
-            before
-        })
-        .collect();
-    // Each message's requests, rule counts and dangling tools, on every core; merged in order.
-    let derived: Vec<(Vec<Request>, RuleCounts, Vec<String>)> = {
-        use rayon::prelude::*;
-        messages
-            .par_iter()
-            .enumerate()
-            .map(|(mi, m)| {
-                let mut rules = RuleCounts::default();
-                let mut requests = Vec::new();
-                if m.role == Role::Assistant {
-                    let user = m
-                        .parent_id
-                        .clone()
-                        .filter(|p| ids.contains(p.as_str()))
-                        .or_else(|| users_before[mi].map(|u| messages[u].id.clone()));
-                    let steps = requests_of(m, request_status(m));
-                    if steps.len() > 1 {
-                        rules.split += 1;
-                        rules.extra += steps.len() - 1;
-                    }
-                    let semantics = semantics_for(&dialect, m);
-                    for st in steps {
-                        rules.failed_before += usize::from(st.failed_before_step);
-                        if st.step.is_some() && !st.has_usage && !st.failed_before_step {
-                            rules.without_usage += 1;
-                        }
-                        let (prompt, consistent) = recorded_prompt(&st.usage, semantics);
-                        if semantics == InputSemantics::IncludesCache && st.usage.cache_read > 0 {
-                            rules.inclusive += 1;
-                        }
-                        rules.contradicted += usize::from(!consistent);
-                        requests.push(Request {
-                            // Numbered when merged.
-                            index: 0,
-                            message_id: m.id.clone(),
-                            message_index: mi,
-                            status: st.status,
-                            time_created: st.time,
-                            time_completed: m.time_completed,
-                            agent: m.agent.clone(),
-                            model: m.model.clone(),
-                            usage: st.usage,
-                            cost: st.cost,
-                            finish: m.finish.clone(),
-                            user_message_id: user.clone(),
-                            synthetic_call: m.summary || m.agent.as_deref() == Some("compaction"),
-                            step: st.step,
-                            prompt,
-                        });
-                    }
-                }
-                let dangling = m
-                    .tool_parts()
-                    .filter(|(_, t)| matches!(t.status, ToolStatus::Pending | ToolStatus::Running))
-                    .map(|(p, t)| {
-                        format!(
-                            "tool part {} ({}) left {:?} in message {}",
-                            p.id, t.tool, t.status, m.id
-                        )
-                    })
-                    .collect();
-                (requests, rules, dangling)
-            })
-            .collect()
-    };
-    let mut requests = Vec::with_capacity(derived.iter().map(|(r, ..)| r.len()).sum());
+    let mut requests = Vec::new();
+    let mut last_user: Option<String> = None;
     let mut rules = RuleCounts::default();
-    for (reqs, counts, dangling) in derived {
-        for mut r in reqs {
-            r.index = requests.len();
-            requests.push(r);
+    for (mi, m) in messages.iter().enumerate() {
+        match m.role {
+            Role::User => last_user = Some(m.id.clone()),
+            Role::Assistant => {
+                let user = m
+                    .parent_id
+                    .clone()
+                    .filter(|p| ids.contains(p.as_str()))
+                    .or_else(|| last_user.clone());
+                let steps = requests_of(m, request_status(m));
+                if steps.len() > 1 {
+                    rules.split += 1;
+                    rules.extra += steps.len() - 1;
+                }
+                let semantics = semantics_for(&dialect, m);
+                for st in steps {
+                    rules.failed_before += usize::from(st.failed_before_step);
+                    if st.step.is_some() && !st.has_usage && !st.failed_before_step {
+                        rules.without_usage += 1;
+                    }
+                    let (prompt, consistent) = recorded_prompt(&st.usage, semantics);
+                    if semantics == InputSemantics::IncludesCache && st.usage.cache_read > 0 {
+                        rules.inclusive += 1;
+                    }
+                    rules.contradicted += usize::from(!consistent);
+                    requests.push(Request {
+                        index: requests.len(),
+                        message_id: m.id.clone(),
+                        message_index: mi,
+                        status: st.status,
+                        time_created: st.time,
+                        time_completed: m.time_completed,
+                        agent: m.agent.clone(),
+                        model: m.model.clone(),
+                        usage: st.usage,
+                        cost: st.cost,
+                        finish: m.finish.clone(),
+                        user_message_id: user.clone(),
+                        synthetic_call: m.summary || m.agent.as_deref() == Some("compaction"),
+                        step: st.step,
+                        prompt,
+                    });
+                }
+            }
         }
-        rules.add(&counts);
-        for d in dangling {
-            diagnostics.push(DiagnosticKind::DanglingTool, d);
+        for (p, t) in m.tool_parts() {
+            if matches!(t.status, ToolStatus::Pending | ToolStatus::Running) {
+                diagnostics.push(
+                    DiagnosticKind::DanglingTool,
+                    format!(
+                        "tool part {} ({}) left {:?} in message {}",
+                        p.id, t.tool, t.status, m.id
+                    ),
+                );
+            }
         }
     }
     rules.report(&mut diagnostics, &dialect);
@@ -206,6 +176,8 @@ pub fn build_trace(
             .version
             .is_some_and(|v| v < OUTPUT_EXCLUDES_REASONING_FROM),
     };
+    // Grown by doubling and kept for the session's life.
+    requests.shrink_to_fit();
     Trace {
         session,
         messages,
@@ -241,15 +213,6 @@ struct RuleCounts {
 }
 
 impl RuleCounts {
-    fn add(&mut self, o: &RuleCounts) {
-        self.split += o.split;
-        self.extra += o.extra;
-        self.failed_before += o.failed_before;
-        self.without_usage += o.without_usage;
-        self.inclusive += o.inclusive;
-        self.contradicted += o.contradicted;
-    }
-
     fn report(&self, diags: &mut Diagnostics, dialect: &Dialect) {
         let v = dialect.describe();
         let (split, extra) = (self.split, self.extra);
