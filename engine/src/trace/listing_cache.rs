@@ -282,7 +282,8 @@ pub struct Opened {
     pub sessions: Vec<SessionInfo>,
     pub orphans: Vec<(String, i64)>,
     marker: Option<Marker>,
-    /// The sessions again when reading them raised no diagnostic (what the cache file keeps).
+    /// The sessions again when they were read from the database and raised no diagnostic
+    /// (what a listing writes into the cache file).
     clean: Option<Vec<SessionInfo>>,
     /// The cache file read at the open and what it held (a listing reuses it).
     file: Option<(PathBuf, Option<Cached>)>,
@@ -297,17 +298,20 @@ pub fn open(
 ) -> Result<Opened, LoadError> {
     let file = cache_file(db, cache);
     let marker = file.as_ref().and_then(|_| Marker::of(db.path()));
-    let cached = file
+    let mut cached = file
         .as_ref()
         .and_then(|f| std::fs::read(f).ok())
         .and_then(|b| decode(&b));
-    let current = cached.as_ref().filter(|c| Some(c.marker) == marker);
-    let orphans = match current {
-        Some(c) => c.orphans.clone(),
+    // Taken out of the file's contents: a listing compares those only when the database changed
+    // since, and then it reads both again.
+    let mut current = cached.as_mut().filter(|c| Some(c.marker) == marker);
+    let orphans = match current.as_mut() {
+        Some(c) => std::mem::take(&mut c.orphans),
         None => db.orphan_counts()?,
     };
-    let (sessions, clean) = match current.and_then(|c| c.infos.clone()) {
-        Some(infos) => (infos.clone(), Some(infos)),
+    let (sessions, clean) = match current.and_then(|c| c.infos.take()) {
+        // Served from the file: nothing to write back.
+        Some(infos) => (infos, None),
         None => {
             let mut d = Diagnostics::new();
             let sessions = db.sessions(&mut d)?;
