@@ -356,20 +356,7 @@ fn the_cache_is_never_written_beside_the_database() {
 #[test]
 fn the_sessions_command_prints_the_same_bytes_with_and_without_the_cache() {
     let db = Path::new(SAMPLES).join("opencode.db");
-    let run = |cache: &Path| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tierscope"))
-            .args(["sessions", "--json"])
-            .arg(&db)
-            .env("TIERSCOPE_CACHE_DIR", cache)
-            .output()
-            .expect("run");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out.stdout
-    };
+    let run = |cache: &Path| sessions_command(&db, cache, true).stdout;
     let dir = tempfile::tempdir().expect("tempdir");
     let cold = run(dir.path());
     assert_eq!(cache_files(dir.path()).len(), 1);
@@ -379,10 +366,12 @@ fn the_sessions_command_prints_the_same_bytes_with_and_without_the_cache() {
     assert_eq!(run(other.path()), cold);
 }
 
-/// `tierscope sessions --json DB` with the cache in `cache` (what every command's open reads).
-fn sessions_json(db: &Path, cache: &Path) -> serde_json::Value {
+/// `tierscope sessions DB` (`--json` when `json`) with the cache in `cache` (what every
+/// command's open reads); it must succeed.
+fn sessions_command(db: &Path, cache: &Path, json: bool) -> std::process::Output {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_tierscope"))
-        .args(["sessions", "--json"])
+        .arg("sessions")
+        .args(json.then_some("--json"))
         .arg(db)
         .env("TIERSCOPE_CACHE_DIR", cache)
         .output()
@@ -392,7 +381,11 @@ fn sessions_json(db: &Path, cache: &Path) -> serde_json::Value {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).expect("json")
+    out
+}
+
+fn sessions_json(db: &Path, cache: &Path) -> serde_json::Value {
+    serde_json::from_slice(&sessions_command(db, cache, true).stdout).expect("json")
 }
 
 fn titles(v: &serde_json::Value) -> Vec<String> {
@@ -453,14 +446,7 @@ fn session_rows_with_a_diagnostic_are_read_and_reported_at_every_open() {
         .expect("bad title");
     let dir = tempfile::tempdir().expect("tempdir");
     let warnings = || {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tierscope"))
-            .arg("sessions")
-            .arg(&db.path)
-            .env("TIERSCOPE_CACHE_DIR", dir.path())
-            .output()
-            .expect("run");
-        assert!(out.status.success());
-        String::from_utf8_lossy(&out.stderr).into_owned()
+        String::from_utf8_lossy(&sessions_command(&db.path, dir.path(), false).stderr).into_owned()
     };
     let cold = warnings();
     assert!(cold.contains("UTF-8"), "reported: {cold}");
