@@ -162,24 +162,44 @@ struct KeysIn {
     max: usize,
 }
 
-/// A rule's patterns, each and all at once: `any` is their alternation, so whether one matches,
-/// and where the leftmost match of any starts, is one search instead of one per pattern (these
-/// run on every sentence and line of a session).
+/// A rule's patterns as one alternation: whether any matches, and where the leftmost match of
+/// any starts, is one search instead of one per pattern (these run on every sentence and line of
+/// a session). The patterns are compiled one by one only where a question needs the rule order
+/// (which pin pattern, an error line's rank), or when the alternation cannot be built.
 #[derive(Debug, Clone)]
 struct Patterns {
+    /// The patterns, each compiled: for the rule-order questions, else empty.
     each: Vec<Regex>,
-    /// `None` when there are no patterns, or their alternation could not be built (then they
-    /// are tried one by one).
+    /// `None` when there are no patterns, or their alternation could not be built (then `each`
+    /// holds them all).
     any: Option<Regex>,
+    /// The patterns as written (their count is an error line's lowest rank).
+    sources: Vec<String>,
 }
 
 impl Patterns {
-    fn new(each: Vec<Regex>) -> Patterns {
-        let any = (!each.is_empty())
+    /// `in_order`: keep each pattern compiled for [`Patterns::first_matching`] and the ranks.
+    /// A pattern that does not parse on its own is an error (`bad`), so that the alternation
+    /// means what its patterns mean one by one.
+    fn new(
+        sources: &[String],
+        in_order: bool,
+        bad: &dyn Fn(String) -> RulesError,
+    ) -> Result<Patterns, RulesError> {
+        for p in sources {
+            // Parsing is cheap; compiling each pattern as well as the alternation made the
+            // embedded rules a quarter slower to build, on a small session's critical path.
+            regex_syntax::ParserBuilder::new()
+                .case_insensitive(true)
+                .build()
+                .parse(p)
+                .map_err(|e| bad(format!("pattern {p:?}: {e}")))?;
+        }
+        let any = (!sources.is_empty())
             .then(|| {
-                let alternation = each
+                let alternation = sources
                     .iter()
-                    .map(|r| format!("(?:{})", r.as_str()))
+                    .map(|p| format!("(?:{p})"))
                     .collect::<Vec<_>>()
                     .join("|");
                 RegexBuilder::new(&alternation)
@@ -188,7 +208,24 @@ impl Patterns {
                     .ok()
             })
             .flatten();
-        Patterns { each, any }
+        let each = if in_order || (any.is_none() && !sources.is_empty()) {
+            sources
+                .iter()
+                .map(|p| {
+                    RegexBuilder::new(p)
+                        .case_insensitive(true)
+                        .build()
+                        .map_err(|e| bad(format!("pattern {p:?}: {e}")))
+                })
+                .collect::<Result<_, _>>()?
+        } else {
+            Vec::new()
+        };
+        Ok(Patterns {
+            each,
+            any,
+            sources: sources.to_vec(),
+        })
     }
 
     fn is_match(&self, s: &str) -> bool {
@@ -210,7 +247,7 @@ impl Patterns {
         }
     }
 
-    /// The first pattern, in rule order, that matches `s`.
+    /// The first pattern, in rule order, that matches `s` (for patterns kept in order).
     fn first_matching(&self, s: &str) -> Option<&Regex> {
         if !self.is_match(s) {
             return None;
@@ -334,7 +371,7 @@ impl Rules {
         Ok(Rules {
             origin: origin.to_owned(),
             default_class: f.defaults.class,
-            pin_patterns: Patterns::new(re(&f.pins.patterns)?),
+            pin_patterns: Patterns::new(&f.pins.patterns, true, &bad)?,
             pin_max_chars: f.pins.max_chars,
             votes: vec![
                 (EpisodeKind::Turn, k.turn.clone()),
@@ -352,18 +389,18 @@ impl Rules {
             investigation_tools: k.investigation.tools.clone(),
             investigation_commands: re(&k.investigation.commands)?,
             edit_tools: k.edit.tools.clone(),
-            error_lines: Patterns::new(re(&k.failure.error_lines)?),
-            wrapper_lines: Patterns::new(re(&newer(|f| &f.wrapper_lines)?)?),
-            passing_lines: Patterns::new(re(&newer(|f| &f.passing_lines)?)?),
+            error_lines: Patterns::new(&k.failure.error_lines, true, &bad)?,
+            wrapper_lines: Patterns::new(&newer(|f| &f.wrapper_lines)?, false, &bad)?,
+            passing_lines: Patterns::new(&newer(|f| &f.passing_lines)?, false, &bad)?,
             query_commands: re(&newer(|f| &f.query_commands)?)?,
             operational_tools: newer(|f| &f.operational_tools)?,
-            rationale: Patterns::new(re(&record.rationale)?),
+            rationale: Patterns::new(&record.rationale, false, &bad)?,
             open: set(&record.open)?,
             uncertain: set(&record.uncertain)?,
             revert_commands: re(&k.rejected.revert_commands)?,
-            rejected_phrases: Patterns::new(re(&k.rejected.phrases)?),
+            rejected_phrases: Patterns::new(&k.rejected.phrases, false, &bad)?,
             rejected_within_requests: k.rejected.within_requests,
-            decision_phrases: Patterns::new(re(&k.decision.phrases)?),
+            decision_phrases: Patterns::new(&k.decision.phrases, false, &bad)?,
             chatter_max_chars: k.chatter.max_chars,
             max_keys: f.keys.max,
         })
@@ -386,7 +423,7 @@ impl Rules {
 
     /// The rank of a line no error pattern matched.
     pub fn error_line_count(&self) -> usize {
-        self.error_lines.each.len()
+        self.error_lines.sources.len()
     }
 
     /// An editing tool (`[kinds.edit] tools`).
@@ -1606,7 +1643,8 @@ mod tests {
     #[test]
     fn an_alternation_answers_as_its_patterns_do() {
         let r = Rules::embedded().unwrap();
-        let lists = [
+        // Each list with its patterns compiled one by one, as they were tried before.
+        let lists: Vec<(&Patterns, Vec<Regex>)> = [
             &r.pin_patterns,
             &r.error_lines,
             &r.wrapper_lines,
@@ -1614,7 +1652,17 @@ mod tests {
             &r.rationale,
             &r.rejected_phrases,
             &r.decision_phrases,
-        ];
+        ]
+        .into_iter()
+        .map(|p| {
+            let each = p
+                .sources
+                .iter()
+                .map(|x| RegexBuilder::new(x).case_insensitive(true).build().unwrap())
+                .collect();
+            (p, each)
+        })
+        .collect();
         let mut checked = 0;
         for name in ["M1.json", "B1.json", "C1.json"] {
             let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -1633,22 +1681,19 @@ mod tests {
                     .join("\n");
                 for l in text.lines().chain(tool_text.lines()) {
                     for s in std::iter::once(l).chain(sentences(l)) {
-                        for p in lists {
-                            assert_eq!(
-                                p.is_match(s),
-                                p.each.iter().any(|x| x.is_match(s)),
-                                "{s:?}"
-                            );
-                            let min = p
-                                .each
+                        for (p, each) in &lists {
+                            assert_eq!(p.is_match(s), each.iter().any(|x| x.is_match(s)), "{s:?}");
+                            let min = each
                                 .iter()
                                 .filter_map(|x| x.find(s).map(|m| m.start()))
                                 .min();
                             assert_eq!(p.leftmost(s), min, "{s:?}");
-                            assert_eq!(
-                                p.first_matching(s).map(Regex::as_str),
-                                p.each.iter().find(|x| x.is_match(s)).map(Regex::as_str)
-                            );
+                            if !p.each.is_empty() {
+                                assert_eq!(
+                                    p.first_matching(s).map(Regex::as_str),
+                                    each.iter().find(|x| x.is_match(s)).map(Regex::as_str)
+                                );
+                            }
                             checked += 1;
                         }
                     }
@@ -1656,9 +1701,21 @@ mod tests {
             }
         }
         assert!(checked > 10_000, "{checked}");
-        for p in lists {
+        for (p, _) in &lists {
             assert!(p.any.is_some(), "every embedded list has its alternation");
         }
+    }
+
+    #[test]
+    fn a_pattern_that_does_not_parse_alone_is_refused() {
+        // `a)|(?:b` is valid inside `(?:…)`, not on its own: the alternation must not take it.
+        let bad = |reason: String| RulesError::Invalid {
+            origin: "test".to_owned(),
+            reason,
+        };
+        let e = Patterns::new(&["a)|(?:b".to_owned()], false, &bad).unwrap_err();
+        assert!(e.to_string().contains("pattern \"a)|(?:b\""), "{e}");
+        assert!(Patterns::new(&["a".to_owned(), "b(c)".to_owned()], false, &bad).is_ok());
     }
 
     #[test]
