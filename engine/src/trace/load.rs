@@ -282,17 +282,17 @@ impl Store {
         let mut index: HashMap<String, usize> = HashMap::new();
         let mut from_db = false;
         let mut from_tree = false;
+        // One source: its messages are distinct (a database's are by id), nothing to merge.
+        let one_source = self.dbs.len() == 1 && self.trees.is_empty();
         for db in &self.dbs {
             let ms = db.messages(&info.id, &mut diags)?;
             from_db |= !ms.is_empty();
-            if self.dbs.len() == 1 && self.trees.is_empty() {
-                // One source: its messages are distinct (a database's are by id), nothing to
-                // merge.
+            if one_source {
                 messages = ms;
-                break;
-            }
-            for m in ms {
-                merge_message(&mut messages, &mut index, m, None);
+            } else {
+                for m in ms {
+                    merge_message(&mut messages, &mut index, m, None);
+                }
             }
         }
         let have_db = !self.dbs.is_empty();
