@@ -76,24 +76,25 @@ pub fn to_writer_pretty<W: Write, T: Serialize + ?Sized>(w: W, v: &T) -> serde_j
 
 /// `v` as pretty JSON to be written as the value of an array or object at `depth` (the top level
 /// is 0) of a pretty document: every line after the first indented by the levels above, so the
-/// document reads byte for byte as if `v` had been written in place. JSON strings hold no raw
-/// newline, so every newline is the formatter's. Lets the parts of a large document be rendered
-/// on several threads.
+/// document reads byte for byte as if `v` had been written in place. Lets the parts of a large
+/// document be rendered on several threads.
 pub fn pretty_at_depth<T: Serialize + ?Sized>(
     v: &T,
     depth: usize,
 ) -> serde_json::Result<Box<serde_json::value::RawValue>> {
+    // The formatter's indent level is private; opening `depth` arrays on a sink sets it, so the
+    // lines come out indented as written, with no second pass over the text to pad them.
+    let mut pretty = PrettyFormatter::new();
+    for _ in 0..depth {
+        pretty
+            .begin_array(&mut io::sink())
+            .map_err(serde_json::Error::io)?;
+    }
     let mut buf = Vec::with_capacity(4096);
-    to_writer_pretty(&mut buf, v)?;
-    let pad = "  ".repeat(depth);
+    let mut ser = serde_json::Serializer::with_formatter(&mut buf, SafeFormatter(pretty));
+    v.serialize(&mut ser)?;
     // The serializer writes only valid UTF-8.
-    let text = String::from_utf8(buf).unwrap_or_default();
-    let text = if depth == 0 {
-        text
-    } else {
-        text.replace('\n', &format!("\n{pad}"))
-    };
-    serde_json::value::RawValue::from_string(text)
+    serde_json::value::RawValue::from_string(String::from_utf8(buf).unwrap_or_default())
 }
 
 /// `v` as compact JSON into `w` (one JSON Lines record, without its newline).
@@ -140,7 +141,7 @@ mod tests {
     fn parts_rendered_apart_read_as_the_whole_document() {
         let doc = serde_json::json!({
             "a": [{"x": [1, {"y": "two\nlines ü \u{202e}"}], "z": {}}, {"w": []}],
-            "b": {"c": [[3], {"d": null}]}
+            "b": {"c": [[3], {"d": null}, 4, [], "s"]}
         });
         let mut whole = Vec::new();
         to_writer_pretty(&mut whole, &doc).unwrap();
