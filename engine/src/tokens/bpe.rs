@@ -113,7 +113,7 @@ impl ShortPiece {
 /// One thread's mutable half of an encoding: its regex cache and its memo.
 struct Scratch {
     cache: Cache,
-    memo: HashMap<ShortPiece, u32, xxhash_rust::xxh3::Xxh3DefaultBuilder>,
+    memo: HashMap<ShortPiece, u32, rustc_hash::FxBuildHasher>,
 }
 
 impl Scratch {
