@@ -269,6 +269,61 @@ fn a_read_only_directory_is_read_through_a_copy() {
     assert!(before == after);
 }
 
+/// OpenCode's clean exit leaves a WAL database with neither `-wal` nor `-shm`. In a read-only
+/// directory (a backup, another user's data) that is read in place, immutable, with no copy of
+/// the database made, creates no side file, and its listing is cached like any read in place.
+#[cfg(unix)]
+#[test]
+fn a_read_only_directory_after_a_clean_exit_is_read_in_place_and_its_listing_cached() {
+    use std::os::unix::fs::PermissionsExt;
+    use tierscope_engine::trace::listing_cache::ListingCache;
+    let rec = &recordings()[0];
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("ro");
+    copy_dir(rec.db.parent().expect("dir"), &dir);
+    // What a clean exit does: the last connection checkpoints the WAL and removes both files.
+    let c = Connection::open(dir.join("opencode.db")).expect("open copy");
+    c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .expect("checkpoint");
+    c.close().map_err(|(_, e)| e).expect("close copy");
+    let side = |s: &str| dir.join(format!("opencode.db{s}"));
+    assert!(!side("-wal").exists() && !side("-shm").exists());
+    for e in std::fs::read_dir(&dir).expect("ls").flatten() {
+        std::fs::set_permissions(e.path(), std::fs::Permissions::from_mode(0o444)).expect("chmod");
+    }
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555)).expect("chmod");
+    let before = hashes(&dir);
+    let cache_dir = tempfile::tempdir().expect("tempdir");
+    let cache = ListingCache::At(cache_dir.path().to_owned());
+    let result = std::panic::catch_unwind(|| {
+        let db = Database::open(&dir.join("opencode.db")).expect("open read-only dir");
+        assert!(!db.is_copy(), "read in place");
+        let source = open(Some(&dir)).expect("open");
+        assert!(!source.describe().contains("temporary copy"));
+        let export = load_export(&rec.exports[0]).expect("export");
+        let t = source
+            .load_session(Some(&export.session.id))
+            .expect("session");
+        assert_eq!(comparable(&t), comparable(&export));
+        let listed = source.list_sessions_with(&cache).expect("cold listing");
+        let files = std::fs::read_dir(cache_dir.path().join("listing"))
+            .map(|d| d.count())
+            .unwrap_or(0);
+        assert_eq!(files, 1, "the listing is cached");
+        let again = open(Some(&dir)).expect("open again");
+        assert_eq!(
+            again.list_sessions_with(&cache).expect("warm listing"),
+            listed
+        );
+    });
+    let created = side("-wal").exists() || side("-shm").exists();
+    let after = hashes(&dir);
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod back");
+    assert!(result.is_ok());
+    assert!(!created, "no side file is created next to the database");
+    assert!(before == after);
+}
+
 #[test]
 fn with_no_data_the_bundled_sample_loads() {
     let home = tempfile::tempdir().expect("tempdir");

@@ -25,8 +25,9 @@
 //!   before the rows are read, so a write that lands during the pass makes the next listing a
 //!   miss, never a stale hit.
 //!
-//! Not cached: a database read through a temporary copy (see [`crate::trace::opencode::db`]; the
-//! copy is made before a marker could be taken), and JSON trees (OpenCode before 1.2: no marker
+//! Not cached: a database read through a temporary copy (see [`crate::trace::opencode::db`]: a
+//! read-only directory whose database has a `-wal`; the copy is made before a marker could be
+//! taken), and JSON trees (OpenCode before 1.2: no marker
 //! short of reading every message file tells that one did not change).
 //!
 //! To bypass the cache, point `$TIERSCOPE_CACHE_DIR` at another directory (as for the token

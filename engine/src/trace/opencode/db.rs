@@ -5,9 +5,10 @@
 //! When SQLite cannot open the WAL database read-only in place (a directory without write bits,
 //! where it cannot create the `-shm`), the db, `-wal` and `-shm` are copied into a temporary
 //! directory and the copy is opened instead. A WAL database with neither `-wal` nor `-shm` (no
-//! writer has it open: OpenCode's clean exit removes both) is opened `immutable=1`, so SQLite
-//! creates neither next to the user's `opencode.db`. A table that is missing or a page that is
-//! corrupt costs what is on it: the rest is read and the damage reported (`database_damage`).
+//! writer has it open: OpenCode's clean exit removes both) is opened `immutable=1`, in place even
+//! in a read-only directory, so SQLite creates neither next to the user's `opencode.db`. A table
+//! that is missing or a page that is corrupt costs what is on it: the rest is read and the damage
+//! reported (`database_damage`).
 //! Tables and columns are probed, never assumed; only
 //! `session`, `message`, `part` (and the 2.x `session_v2`, `session_message`) are read, never the
 //! credential tables.
@@ -106,24 +107,25 @@ impl Database {
             side_file(path, "-wal").exists(),
             side_file(path, "-shm").exists(),
         );
-        // Where the directory or the `-shm` has no write bits, SQLite could not keep its shared
-        // index there (and a root process would write it anyway), and where a `-wal` was left
-        // without its `-shm` (a writer that died) a read would create one: read a copy instead.
-        let in_place = if read_only_location(path) || (wal_mode && has_wal && !has_shm) {
+        let mode = if wal_mode && !has_wal && !has_shm {
+            // Nothing is in a WAL and no writer holds the file; a plain read-only open would
+            // create `-wal` and `-shm` beside it. An immutable open creates nothing, so this
+            // holds in a read-only directory too (a backup, another user's data).
+            Some(OpenMode::Immutable)
+        } else if read_only_location(path) || (wal_mode && has_wal && !has_shm) {
+            // Where the directory or the `-shm` has no write bits, SQLite could not keep its
+            // shared index there (and a root process would write it anyway), and where a `-wal`
+            // was left without its `-shm` (a writer that died) a read would create one: read a
+            // copy instead.
             None
         } else {
-            let mode = if wal_mode && !has_wal && !has_shm {
-                // Nothing is in a WAL and no writer holds the file; a plain read-only open
-                // would create `-wal` and `-shm` beside it.
-                OpenMode::Immutable
-            } else {
-                OpenMode::ReadOnly
-            };
-            match open_ro(path, mode).and_then(|c| probe(&c).map(|t| (c, t))) {
-                Ok(ok) => Some(ok),
-                Err(e) if is_corruption(&e) => return Err(db_err(path, e)),
-                Err(_) => None,
-            }
+            Some(OpenMode::ReadOnly)
+        };
+        let opened = mode.map(|m| open_ro(path, m).and_then(|c| probe(&c).map(|t| (c, t))));
+        let in_place = match opened {
+            Some(Ok(ok)) => Some(ok),
+            Some(Err(e)) if is_corruption(&e) => return Err(db_err(path, e)),
+            Some(Err(_)) | None => None,
         };
         if let Some((conn, tables)) = in_place {
             return Ok(Self {
