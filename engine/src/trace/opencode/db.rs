@@ -324,9 +324,11 @@ impl Database {
         );
         let mut messages: Vec<Message> = Vec::new();
         self.each_row_parsed(
-            &sql,
-            session_id,
-            "message",
+            Scan {
+                sql: &sql,
+                param: session_id,
+                table: "message",
+            },
             diags,
             |row| MessageRow {
                 id: text_column(row, 0).unwrap_or_default(),
@@ -412,9 +414,11 @@ impl Database {
             for mid in ids {
                 // A message's few parts fit in one batch: read and parsed on this thread.
                 let ok = self.each_row_parsed(
-                    "SELECT id, message_id, data FROM part WHERE message_id = ?1 ORDER BY id",
-                    &mid,
-                    "part",
+                    Scan {
+                        sql: "SELECT id, message_id, data FROM part WHERE message_id = ?1 ORDER BY id",
+                        param: &mid,
+                        table: "part",
+                    },
                     &mut Diagnostics::new(),
                     PartRow::of,
                     PartRow::bytes,
@@ -614,18 +618,15 @@ impl Database {
         }
     }
 
-    /// Run `sql` (one `?1` parameter) and hand each row to `sink` in row order: `own` takes what
-    /// the row's `parse` needs off the statement, `parse` runs on a worker thread
-    /// ([`row_pipeline`]; on this one when the rows fit in one batch). A row that cannot be read
-    /// (a corrupt page, an I/O error mid-scan) ends the scan with a `database_damage` diagnostic
-    /// naming `table` and the cause; returns whether the scan was complete. Only a statement
-    /// that cannot even start is an error.
-    #[allow(clippy::too_many_arguments)]
+    /// Run the scan's query and hand each row to `sink` in row order: `own` takes what the row's
+    /// `parse` needs off the statement, `parse` runs on a worker thread ([`row_pipeline`]; on
+    /// this one when the rows fit in one batch). A row that cannot be read (a corrupt page, an
+    /// I/O error mid-scan) ends the scan with a `database_damage` diagnostic naming the scan's
+    /// table and the cause; returns whether the scan was complete. Only a statement that cannot
+    /// even start is an error.
     fn each_row_parsed<T: Send, R: Send>(
         &self,
-        sql: &str,
-        param: &str,
-        table: &str,
+        Scan { sql, param, table }: Scan<'_>,
         diags: &mut Diagnostics,
         own: impl Fn(&Row<'_>) -> T,
         weight: impl Fn(&T) -> usize,
@@ -825,6 +826,14 @@ fn file_uri(path: &Path) -> String {
     }
     out.push_str("?mode=ro");
     out
+}
+
+/// One query of [`Database::each_row_parsed`]: its SQL with one `?1` parameter, and the table a
+/// damage report names.
+struct Scan<'a> {
+    sql: &'a str,
+    param: &'a str,
+    table: &'a str,
 }
 
 /// How a database file is opened (both read-only).
