@@ -235,6 +235,16 @@ fn rows_in_the_wal_are_read() {
     }
 }
 
+/// `dir` and its files without write bits (put the directory's back before it is removed).
+#[cfg(unix)]
+fn make_read_only(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for e in std::fs::read_dir(dir).expect("ls").flatten() {
+        std::fs::set_permissions(e.path(), std::fs::Permissions::from_mode(0o444)).expect("chmod");
+    }
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555)).expect("chmod");
+}
+
 #[cfg(unix)]
 #[test]
 fn a_read_only_directory_is_read_through_a_copy() {
@@ -243,10 +253,7 @@ fn a_read_only_directory_is_read_through_a_copy() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("ro");
     copy_dir(rec.db.parent().expect("dir"), &dir);
-    for e in std::fs::read_dir(&dir).expect("ls").flatten() {
-        std::fs::set_permissions(e.path(), std::fs::Permissions::from_mode(0o444)).expect("chmod");
-    }
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555)).expect("chmod");
+    make_read_only(&dir);
     let before = hashes(&dir);
     let result = std::panic::catch_unwind(|| {
         let db = Database::open(&dir.join("opencode.db")).expect("open read-only dir");
@@ -288,10 +295,7 @@ fn a_read_only_directory_after_a_clean_exit_is_read_in_place_and_its_listing_cac
     c.close().map_err(|(_, e)| e).expect("close copy");
     let side = |s: &str| dir.join(format!("opencode.db{s}"));
     assert!(!side("-wal").exists() && !side("-shm").exists());
-    for e in std::fs::read_dir(&dir).expect("ls").flatten() {
-        std::fs::set_permissions(e.path(), std::fs::Permissions::from_mode(0o444)).expect("chmod");
-    }
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555)).expect("chmod");
+    make_read_only(&dir);
     let before = hashes(&dir);
     let cache_dir = tempfile::tempdir().expect("tempdir");
     let cache = ListingCache::At(cache_dir.path().to_owned());
