@@ -27,8 +27,8 @@
 //!
 //! Not cached: a database read through a temporary copy (see [`crate::trace::opencode::db`]: a
 //! read-only directory whose database has a `-wal`; the copy is made before a marker could be
-//! taken), and JSON trees (OpenCode before 1.2: no marker
-//! short of reading every message file tells that one did not change).
+//! taken), and JSON trees (OpenCode before 1.2: no marker short of reading every message file
+//! tells that one did not change).
 //!
 //! To bypass the cache, point `$TIERSCOPE_CACHE_DIR` at another directory (as for the token
 //! cache); in the library, [`ListingCache::Off`].

@@ -8,9 +8,8 @@
 //! writer has it open: OpenCode's clean exit removes both) is opened `immutable=1`, in place even
 //! in a read-only directory, so SQLite creates neither next to the user's `opencode.db`. A table
 //! that is missing or a page that is corrupt costs what is on it: the rest is read and the damage
-//! reported (`database_damage`).
-//! Tables and columns are probed, never assumed; only
-//! `session`, `message`, `part` (and the 2.x `session_v2`, `session_message`) are read, never the
+//! reported (`database_damage`). Tables and columns are probed, never assumed; only `session`,
+//! `message`, `part` (and the 2.x `session_v2`, `session_message`) are read, never the
 //! credential tables.
 
 use std::borrow::Cow;
