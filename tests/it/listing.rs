@@ -210,6 +210,45 @@ fn the_cached_listing_equals_the_cold_one_and_the_full_loads_on_every_recording(
     );
 }
 
+/// What a listing writes into its cache dir does not depend on what another cache dir held when
+/// the database was opened (a source opens through the default dir; a caller may list into
+/// another). It did: an open served from the other dir's file passed on no session rows, so the
+/// file went without them, and a test comparing two cold listings failed when a test running
+/// beside it had filled the default dir in between.
+#[test]
+fn a_listing_file_does_not_depend_on_the_cache_dir_the_open_read() {
+    let db = two_sessions();
+    let database = Database::open(&db.path).expect("open");
+    let dirs: Vec<tempfile::TempDir> = (0..3)
+        .map(|_| tempfile::tempdir().expect("tempdir"))
+        .collect();
+    let at = |k: usize| ListingCache::At(dirs[k].path().to_owned());
+    let mut d = tierscope_engine::trace::Diagnostics::new();
+    // The open's dir empty: it reads the session rows.
+    let cold = listing_cache::open(&database, &at(0), &mut d).expect("cold open");
+    listing_cache::rows(&database, &at(1), &cold).expect("listing");
+    // The open's dir filled: it is served from that dir's file.
+    let filling = listing_cache::open(&database, &at(0), &mut d).expect("open");
+    listing_cache::rows(&database, &at(0), &filling).expect("listing");
+    assert_eq!(cache_files(dirs[0].path()).len(), 1);
+    let warm = listing_cache::open(&database, &at(0), &mut d).expect("warm open");
+    listing_cache::rows(&database, &at(2), &warm).expect("listing");
+    let bytes = |k: usize| {
+        cache_files(dirs[k].path())
+            .into_iter()
+            .map(|(_, b)| b)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(bytes(1).len(), 1);
+    assert_eq!(bytes(1), bytes(2));
+    // Each listing still equals the uncached one.
+    let source = open(Some(&db.path)).expect("source");
+    let off = source.list_sessions_with(&ListingCache::Off).expect("off");
+    for k in 0..3 {
+        assert_eq!(source.list_sessions_with(&at(k)).expect("cached"), off);
+    }
+}
+
 /// A database as OpenCode leaves it mid-session: rows still in the `-wal`.
 fn two_sessions() -> TestDb {
     let db = TestDb::new();

@@ -209,7 +209,12 @@ pub fn rows(
         return Ok(None);
     };
     if let Some(marker) = marker {
-        let same = opened.marker == Some(marker);
+        // What the open read carries over only when it read for this same file and the database
+        // did not change since. An open through another cache dir may have been served from that
+        // dir's file (then it has no rows of its own to give), so what this file holds would
+        // depend on the other dir's state.
+        let same =
+            opened.marker == Some(marker) && opened.file.as_ref().is_some_and(|(f, _)| *f == file);
         let new = Cached {
             marker,
             orphans: if same {
