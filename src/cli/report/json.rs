@@ -70,8 +70,7 @@ impl<F: Formatter> Formatter for SafeFormatter<F> {
 
 /// `v` as pretty JSON (two-space indent, as `serde_json::to_writer_pretty`) into `w`.
 pub fn to_writer_pretty<W: Write, T: Serialize + ?Sized>(w: W, v: &T) -> serde_json::Result<()> {
-    let mut ser = serde_json::Serializer::with_formatter(w, SafeFormatter(PrettyFormatter::new()));
-    v.serialize(&mut ser)
+    write_pretty_at(w, v, 0)
 }
 
 /// `v` as pretty JSON to be written as the value of an array or object at `depth` (the top level
@@ -82,6 +81,18 @@ pub fn pretty_at_depth<T: Serialize + ?Sized>(
     v: &T,
     depth: usize,
 ) -> serde_json::Result<Box<serde_json::value::RawValue>> {
+    let mut buf = Vec::with_capacity(4096);
+    write_pretty_at(&mut buf, v, depth)?;
+    // The serializer writes only valid UTF-8.
+    serde_json::value::RawValue::from_string(String::from_utf8(buf).unwrap_or_default())
+}
+
+/// `v` as pretty JSON into `w`, its lines indented as at `depth`.
+fn write_pretty_at<W: Write, T: Serialize + ?Sized>(
+    w: W,
+    v: &T,
+    depth: usize,
+) -> serde_json::Result<()> {
     // The formatter's indent level is private; opening `depth` arrays on a sink sets it, so the
     // lines come out indented as written, with no second pass over the text to pad them.
     let mut pretty = PrettyFormatter::new();
@@ -90,11 +101,8 @@ pub fn pretty_at_depth<T: Serialize + ?Sized>(
             .begin_array(&mut io::sink())
             .map_err(serde_json::Error::io)?;
     }
-    let mut buf = Vec::with_capacity(4096);
-    let mut ser = serde_json::Serializer::with_formatter(&mut buf, SafeFormatter(pretty));
-    v.serialize(&mut ser)?;
-    // The serializer writes only valid UTF-8.
-    serde_json::value::RawValue::from_string(String::from_utf8(buf).unwrap_or_default())
+    let mut ser = serde_json::Serializer::with_formatter(w, SafeFormatter(pretty));
+    v.serialize(&mut ser)
 }
 
 /// `v` as compact JSON into `w` (one JSON Lines record, without its newline).
