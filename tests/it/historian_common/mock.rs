@@ -79,10 +79,7 @@ impl MockServer {
                 let Ok(conn) = conn else { continue };
                 let s = Arc::clone(&s);
                 std::thread::spawn(move || {
-                    let now = s.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-                    s.max_in_flight.fetch_max(now, Ordering::SeqCst);
                     let _ = serve(conn, &s);
-                    s.in_flight.fetch_sub(1, Ordering::SeqCst);
                 });
             }
         });
@@ -138,7 +135,23 @@ impl MockServer {
     }
 }
 
+/// A status, its `Retry-After`, and its JSON body.
+struct Reply(u16, Option<String>, String);
+
+/// Read one request, answer it, and write the answer. The request counts as in flight from when
+/// it has been read until its answer is ready; the count drops before the answer is written, so
+/// a client that waits for an answer before its next request is never seen with two.
 fn serve(conn: TcpStream, state: &State) -> std::io::Result<()> {
+    let (rec, mut out) = read_request(conn)?;
+    state.received.lock().unwrap().push(rec.clone());
+    let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+    state.max_in_flight.fetch_max(now, Ordering::SeqCst);
+    let reply = reply_to(&rec, state);
+    state.in_flight.fetch_sub(1, Ordering::SeqCst);
+    respond(&mut out, reply)
+}
+
+fn read_request(conn: TcpStream) -> std::io::Result<(Received, TcpStream)> {
     let mut reader = BufReader::new(conn.try_clone()?);
     let mut line = String::new();
     reader.read_line(&mut line)?;
@@ -162,21 +175,19 @@ fn serve(conn: TcpStream, state: &State) -> std::io::Result<()> {
     reader.read_exact(&mut body)?;
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let rec = Received {
-        path: path.clone(),
-        authorization: authorization.clone(),
-        body: body.clone(),
+        path,
+        authorization,
+        body,
     };
-    let episode = rec.episode();
-    state.received.lock().unwrap().push(rec);
-    let mut out = conn;
-    if path != "/v1/chat/completions" {
-        return respond(
-            &mut out,
-            404,
-            None,
-            r#"{"error":{"message":"no such route"}}"#,
-        );
+    Ok((rec, conn))
+}
+
+fn reply_to(rec: &Received, state: &State) -> Reply {
+    let body = &rec.body;
+    if rec.path != "/v1/chat/completions" {
+        return Reply(404, None, r#"{"error":{"message":"no such route"}}"#.into());
     }
+    let episode = rec.episode();
     let fault = {
         let mut f = state.faults.lock().unwrap();
         let mut take = |k: &str| f.get_mut(k).and_then(VecDeque::pop_front);
@@ -184,11 +195,10 @@ fn serve(conn: TcpStream, state: &State) -> std::io::Result<()> {
     };
     if state.reject_response_format.load(Ordering::Relaxed) && body.get("response_format").is_some()
     {
-        return respond(
-            &mut out,
+        return Reply(
             400,
             None,
-            r#"{"error":{"message":"Invalid parameter: 'response_format' of type 'json_object' is not supported with this model.","type":"invalid_request_error","param":"response_format"}}"#,
+            r#"{"error":{"message":"Invalid parameter: 'response_format' of type 'json_object' is not supported with this model.","type":"invalid_request_error","param":"response_format"}}"#.into(),
         );
     }
     let invent = state.invent.load(Ordering::Relaxed);
@@ -196,20 +206,19 @@ fn serve(conn: TcpStream, state: &State) -> std::io::Result<()> {
         state.delay_ms.load(Ordering::Relaxed),
     ));
     let (content, usage) = match fault {
-        Some(Fault::Status(code, after, text)) => {
-            return respond(&mut out, code, after.as_deref(), &text)
-        }
+        Some(Fault::Status(code, after, text)) => return Reply(code, after, text),
         Some(Fault::EchoAuth) => {
-            let text = json!({"error": {"message": format!("Incorrect API key provided: {}", authorization.unwrap_or_default())}});
-            return respond(&mut out, 401, None, &text.to_string());
+            let key = rec.authorization.clone().unwrap_or_default();
+            let text = json!({"error": {"message": format!("Incorrect API key provided: {key}")}});
+            return Reply(401, None, text.to_string());
         }
         Some(Fault::Content(c)) => (c, true),
-        Some(Fault::NoUsage) => (answer(&body, invent), false),
+        Some(Fault::NoUsage) => (answer(body, invent), false),
         Some(Fault::Stall(d)) => {
             std::thread::sleep(d);
-            (answer(&body, invent), true)
+            (answer(body, invent), true)
         }
-        None => (answer(&body, invent), true),
+        None => (answer(body, invent), true),
     };
     let prompt: String = body["messages"]
         .as_array()
@@ -233,15 +242,10 @@ fn serve(conn: TcpStream, state: &State) -> std::io::Result<()> {
             "total_tokens": tokens(&prompt) + tokens(&content),
         });
     }
-    respond(&mut out, 200, None, &reply.to_string())
+    Reply(200, None, reply.to_string())
 }
 
-fn respond(
-    out: &mut TcpStream,
-    code: u16,
-    retry_after: Option<&str>,
-    body: &str,
-) -> std::io::Result<()> {
+fn respond(out: &mut TcpStream, Reply(code, retry_after, body): Reply) -> std::io::Result<()> {
     let mut head = format!(
         "HTTP/1.1 {code} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
         match code {
