@@ -108,13 +108,15 @@ fn counted_texts(trace: &Trace) -> Vec<String> {
         for (k, seg) in segments.iter().enumerate() {
             let cl = classify::classify_with_todos(trace, seg, &rules, &req_of, &todos);
             let drafts = tiers::generate(
-                trace,
-                &format!("E{k}"),
-                seg,
-                &cl,
+                &tiers::EpisodeSource {
+                    trace,
+                    episode_id: &format!("E{k}"),
+                    seg,
+                    classified: &cl,
+                    rules: &rules,
+                    artefacts: &artefacts,
+                },
                 strategy,
-                &rules,
-                &artefacts,
             );
             let episode: Vec<&str> = drafts.iter().flat_map(|d| d.texts()).collect();
             let joined = episode.join("\n");

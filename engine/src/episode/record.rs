@@ -17,10 +17,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::classify::{assistant_prose, sentences, tool_command, Classified, Rules};
+use super::classify::{assistant_prose, sentences, tool_command, Rules};
 use super::evidence::{step_text, steps_of, FailureKind, KillRule};
 use super::prose::{plain, prose};
-use super::segment::{Segment, TodoChange};
+use super::segment::TodoChange;
+use super::tiers::EpisodeSource;
 use crate::text::{clip_chars, first_line};
 use crate::trace::{Message, PartKind, Trace, UserKind};
 
@@ -278,14 +279,10 @@ type CiteFn<'a> = dyn Fn(usize, Option<&str>, Option<&str>) -> Cite + 'a;
 /// At most this many open questions and unverified claims each (the first ones).
 const MAX_UNCERTAIN: usize = 12;
 
-/// What [`build`] reads besides the classification: the full tier's text of each message of the
-/// episode (index into `Trace::messages`, text), the session's todo changes, the rules.
+/// What [`build`] reads besides the episode: the full tier's text of each message of the
+/// episode (index into `Trace::messages`, text) and the session's todo changes.
 pub struct Inputs<'a> {
-    pub trace: &'a Trace,
-    pub episode_id: &'a str,
-    pub seg: &'a Segment,
-    pub classified: &'a Classified,
-    pub rules: &'a Rules,
+    pub episode: &'a EpisodeSource<'a>,
     pub todos: &'a [TodoChange],
     pub full: &'a [(usize, &'a str)],
     /// The same texts joined by newlines (the full tier's text).
@@ -296,9 +293,9 @@ pub struct Inputs<'a> {
 
 /// Extract the record of one episode.
 pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
-    let trace = i.trace;
-    let msgs = &trace.messages[i.seg.first_message..=i.seg.last_message];
-    let f = &i.classified.facts;
+    let trace = i.episode.trace;
+    let msgs = &trace.messages[i.episode.seg.first_message..=i.episode.seg.last_message];
+    let f = &i.episode.classified.facts;
     let full_text = i.full_text;
     let ids = Ids::default();
     let cite = |mi: usize, part: Option<&str>, call: Option<&str>| Cite {
@@ -311,7 +308,7 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
         i.full
             .iter()
             .find(|(_, t)| t.contains(s))
-            .map_or(i.seg.first_message, |(mi, _)| *mi)
+            .map_or(i.episode.seg.first_message, |(mi, _)| *mi)
     };
     let shown = |s: &str| full_text.contains(s);
     let sourced = |text: &str, at: &Option<(usize, String)>| {
@@ -324,13 +321,14 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
     };
 
     let constraints = i
+        .episode
         .classified
         .pins
         .iter()
         .map(|p| {
             let mi = trace
                 .message_index(&p.message_id)
-                .unwrap_or(i.seg.first_message);
+                .unwrap_or(i.episode.seg.first_message);
             let part = text_part_with(&trace.messages[mi], &p.text);
             Constraint {
                 text: p.text.clone(),
@@ -348,7 +346,7 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
                 &d.text,
                 &trace.messages[d.message_index],
                 &d.part_id,
-                i.rules,
+                i.episode.rules,
             )
             .map(|text| Sourced {
                 text,
@@ -420,7 +418,10 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
     let status = i
         .todos
         .iter()
-        .filter(|c| c.message_index >= i.seg.first_message && c.message_index <= i.seg.last_message)
+        .filter(|c| {
+            c.message_index >= i.episode.seg.first_message
+                && c.message_index <= i.episode.seg.last_message
+        })
         .map(|c| {
             let call = trace.messages[c.message_index]
                 .tool_parts()
@@ -448,8 +449,8 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
 
     EpisodeRecord {
         version: RECORD_VERSION,
-        episode_id: i.episode_id.to_owned(),
-        title: i.classified.title.clone(),
+        episode_id: i.episode.episode_id.to_owned(),
+        title: i.episode.classified.title.clone(),
         objective: sourced(&f.objective, &f.objective_at),
         outcome: sourced(&f.outcome, &f.outcome_at),
         constraints,
@@ -460,8 +461,8 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
         locations,
         identifiers,
         provenance: provenance(trace, msgs, &ids),
-        uncertainty: uncertainty(msgs, i.seg.first_message, i.rules, &cite),
-        steps: steps(msgs, i.seg.first_message, &cite),
+        uncertainty: uncertainty(msgs, i.episode.seg.first_message, i.episode.rules, &cite),
+        steps: steps(msgs, i.episode.seg.first_message, &cite),
     }
 }
 
@@ -498,15 +499,15 @@ fn rationale(decision: &str, m: &Message, part_id: &str, rules: &Rules) -> Optio
 /// The attempt that follows each rejected alternative, when nothing rejects it in turn: the first
 /// later assistant step of the episode that edits a file, its prose as the decision.
 fn follows_rejection(i: &Inputs<'_>, msgs: &[Message], cite: &CiteFn<'_>) -> Vec<Decision> {
-    let f = &i.classified.facts;
-    let first = i.seg.first_message;
+    let f = &i.episode.classified.facts;
+    let first = i.episode.seg.first_message;
     let steps = steps_of(msgs);
     let mut out = Vec::new();
     for (k, r) in f.rejections.iter().enumerate() {
         let next = steps.iter().enumerate().skip(r.step + 1).find(|(_, st)| {
-            msgs[st.off].parts[st.parts.clone()]
-                .iter()
-                .any(|p| matches!(&p.kind, PartKind::Tool(t) if i.rules.is_edit_tool(&t.tool)))
+            msgs[st.off].parts[st.parts.clone()].iter().any(
+                |p| matches!(&p.kind, PartKind::Tool(t) if i.episode.rules.is_edit_tool(&t.tool)),
+            )
         });
         let Some((si, st)) = next else { continue };
         // A later rejection in the episode gave this one up as well.
@@ -521,7 +522,12 @@ fn follows_rejection(i: &Inputs<'_>, msgs: &[Message], cite: &CiteFn<'_>) -> Vec
         let mi = first + st.off;
         let rationale = sentences(&text)
             .into_iter()
-            .find_map(|s| i.rules.rationale_start(s).map(|k| s[k..].to_owned()))
+            .find_map(|s| {
+                i.episode
+                    .rules
+                    .rationale_start(s)
+                    .map(|k| s[k..].to_owned())
+            })
             .map(|r| r.trim_start_matches([',', ';', ':', ' ']).to_owned())
             .filter(|r| !r.is_empty())
             .map(|r| Sourced {
@@ -546,6 +552,7 @@ const MAX_STATED: usize = 8;
 fn stated_rejections(i: &Inputs<'_>, msgs: &[Message], cite: &CiteFn<'_>) -> Vec<Rejected> {
     let steps = steps_of(msgs);
     let claimed: Vec<usize> = i
+        .episode
         .classified
         .facts
         .rejections
@@ -568,7 +575,10 @@ fn stated_rejections(i: &Inputs<'_>, msgs: &[Message], cite: &CiteFn<'_>) -> Vec
                 continue;
             };
             for l in text.lines().filter(|l| !is_code_line(l)) {
-                for s in sentences(l).into_iter().filter(|s| i.rules.is_rejection(s)) {
+                for s in sentences(l)
+                    .into_iter()
+                    .filter(|s| i.episode.rules.is_rejection(s))
+                {
                     let s = clip_chars(&plain(s), 300);
                     if out.len() >= MAX_STATED
                         || out
@@ -577,7 +587,7 @@ fn stated_rejections(i: &Inputs<'_>, msgs: &[Message], cite: &CiteFn<'_>) -> Vec
                     {
                         continue;
                     }
-                    let c = cite(i.seg.first_message + st.off, Some(&p.id), None);
+                    let c = cite(i.episode.seg.first_message + st.off, Some(&p.id), None);
                     out.push(Rejected {
                         rule: RejectionRule::Stated,
                         approach: Some(Sourced {
@@ -615,14 +625,14 @@ fn locations(
     home: &dyn Fn(&str) -> usize,
     cite: &CiteFn<'_>,
 ) -> Locations {
-    let dir = &i.trace.session.directory;
+    let dir = &i.episode.trace.session.directory;
     let rel = |p: &str| super::classify::relative_to(p, dir).to_owned();
     let full_has = |s: &str| i.full.iter().any(|(_, t)| t.contains(s));
     let mut seen = BTreeSet::new();
     let mut out = Locations::default();
     // Files the tools were called on, then the files shell commands name (paths with an
     // extension, e.g. `diff -u vendor/a/src/lib.rs …`).
-    let msgs = &i.trace.messages[i.seg.first_message..=i.seg.last_message];
+    let msgs = &i.episode.trace.messages[i.episode.seg.first_message..=i.episode.seg.last_message];
     let in_commands: Vec<String> = msgs
         .iter()
         .flat_map(|m| m.tool_parts())

@@ -94,22 +94,23 @@ pub fn artefact_ids(trace: &Trace) -> BTreeSet<String> {
     s
 }
 
+/// The episode a set of tiers is generated from, and what generation reads beside it.
+pub struct EpisodeSource<'a> {
+    pub trace: &'a Trace,
+    pub episode_id: &'a str,
+    pub seg: &'a Segment,
+    pub classified: &'a Classified,
+    pub rules: &'a Rules,
+    /// [`artefact_ids`] of the trace.
+    pub artefacts: &'a BTreeSet<String>,
+}
+
 /// Generate the four tiers of one episode by `strategy` (`Source` or `Cascade`).
-pub fn generate(
-    trace: &Trace,
-    episode_id: &str,
-    seg: &Segment,
-    cl: &Classified,
-    strategy: Strategy,
-    rules: &Rules,
-    artefacts: &BTreeSet<String>,
-) -> Vec<Draft> {
-    let full = full_draft(trace, seg, strategy, artefacts);
+pub fn generate(src: &EpisodeSource, strategy: Strategy) -> Vec<Draft> {
+    let full = full_draft(src.trace, src.seg, strategy, src.artefacts);
     let text = joined(&full);
     let ids = super::needles::identifiers(&text);
-    generate_below(
-        full, &text, &ids, episode_id, seg, cl, strategy, rules, artefacts, trace,
-    )
+    generate_below(src, strategy, full, &text, &ids)
 }
 
 /// A draft's text: its chunks joined by newlines (as [`Representation::text`]).
@@ -201,19 +202,21 @@ pub fn episode_chunk(full: &Draft, tier: Tier, text: String, contract: &'static 
 /// `full` and the tiers below it by `strategy` (`Source` or `Cascade`), made monotonic, with
 /// the pins. `full_text` and `identifiers`: the full tier's text and its identifiers
 /// ([`super::needles::identifiers`]).
-#[allow(clippy::too_many_arguments)]
 pub fn generate_below(
+    src: &EpisodeSource,
+    strategy: Strategy,
     full: Draft,
     full_text: &str,
     identifiers: &BTreeSet<String>,
-    episode_id: &str,
-    seg: &Segment,
-    cl: &Classified,
-    strategy: Strategy,
-    rules: &Rules,
-    artefacts: &BTreeSet<String>,
-    trace: &Trace,
 ) -> Vec<Draft> {
+    let EpisodeSource {
+        trace,
+        episode_id,
+        seg,
+        classified: cl,
+        rules,
+        artefacts,
+    } = *src;
     let draft = |tier: Tier, chunks: Vec<DraftChunk>| Draft {
         tier,
         chunks,

@@ -215,14 +215,18 @@ pub(super) fn draft_episode(inputs: &DraftInputs<'_>, k: usize, seg: &segment::S
     // generator.
     let full_text = tiers::joined(&full);
     let identifiers = crate::episode::needles::identifiers(&full_text);
+    let source = tiers::EpisodeSource {
+        trace,
+        episode_id: &id,
+        seg,
+        classified: &cl,
+        rules,
+        artefacts,
+    };
     let wants_record = opts.keep_records || opts.tiers == TierSource::Record;
     let record = wants_record.then(|| {
         record::build(&record::Inputs {
-            trace,
-            episode_id: &id,
-            seg,
-            classified: &cl,
-            rules,
+            episode: &source,
             todos,
             full: &full_texts,
             full_text: &full_text,
@@ -231,18 +235,7 @@ pub(super) fn draft_episode(inputs: &DraftInputs<'_>, k: usize, seg: &segment::S
     });
     let mut drafts = match (strategy, &record) {
         (Strategy::Record, Some(r)) => record_view::drafts(full, r),
-        (_, _) => tiers::generate_below(
-            full,
-            &full_text,
-            &identifiers,
-            &id,
-            seg,
-            &cl,
-            strategy,
-            rules,
-            artefacts,
-            trace,
-        ),
+        (_, _) => tiers::generate_below(&source, strategy, full, &full_text, &identifiers),
     };
     let mut importance = None;
     let mut compartment_row = None;
