@@ -186,6 +186,15 @@ impl WatchTarget {
         &self.kind
     }
 
+    /// The SQLite files of the source: the file itself, or a data dir's `opencode*.db` files.
+    pub fn databases(&self) -> Vec<PathBuf> {
+        match self.kind {
+            TargetKind::Database => vec![self.path.clone()],
+            TargetKind::DataDir => database_files(&self.path),
+            TargetKind::Export | TargetKind::Tree => Vec::new(),
+        }
+    }
+
     /// True when a change of `p` can change the source.
     pub fn is_relevant(&self, p: &Path) -> bool {
         match self.kind {
@@ -426,11 +435,19 @@ fn is_json(p: &Path) -> bool {
 }
 
 fn has_databases(dir: &Path) -> bool {
-    sorted_entries(Some(dir)).iter().any(|p| {
-        p.file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| is_db_file_name(n) && !n.ends_with("-wal"))
-    })
+    !database_files(dir).is_empty()
+}
+
+/// The `opencode*.db` files of a directory (not their `-wal`).
+fn database_files(dir: &Path) -> Vec<PathBuf> {
+    sorted_entries(Some(dir))
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| is_db_file_name(n) && !n.ends_with("-wal"))
+        })
+        .collect()
 }
 
 fn sorted_entries(dir: Option<&Path>) -> Vec<PathBuf> {

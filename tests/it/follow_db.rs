@@ -146,3 +146,61 @@ fn polling_alone_follows_too() {
         c.watch.poll = Duration::from_millis(100);
     });
 }
+
+/// A commit whose files stat exactly as before is still followed. The WAL restarts from its
+/// start after a checkpoint (its length stays), and the mtime is put back: what a follower sees
+/// when its stats fall between a commit's frames and its WAL-index update, the moment the
+/// commit becomes visible. Only the database's version shows such a commit.
+#[test]
+fn a_commit_the_file_stats_do_not_show_is_still_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = copy_recording(dir.path());
+    let wal = dir.path().join("opencode.db-wal");
+    let w = writer(&db);
+    // A long WAL, checkpointed so that the next commit writes from its start.
+    w.execute_batch("UPDATE part SET data = data").unwrap();
+    let busy: i64 = w
+        .query_row("PRAGMA wal_checkpoint(RESTART)", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(busy, 0, "the checkpoint restarts the WAL");
+    let mut config = FollowConfig::new(&db, Some(E1.to_owned()));
+    config.poll_only = true;
+    config.watch.poll = Duration::from_millis(100);
+    let (follower, rx) =
+        Follower::spawn_channel(config, |s: tierscope_engine::follow::Snapshot| {
+            Ok::<Trace, String>(s.trace)
+        })
+        .unwrap();
+    let mut seen = Seen::default();
+    assert!(
+        seen.until(&rx, Duration::from_secs(10), |_| true),
+        "no first state"
+    );
+    // A few polls: the follower's fingerprint is the files as they are now.
+    std::thread::sleep(Duration::from_millis(400));
+    let stat = |p: &Path| {
+        let m = std::fs::metadata(p).unwrap();
+        (m.len(), m.modified().unwrap())
+    };
+    let (db_before, wal_before) = (stat(&db), stat(&wal));
+    w.execute(
+        "UPDATE session SET title = 'renamed while followed' WHERE id = ?1",
+        [E1],
+    )
+    .unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&wal)
+        .unwrap()
+        .set_modified(wal_before.1)
+        .unwrap();
+    assert_eq!((stat(&db), stat(&wal)), (db_before, wal_before));
+    assert!(
+        seen.until(&rx, Duration::from_secs(10), |t| t.session.title
+            == "renamed while followed"),
+        "the commit was not followed: {:?}",
+        seen.last.as_ref().map(|t| &t.session.title)
+    );
+    follower.stop();
+    seen.assert_clean();
+}

@@ -10,8 +10,11 @@
 //! landed during the load). Only when the source then stays quiet for [`FollowConfig::settle`]
 //! with the same trouble is the load published as it is, with its diagnostics — then it is real.
 //!
-//! For a database, `PRAGMA data_version` on a connection of our own is read before and after each
-//! load: when it moved, a commit landed mid-load and the load is retried rather than trusted.
+//! For a database (or a data dir's databases), `PRAGMA data_version` on a connection of our own
+//! is read before and after each load: when it moved, a commit landed mid-load and the load is
+//! retried rather than trusted. It is read again at every wake whose file stats show no change:
+//! a commit becomes visible when its WAL index (`-shm`, not watched) is updated, after its
+//! frames are written, so stats taken in between would otherwise hide it for good.
 //!
 //! Nothing here blocks the caller: [`Follower::spawn`] returns at once, control calls only send
 //! a message, and the thread sleeps on its channel between changes (no busy loop).
@@ -29,8 +32,7 @@ use crate::trace::diagnostics::DiagnosticKind;
 use crate::trace::error::LoadError;
 use crate::trace::model::Trace;
 use crate::watch::{
-    EventBackend, NotifyBackend, Recheck, TargetKind, Wake, Watch, WatchError, WatchOptions,
-    WatchTarget,
+    EventBackend, NotifyBackend, Recheck, Wake, Watch, WatchError, WatchOptions, WatchTarget,
 };
 
 /// What to follow and how patiently.
@@ -247,6 +249,7 @@ impl Follower {
                     replaced: false,
                     paused: false,
                     again: false,
+                    loaded_version: None,
                     _product: std::marker::PhantomData,
                 };
                 run.main(rx);
@@ -286,39 +289,48 @@ impl Drop for Follower {
     }
 }
 
-/// `PRAGMA data_version` of a database source, on a connection of our own (read-only).
+/// `PRAGMA data_version` of a source's databases, each on a connection of our own (read-only).
 struct Probe {
-    path: Option<PathBuf>,
-    conn: Option<rusqlite::Connection>,
+    paths: Vec<PathBuf>,
+    conns: Vec<Option<rusqlite::Connection>>,
 }
 
 impl Probe {
     fn new(watch: &Watch) -> Self {
-        let path = (watch.target().kind() == &TargetKind::Database)
-            .then(|| watch.target().path().to_owned());
-        Self { path, conn: None }
+        let paths = watch.target().databases();
+        let conns = paths.iter().map(|_| None).collect();
+        Self { paths, conns }
     }
 
-    /// The version, or `None` when unknown (not a database, cannot open).
-    fn version(&mut self) -> Option<i64> {
-        let path = self.path.as_ref()?;
-        if self.conn.is_none() {
-            self.conn = open_probe(path);
+    /// The versions, or `None` when unknown (no database, one cannot be opened).
+    fn version(&mut self) -> Option<Vec<i64>> {
+        if self.paths.is_empty() {
+            return None;
         }
-        let v = self
-            .conn
-            .as_ref()?
-            .query_row("PRAGMA data_version", [], |r| r.get::<_, i64>(0))
-            .ok();
-        if v.is_none() {
-            self.conn = None;
+        let mut out = Vec::with_capacity(self.paths.len());
+        for (path, conn) in self.paths.iter().zip(&mut self.conns) {
+            if conn.is_none() {
+                *conn = open_probe(path);
+            }
+            let v = conn
+                .as_ref()?
+                .query_row("PRAGMA data_version", [], |r| r.get::<_, i64>(0))
+                .ok();
+            match v {
+                Some(v) => out.push(v),
+                None => {
+                    *conn = None;
+                    return None;
+                }
+            }
         }
-        v
+        Some(out)
     }
 
-    /// After the file was replaced, the old connection still reads the old file.
-    fn reset(&mut self) {
-        self.conn = None;
+    /// After a file was replaced, the old connection still reads the old file (and a data
+    /// dir may hold other databases now).
+    fn reset(&mut self, watch: &Watch) {
+        *self = Probe::new(watch);
     }
 }
 
@@ -368,6 +380,8 @@ struct Run<T, B, S> {
     paused: bool,
     /// The last load raced a commit: load again after [`FollowConfig::retry`].
     again: bool,
+    /// The databases' versions after the last load.
+    loaded_version: Option<Vec<i64>>,
     _product: std::marker::PhantomData<fn() -> T>,
 }
 
@@ -417,14 +431,22 @@ where
     fn on_wake(&mut self) {
         match self.watch.recheck() {
             Recheck::Unchanged => {
-                if self.pending_since.is_some() || std::mem::take(&mut self.again) {
+                // A commit is visible once its WAL index (`-shm`) is updated, after its frames
+                // are written: one whose frames the last fingerprint already had but the last
+                // load did not see shows only in the version.
+                let again = std::mem::take(&mut self.again);
+                let committed = self
+                    .probe
+                    .version()
+                    .is_some_and(|v| self.loaded_version.as_ref() != Some(&v));
+                if again || committed || self.pending_since.is_some() {
                     self.reload();
                 }
             }
             Recheck::Changed { replaced } => {
                 if replaced {
                     self.replaced = true;
-                    self.probe.reset();
+                    self.probe.reset(&self.watch);
                 }
                 self.reload();
             }
@@ -479,6 +501,7 @@ where
         );
         let after = self.probe.version();
         let raced = before != after;
+        self.loaded_version = after;
         match result {
             Ok(snap) => {
                 let reason = self.transient_trouble(&snap);
