@@ -224,6 +224,16 @@ fn frame_row(f: &Frame) -> Vec<Cell> {
     } else if f.compaction {
         changes.insert(0, "compaction".into());
     }
+    changes.extend(f.tail_only.iter().map(|c| {
+        format!(
+            "{} tail only: first {}/{} chunks ({} tok) {}",
+            c.episode,
+            c.hidden,
+            c.chunks,
+            c.hidden_tokens,
+            c.by.says()
+        )
+    }));
     let tc = |t: Tier| Cell::Int(f.tiers.get(t).count);
     vec![
         Cell::text(format!(

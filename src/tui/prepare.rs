@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use crate::tui::view_model::{
-    ChildRef, EpisodeRow, RequestRow, SessionEntry, SessionModel, TierText,
+    cell, ChildRef, EpisodeRow, Grid, RequestRow, SessionEntry, SessionModel, TailSpan, TierText,
 };
 use crate::tui::{safe_line, safe_text};
 use tierscope_engine::episode::model::Tier;
@@ -218,6 +218,62 @@ pub fn session_entries(list: &[SessionSummary]) -> Vec<SessionEntry> {
     out
 }
 
+/// A replay's applied tiers, `rows` episodes × `cols` requests, without marks; a closed episode
+/// shown at `full` from a chunk on is [`cell::TAIL_ONLY`].
+pub fn applied_grid(r: &tierscope_engine::replay::Replay, rows: usize, cols: usize) -> Grid {
+    use tierscope_engine::replay::Cell as RCell;
+    let mut grid = Grid::new(rows, cols);
+    for req in 0..cols.min(r.applied.requests) {
+        for ep in 0..rows.min(r.applied.episodes) {
+            let v = match r.applied.get(req, ep) {
+                RCell::Tier(t) => cell::TIER0 + t.depth() as u8,
+                RCell::Active => cell::ACTIVE,
+                RCell::Future => cell::NONE,
+            };
+            grid.set(ep, req, v);
+        }
+        for c in r.render_states.get(req).map_or(&[][..], |s| &s.cuts[..]) {
+            if c.from > 0 && grid.tier(c.episode, req) == Some(Tier::Full) {
+                grid.set(c.episode, req, cell::TAIL_ONLY);
+            }
+        }
+    }
+    grid
+}
+
+/// Per episode: the spans of requests where a replay showed it (closed at `full`, or active)
+/// only from a chunk on, one span per cut.
+pub fn tail_spans(r: &tierscope_engine::replay::Replay, rows: usize) -> Vec<Vec<TailSpan>> {
+    use tierscope_engine::replay::Cell as RCell;
+    let mut out: Vec<Vec<TailSpan>> = vec![Vec::new(); rows];
+    for (req, s) in r.render_states.iter().enumerate() {
+        for c in &s.cuts {
+            let shown_full = matches!(
+                r.applied.get(req, c.episode),
+                RCell::Tier(Tier::Full) | RCell::Active
+            );
+            let Some(spans) = out.get_mut(c.episode) else {
+                continue;
+            };
+            if c.from == 0 || !shown_full {
+                continue;
+            }
+            match spans.last_mut() {
+                Some(l) if l.last + 1 == req && l.hidden == c.from && l.by == c.by => l.last = req,
+                _ => spans.push(TailSpan {
+                    first: req,
+                    last: req,
+                    hidden: c.from,
+                    chunks: c.chunks,
+                    hidden_tokens: c.hidden_tokens,
+                    by: c.by,
+                }),
+            }
+        }
+    }
+    out
+}
+
 /// Prepares one replay for display: the heatmap grid with its marks, per-request figures,
 /// per-episode change histories and the jump lists.
 pub fn replay_model(
@@ -226,7 +282,7 @@ pub fn replay_model(
     thrash_window: usize,
     knobs: &tierscope_engine::policy::Policy,
 ) -> crate::tui::view_model::ReplayModel {
-    use crate::tui::view_model::{cell, ChangeRow, FrameRow, Grid, ReplayModel};
+    use crate::tui::view_model::{ChangeRow, FrameRow, ReplayModel};
     use tierscope_engine::replay::Cell as RCell;
 
     let n_req = r.frames.len();
@@ -237,16 +293,11 @@ pub fn replay_model(
         .enumerate()
         .map(|(i, e)| (e.id.as_str(), i))
         .collect();
-    let mut grid = Grid::new(n_ep, n_req);
+    let mut grid = applied_grid(r, n_ep, n_req);
+    let tail_only = tail_spans(r, n_ep);
     let mut desired = std::collections::BTreeMap::new();
     for req in 0..n_req.min(r.applied.requests) {
         for ep in 0..n_ep.min(r.applied.episodes) {
-            let v = match r.applied.get(req, ep) {
-                RCell::Tier(t) => cell::TIER0 + t.depth() as u8,
-                RCell::Active => cell::ACTIVE,
-                RCell::Future => cell::NONE,
-            };
-            grid.set(ep, req, v);
             if let (RCell::Tier(a), RCell::Tier(d)) =
                 (r.applied.get(req, ep), r.desired.get(req, ep))
             {
@@ -397,6 +448,7 @@ pub fn replay_model(
         desired,
         history,
         holds_of,
+        tail_only,
         change_requests,
         hold_requests,
         thrash_requests,

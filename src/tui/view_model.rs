@@ -87,8 +87,11 @@ pub mod cell {
     pub const NONE: u8 = 0;
     /// The episode is active (rendered as it stands).
     pub const ACTIVE: u8 = 1;
-    /// Closed at tier `t`: `TIER0 + t.depth()`.
+    /// Closed at tier `t`: `TIER0 + t.depth()` (full 2 … dropped 6).
     pub const TIER0: u8 = 2;
+    /// Closed at `full`, shown only from a chunk on: its head is in a compaction summary, or
+    /// before the request's view.
+    pub const TAIL_ONLY: u8 = 7;
     pub const STATE: u8 = 0x07;
     pub const CHANGE: u8 = 0x08;
     pub const HOLD: u8 = 0x10;
@@ -134,12 +137,27 @@ impl Grid {
     /// The applied tier at a cell, if the episode is closed there.
     pub fn tier(&self, row: usize, col: usize) -> Option<Tier> {
         let s = self.get(row, col) & cell::STATE;
-        if s >= cell::TIER0 {
+        if s == cell::TAIL_ONLY {
+            Some(Tier::Full)
+        } else if s >= cell::TIER0 {
             Tier::from_depth(usize::from(s - cell::TIER0))
         } else {
             None
         }
     }
+}
+
+/// Requests `first..=last` over which an episode is shown only from a chunk on, with the same
+/// cut throughout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TailSpan {
+    pub first: usize,
+    pub last: usize,
+    /// Full-tier chunks not shown, of `chunks`, and their tokens.
+    pub hidden: usize,
+    pub chunks: usize,
+    pub hidden_tokens: u64,
+    pub by: tierscope_engine::replay::CutBy,
 }
 
 /// One applied (or deferred) change, with its reason.
@@ -193,6 +211,8 @@ pub struct ReplayModel {
     pub history: Vec<Vec<ChangeRow>>,
     /// Per episode: requests where it was held at its floor.
     pub holds_of: Vec<Vec<usize>>,
+    /// Per episode: where it was shown only from a chunk on, in request order.
+    pub tail_only: Vec<Vec<TailSpan>>,
     pub change_requests: Vec<usize>,
     pub hold_requests: Vec<usize>,
     pub thrash_requests: Vec<usize>,
@@ -217,6 +237,12 @@ pub struct ReplayModel {
 }
 
 impl ReplayModel {
+    /// The tail-only span of episode `ep` that holds request `req`, if any.
+    pub fn tail_at(&self, ep: usize, req: usize) -> Option<&TailSpan> {
+        let spans = self.tail_only.get(ep)?;
+        let k = spans.partition_point(|s| s.last < req);
+        spans.get(k).filter(|s| s.first <= req)
+    }
     /// Where the budget came from, in words for the header: `set`, `session limit`, `model
     /// limit`, or `assumed` when nothing in the recording or the limits table gave one.
     pub fn budget_origin(&self) -> &'static str {

@@ -198,3 +198,52 @@ fn the_experiment_shows_the_irreducible_part_and_targets_pressure() {
     let t = e.rows.iter().find(|r| r.policy == "truncate").unwrap();
     assert_eq!(t.matched, Some(true), "mean {} vs {target}", t.mean_tokens);
 }
+
+/// The episode a compaction's kept tail starts inside (M1 under a budget: simulated; C1: the
+/// recorded `tail_start_id`): its frame says how many chunks went into the summary, the
+/// rendered context holds exactly the rest at `full`, and the cut lasts until the episode is
+/// dropped.
+#[test]
+fn an_episode_split_by_the_kept_tail_is_shown_from_the_cut_and_says_so() {
+    use std::collections::BTreeMap;
+    use tierscope_engine::episode::Tier;
+    use tierscope_engine::replay::{render_at, Cell, CutBy, Input};
+    for (name, budget) in [("M1.json", Some(9_000)), ("C1.json", None)] {
+        let s = sample(name);
+        let r = opencode(&s, &[], budget);
+        let p = policy::load("opencode", &[]).expect("policy");
+        let index = |id: &str| s.episodes.iter().position(|e| e.id == id).expect("episode");
+        // Episode → (hidden, chunks), as the frames have said so far.
+        let mut cuts: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
+        let mut checked = 0;
+        for f in &r.frames {
+            for c in &f.tail_only {
+                assert!(0 < c.hidden && c.hidden <= c.chunks, "{name}: {c:?}");
+                assert!(c.hidden_tokens > 0, "{name}: {c:?}");
+                assert_eq!(c.by, CutBy::Summary, "{name}: {c:?}");
+                let e = index(&c.episode);
+                if let Some(&(before, _)) = cuts.get(&e) {
+                    assert!(c.hidden > before, "{name}: a kept tail only moves on");
+                }
+                cuts.insert(e, (c.hidden, c.chunks));
+            }
+            let ctx = render_at(&Input::from(&s), &p, budget, f.request).expect("renders");
+            for (&e, &(hidden, chunks)) in &cuts {
+                if r.applied.get(f.request, e) != Cell::Tier(Tier::Full) {
+                    continue;
+                }
+                let shown = ctx
+                    .chunks
+                    .iter()
+                    .filter(|c| c.episode.as_deref() == Some(s.episodes[e].id.as_str()))
+                    .count();
+                assert_eq!(shown, chunks - hidden, "{name} r{}", f.request);
+                checked += 1;
+            }
+        }
+        assert!(
+            checked > 0,
+            "{name}: no request shows an episode from its tail"
+        );
+    }
+}

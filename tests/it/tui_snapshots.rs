@@ -93,3 +93,21 @@ fn session_picker() {
         }
     }
 }
+
+/// `opencode` compacting M1 at a 9,000-token budget, at request 16: E0's head is in the
+/// summary, so the heatmap paints it `▐` (tail only), the table gives the tail's tokens and the
+/// detail pane lists where only its tail was shown.
+#[test]
+fn tail_only_under_opencode() {
+    let mut app = open(sample("M1.json"), "dark", 160, 45, "opencode", Some(9_000));
+    for _ in 0..16 {
+        app.key(KeyCode::Right);
+    }
+    assert_eq!(app.state.main.cursor, 16);
+    let screen = app.draw();
+    let t = text(&screen);
+    assert!(t.contains("▐tail only"), "{t}");
+    assert!(t.contains("full▐ "), "{t}");
+    assert!(t.contains("tail only (the head not in the context)"), "{t}");
+    snap("tail_only_dark_160x45", styled(&screen));
+}

@@ -183,6 +183,20 @@ pub(crate) fn frame(
     let counts = std::mem::take(&mut st.counts);
     let mut held = counts.held_new;
     held.sort_unstable();
+    let mut cut_new = counts.cut_new;
+    cut_new.sort_unstable();
+    cut_new.dedup();
+    let tail_only = cut_new
+        .iter()
+        .filter_map(|&e| st.cuts_list().iter().find(|c| c.episode == e))
+        .map(|c| TailOnly {
+            episode: st.p.episodes[c.episode].id.clone(),
+            hidden: c.from,
+            chunks: c.chunks,
+            hidden_tokens: c.hidden_tokens,
+            by: c.by,
+        })
+        .collect();
     Frame {
         request: t,
         time: req.time_created,
@@ -215,6 +229,7 @@ pub(crate) fn frame(
         violations,
         thrash: counts.thrash,
         prunes: m.prunes,
+        tail_only,
         compaction: m.compacted.is_some(),
         compaction_call: call,
         probes_due,

@@ -8,7 +8,7 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use super::divergence::chunk_list;
 use super::prepare::Prep;
-use super::types::{Cell, RenderState, SummaryPiece};
+use super::types::{Cell, CutBy, RenderState, SummaryPiece};
 use super::{Input, Prepared};
 use crate::episode::Tier;
 use crate::policy::Policy;
@@ -171,8 +171,24 @@ fn materialize(
             number,
             ..
         }) => {
+            // The heads of split episodes are in the summary too (their tails are shown).
+            let heads: String = rs
+                .cuts
+                .iter()
+                .filter(|c| {
+                    c.by == CutBy::Summary
+                        && c.from > 0
+                        && applied.get(t, c.episode) != Cell::Tier(Tier::Dropped)
+                })
+                .map(|c| {
+                    format!(
+                        " and the first {}/{} chunks of {}",
+                        c.from, c.chunks, p.episodes[c.episode].id
+                    )
+                })
+                .collect();
             let mut text = format!(
-                "[simulated compaction {number}: replaces {} closed episodes; compact tiers of {}]\n",
+                "[simulated compaction {number}: replaces {} closed episodes{heads}; compact tiers of {}]\n",
                 covers.len(),
                 shown
                     .iter()
@@ -199,7 +215,12 @@ fn materialize(
         }
         None => {}
     }
-    let cut = |e: usize| rs.cuts.iter().find(|(x, _)| *x == e).map_or(0, |(_, c)| *c);
+    let cut = |e: usize| {
+        rs.cuts
+            .iter()
+            .find(|c| c.episode == e)
+            .map_or(0, |c| c.from)
+    };
     for e in 0..p.episodes.len() {
         let (tier, upto, kind) = match applied.get(t, e) {
             Cell::Tier(tier) => (tier, None, "episode"),

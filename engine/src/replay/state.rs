@@ -14,7 +14,7 @@ use super::divergence::Conv;
 use super::fenwick::Fenwick;
 use super::prepare::Prep;
 use super::schedule::{Applied, Boundaries};
-use super::types::{Change, Reason, SummaryPiece, TierMatrix, TierStat};
+use super::types::{Change, Cut, CutBy, Reason, SummaryPiece, TierMatrix, TierStat};
 use crate::episode::Tier;
 
 /// A change applied at request `at`, in direction `dir` (+1 = demotion, −1 = promotion).
@@ -33,6 +33,8 @@ pub(crate) struct RequestCounts {
     pub holds: u64,
     /// Held episodes whose hold began at this request.
     pub held_new: Vec<usize>,
+    /// Episodes whose cut began or moved at this request.
+    pub cut_new: Vec<usize>,
 }
 
 pub(crate) struct State<'p, 'a> {
@@ -80,8 +82,8 @@ pub(crate) struct State<'p, 'a> {
     pin_sum: u64,
     /// Episodes whose violation began or changed at this request.
     viol_new: Vec<usize>,
-    /// First rendered chunk of cut episodes, by episode.
-    cuts_list: Vec<(usize, usize)>,
+    /// The cut episodes, by episode.
+    cuts_list: Vec<Cut>,
     held_stamp: Vec<Option<usize>>,
     pub(crate) conv: [Conv; 2],
     pub(crate) counts: RequestCounts,
@@ -222,7 +224,7 @@ impl<'p, 'a> State<'p, 'a> {
     pub fn cuts(&self) -> &[usize] {
         &self.cut
     }
-    pub fn cuts_list(&self) -> &[(usize, usize)] {
+    pub fn cuts_list(&self) -> &[Cut] {
         &self.cuts_list
     }
     /// Episodes whose desired tier is not applied yet, in order.
@@ -419,15 +421,27 @@ impl<'p, 'a> State<'p, 'a> {
         }
     }
 
-    /// Cut the full tier of `e` to start at included chunk `from` (a recorded kept tail).
-    pub fn set_cut(&mut self, e: usize, from: usize) {
+    /// Cut the full tier of `e` to start at included chunk `from`, for the reason `by`.
+    pub fn set_cut(&mut self, e: usize, from: usize, by: CutBy) {
         if self.cut[e] == from {
             return;
         }
-        match self.cuts_list.binary_search_by_key(&e, |(x, _)| *x) {
-            Ok(i) => self.cuts_list[i].1 = from,
-            Err(i) => self.cuts_list.insert(i, (e, from)),
+        let (chunks, hidden_tokens) = self
+            .p
+            .td(e, Tier::Full)
+            .map_or((0, 0), |td| (td.len(), td.prefix[from.min(td.len())]));
+        let cut = Cut {
+            episode: e,
+            from,
+            chunks,
+            hidden_tokens,
+            by,
+        };
+        match self.cuts_list.binary_search_by_key(&e, |c| c.episode) {
+            Ok(i) => self.cuts_list[i] = cut,
+            Err(i) => self.cuts_list.insert(i, cut),
         }
+        self.counts.cut_new.push(e);
         self.mark_changed(e);
         if e < self.k {
             self.detach(e);
@@ -439,8 +453,8 @@ impl<'p, 'a> State<'p, 'a> {
     }
 
     /// Show only the chunks of episode `e` from message `start` on (all of it, part of it, or
-    /// none).
-    pub fn cut_before(&mut self, e: usize, start: usize) {
+    /// none), for the reason `by`.
+    pub fn cut_before(&mut self, e: usize, start: usize, by: CutBy) {
         if self.p.episodes[e].first_message >= start {
             return;
         }
@@ -448,7 +462,7 @@ impl<'p, 'a> State<'p, 'a> {
             .p
             .td(e, Tier::Full)
             .map_or(0, |td| td.pos.partition_point(|p| p.0 < start));
-        self.set_cut(e, from);
+        self.set_cut(e, from, by);
     }
 
     // ----------------------------------------------------------------------------------------
@@ -463,7 +477,7 @@ impl<'p, 'a> State<'p, 'a> {
         }
         self.context_from = from;
         for e in 0..(self.k + 1).min(self.n) {
-            self.cut_before(e, from);
+            self.cut_before(e, from, CutBy::View);
         }
     }
 

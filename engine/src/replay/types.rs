@@ -128,6 +128,50 @@ pub struct Violation {
     pub missing_pins: Option<u64>,
 }
 
+/// Why an episode shows only a tail of its full tier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CutBy {
+    /// Its head is in a compaction summary: the kept tail starts inside the episode (a recorded
+    /// compaction's `tail_start_id`, or `opencode`'s simulated one).
+    Summary,
+    /// Its head lies before the message the request's view starts at (OpenCode's v2 loop never
+    /// saw the session's v1 history).
+    View,
+}
+
+impl CutBy {
+    /// Where the hidden head went, in words.
+    pub fn says(self) -> &'static str {
+        match self {
+            CutBy::Summary => "in the compaction summary",
+            CutBy::View => "before the v2 loop's view",
+        }
+    }
+}
+
+/// An episode shown at `full` from chunk `from` on: its first `from` of `chunks` full-tier
+/// chunks (`hidden_tokens` tokens as drafted, before any prune) are not in the context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cut {
+    pub episode: usize,
+    pub from: usize,
+    pub chunks: usize,
+    pub hidden_tokens: u64,
+    pub by: CutBy,
+}
+
+/// A frame's record of a [`Cut`] that began or moved at its request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TailOnly {
+    pub episode: String,
+    /// Full-tier chunks not shown, from the first; of `chunks`.
+    pub hidden: usize,
+    pub chunks: usize,
+    pub hidden_tokens: u64,
+    pub by: CutBy,
+}
+
 /// One probe's result at one request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ProbeResult {
@@ -194,6 +238,10 @@ pub struct Frame {
     /// Changes that reverse the same episode's previous change within `thrash_window` requests.
     pub thrash: u64,
     pub prunes: u64,
+    /// Episodes shown only from a chunk on (the head in a summary, or before the view), whose
+    /// cut began or moved at this request; a cut in force stays until the episode is dropped.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tail_only: Vec<TailOnly>,
     /// The policy compacted here (a simulated summary call).
     pub compaction: bool,
     /// The compaction call the policy made before this request (a synthetic call: its input
@@ -476,9 +524,9 @@ impl TierMatrix {
 pub struct RenderState {
     /// The summary piece shown after the system chunk, if any.
     pub summary: Option<SummaryPiece>,
-    /// Per episode: the first rendered chunk of its tier (non-zero only for an episode cut by a
-    /// recorded compaction's kept tail). Sparse: (episode, first chunk).
-    pub cuts: Vec<(usize, usize)>,
+    /// The episodes shown at `full` from a chunk on (a compaction's kept tail starts inside
+    /// them, or the view starts after their head), by episode. Sparse.
+    pub cuts: Vec<Cut>,
 }
 
 /// A compaction summary standing in for the episodes before it.

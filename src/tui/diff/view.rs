@@ -16,6 +16,8 @@ use crate::tui::app::State;
 use crate::tui::geometry::Scroll;
 use crate::tui::theme::Theme;
 use crate::tui::ui::{centered, hidden_rows, pane_block, rule_block, scrollbar, thousands};
+use crate::tui::view_model::cell;
+use crate::tui::widgets::heatmap::TAIL_GLYPH;
 use crate::tui::widgets::Viewport;
 use tierscope_engine::compare::context::{RowKind, SideLine};
 use tierscope_engine::compare::delta::{signed, signed_f};
@@ -432,8 +434,10 @@ fn deltas(t: &Theme, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rect) {
     f.render_widget(Paragraph::new(lines).style(t.base), area);
 }
 
-fn tier_name(t: Option<Tier>, active: bool) -> String {
+/// A tier's name at a cell; `full▐` where only the tail of the full tier is shown.
+fn tier_name(t: Option<Tier>, active: bool, tail: bool) -> String {
     match t {
+        Some(Tier::Full) if tail => format!("full{TAIL_GLYPH}"),
         Some(t) => t.as_str().to_owned(),
         None if active => "active".to_owned(),
         None => "–".to_owned(),
@@ -462,8 +466,12 @@ fn tiers(state: &State, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rect)
     for e in (first..m.episodes.len()).take(rows) {
         let (id, floor) = &m.episodes[e];
         let c = d.cursor;
-        let active = m.tiers_a.get(e, c) & crate::tui::view_model::cell::STATE
-            == crate::tui::view_model::cell::ACTIVE;
+        let state = |g: &crate::tui::view_model::Grid| g.get(e, c) & cell::STATE;
+        let active = state(&m.tiers_a) == cell::ACTIVE;
+        let (tail_a, tail_b) = (
+            state(&m.tiers_a) == cell::TAIL_ONLY,
+            state(&m.tiers_b) == cell::TAIL_ONLY,
+        );
         let (ta, tb) = (m.tiers_a.tier(e, c), m.tiers_b.tier(e, c));
         let below = |x: Option<Tier>| x.is_some_and(|x| x.depth() > floor.depth());
         let st = |x: Option<Tier>| match x {
@@ -484,11 +492,11 @@ fn tiers(state: &State, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rect)
             spans.push(Span::styled(format!("{:<8}", floor.as_str()), t.dim));
         }
         spans.push(Span::styled(
-            format!("{:<8}", tier_name(ta, active) + bang(ta)),
+            format!("{:<8}", tier_name(ta, active, tail_a) + bang(ta)),
             st(ta),
         ));
         spans.push(Span::styled(
-            format!("{:<8}", tier_name(tb, active) + bang(tb)),
+            format!("{:<8}", tier_name(tb, active, tail_b) + bang(tb)),
             st(tb),
         ));
         spans.push(mark);

@@ -2,11 +2,11 @@
 //! comparison: tier grids of both sides, the pressure series, per-request deltas, and the
 //! rendered-context diff with every text made safe for the terminal.
 
-use crate::tui::view_model::{cell, Grid};
+use crate::tui::view_model::Grid;
 use tierscope_engine::compare::{Comparison, ContextDiff, FrameDiff, SummaryDiff};
 use tierscope_engine::episode::Tier;
 use tierscope_engine::policy::Policy;
-use tierscope_engine::replay::{Cell, Replay};
+use tierscope_engine::replay::Replay;
 
 /// Two replays compared, for display.
 #[derive(Debug, Clone, Default)]
@@ -41,19 +41,7 @@ fn with_compaction(label: String, r: &Replay) -> String {
 }
 
 fn grid_of(r: &Replay) -> Grid {
-    let (eps, reqs) = (r.applied.episodes, r.applied.requests);
-    let mut g = Grid::new(eps, reqs);
-    for t in 0..reqs {
-        for e in 0..eps {
-            let v = match r.applied.get(t, e) {
-                Cell::Tier(tier) => cell::TIER0 + tier.depth() as u8,
-                Cell::Active => cell::ACTIVE,
-                Cell::Future => cell::NONE,
-            };
-            g.set(e, t, v);
-        }
-    }
-    g
+    crate::tui::prepare::applied_grid(r, r.applied.episodes, r.applied.requests)
 }
 
 impl DiffModel {

@@ -1,6 +1,7 @@
 //! The selected episode as one scrollable page: class and floor, the tiers with the applied one
-//! marked, a deferred change, the change history with reasons, the holds, then why (class and
-//! floor reasons, pins, tier notes), its sub-agent sessions, and the text of the shown tier.
+//! marked, a deferred change, the change history with reasons, the holds, where only its tail
+//! was in the context, then why (class and floor reasons, pins, tier notes), its sub-agent
+//! sessions, and the text of the shown tier.
 //! The page wraps to the pane; the pane scrolls over all of it (scrollbar, "▲/▼ n more") and
 //! reports its scroll limits.
 
@@ -168,6 +169,28 @@ fn page<'a>(state: &'a State, ep: &'a EpisodeRow) -> Vec<Line<'a>> {
                 ),
                 t.mark_hold,
             )));
+        }
+        let tails = rp.tail_only.get(sel).map(Vec::as_slice).unwrap_or(&[]);
+        if !tails.is_empty() {
+            lines.push(section("tail only (the head not in the context)"));
+            for s in tails {
+                let st = if s.first <= cursor { t.base } else { t.dim };
+                let span = if s.first == s.last {
+                    format!("r{}", s.first)
+                } else {
+                    format!("r{}–{}", s.first, s.last)
+                };
+                lines.push(Line::from(Span::styled(
+                    format!(
+                        "  {span:<8} first {}/{} chunks ({} tok) {}",
+                        s.hidden,
+                        s.chunks,
+                        s.hidden_tokens,
+                        s.by.says(),
+                    ),
+                    st,
+                )));
+            }
         }
     }
     if !(ep.class_reasons.is_empty() && ep.floor_reasons.is_empty() && ep.pins.is_empty()) {

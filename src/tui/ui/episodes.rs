@@ -14,6 +14,7 @@ use crate::tui::geometry::Scroll;
 use crate::tui::main::Pane;
 use crate::tui::view_model::cell;
 use crate::tui::widgets::chart::short;
+use crate::tui::widgets::heatmap::TAIL_GLYPH;
 use tierscope_engine::episode::model::Tier;
 
 pub fn render(state: &State, f: &mut Frame, area: Rect) {
@@ -70,6 +71,16 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
                             .map(|x| short(x.tokens as f64))
                             .unwrap_or_default(),
                     ),
+                    cell::TAIL_ONLY => {
+                        // Only the tail is in the context: its tokens, not the whole tier's.
+                        let full = e.tier_text(Tier::Full).map_or(0, |x| x.tokens);
+                        let hidden = rp.tail_at(i, m.cursor).map_or(0, |c| c.hidden_tokens);
+                        (
+                            format!("full{TAIL_GLYPH}"),
+                            t.tier(Tier::Full),
+                            short(full.saturating_sub(hidden) as f64),
+                        )
+                    }
                     _ => {
                         let tier = rp.grid.tier(i, m.cursor).unwrap_or_default();
                         let mut text = tier.to_string();

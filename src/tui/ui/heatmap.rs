@@ -9,7 +9,7 @@ use super::layout::MainRects;
 use super::rule_block;
 use crate::tui::app::State;
 use crate::tui::main::Pane;
-use crate::tui::widgets::heatmap::{tier_glyph, Heatmap, RowLabel};
+use crate::tui::widgets::heatmap::{tier_glyph, Heatmap, RowLabel, TAIL_GLYPH};
 use tierscope_engine::episode::model::Tier;
 
 /// What the heatmap says for a session without requests (the model was never called yet).
@@ -75,6 +75,15 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
     }
     tiers.push(Span::styled("◆", t.tier_active));
     tiers.push(Span::styled("active ", t.dim));
+    let tails = state
+        .schedule
+        .replay
+        .as_ref()
+        .is_some_and(|rp| rp.tail_only.iter().any(|s| !s.is_empty()));
+    if tails {
+        tiers.push(Span::styled(TAIL_GLYPH, t.tier(Tier::Full)));
+        tiers.push(Span::styled("tail only ", t.dim));
+    }
     let marks = vec![
         Span::styled("▼▲", t.mark_change),
         Span::styled("change ", t.dim),
@@ -95,7 +104,11 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
         for tier in Tier::ALL {
             v.push(Span::styled(tier_glyph(tier), t.tier(tier)));
         }
-        v.push(Span::styled("◆ ", t.tier_active));
+        v.push(Span::styled("◆", t.tier_active));
+        if tails {
+            v.push(Span::styled(TAIL_GLYPH, t.tier(Tier::Full)));
+        }
+        v.push(Span::raw(" "));
         v
     };
     if width(&title) + width(&marks) <= room {

@@ -23,12 +23,17 @@ pub fn tier_glyph(t: Tier) -> &'static str {
     }
 }
 
+/// An episode shown at `full` from a chunk on.
+pub const TAIL_GLYPH: &str = "▐";
+
 /// Glyph and style of one cell value (after bucket aggregation).
 pub fn cell_look(v: u8, theme: &Theme) -> (&'static str, Style) {
     let state = v & cell::STATE;
     let base = match state {
         cell::NONE => (" ", theme.tier_future),
         cell::ACTIVE => ("◆", theme.tier_active),
+        // The right half: the head is gone, the tail is kept.
+        cell::TAIL_ONLY => (TAIL_GLYPH, theme.tier(Tier::Full)),
         s => {
             let t = Tier::from_depth(usize::from(s - cell::TIER0)).unwrap_or(Tier::Dropped);
             (tier_glyph(t), theme.tier(t))
@@ -199,6 +204,8 @@ mod tests {
         );
         let theme = Theme::default_for_env();
         assert_eq!(cell_look(cell::TIER0 + 3, &theme).0, "░");
+        assert_eq!(cell_look(cell::TAIL_ONLY, &theme).0, TAIL_GLYPH);
+        assert_eq!(cell_look(cell::TAIL_ONLY | cell::CHANGE, &theme).0, "▼");
         assert_eq!(cell_look(cell::TIER0 | cell::HOLD, &theme).0, "⊥");
     }
 

@@ -39,7 +39,7 @@ use crate::replay::compaction_call;
 use crate::replay::limits::{self, OUTPUT_TOKEN_MAX};
 use crate::replay::prepare::Filter;
 use crate::replay::state::State;
-use crate::replay::types::{CompactionRun, Reason, SummaryPiece};
+use crate::replay::types::{CompactionRun, CutBy, Reason, SummaryPiece};
 use crate::trace::dialect::Era;
 
 /// The `trigger` knob.
@@ -526,7 +526,7 @@ impl OpenCode {
             st.summarise(e, missing_pins(st, e, &text), Reason::Compaction);
         }
         if keep_e < n && keep_chunk > st.cut(keep_e) {
-            st.set_cut(keep_e, keep_chunk);
+            st.set_cut(keep_e, keep_chunk, CutBy::Summary);
         }
         Some(Compacted { history, text_from })
     }
@@ -582,10 +582,10 @@ fn replace_before(st: &mut State<'_, '_>, start: usize, text: &str) {
             st.summarise(e, missing, Reason::Compaction);
             if e >= st.k() {
                 // The active episode lies wholly before the tail: nothing of it is shown.
-                st.cut_before(e, start);
+                st.cut_before(e, start, CutBy::Summary);
             }
         } else {
-            st.cut_before(e, start);
+            st.cut_before(e, start, CutBy::Summary);
         }
     }
 }
