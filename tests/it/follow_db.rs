@@ -68,6 +68,21 @@ impl Seen {
     }
 }
 
+/// Start following with `config` and wait for the first state.
+fn start(config: FollowConfig) -> (Follower, Receiver<FollowEvent<Trace>>, Seen) {
+    let (follower, rx) =
+        Follower::spawn_channel(config, |s: tierscope_engine::follow::Snapshot| {
+            Ok::<Trace, String>(s.trace)
+        })
+        .unwrap();
+    let mut seen = Seen::default();
+    assert!(
+        seen.until(&rx, Duration::from_secs(10), |_| true),
+        "no first state"
+    );
+    (follower, rx, seen)
+}
+
 fn follow_growth(session: &str, keep: usize, cfg: impl FnOnce(&mut FollowConfig)) -> Seen {
     let dir = tempfile::tempdir().unwrap();
     let db = copy_recording(dir.path());
@@ -79,16 +94,7 @@ fn follow_growth(session: &str, keep: usize, cfg: impl FnOnce(&mut FollowConfig)
 
     let mut config = FollowConfig::new(&db, Some(session.to_owned()));
     cfg(&mut config);
-    let (follower, rx) =
-        Follower::spawn_channel(config, |s: tierscope_engine::follow::Snapshot| {
-            Ok::<Trace, String>(s.trace)
-        })
-        .unwrap();
-    let mut seen = Seen::default();
-    assert!(
-        seen.until(&rx, Duration::from_secs(10), |_| true),
-        "no first state"
-    );
+    let (follower, rx, mut seen) = start(config);
     let first = seen.last.clone().unwrap();
     assert!(seen.states[0].initial);
     assert!(first.requests.len() < full.requests.len());
@@ -166,16 +172,7 @@ fn a_commit_the_file_stats_do_not_show_is_still_followed() {
     let mut config = FollowConfig::new(&db, Some(E1.to_owned()));
     config.poll_only = true;
     config.watch.poll = Duration::from_millis(100);
-    let (follower, rx) =
-        Follower::spawn_channel(config, |s: tierscope_engine::follow::Snapshot| {
-            Ok::<Trace, String>(s.trace)
-        })
-        .unwrap();
-    let mut seen = Seen::default();
-    assert!(
-        seen.until(&rx, Duration::from_secs(10), |_| true),
-        "no first state"
-    );
+    let (follower, rx, mut seen) = start(config);
     // A few polls: the follower's fingerprint is the files as they are now.
     std::thread::sleep(Duration::from_millis(400));
     let stat = |p: &Path| {
@@ -203,4 +200,46 @@ fn a_commit_the_file_stats_do_not_show_is_still_followed() {
     );
     follower.stop();
     seen.assert_clean();
+}
+
+/// Following a database OpenCode left with a clean exit (neither `-wal` nor `-shm`) creates
+/// neither beside it, as the file or through its data dir; when OpenCode starts writing it
+/// again, its commits are followed.
+#[test]
+fn following_after_a_clean_exit_creates_no_side_file_and_sees_the_next_writer() {
+    for through_dir in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = copy_recording(dir.path());
+        // What a clean exit does: the last connection checkpoints the WAL and removes both.
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .unwrap();
+        c.close().map_err(|(_, e)| e).unwrap();
+        let side = |s: &str| dir.path().join(format!("opencode.db{s}"));
+        assert!(!side("-wal").exists() && !side("-shm").exists());
+        let path = if through_dir {
+            dir.path()
+        } else {
+            db.as_path()
+        };
+        let mut config = FollowConfig::new(path, Some(E1.to_owned()));
+        config.poll_only = true;
+        config.watch.poll = Duration::from_millis(100);
+        let (follower, rx, mut seen) = start(config);
+        std::thread::sleep(Duration::from_millis(500));
+        assert!(
+            !side("-wal").exists() && !side("-shm").exists(),
+            "following created a side file (through the dir: {through_dir})"
+        );
+        let w = writer(&db);
+        w.execute("UPDATE session SET title = 'a new run' WHERE id = ?1", [E1])
+            .unwrap();
+        assert!(
+            seen.until(&rx, Duration::from_secs(10), |t| t.session.title
+                == "a new run"),
+            "the new writer's commit was not followed (through the dir: {through_dir})"
+        );
+        follower.stop();
+        seen.assert_clean();
+    }
 }

@@ -310,7 +310,7 @@ impl Probe {
         let mut out = Vec::with_capacity(self.paths.len());
         for (path, conn) in self.paths.iter().zip(&mut self.conns) {
             if conn.is_none() {
-                *conn = open_probe(path);
+                *conn = crate::trace::opencode::db::open_in_place(path);
             }
             let v = conn
                 .as_ref()?
@@ -327,19 +327,10 @@ impl Probe {
         Some(out)
     }
 
-    /// After a file was replaced, the old connection still reads the old file (and a data
-    /// dir may hold other databases now).
+    /// Open afresh (at the next [`Probe::version`]).
     fn reset(&mut self, watch: &Watch) {
         *self = Probe::new(watch);
     }
-}
-
-fn open_probe(path: &Path) -> Option<rusqlite::Connection> {
-    use rusqlite::OpenFlags;
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = rusqlite::Connection::open_with_flags(path, flags).ok()?;
-    conn.busy_timeout(Duration::from_millis(500)).ok()?;
-    Some(conn)
 }
 
 /// Diagnostic kinds a half-written source produces; more of them than the last published state
@@ -444,10 +435,11 @@ where
                 }
             }
             Recheck::Changed { replaced } => {
-                if replaced {
-                    self.replaced = true;
-                    self.probe.reset(&self.watch);
-                }
+                self.replaced |= replaced;
+                // Reopened at every change: the file may have been replaced, a data dir may
+                // hold other databases, and a database opened immutable (no writer had it)
+                // would not see the commits of one that started since.
+                self.probe.reset(&self.watch);
                 self.reload();
             }
             Recheck::Gone { reason } => {

@@ -100,26 +100,7 @@ impl Database {
                 ),
             ));
         }
-        // Bytes 18 and 19 are 2 in WAL mode.
-        let wal_mode = head.get(18..20) == Some(&[2, 2][..]);
-        let (has_wal, has_shm) = (
-            side_file(path, "-wal").exists(),
-            side_file(path, "-shm").exists(),
-        );
-        let mode = if wal_mode && !has_wal && !has_shm {
-            // Nothing is in a WAL and no writer holds the file; a plain read-only open would
-            // create `-wal` and `-shm` beside it. An immutable open creates nothing, so this
-            // holds in a read-only directory too (a backup, another user's data).
-            Some(OpenMode::Immutable)
-        } else if read_only_location(path) || (wal_mode && has_wal && !has_shm) {
-            // Where the directory or the `-shm` has no write bits, SQLite could not keep its
-            // shared index there (and a root process would write it anyway), and where a `-wal`
-            // was left without its `-shm` (a writer that died) a read would create one: read a
-            // copy instead.
-            None
-        } else {
-            Some(OpenMode::ReadOnly)
-        };
+        let mode = in_place_mode(path, &head);
         let opened = mode.map(|m| open_ro(path, m).and_then(|c| probe(&c).map(|t| (c, t))));
         let in_place = match opened {
             Some(Ok(ok)) => Some(ok),
@@ -833,6 +814,43 @@ struct Scan<'a> {
     sql: &'a str,
     param: &'a str,
     table: &'a str,
+}
+
+/// How `path` (whose first bytes are `head`) can be read where it is without creating a file
+/// beside it; `None`: only through a copy.
+fn in_place_mode(path: &Path, head: &[u8]) -> Option<OpenMode> {
+    // Bytes 18 and 19 are 2 in WAL mode.
+    let wal_mode = head.get(18..20) == Some(&[2, 2][..]);
+    let (has_wal, has_shm) = (
+        side_file(path, "-wal").exists(),
+        side_file(path, "-shm").exists(),
+    );
+    if wal_mode && !has_wal && !has_shm {
+        // Nothing is in a WAL and no writer holds the file; a plain read-only open would
+        // create `-wal` and `-shm` beside it. An immutable open creates nothing, so this
+        // holds in a read-only directory too (a backup, another user's data).
+        Some(OpenMode::Immutable)
+    } else if read_only_location(path) || (wal_mode && has_wal && !has_shm) {
+        // Where the directory or the `-shm` has no write bits, SQLite could not keep its
+        // shared index there (and a root process would write it anyway), and where a `-wal`
+        // was left without its `-shm` (a writer that died) a read would create one: read a
+        // copy instead.
+        None
+    } else {
+        Some(OpenMode::ReadOnly)
+    }
+}
+
+/// A read-only connection to `path` in place, by the same rules as [`Database::open`] (no
+/// file is created beside it), for a caller that only asks SQLite about the file (the
+/// follower's `PRAGMA data_version`); `None` where a load would read a copy. An immutable
+/// connection never sees a later commit, so a caller reopens when the files change.
+pub fn open_in_place(path: &Path) -> Option<Connection> {
+    let head = read_header(path).ok()?;
+    let conn = open_ro(path, in_place_mode(path, &head)?).ok()?;
+    conn.busy_timeout(std::time::Duration::from_millis(500))
+        .ok()?;
+    Some(conn)
 }
 
 /// How a database file is opened (both read-only).
