@@ -172,14 +172,19 @@ fn number(v: Value) -> f64 {
 
 /// Everything the decay renderer reads for `session_id`.
 pub fn read_session(db: &Path, session_id: &str) -> Result<SessionRows, MagicContextError> {
-    let conn = Connection::open_with_flags(
-        db,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(|e| MagicContextError::Open {
-        path: db.to_owned(),
-        reason: e.to_string(),
-    })?;
+    // In place by the loader's rules where it can (after a clean exit that is immutable: no
+    // `-wal` or `-shm` is created beside Magic Context's file), else a plain read-only open.
+    let conn = match crate::trace::opencode::db::open_in_place(db) {
+        Some(c) => c,
+        None => Connection::open_with_flags(
+            db,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| MagicContextError::Open {
+            path: db.to_owned(),
+            reason: e.to_string(),
+        })?,
+    };
     let q = |e: rusqlite::Error| MagicContextError::Query {
         path: db.to_owned(),
         reason: e.to_string(),

@@ -842,9 +842,9 @@ fn in_place_mode(path: &Path, head: &[u8]) -> Option<OpenMode> {
 }
 
 /// A read-only connection to `path` in place, by the same rules as [`Database::open`] (no
-/// file is created beside it), for a caller that only asks SQLite about the file (the
-/// follower's `PRAGMA data_version`); `None` where a load would read a copy. An immutable
-/// connection never sees a later commit, so a caller reopens when the files change.
+/// file is created beside it), for readers without a copy of their own (the follower's
+/// `PRAGMA data_version`, Magic Context's database); `None` where a load would read a copy.
+/// An immutable connection never sees a later commit, so a caller reopens when files change.
 pub fn open_in_place(path: &Path) -> Option<Connection> {
     let head = read_header(path).ok()?;
     let conn = open_ro(path, in_place_mode(path, &head)?).ok()?;
