@@ -1071,3 +1071,23 @@ fn e6_blocks_count_as_magic_context_counts_them() {
         }
     }
 }
+
+/// Magic Context keeps its database in WAL mode; after its clean exit (neither `-wal` nor
+/// `-shm`) reading it creates neither beside the user's file.
+#[test]
+fn reading_a_wal_database_after_a_clean_exit_creates_no_side_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("context.db");
+    let c = build_db(&path, 22);
+    c.pragma_update(None, "journal_mode", "wal").unwrap();
+    insert(&c, "s", &row(1, "A turn"));
+    c.close().map_err(|(_, e)| e).unwrap();
+    let side = |s: &str| dir.path().join(format!("context.db{s}"));
+    assert!(!side("-wal").exists() && !side("-shm").exists());
+    let s = mc::read_session(&path, "s").unwrap();
+    assert_eq!(s.rows.len(), 1);
+    assert!(
+        !side("-wal").exists() && !side("-shm").exists(),
+        "reading created a side file"
+    );
+}
