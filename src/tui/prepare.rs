@@ -233,7 +233,9 @@ pub fn applied_grid(r: &tierscope_engine::replay::Replay, rows: usize, cols: usi
             grid.set(ep, req, v);
         }
         for c in r.render_states.get(req).map_or(&[][..], |s| &s.cuts[..]) {
-            if c.from > 0 && grid.tier(c.episode, req) == Some(Tier::Full) {
+            if grid.tier(c.episode, req) == Some(Tier::Full)
+                && r.tail_only_at(req, c.episode).is_some()
+            {
                 grid.set(c.episode, req, cell::TAIL_ONLY);
             }
         }
@@ -244,20 +246,12 @@ pub fn applied_grid(r: &tierscope_engine::replay::Replay, rows: usize, cols: usi
 /// Per episode: the spans of requests where a replay showed it (closed at `full`, or active)
 /// only from a chunk on, one span per cut.
 pub fn tail_spans(r: &tierscope_engine::replay::Replay, rows: usize) -> Vec<Vec<TailSpan>> {
-    use tierscope_engine::replay::Cell as RCell;
     let mut out: Vec<Vec<TailSpan>> = vec![Vec::new(); rows];
     for (req, s) in r.render_states.iter().enumerate() {
-        for c in &s.cuts {
-            let shown_full = matches!(
-                r.applied.get(req, c.episode),
-                RCell::Tier(Tier::Full) | RCell::Active
-            );
-            let Some(spans) = out.get_mut(c.episode) else {
+        for e in s.cuts.iter().map(|c| c.episode) {
+            let (Some(c), Some(spans)) = (r.tail_only_at(req, e), out.get_mut(e)) else {
                 continue;
             };
-            if c.from == 0 || !shown_full {
-                continue;
-            }
             match spans.last_mut() {
                 Some(l) if l.last + 1 == req && l.hidden == c.from && l.by == c.by => l.last = req,
                 _ => spans.push(TailSpan {

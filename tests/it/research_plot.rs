@@ -90,3 +90,31 @@ fn control_characters_in_a_title_keep_the_svg_well_formed() {
     assert!(svg.contains("\\x1b]0;owned"), "the escape is shown as text");
     assert!(svg.contains("&lt;b&gt;"));
 }
+
+/// `opencode` compacting M1 at 9,000 tokens: the episode whose head is in the summary is drawn
+/// in its own colour (full, tail only), with a legend entry; `retention` draws none.
+#[test]
+fn a_tail_only_episode_has_its_own_colour() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = tierscope_engine::loaded::load(&LoadOptions {
+        path: Some(concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces/M1.json").into()),
+        ..LoadOptions::default()
+    })
+    .unwrap();
+    let fig = dir.path().join("fig.svg");
+    let draw = |name: &str| {
+        let policy = tierscope_engine::policy::load(name, &[]).unwrap();
+        let r = tierscope_engine::replay::replay_session(&s, &policy, Some(9_000));
+        replay_figure(&r, &fig, (1400, 900)).unwrap();
+        std::fs::read_to_string(&fig).unwrap()
+    };
+    let svg = draw("opencode");
+    assert!(svg.contains("full, tail only"), "legend entry");
+    // The cells and the legend swatch.
+    assert!(
+        svg.matches("fill=\"#6A3D9A\"").count() >= 2,
+        "tail-only cells"
+    );
+    let svg = draw("retention");
+    assert!(!svg.contains("tail only") && !svg.contains("#6A3D9A"));
+}

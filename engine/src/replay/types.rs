@@ -566,3 +566,21 @@ pub struct Replay {
     #[serde(skip)]
     pub render_states: Vec<RenderState>,
 }
+
+impl Replay {
+    /// The cut of episode `e` at `request` when it is shown at `full` from a chunk on there
+    /// (closed at `full`, or active); `None` otherwise, or without kept views.
+    pub fn tail_only_at(&self, request: usize, e: usize) -> Option<&Cut> {
+        let cut = self
+            .render_states
+            .get(request)?
+            .cuts
+            .iter()
+            .find(|c| c.episode == e && c.from > 0)?;
+        matches!(
+            self.applied.get(request, e),
+            Cell::Tier(Tier::Full) | Cell::Active
+        )
+        .then_some(cut)
+    }
+}

@@ -44,6 +44,8 @@ pub fn tier_color(t: Tier) -> RGBColor {
     }
 }
 const ACTIVE: RGBColor = RGBColor(230, 120, 20);
+/// Shown at `full` from a chunk on (the head in a compaction summary, or before the view).
+const TAIL_ONLY: RGBColor = RGBColor(106, 61, 154);
 
 /// The tier heatmap (requests × episodes) above the pressure chart (tokens, budget, recorded).
 pub fn replay_figure(r: &Replay, out: &Path, size: (u32, u32)) -> Result<(), PlotError> {
@@ -104,6 +106,7 @@ pub fn replay_figure(r: &Replay, out: &Path, size: (u32, u32)) -> Result<(), Plo
     let rh = episodes as f64 / rows as f64;
     // One rectangle per run of equal cells along a row keeps the SVG small.
     let color_at = |c: usize, e: usize| match r.applied.get(req_of(c), ep_of(e)) {
+        Cell::Tier(Tier::Full) if r.tail_only_at(req_of(c), ep_of(e)).is_some() => Some(TAIL_ONLY),
         Cell::Tier(t) => Some(tier_color(t)),
         Cell::Active => Some(ACTIVE),
         Cell::Future => None,
@@ -137,6 +140,17 @@ pub fn replay_figure(r: &Replay, out: &Path, size: (u32, u32)) -> Result<(), Plo
         .map_err(&err)?
         .label("active")
         .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], ACTIVE.filled()));
+    let tails = r.render_states.iter().enumerate().any(|(t, s)| {
+        s.cuts
+            .iter()
+            .any(|c| r.tail_only_at(t, c.episode).is_some())
+    });
+    if tails {
+        heat.draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())
+            .map_err(&err)?
+            .label("full, tail only")
+            .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], TAIL_ONLY.filled()));
+    }
     heat.configure_series_labels()
         .position(SeriesLabelPosition::UpperLeft)
         .background_style(WHITE.mix(0.85))
