@@ -226,12 +226,9 @@ fn frame_row(f: &Frame) -> Vec<Cell> {
     }
     changes.extend(f.tail_only.iter().map(|c| {
         format!(
-            "{} tail only: first {}/{} chunks ({} tok) {}",
+            "{} tail only: {}",
             c.episode,
-            c.hidden,
-            c.chunks,
-            c.hidden_tokens,
-            c.by.says()
+            c.by.describe(c.hidden, c.chunks, c.hidden_tokens)
         )
     }));
     let tc = |t: Tier| Cell::Int(f.tiers.get(t).count);

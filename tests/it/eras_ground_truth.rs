@@ -477,6 +477,42 @@ fn v2_loop_requests_see_only_v2_messages() {
     assert_eq!(e2v.compaction.calls.len(), 3);
 }
 
+/// The v1 episodes before the v2 loop's first message are not in a v2 request's view: the
+/// frame of the first v2 request says so for each (all chunks hidden, `by: view`), and none of
+/// their chunks is rendered.
+#[test]
+fn the_v1_history_is_said_to_be_out_of_the_v2_loops_view() {
+    use tierscope_engine::replay::{render_at, CutBy, Input};
+    let data = format!("{LOCAL}/opencode-1.18.33-v2/data");
+    let l = load_data(&data, "ses_dcf0eccc3ffe11n3XlDUwnWuOP");
+    let t = &l.trace;
+    let first_v2 = t.messages.iter().position(|m| m.v2).expect("v2 rows");
+    let p = policy::load("full", &[]).expect("policy");
+    let r = replay::replay_session(&l, &p, None);
+    let f = r
+        .frames
+        .iter()
+        .find(|f| !f.tail_only.is_empty())
+        .expect("a frame says the v1 history is out of view");
+    let out: Vec<&str> = f.tail_only.iter().map(|c| c.episode.as_str()).collect();
+    let v1: Vec<&str> = l
+        .episodes
+        .iter()
+        .filter(|e| e.last_message < first_v2)
+        .map(|e| e.id.as_str())
+        .collect();
+    assert!(!v1.is_empty());
+    assert_eq!(out, v1);
+    for c in &f.tail_only {
+        assert_eq!((c.by, c.hidden), (CutBy::View, c.chunks), "{c:?}");
+    }
+    let ctx = render_at(&Input::from(&l), &p, None, f.request).expect("renders");
+    assert!(ctx
+        .chunks
+        .iter()
+        .all(|c| c.episode.as_deref().is_none_or(|e| !out.contains(&e))));
+}
+
 #[test]
 fn v114_overflow_replay_and_kept_tails() {
     let l = load_path(&format!("{LOCAL}/opencode-1.14.41/exports/C1S.json"), None);

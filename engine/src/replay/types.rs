@@ -148,6 +148,22 @@ impl CutBy {
             CutBy::View => "before the v2 loop's view",
         }
     }
+
+    /// A cut in words: `first 2/11 chunks (610 tok) in the compaction summary`, or, with every
+    /// chunk hidden, `all 6 chunks (1130 tok) before the v2 loop's view, none shown`.
+    pub fn describe(self, hidden: usize, chunks: usize, hidden_tokens: u64) -> String {
+        if hidden >= chunks {
+            format!(
+                "all {chunks} chunks ({hidden_tokens} tok) {}, none shown",
+                self.says()
+            )
+        } else {
+            format!(
+                "first {hidden}/{chunks} chunks ({hidden_tokens} tok) {}",
+                self.says()
+            )
+        }
+    }
 }
 
 /// An episode shown at `full` from chunk `from` on: its first `from` of `chunks` full-tier

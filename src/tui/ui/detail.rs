@@ -182,11 +182,8 @@ fn page<'a>(state: &'a State, ep: &'a EpisodeRow) -> Vec<Line<'a>> {
                 };
                 lines.push(Line::from(Span::styled(
                     format!(
-                        "  {span:<8} first {}/{} chunks ({} tok) {}",
-                        s.hidden,
-                        s.chunks,
-                        s.hidden_tokens,
-                        s.by.says(),
+                        "  {span:<8} {}",
+                        s.by.describe(s.hidden, s.chunks, s.hidden_tokens)
                     ),
                     st,
                 )));
