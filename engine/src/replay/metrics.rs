@@ -186,9 +186,16 @@ pub(crate) fn frame(
     let mut cut_new = counts.cut_new;
     cut_new.sort_unstable();
     cut_new.dedup();
+    let cuts = st.cuts_list();
     let tail_only = cut_new
         .iter()
-        .filter_map(|&e| st.cuts_list().iter().find(|c| c.episode == e))
+        // An episode dropped at the same time shows nothing: its cut is no news.
+        .filter(|&&e| e >= st.k() || st.applied(e) == Tier::Full)
+        .filter_map(|&e| {
+            cuts.binary_search_by_key(&e, |c| c.episode)
+                .ok()
+                .map(|i| &cuts[i])
+        })
         .map(|c| TailOnly {
             episode: st.p.episodes[c.episode].id.clone(),
             hidden: c.from,
