@@ -1,5 +1,6 @@
 //! The diff screen: a header with both sides, a heatmap of where A and B disagree (▲ A shows the
-//! episode more faithfully, ▼ B does; red where the lower side is below the floor), both
+//! episode more faithfully, ▼ B does; red where the lower side is below the floor; ▐ in a side's
+//! colour where that side shows only the tail of `full`, its head in a summary), both
 //! pressure curves on one chart, a deltas strip (this request, then the session), the episode
 //! tiers of both sides at the cursor, and the rendered contexts side by side. Reads only.
 
@@ -10,7 +11,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Chart, Clear, Dataset, GraphType, Paragraph};
 use ratatui::Frame;
 
-use super::view_model::DiffModel;
+use super::view_model::{DiffModel, Disagreement};
 use super::{DiffState, Side};
 use crate::tui::app::State;
 use crate::tui::geometry::Scroll;
@@ -184,9 +185,9 @@ const LABEL_W: u16 = 6;
 
 fn heatmap(state: &State, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rect) {
     let t = &state.theme;
-    // The legend's long form needs about 90 columns; narrower, the short one.
-    let wide = area.width >= 90;
-    let title = Line::from(vec![
+    // The legend's long form needs about 100 columns; narrower, the short one.
+    let wide = area.width >= 100;
+    let mut legend = vec![
         Span::raw(if wide {
             " where A and B disagree: "
         } else {
@@ -198,11 +199,17 @@ fn heatmap(state: &State, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rec
         Span::raw(" B higher "),
         Span::styled("▲▼", t.error),
         Span::raw(if wide {
-            " lower side below its floor  ─ same "
+            " lower side below its floor "
         } else {
-            " below floor ─ same "
+            " below floor "
         }),
-    ]);
+    ];
+    if m.tail_only {
+        legend.push(Span::styled(TAIL_GLYPH, t.base));
+        legend.push(Span::raw(" tail only "));
+    }
+    legend.push(Span::raw(if wide { " ─ same " } else { "─ same " }));
+    let title = Line::from(legend);
     let rows = usize::from(area.height.saturating_sub(1));
     let n = m.episodes.len();
     let first = d.selected.saturating_sub(rows.saturating_sub(1));
@@ -259,32 +266,47 @@ fn bucket(
     e: usize,
     range: std::ops::Range<usize>,
 ) -> (&'static str, Style) {
-    let mut best: Option<(bool, bool)> = None;
+    let mut best: Option<Disagreement> = None;
     let mut closed = false;
     for r in range {
         if m.tiers_a.tier(e, r).is_some() {
             closed = true;
         }
         if let Some(dis) = m.disagreement(e, r) {
-            // Below-floor first, then any disagreement.
-            if best.is_none_or(|b| dis.1 && !b.1) {
+            // Below-floor first, then a tail-only side, then any disagreement.
+            let rank = |d: &Disagreement| (d.below_floor, d.tail_only.is_some());
+            if best.is_none_or(|b| rank(&dis) > rank(&b)) {
                 best = Some(dis);
             }
         }
     }
     match best {
-        Some((a_higher, below)) => {
-            let g = if a_higher { "▲" } else { "▼" };
-            let st = if below {
-                t.error
-            } else {
-                side_style(t, if a_higher { Side::A } else { Side::B })
-            };
-            (g, st)
-        }
+        Some(d) => (mark_glyph(&d), mark_style(t, &d)),
         None if closed => ("─", t.dim),
         None => (" ", t.tier_future),
     }
+}
+
+/// `▲` A higher, `▼` B higher, `▐` one side keeps only the tail of `full`.
+fn mark_glyph(d: &Disagreement) -> &'static str {
+    match (d.tail_only, d.a_higher) {
+        (Some(_), _) => TAIL_GLYPH,
+        (None, true) => "▲",
+        (None, false) => "▼",
+    }
+}
+
+/// Red when the lower side is below its floor, else the colour of the side the glyph names.
+fn mark_style(t: &Theme, d: &Disagreement) -> Style {
+    if d.below_floor {
+        return t.error;
+    }
+    let side = match d.tail_only {
+        Some(s) => s,
+        None if d.a_higher => Side::A,
+        None => Side::B,
+    };
+    side_style(t, side)
 }
 
 fn chart(t: &Theme, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rect) {
@@ -480,8 +502,7 @@ fn tiers(state: &State, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rect)
             None => t.dim,
         };
         let mark = match m.disagreement(e, c) {
-            Some((true, _)) => Span::styled("▲", side_style(t, Side::A)),
-            Some((false, _)) => Span::styled("▼", side_style(t, Side::B)),
+            Some(d) => Span::styled(mark_glyph(&d), mark_style(t, &d)),
             None => Span::raw(" "),
         };
         let bang = |x: Option<Tier>| if below(x) { "!" } else { "" };
