@@ -10,7 +10,7 @@ use serde_json::json;
 use super::report::{self, Cell, Column, Format, Table, Text};
 use super::LoadArgs;
 use tierscope_engine::compare::delta::{signed, signed_f};
-use tierscope_engine::compare::{self, Comparison, FrameDiff, Metrics, SummaryDelta};
+use tierscope_engine::compare::{self, Comparison, FrameDiff, Metrics, SummaryDelta, TierDiff};
 use tierscope_engine::policy::{self, Policy};
 use tierscope_engine::replay::{render_at, Input, Summary};
 
@@ -204,8 +204,16 @@ fn header(c: &Comparison, labels: &(String, String)) -> Text {
         }
     }
     let s = &c.summary;
+    let tails = if s.tail_only_cells > 0 {
+        format!(
+            "; {} with a side showing only the tail of full",
+            s.tail_only_cells
+        )
+    } else {
+        String::new()
+    };
     out.line(format!(
-        "requests differing: {} of {} · tier cells differing: {} (A higher {}, B higher {})",
+        "requests differing: {} of {} · tier cells differing: {} (A higher {}, B higher {}{tails})",
         s.requests_differing,
         c.requests,
         s.tier_cells_differing,
@@ -255,9 +263,9 @@ fn tiers_cell(f: &FrameDiff) -> String {
             format!(
                 "{} {}{}|{}{}",
                 d.episode,
-                d.a,
+                TierDiff::shown(d.a, d.a_tail_only),
                 mark(d.a_below_floor),
-                d.b,
+                TierDiff::shown(d.b, d.b_tail_only),
                 mark(d.b_below_floor)
             )
         })
@@ -322,7 +330,19 @@ pub fn table(c: &Comparison, labels: &(String, String), only_at: bool) -> Text {
         t.push(frame_row(f));
     }
     out.table(t);
-    out.line("= no difference · ! below the episode's floor · * summary call · Δ = B − A");
+    let tails = c
+        .frames
+        .iter()
+        .flat_map(|f| &f.tier_diffs)
+        .any(|d| d.a_tail_only || d.b_tail_only);
+    out.line(format!(
+        "= no difference · ! below the episode's floor{} · * summary call · Δ = B − A",
+        if tails {
+            " · ▐ only the tail of full (the head in a summary or before the view)"
+        } else {
+            ""
+        }
+    ));
     if only_at {
         for f in &c.frames {
             for d in &f.tier_diffs {
@@ -331,13 +351,13 @@ pub fn table(c: &Comparison, labels: &(String, String), only_at: bool) -> Text {
                     f.request,
                     d.episode,
                     d.floor,
-                    d.a,
+                    TierDiff::shown(d.a, d.a_tail_only),
                     if d.a_below_floor {
                         " (below floor)"
                     } else {
                         ""
                     },
-                    d.b,
+                    TierDiff::shown(d.b, d.b_tail_only),
                     if d.b_below_floor {
                         " (below floor)"
                     } else {

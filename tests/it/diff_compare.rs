@@ -220,3 +220,31 @@ fn two_knob_sets_of_one_policy_compare_and_name_their_differences() {
         c.summary.tier_cells_differing
     );
 }
+
+/// `full` against `opencode` compacting M1 at 9,000 tokens: where `opencode` shows only the
+/// tail of an episode's full tier, the two sides differ although both are at `full`, `full` is
+/// the higher side, and the cell is named and counted as tail-only.
+#[test]
+fn a_tail_of_full_differs_from_all_of_it() {
+    let s = load(&PathBuf::from(SAMPLES).join("M1.json"));
+    let a = policy::load("full", &[]).unwrap_or_else(|e| panic!("{e}"));
+    let b = policy::load("opencode", &[]).unwrap_or_else(|e| panic!("{e}"));
+    let (ra, rb, c) = compare::compare_policies(&Input::from(&s), &a, &b, Some(9000))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut tails = 0;
+    for f in &c.frames {
+        for d in &f.tier_diffs {
+            assert!(!d.a_tail_only, "full shows every chunk");
+            assert_eq!(d.b_tail_only, rb.tail_only_at(f.request, d.index).is_some());
+            assert!(ra.tail_only_at(f.request, d.index).is_none());
+            if d.b_tail_only {
+                tails += 1;
+                if d.b == Tier::Full {
+                    assert_eq!((d.a, d.higher), (Tier::Full, compare::Higher::A));
+                }
+            }
+        }
+    }
+    assert!(tails > 0, "opencode splits an episode at 9,000 tokens");
+    assert_eq!(tails, c.summary.tail_only_cells);
+}

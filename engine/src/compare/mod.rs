@@ -52,6 +52,23 @@ pub struct TierDiff {
     /// The side's tier is below the episode's floor (a floor violation on that side).
     pub a_below_floor: bool,
     pub b_below_floor: bool,
+    /// The side shows only the tail of `full` (its head in a compaction summary, or before
+    /// the view): its tier alone overstates what it keeps.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub a_tail_only: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub b_tail_only: bool,
+}
+
+impl TierDiff {
+    /// A side's tier in words: `full▐` for only the tail of `full`.
+    pub fn shown(tier: Tier, tail_only: bool) -> String {
+        if tail_only {
+            format!("{tier}▐")
+        } else {
+            tier.to_string()
+        }
+    }
 }
 
 /// The measured numbers of one request (or their B − A difference).
@@ -215,6 +232,13 @@ pub struct SummaryDiff {
     pub tier_cells_differing: u64,
     pub a_higher_cells: u64,
     pub b_higher_cells: u64,
+    /// Of the differing cells, those where a side shows only the tail of `full`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tail_only_cells: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Per episode, what the comparison needs to know besides tiers.
@@ -287,7 +311,7 @@ pub fn compare(episodes: &[Episode], a: &Replay, b: &Replay) -> Result<Compariso
         });
     }
     let mut frames = Vec::with_capacity(na);
-    let (mut differing, mut cells, mut a_hi, mut b_hi) = (0u64, 0u64, 0u64, 0u64);
+    let (mut differing, mut cells, mut a_hi, mut b_hi, mut tails) = (0u64, 0u64, 0u64, 0u64, 0u64);
     for (fa, fb) in a.frames.iter().zip(&b.frames) {
         let t = fa.request;
         let mut tier_diffs = Vec::new();
@@ -298,18 +322,24 @@ pub fn compare(episodes: &[Episode], a: &Replay, b: &Replay) -> Result<Compariso
             else {
                 continue;
             };
-            if ta == tb {
+            let (tail_a, tail_b) = (
+                a.tail_only_at(t, e).is_some(),
+                b.tail_only_at(t, e).is_some(),
+            );
+            if ta == tb && tail_a == tail_b {
                 continue;
             }
-            let higher = if ta.depth() < tb.depth() {
-                Higher::A
-            } else {
+            // At the same tier, the side showing all of `full` is the higher one.
+            let higher = if ta == tb && tail_a || ta.depth() > tb.depth() {
                 Higher::B
+            } else {
+                Higher::A
             };
             match higher {
                 Higher::A => a_hi += 1,
                 Higher::B => b_hi += 1,
             }
+            tails += u64::from(tail_a || tail_b);
             tier_diffs.push(TierDiff {
                 episode: ep.id.clone(),
                 index: e,
@@ -319,6 +349,8 @@ pub fn compare(episodes: &[Episode], a: &Replay, b: &Replay) -> Result<Compariso
                 higher,
                 a_below_floor: ta.depth() > ep.floor.depth(),
                 b_below_floor: tb.depth() > ep.floor.depth(),
+                a_tail_only: tail_a,
+                b_tail_only: tail_b,
             });
         }
         cells += tier_diffs.len() as u64;
@@ -373,6 +405,7 @@ pub fn compare(episodes: &[Episode], a: &Replay, b: &Replay) -> Result<Compariso
             tier_cells_differing: cells,
             a_higher_cells: a_hi,
             b_higher_cells: b_hi,
+            tail_only_cells: tails,
         },
         frames,
     })
