@@ -10,9 +10,9 @@ use serde_json::json;
 use super::report::{self, Cell, Column, Format, Table, Text};
 use super::LoadArgs;
 use tierscope_engine::compare::delta::{signed, signed_f};
-use tierscope_engine::compare::{self, Comparison, FrameDiff, Metrics, SummaryDelta, TierDiff};
+use tierscope_engine::compare::{self, Comparison, FrameDiff, Metrics, SummaryDelta};
 use tierscope_engine::policy::{self, Policy};
-use tierscope_engine::replay::{render_at, Input, Summary};
+use tierscope_engine::replay::{render_at, tier_shown, Input, Summary, TAIL_MARK};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum DiffFormat {
@@ -263,9 +263,9 @@ fn tiers_cell(f: &FrameDiff) -> String {
             format!(
                 "{} {}{}|{}{}",
                 d.episode,
-                TierDiff::shown(d.a, d.a_tail_only),
+                tier_shown(d.a, d.a_tail_only),
                 mark(d.a_below_floor),
-                TierDiff::shown(d.b, d.b_tail_only),
+                tier_shown(d.b, d.b_tail_only),
                 mark(d.b_below_floor)
             )
         })
@@ -335,13 +335,13 @@ pub fn table(c: &Comparison, labels: &(String, String), only_at: bool) -> Text {
         .iter()
         .flat_map(|f| &f.tier_diffs)
         .any(|d| d.a_tail_only || d.b_tail_only);
+    let tails = if tails {
+        format!(" · {TAIL_MARK} only the tail of full (the head in a summary or before the view)")
+    } else {
+        String::new()
+    };
     out.line(format!(
-        "= no difference · ! below the episode's floor{} · * summary call · Δ = B − A",
-        if tails {
-            " · ▐ only the tail of full (the head in a summary or before the view)"
-        } else {
-            ""
-        }
+        "= no difference · ! below the episode's floor{tails} · * summary call · Δ = B − A"
     ));
     if only_at {
         for f in &c.frames {
@@ -351,13 +351,13 @@ pub fn table(c: &Comparison, labels: &(String, String), only_at: bool) -> Text {
                     f.request,
                     d.episode,
                     d.floor,
-                    TierDiff::shown(d.a, d.a_tail_only),
+                    tier_shown(d.a, d.a_tail_only),
                     if d.a_below_floor {
                         " (below floor)"
                     } else {
                         ""
                     },
-                    TierDiff::shown(d.b, d.b_tail_only),
+                    tier_shown(d.b, d.b_tail_only),
                     if d.b_below_floor {
                         " (below floor)"
                     } else {

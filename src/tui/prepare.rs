@@ -232,10 +232,9 @@ pub fn applied_grid(r: &tierscope_engine::replay::Replay, rows: usize, cols: usi
             };
             grid.set(ep, req, v);
         }
-        for c in r.render_states.get(req).map_or(&[][..], |s| &s.cuts[..]) {
-            if grid.tier(c.episode, req) == Some(Tier::Full)
-                && r.tail_only_at(req, c.episode).is_some()
-            {
+        for c in r.tail_only_cuts(req) {
+            // The active episode keeps its own mark.
+            if grid.tier(c.episode, req) == Some(Tier::Full) {
                 grid.set(c.episode, req, cell::TAIL_ONLY);
             }
         }
@@ -247,9 +246,9 @@ pub fn applied_grid(r: &tierscope_engine::replay::Replay, rows: usize, cols: usi
 /// only from a chunk on, one span per cut.
 pub fn tail_spans(r: &tierscope_engine::replay::Replay, rows: usize) -> Vec<Vec<TailSpan>> {
     let mut out: Vec<Vec<TailSpan>> = vec![Vec::new(); rows];
-    for (req, s) in r.render_states.iter().enumerate() {
-        for e in s.cuts.iter().map(|c| c.episode) {
-            let (Some(c), Some(spans)) = (r.tail_only_at(req, e), out.get_mut(e)) else {
+    for req in 0..r.render_states.len() {
+        for c in r.tail_only_cuts(req) {
+            let Some(spans) = out.get_mut(c.episode) else {
                 continue;
             };
             match spans.last_mut() {
@@ -442,6 +441,7 @@ pub fn replay_model(
         desired,
         history,
         holds_of,
+        any_tail_only: tail_only.iter().any(|s| !s.is_empty()),
         tail_only,
         change_requests,
         hold_requests,

@@ -213,6 +213,8 @@ pub struct ReplayModel {
     pub holds_of: Vec<Vec<usize>>,
     /// Per episode: where it was shown only from a chunk on, in request order.
     pub tail_only: Vec<Vec<TailSpan>>,
+    /// Some episode was (the heatmap's legend says `▐`); found once, not at every draw.
+    pub any_tail_only: bool,
     pub change_requests: Vec<usize>,
     pub hold_requests: Vec<usize>,
     pub thrash_requests: Vec<usize>,

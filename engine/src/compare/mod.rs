@@ -60,17 +60,6 @@ pub struct TierDiff {
     pub b_tail_only: bool,
 }
 
-impl TierDiff {
-    /// A side's tier in words: `full▐` for only the tail of `full`.
-    pub fn shown(tier: Tier, tail_only: bool) -> String {
-        if tail_only {
-            format!("{tier}▐")
-        } else {
-            tier.to_string()
-        }
-    }
-}
-
 /// The measured numbers of one request (or their B − A difference).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Metrics {

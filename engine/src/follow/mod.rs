@@ -291,24 +291,28 @@ impl Drop for Follower {
 
 /// `PRAGMA data_version` of a source's databases, each on a connection of our own (read-only).
 struct Probe {
-    paths: Vec<PathBuf>,
-    conns: Vec<Option<rusqlite::Connection>>,
+    /// Each database, with its connection once opened.
+    dbs: Vec<(PathBuf, Option<rusqlite::Connection>)>,
 }
 
 impl Probe {
     fn new(watch: &Watch) -> Self {
-        let paths = watch.target().databases();
-        let conns = paths.iter().map(|_| None).collect();
-        Self { paths, conns }
+        let dbs = watch
+            .target()
+            .databases()
+            .into_iter()
+            .map(|p| (p, None))
+            .collect();
+        Self { dbs }
     }
 
     /// The versions, or `None` when unknown (no database, one cannot be opened).
     fn version(&mut self) -> Option<Vec<i64>> {
-        if self.paths.is_empty() {
+        if self.dbs.is_empty() {
             return None;
         }
-        let mut out = Vec::with_capacity(self.paths.len());
-        for (path, conn) in self.paths.iter().zip(&mut self.conns) {
+        let mut out = Vec::with_capacity(self.dbs.len());
+        for (path, conn) in &mut self.dbs {
             if conn.is_none() {
                 *conn = crate::trace::opencode::db::open_in_place(path);
             }

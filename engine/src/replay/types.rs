@@ -583,20 +583,41 @@ pub struct Replay {
     pub render_states: Vec<RenderState>,
 }
 
+/// The mark of an episode shown only from a chunk on (the head gone, the tail kept).
+pub const TAIL_MARK: &str = "▐";
+
+/// A tier in words, `full▐` when only the tail of `full` is shown.
+pub fn tier_shown(tier: Tier, tail_only: bool) -> String {
+    if tail_only {
+        format!("{tier}{TAIL_MARK}")
+    } else {
+        tier.to_string()
+    }
+}
+
 impl Replay {
     /// The cut of episode `e` at `request` when it is shown at `full` from a chunk on there
     /// (closed at `full`, or active); `None` otherwise, or without kept views.
     pub fn tail_only_at(&self, request: usize, e: usize) -> Option<&Cut> {
-        let cut = self
-            .render_states
-            .get(request)?
-            .cuts
+        let cuts = &self.render_states.get(request)?.cuts;
+        let cut = &cuts[cuts.binary_search_by_key(&e, |c| c.episode).ok()?];
+        self.shows_tail(request, cut).then_some(cut)
+    }
+
+    /// The cuts of `request` whose episode is shown from a chunk on there.
+    pub fn tail_only_cuts(&self, request: usize) -> impl Iterator<Item = &Cut> {
+        self.render_states
+            .get(request)
+            .map_or(&[][..], |s| &s.cuts[..])
             .iter()
-            .find(|c| c.episode == e && c.from > 0)?;
-        matches!(
-            self.applied.get(request, e),
-            Cell::Tier(Tier::Full) | Cell::Active
-        )
-        .then_some(cut)
+            .filter(move |c| self.shows_tail(request, c))
+    }
+
+    fn shows_tail(&self, request: usize, c: &Cut) -> bool {
+        c.from > 0
+            && matches!(
+                self.applied.get(request, c.episode),
+                Cell::Tier(Tier::Full) | Cell::Active
+            )
     }
 }

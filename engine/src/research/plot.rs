@@ -140,11 +140,7 @@ pub fn replay_figure(r: &Replay, out: &Path, size: (u32, u32)) -> Result<(), Plo
         .map_err(&err)?
         .label("active")
         .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], ACTIVE.filled()));
-    let tails = r.render_states.iter().enumerate().any(|(t, s)| {
-        s.cuts
-            .iter()
-            .any(|c| r.tail_only_at(t, c.episode).is_some())
-    });
+    let tails = (0..r.render_states.len()).any(|t| r.tail_only_cuts(t).next().is_some());
     if tails {
         heat.draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())
             .map_err(&err)?

@@ -24,6 +24,7 @@ use tierscope_engine::compare::context::{RowKind, SideLine};
 use tierscope_engine::compare::delta::{signed, signed_f};
 use tierscope_engine::episode::Tier;
 use tierscope_engine::policy::KnobValue;
+use tierscope_engine::replay::tier_shown;
 
 /// The screen's rectangles at a size.
 pub struct DiffRects {
@@ -459,8 +460,7 @@ fn deltas(t: &Theme, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rect) {
 /// A tier's name at a cell; `full▐` where only the tail of the full tier is shown.
 fn tier_name(t: Option<Tier>, active: bool, tail: bool) -> String {
     match t {
-        Some(Tier::Full) if tail => format!("full{TAIL_GLYPH}"),
-        Some(t) => t.as_str().to_owned(),
+        Some(t) => tier_shown(t, tail),
         None if active => "active".to_owned(),
         None => "–".to_owned(),
     }

@@ -14,8 +14,8 @@ use crate::tui::geometry::Scroll;
 use crate::tui::main::Pane;
 use crate::tui::view_model::cell;
 use crate::tui::widgets::chart::short;
-use crate::tui::widgets::heatmap::TAIL_GLYPH;
 use tierscope_engine::episode::model::Tier;
+use tierscope_engine::replay::tier_shown;
 
 pub fn render(state: &State, f: &mut Frame, area: Rect) {
     let t = &state.theme;
@@ -76,7 +76,7 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
                         let full = e.tier_text(Tier::Full).map_or(0, |x| x.tokens);
                         let hidden = rp.tail_at(i, m.cursor).map_or(0, |c| c.hidden_tokens);
                         (
-                            format!("full{TAIL_GLYPH}"),
+                            tier_shown(Tier::Full, true),
                             t.tier(Tier::Full),
                             short(full.saturating_sub(hidden) as f64),
                         )

@@ -79,7 +79,7 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
         .schedule
         .replay
         .as_ref()
-        .is_some_and(|rp| rp.tail_only.iter().any(|s| !s.is_empty()));
+        .is_some_and(|rp| rp.any_tail_only);
     if tails {
         tiers.push(Span::styled(TAIL_GLYPH, t.tier(Tier::Full)));
         tiers.push(Span::styled("tail only ", t.dim));

@@ -24,7 +24,7 @@ pub fn tier_glyph(t: Tier) -> &'static str {
 }
 
 /// An episode shown at `full` from a chunk on.
-pub const TAIL_GLYPH: &str = "▐";
+pub const TAIL_GLYPH: &str = tierscope_engine::replay::TAIL_MARK;
 
 /// Glyph and style of one cell value (after bucket aggregation).
 pub fn cell_look(v: u8, theme: &Theme) -> (&'static str, Style) {
