@@ -11,6 +11,7 @@ pub mod episode;
 pub mod fixture;
 pub mod follow;
 pub mod loaded;
+pub mod output_guard;
 pub mod policy;
 pub mod replay;
 pub mod research;
