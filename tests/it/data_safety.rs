@@ -417,3 +417,37 @@ fn a_cache_dir_inside_data_is_not_used_and_the_run_still_works() {
         "the cache was written into OpenCode's data"
     );
 }
+
+/// A write that fails mid-way (the file size limit reached: `EFBIG`) leaves the previous file as
+/// it was and no temporary file.
+#[test]
+fn a_write_that_fails_midway_leaves_the_previous_file_and_no_temporary() {
+    let sb = Sandbox::new();
+    let dir = sb.samples("in", &["M1.json"]);
+    let svg = dir.join("M1.svg");
+    std::fs::write(&svg, "previous figure").expect("write");
+    // 8 blocks (4 or 8 KiB) is less than the figure (about 20 KiB); SIGXFSZ ignored, so the
+    // write fails instead of killing the process.
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(r#"trap "" XFSZ; ulimit -f 8; exec "$@""#)
+        .arg("sh")
+        .args([BIN, "plot", s(&dir.join("M1.json")), "--out", s(&svg)])
+        .env("HOME", sb.path("home"))
+        .env("TIERSCOPE_CACHE_DIR", sb.path("cache"))
+        .output()
+        .expect("run sh");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "the write did not fail: {err}");
+    assert!(err.contains("cannot write"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&svg).expect("svg"),
+        "previous figure"
+    );
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("ls")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["M1.json", "M1.svg"], "a temporary file was left");
+}
