@@ -139,8 +139,12 @@ enum Scope {
         what: String,
         link_id: Option<FileId>,
     },
-    /// The output may not be this database side file.
-    Side { suffix: &'static str, db: PathBuf },
+    /// The output may not be this database side file (`id` when it exists).
+    Side {
+        suffix: &'static str,
+        db: PathBuf,
+        id: Option<FileId>,
+    },
     /// The output may not be inside this dir.
     Tree { what: String, id: Option<FileId> },
 }
@@ -216,11 +220,12 @@ impl OutputGuard {
                 let side = PathBuf::from(side);
                 self.protected.push(Protected {
                     resolved: resolve(&side),
-                    shown: side,
                     scope: Scope::Side {
                         suffix,
                         db: path.to_owned(),
+                        id: file_id(&side),
                     },
+                    shown: side,
                 });
             }
         }
@@ -343,8 +348,12 @@ impl OutputGuard {
                         }));
                     }
                 }
-                Scope::Side { suffix, db } => {
-                    if resolved == p.resolved {
+                Scope::Side {
+                    suffix,
+                    db,
+                    id: side,
+                } => {
+                    if resolved == p.resolved || (id.is_some() && id == *side) {
                         return Err(refuse(Conflict::SqliteSide {
                             suffix,
                             db: db.clone(),

@@ -90,6 +90,16 @@ fn a_database_brings_its_side_files_and_its_dir() {
         Conflict::SqliteSide { .. }
     ));
     refused(&g, &alias.join("new/records.jsonl"));
+    // A hard link to the -wal, outside the database's dir.
+    std::fs::write(data.join("opencode.db-wal"), b"frames").unwrap();
+    let mut g = fake_home_guard(dir.path());
+    g.input(&db, "input database");
+    let linked = dir.path().join("elsewhere.jsonl");
+    std::fs::hard_link(data.join("opencode.db-wal"), &linked).unwrap();
+    assert!(matches!(
+        refused(&g, &linked),
+        Conflict::SqliteSide { suffix: "-wal", .. }
+    ));
     assert!(g.check(&dir.path().join("records.jsonl")).is_ok());
 }
 
