@@ -157,6 +157,21 @@ fn run_generate(a: &GenerateArgs) -> anyhow::Result<()> {
         );
     }
     let key = api_key(&a.api_key_env)?;
+    // Where the sidecar and the cache go, checked before the load so a refusal comes at once.
+    let mut guard = super::outputs::guard(&a.load, &[]);
+    let out_dir = match &a.out {
+        Some(d) => d.clone(),
+        None => SidecarLocator::default_data_dir()
+            .context("no data dir for the sidecar on this system; pass --out DIR")?,
+    };
+    guard.check(&out_dir).context("--out")?;
+    let cache_dir = match &a.cache_dir {
+        Some(d) => Some(d.clone()),
+        None => HistorianCache::default_dir(),
+    };
+    if let Some(d) = &cache_dir {
+        guard.check(d).context("the historian cache")?;
+    }
     let session =
         tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
     for w in &session.warnings {
@@ -171,25 +186,12 @@ fn run_generate(a: &GenerateArgs) -> anyhow::Result<()> {
     let inputs = selected(all, &a.only)?;
     let session_id = session.trace.session.id.clone();
 
-    // Everything the load read except this session's tiers sidecar, which the historian
+    // And what the load read, except this session's tiers sidecar, which the historian
     // rewrites (merging what it holds).
-    let mut guard = super::outputs::guard(&a.load, &[]);
     guard.loaded_except(&session, &["tiers"]);
-    let out_dir = match &a.out {
-        Some(d) => d.clone(),
-        None => SidecarLocator::default_data_dir()
-            .context("no data dir for the sidecar on this system; pass --out DIR")?,
-    };
     guard
         .check(&sidecar_path(&out_dir, &session_id))
         .context("--out")?;
-    let cache_dir = match &a.cache_dir {
-        Some(d) => Some(d.clone()),
-        None => HistorianCache::default_dir(),
-    };
-    if let Some(d) = &cache_dir {
-        guard.check(d).context("the historian cache")?;
-    }
     let cache = cache_dir.as_ref().map(HistorianCache::new);
     let price = match a.price {
         Some((input, output)) => Some(GenerationPrice {
