@@ -4,13 +4,14 @@
 //!
 //! Everything here is plain data and pure functions: no terminal and no argument parsing. The
 //! `tierscope` crate (the CLI reporters and the explorer) is the only front end, and data flows
-//! one way, from this crate to it.
+//! one way, from this crate to it. Every file either writes goes through [`output_guard`].
 
 pub mod compare;
 pub mod episode;
 pub mod fixture;
 pub mod follow;
 pub mod loaded;
+pub mod output_guard;
 pub mod policy;
 pub mod replay;
 pub mod research;

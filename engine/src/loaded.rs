@@ -217,7 +217,14 @@ impl Loader {
                 data_dir: SidecarLocator::default_data_dir(),
             },
             magic_context: args.magic_context.clone(),
-            tokenizer: Tokenizer::with_disk_cache(args.tokenizer, args.token_cache_dir.as_deref()),
+            tokenizer: Tokenizer::with_disk_cache_for(
+                args.tokenizer,
+                args.token_cache_dir.as_deref(),
+                &[args.path.as_deref(), args.magic_context.as_deref()]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>(),
+            ),
         })
     }
 
@@ -244,6 +251,9 @@ impl Loader {
                 .into_iter()
                 .map(|e| format!("sub-agent session not loaded: {e}")),
         );
+        loaded
+            .warnings
+            .extend(self.tokenizer.disk_refused().map(str::to_owned));
         loaded.token_stats = self.tokenizer.stats();
         Ok(loaded)
     }

@@ -15,6 +15,7 @@ use super::sessions::format_time;
 use super::LoadArgs;
 use tierscope_engine::episode::{Episode, Representation, Strategy, Tier};
 use tierscope_engine::loaded::LoadedSession;
+use tierscope_engine::output_guard::{AtomicFile, OutputGuard};
 use tierscope_engine::text::{clip_chars, sanitize_for_terminal, sanitize_line};
 
 #[derive(Debug, Clone, Args)]
@@ -49,12 +50,17 @@ pub fn run(args: &EpisodesArgs) -> anyhow::Result<()> {
         drop_tier_texts: args.show.is_none() && args.explain.is_none() && args.records.is_none(),
         ..args.load.options()
     };
+    let mut guard = super::outputs::guard(&args.load, &[]);
+    if let Some(path) = &args.records {
+        guard.check(path)?;
+    }
     let loaded = tierscope_engine::loaded::load(&opts)?;
     for w in &loaded.warnings {
         report::stderr::warn(w);
     }
     if let Some(path) = &args.records {
-        write_records(&loaded, path)?;
+        guard.loaded(&loaded);
+        write_records(&loaded, path, &guard)?;
     }
     if let Some(id) = &args.explain {
         let e = find(&loaded, id)?;
@@ -398,10 +404,13 @@ pub fn record(l: &LoadedSession, rep: &Representation) -> Value {
     })
 }
 
-fn write_records(l: &LoadedSession, path: &std::path::Path) -> anyhow::Result<()> {
-    let f =
-        std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-    let mut w = std::io::BufWriter::new(f);
+/// `--records FILE`: every episode's record and representations as JSON Lines (all or nothing).
+fn write_records(
+    l: &LoadedSession,
+    path: &std::path::Path,
+    guard: &OutputGuard,
+) -> anyhow::Result<()> {
+    let mut w = AtomicFile::create(path, guard)?;
     for s in all_sessions(l) {
         for e in &s.episodes {
             // The episode's canonical record first, then its representations.
@@ -421,8 +430,7 @@ fn write_records(l: &LoadedSession, path: &std::path::Path) -> anyhow::Result<()
             }
         }
     }
-    w.flush()
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    w.commit()?;
     Ok(())
 }
 

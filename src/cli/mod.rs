@@ -14,6 +14,7 @@ pub mod fixture;
 pub mod follow;
 pub mod inspect;
 pub mod load_args;
+pub mod outputs;
 pub mod plot;
 pub mod policies;
 pub mod render;

@@ -7,6 +7,7 @@ use anyhow::Context;
 use clap::Args;
 
 use super::LoadArgs;
+use tierscope_engine::output_guard::write_file;
 use tierscope_engine::policy;
 use tierscope_engine::replay;
 use tierscope_engine::research::plot::{replay_figure, sweep_figure, SweepMetric};
@@ -45,11 +46,14 @@ pub fn run(a: &PlotArgs) -> anyhow::Result<()> {
     let overrides = policy::parse_overrides(&a.set)?;
     let policy = policy::load(&a.policy, &overrides)?;
     let size = (a.width.max(300), a.height.max(200));
-    if a.sweep.is_empty() {
+    let mut guard = super::outputs::guard(&a.load, &[&a.policy]);
+    guard.check(&a.out)?;
+    let svg = if a.sweep.is_empty() {
         let session =
             tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
+        guard.loaded(&session);
         let r = replay::replay_session(&session, &policy, a.budget);
-        replay_figure(&r, &a.out, size)?;
+        replay_figure(&r, size)?
     } else {
         let metric = SweepMetric::parse(&a.metric).with_context(|| {
             format!("--metric {:?}: expected cost, survival, thrash, mean_tokens, divergence_tokens or holds", a.metric)
@@ -68,9 +72,11 @@ pub fn run(a: &PlotArgs) -> anyhow::Result<()> {
         sweep::validate(&policy, &axes)?;
         let session =
             tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
+        guard.loaded(&session);
         let res = sweep::run_with(&session, &policy, &axes, a.budget, &|| {})?;
-        sweep_figure(&res, metric, &a.out, size)?;
-    }
+        sweep_figure(&res, metric, size)?
+    };
+    write_file(&a.out, &guard, svg.as_bytes())?;
     super::report::stderr::line(&format!("wrote {}", a.out.display()));
     Ok(())
 }

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use super::report::{self, Cell, Column, Format, Table, Text};
 use super::LoadArgs;
 use tierscope_engine::episode::Tier;
+use tierscope_engine::output_guard::{AtomicFile, OutputGuard};
 use tierscope_engine::policy::{self, Policy};
 use tierscope_engine::replay::{self, records, Frame, Replay};
 
@@ -66,27 +67,31 @@ pub fn run(a: &ReplayArgs) -> anyhow::Result<()> {
     if a.follow {
         return super::follow::replay_follow(a, &policy);
     }
+    let mut guard = super::outputs::guard(&a.load, &[&a.policy.policy]);
+    if let Some(path) = &a.records {
+        guard.check(path)?;
+    }
     let session =
         tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
     let r = replay::replay_session(&session, &policy, a.policy.budget);
     if let Some(path) = &a.records {
-        write_records(&r, path)?;
+        guard.loaded(&session);
+        write_records(&r, path, &guard)?;
     }
     let out = report::emit(a.format, &ReplayReport(&r));
     super::keep_until_exit((r, session));
     out
 }
 
-/// `--records FILE`: the selection-decision records as JSON Lines.
-fn write_records(r: &Replay, path: &std::path::Path) -> anyhow::Result<()> {
-    let mut f = std::io::BufWriter::new(
-        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
-    );
+/// `--records FILE`: the selection-decision records as JSON Lines (all or nothing).
+fn write_records(r: &Replay, path: &std::path::Path, guard: &OutputGuard) -> anyhow::Result<()> {
+    let mut f = AtomicFile::create(path, guard)?;
     for rec in records::selection_records(r) {
         report::json::to_writer(&mut f, &rec)?;
-        f.write_all(b"\n")?;
+        f.write_all(b"\n")
+            .with_context(|| format!("writing {}", path.display()))?;
     }
-    f.flush()?;
+    f.commit()?;
     Ok(())
 }
 

@@ -107,7 +107,11 @@ pub fn run(a: &SurveyArgs) -> anyhow::Result<()> {
         loading.inc(1);
     }
     loading.finish_and_clear();
-    let tokenizer = Tokenizer::with_disk_cache(a.load.tokenizer, None);
+    let inputs: Vec<&std::path::Path> = a.load.path.as_deref().into_iter().collect();
+    let tokenizer = Tokenizer::with_disk_cache_for(a.load.tokenizer, None, &inputs);
+    if let Some(why) = tokenizer.disk_refused() {
+        report::stderr::warn(why);
+    }
     let surveying = bar(traces.len() as u64, "surveying");
     let results: Vec<Result<_, Failure>> = traces
         .into_par_iter()

@@ -36,7 +36,6 @@ use tierscope_engine::episode::historian::HistorianStrategy;
 use tierscope_engine::episode::options::TierSource;
 use tierscope_engine::episode::sidecar::{ExternalEpisode, SidecarLocator};
 use tierscope_engine::research::report::thousands;
-use tierscope_engine::trace::discover::{self, Env, Input};
 
 #[derive(Debug, Args)]
 pub struct TiersArgs {
@@ -158,6 +157,21 @@ fn run_generate(a: &GenerateArgs) -> anyhow::Result<()> {
         );
     }
     let key = api_key(&a.api_key_env)?;
+    // Where the sidecar and the cache go, checked before the load so a refusal comes at once.
+    let mut guard = super::outputs::guard(&a.load, &[]);
+    let out_dir = match &a.out {
+        Some(d) => d.clone(),
+        None => SidecarLocator::default_data_dir()
+            .context("no data dir for the sidecar on this system; pass --out DIR")?,
+    };
+    guard.check(&out_dir).context("--out")?;
+    let cache_dir = match &a.cache_dir {
+        Some(d) => Some(d.clone()),
+        None => HistorianCache::default_dir(),
+    };
+    if let Some(d) = &cache_dir {
+        guard.check(d).context("the historian cache")?;
+    }
     let session =
         tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
     for w in &session.warnings {
@@ -172,20 +186,12 @@ fn run_generate(a: &GenerateArgs) -> anyhow::Result<()> {
     let inputs = selected(all, &a.only)?;
     let session_id = session.trace.session.id.clone();
 
-    let forbidden = opencode_dirs(a.load.path.as_deref());
-    let out_dir = match &a.out {
-        Some(d) => d.clone(),
-        None => SidecarLocator::default_data_dir()
-            .context("no data dir for the sidecar on this system; pass --out DIR")?,
-    };
-    refuse_inside(&out_dir, &forbidden, "--out")?;
-    let cache_dir = match &a.cache_dir {
-        Some(d) => Some(d.clone()),
-        None => HistorianCache::default_dir(),
-    };
-    if let Some(d) = &cache_dir {
-        refuse_inside(d, &forbidden, "the historian cache")?;
-    }
+    // And what the load read, except this session's tiers sidecar, which the historian
+    // rewrites (merging what it holds).
+    guard.loaded_except(&session, &["tiers"]);
+    guard
+        .check(&sidecar_path(&out_dir, &session_id))
+        .context("--out")?;
     let cache = cache_dir.as_ref().map(HistorianCache::new);
     let price = match a.price {
         Some((input, output)) => Some(GenerationPrice {
@@ -262,7 +268,7 @@ fn run_generate(a: &GenerateArgs) -> anyhow::Result<()> {
                 ));
                 let eps: Vec<ExternalEpisode> = written.iter().map(|(_, e)| e.clone()).collect();
                 let file = tiers_file(&session_id, &kept, &eps, &order);
-                if let Err(e) = write_tiers_file(&path, &file) {
+                if let Err(e) = write_tiers_file(&path, &file, &guard) {
                     write_error.get_or_insert(e.into());
                 }
             }
@@ -341,58 +347,6 @@ fn selected(all: Vec<EpisodeInput>, only: &[String]) -> anyhow::Result<Vec<Episo
         .into_iter()
         .filter(|e| only.iter().any(|id| e.episode_id.eq_ignore_ascii_case(id)))
         .collect())
-}
-
-/// OpenCode's data dir, and the dir the input path names when it is OpenCode data (a database's
-/// dir, a data dir, a storage tree): places tierscope never writes into.
-fn opencode_dirs(path: Option<&Path>) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = discover::default_data_dir(&Env::from_process())
-        .into_iter()
-        .collect();
-    if let Some(p) = path {
-        match discover::classify(p) {
-            Ok(Input::Database(db)) => v.extend(db.parent().map(Path::to_path_buf)),
-            Ok(Input::DataDir { root, .. }) => v.push(root),
-            Ok(Input::Storage(_)) => v.push(p.to_owned()),
-            _ => {}
-        }
-    }
-    v
-}
-
-/// `dir` with its existing part resolved (symlinks, `..`), the rest appended.
-fn resolved(dir: &Path) -> PathBuf {
-    let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_owned());
-    let mut head = abs.as_path();
-    let mut tail: Vec<&std::ffi::OsStr> = Vec::new();
-    loop {
-        if let Ok(c) = head.canonicalize() {
-            return tail.iter().rev().fold(c, |p, t| p.join(t));
-        }
-        match (head.parent(), head.file_name()) {
-            (Some(parent), Some(name)) => {
-                tail.push(name);
-                head = parent;
-            }
-            _ => return abs,
-        }
-    }
-}
-
-fn refuse_inside(dir: &Path, forbidden: &[PathBuf], what: &str) -> anyhow::Result<()> {
-    let d = resolved(dir);
-    if let Some(f) = forbidden
-        .iter()
-        .map(|f| resolved(f))
-        .find(|f| d.starts_with(f))
-    {
-        bail!(
-            "{what} {} is inside OpenCode's data ({}); tierscope never writes there — choose another dir",
-            dir.display(),
-            f.display()
-        );
-    }
-    Ok(())
 }
 
 fn is_local(url: &str) -> bool {

@@ -10,6 +10,7 @@ use crate::tui::app::{Effect, Msg, SessionView};
 use crate::tui::prepare;
 use tierscope_engine::loaded::LoadOptions;
 use tierscope_engine::loaded::LoadedSession;
+use tierscope_engine::output_guard::OutputGuard;
 
 /// Pending jobs, at most one per key.
 #[derive(Default)]
@@ -162,9 +163,15 @@ impl Worker {
                 path,
                 toml,
                 overwrite,
-            } => Some(Msg::Saved(crate::tui::knobs::write_policy(
-                &path, &toml, overwrite,
-            ))),
+            } => {
+                let mut guard = OutputGuard::for_load(&self.args);
+                for s in self.sessions.values() {
+                    guard.loaded(s);
+                }
+                Some(Msg::Saved(crate::tui::knobs::write_policy(
+                    &path, &toml, overwrite, &guard,
+                )))
+            }
             Effect::Diff(job) => Some(crate::tui::diff::job::run(self.current.as_ref(), job)),
             Effect::Sweep(job) => Some(crate::tui::sweep::job::run(
                 self.current.as_ref(),

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::tui::app::{Confirm, Effect, Input, InputPurpose, Level, Overlay, State};
 use crate::tui::keymap::Action;
+use tierscope_engine::output_guard::{AtomicFile, OutputError, OutputGuard};
 use tierscope_engine::policy::{KnobSpec, KnobValue, Policy, PolicyKind};
 
 /// The policy before the last run of knob edits on the main screen, for "compare with before".
@@ -138,26 +139,37 @@ pub enum SaveError {
     Failed(String),
 }
 
-/// Writes a policy file: a new file, or over an existing one only when `overwrite`.
-pub fn write_policy(path: &str, toml: &str, overwrite: bool) -> Result<String, SaveError> {
+/// Writes a policy file: a new file, or over an existing one only when `overwrite`; complete or
+/// not at all, and never over what the session was read from or into an agent's data (`guard`).
+pub fn write_policy(
+    path: &str,
+    toml: &str,
+    overwrite: bool,
+    guard: &OutputGuard,
+) -> Result<String, SaveError> {
     use std::io::Write;
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true);
-    if overwrite {
-        opts.create(true).truncate(true);
+    let failed = |e: &dyn std::error::Error| {
+        let mut msg = e.to_string();
+        if let Some(cause) = e.source() {
+            msg.push_str(&format!(": {cause}"));
+        }
+        SaveError::Failed(msg)
+    };
+    let mut f = AtomicFile::create(std::path::Path::new(path), guard).map_err(|e| failed(&e))?;
+    f.write_all(toml.as_bytes())
+        .map_err(|e| SaveError::Failed(format!("{path}: {e}")))?;
+    let done = if overwrite {
+        f.commit()
     } else {
-        opts.create_new(true);
-    }
-    let written = opts
-        .open(path)
-        .and_then(|mut f| f.write_all(toml.as_bytes()));
-    match written {
+        f.commit_new()
+    };
+    match done {
         Ok(()) => Ok(path.to_owned()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(SaveError::Exists {
+        Err(OutputError::Exists { .. }) => Err(SaveError::Exists {
             path: path.to_owned(),
             toml: toml.to_owned(),
         }),
-        Err(e) => Err(SaveError::Failed(format!("{path}: {e}"))),
+        Err(e) => Err(failed(&e)),
     }
 }
 
@@ -465,13 +477,34 @@ mod tests {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let path = dir.path().join("p.toml");
         let path = path.to_string_lossy().into_owned();
-        assert_eq!(write_policy(&path, "a", false), Ok(path.clone()));
-        match write_policy(&path, "b", false) {
+        let g = OutputGuard::new();
+        assert_eq!(write_policy(&path, "a", false, &g), Ok(path.clone()));
+        match write_policy(&path, "b", false, &g) {
             Err(SaveError::Exists { toml, .. }) => assert_eq!(toml, "b"),
             other => panic!("{other:?}"),
         }
         assert_eq!(std::fs::read_to_string(&path).ok().as_deref(), Some("a"));
-        assert_eq!(write_policy(&path, "b", true), Ok(path.clone()));
+        assert_eq!(write_policy(&path, "b", true, &g), Ok(path.clone()));
         assert_eq!(std::fs::read_to_string(&path).ok().as_deref(), Some("b"));
+        // Only the policy file is there: no temporary file is left.
+        assert_eq!(
+            std::fs::read_dir(dir.path()).map(|d| d.count()).ok(),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn a_save_over_an_input_is_refused_even_when_confirmed() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let export = dir.path().join("M1.json");
+        std::fs::write(&export, "{}").unwrap_or_else(|e| panic!("{e}"));
+        let mut g = OutputGuard::new();
+        g.input_file(&export, "input export");
+        let path = export.to_string_lossy().into_owned();
+        match write_policy(&path, "x", true, &g) {
+            Err(SaveError::Failed(why)) => assert!(why.contains("input export"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(std::fs::read_to_string(&export).ok().as_deref(), Some("{}"));
     }
 }

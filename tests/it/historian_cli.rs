@@ -661,7 +661,10 @@ fn it_never_writes_into_opencode_data_nor_over_someone_elses_tiers() {
     ]);
     let (_, err) = text(&o);
     assert!(!o.status.success());
-    assert!(err.contains("is inside OpenCode's data"), "{err}");
+    assert!(
+        err.contains("it is inside the directory of the input database"),
+        "{err}"
+    );
     assert!(!Path::new(&inside).exists());
     assert!(mock.received().is_empty());
 

@@ -25,7 +25,7 @@ fn replay_and_sweep_figures_are_svg() {
     let policy = tierscope_engine::policy::load("retention", &[]).unwrap();
     let r = tierscope_engine::replay::replay_session(&s, &policy, Some(20_000));
     let fig = dir.path().join("fig.svg");
-    replay_figure(&r, &fig, (1400, 900)).unwrap();
+    std::fs::write(&fig, replay_figure(&r, (1400, 900)).unwrap()).unwrap();
     let svg = std::fs::read_to_string(&fig).unwrap();
     assert!(svg.starts_with("<svg"));
     assert!(svg.trim_end().ends_with("</svg>"));
@@ -55,7 +55,11 @@ fn replay_and_sweep_figures_are_svg() {
     ];
     let res = sweep::run_with(&s, &policy, &axes, Some(20_000), &|| {}).unwrap();
     let map = dir.path().join("sweep.svg");
-    sweep_figure(&res, SweepMetric::Survival, &map, (1000, 700)).unwrap();
+    std::fs::write(
+        &map,
+        sweep_figure(&res, SweepMetric::Survival, (1000, 700)).unwrap(),
+    )
+    .unwrap();
     let svg = std::fs::read_to_string(&map).unwrap();
     assert!(svg.contains("demote_at") && svg.contains("promote_at") && svg.contains("Pareto"));
     // Three axes are refused.
@@ -63,7 +67,7 @@ fn replay_and_sweep_figures_are_svg() {
         axes: vec![axes[0].clone(), axes[1].clone(), axes[1].clone()],
         ..res
     };
-    assert!(sweep_figure(&three, SweepMetric::Cost, &map, (800, 600)).is_err());
+    assert!(sweep_figure(&three, SweepMetric::Cost, (800, 600)).is_err());
 }
 
 /// A session title with a terminal escape (as an attacker-controlled trace may hold) must not
@@ -84,7 +88,7 @@ fn control_characters_in_a_title_keep_the_svg_well_formed() {
     let policy = tierscope_engine::policy::load("retention", &[]).unwrap();
     let r = tierscope_engine::replay::replay_session(&s, &policy, None);
     let fig = dir.path().join("fig.svg");
-    replay_figure(&r, &fig, (1400, 900)).unwrap();
+    std::fs::write(&fig, replay_figure(&r, (1400, 900)).unwrap()).unwrap();
     let svg = std::fs::read_to_string(&fig).unwrap();
     assert!(!svg.contains('\u{1b}') && !svg.contains('\u{7}'));
     assert!(svg.contains("\\x1b]0;owned"), "the escape is shown as text");
@@ -95,18 +99,15 @@ fn control_characters_in_a_title_keep_the_svg_well_formed() {
 /// in its own colour (full, tail only), with a legend entry; `retention` draws none.
 #[test]
 fn a_tail_only_episode_has_its_own_colour() {
-    let dir = tempfile::tempdir().unwrap();
     let s = tierscope_engine::loaded::load(&LoadOptions {
         path: Some(concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces/M1.json").into()),
         ..LoadOptions::default()
     })
     .unwrap();
-    let fig = dir.path().join("fig.svg");
     let draw = |name: &str| {
         let policy = tierscope_engine::policy::load(name, &[]).unwrap();
         let r = tierscope_engine::replay::replay_session(&s, &policy, Some(9_000));
-        replay_figure(&r, &fig, (1400, 900)).unwrap();
-        std::fs::read_to_string(&fig).unwrap()
+        replay_figure(&r, (1400, 900)).unwrap()
     };
     let svg = draw("opencode");
     assert!(svg.contains("full, tail only"), "legend entry");

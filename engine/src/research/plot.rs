@@ -4,8 +4,6 @@
 //! Large sessions are binned so a figure stays readable and small: at most [`MAX_COLS`] request
 //! columns and [`MAX_ROWS`] episode rows; a bin shows the cell of its first request and episode.
 
-use std::path::Path;
-
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -20,15 +18,14 @@ const MAX_LABELS: usize = 24;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PlotError {
-    #[error("drawing {path}: {reason}")]
-    Draw { path: String, reason: String },
+    #[error("drawing the figure: {reason}")]
+    Draw { reason: String },
     #[error("{0}")]
     Input(String),
 }
 
-fn draw_err<E: std::fmt::Display>(path: &Path) -> impl Fn(E) -> PlotError + '_ {
-    move |e| PlotError::Draw {
-        path: path.display().to_string(),
+fn draw_err<E: std::fmt::Display>(e: E) -> PlotError {
+    PlotError::Draw {
         reason: e.to_string(),
     }
 }
@@ -47,8 +44,15 @@ const ACTIVE: RGBColor = RGBColor(230, 120, 20);
 /// Shown at `full` from a chunk on (the head in a compaction summary, or before the view).
 const TAIL_ONLY: RGBColor = RGBColor(106, 61, 154);
 
-/// The tier heatmap (requests × episodes) above the pressure chart (tokens, budget, recorded).
-pub fn replay_figure(r: &Replay, out: &Path, size: (u32, u32)) -> Result<(), PlotError> {
+/// The tier heatmap (requests × episodes) above the pressure chart (tokens, budget, recorded),
+/// as an SVG document (the caller writes it: see [`crate::output_guard`]).
+pub fn replay_figure(r: &Replay, size: (u32, u32)) -> Result<String, PlotError> {
+    let mut svg = String::new();
+    draw_replay(r, &mut svg, size)?;
+    Ok(svg)
+}
+
+fn draw_replay(r: &Replay, out: &mut String, size: (u32, u32)) -> Result<(), PlotError> {
     let requests = r.applied.requests;
     let episodes = r.applied.episodes;
     if requests == 0 || episodes == 0 {
@@ -56,9 +60,8 @@ pub fn replay_figure(r: &Replay, out: &Path, size: (u32, u32)) -> Result<(), Plo
             "the replay has no requests or no episodes to draw".into(),
         ));
     }
-    let err = draw_err(out);
-    let root = SVGBackend::new(out, size).into_drawing_area();
-    root.fill(&WHITE).map_err(&err)?;
+    let root = SVGBackend::with_string(out, size).into_drawing_area();
+    root.fill(&WHITE).map_err(draw_err)?;
     let title = format!(
         "{} — {} under {} (budget {})",
         r.trace.session,
@@ -66,7 +69,7 @@ pub fn replay_figure(r: &Replay, out: &Path, size: (u32, u32)) -> Result<(), Plo
         r.policy.name,
         r.policy.budget
     );
-    let root = root.titled(&title, ("sans-serif", 20)).map_err(&err)?;
+    let root = root.titled(&title, ("sans-serif", 20)).map_err(draw_err)?;
     let (top, bottom) = root.split_vertically((size.1 as f64 * 0.58) as u32);
 
     let cols = requests.min(MAX_COLS);
@@ -84,7 +87,7 @@ pub fn replay_figure(r: &Replay, out: &Path, size: (u32, u32)) -> Result<(), Plo
         // Rows are centred on whole numbers so that the episode labels sit mid-row (not on the
         // boundaries between rows, which would also add a label past the last episode).
         .build_cartesian_2d(0f64..requests as f64, -0.5f64..episodes as f64 - 0.5)
-        .map_err(&err)?;
+        .map_err(draw_err)?;
     let ep_label = |y: &f64| {
         let r = y.round();
         if (y - r).abs() > 1e-6 || r < 0.0 || r >= episodes as f64 {
@@ -101,7 +104,7 @@ pub fn replay_figure(r: &Replay, out: &Path, size: (u32, u32)) -> Result<(), Plo
         .y_labels(episodes.min(MAX_LABELS) + 1)
         .y_label_formatter(&ep_label)
         .draw()
-        .map_err(&err)?;
+        .map_err(draw_err)?;
     let cw = requests as f64 / cols as f64;
     let rh = episodes as f64 / rows as f64;
     // One rectangle per run of equal cells along a row keeps the SVG small.
@@ -127,23 +130,23 @@ pub fn replay_figure(r: &Replay, out: &Path, size: (u32, u32)) -> Result<(), Plo
             }
         }
     }
-    heat.draw_series(cells).map_err(&err)?;
+    heat.draw_series(cells).map_err(draw_err)?;
     // Legend entries: one empty series per tier.
     for t in Tier::ALL {
         let c = tier_color(t);
         heat.draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())
-            .map_err(&err)?
+            .map_err(draw_err)?
             .label(t.as_str())
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
     }
     heat.draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())
-        .map_err(&err)?
+        .map_err(draw_err)?
         .label("active")
         .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], ACTIVE.filled()));
     let tails = (0..r.render_states.len()).any(|t| r.tail_only_cuts(t).next().is_some());
     if tails {
         heat.draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())
-            .map_err(&err)?
+            .map_err(draw_err)?
             .label("full, tail only")
             .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], TAIL_ONLY.filled()));
     }
@@ -153,7 +156,7 @@ pub fn replay_figure(r: &Replay, out: &Path, size: (u32, u32)) -> Result<(), Plo
         .border_style(BLACK)
         .label_font(("sans-serif", 12))
         .draw()
-        .map_err(&err)?;
+        .map_err(draw_err)?;
 
     let max_tokens = r
         .frames
@@ -169,7 +172,7 @@ pub fn replay_figure(r: &Replay, out: &Path, size: (u32, u32)) -> Result<(), Plo
         .y_label_area_size(56)
         .caption("context size per request", ("sans-serif", 15))
         .build_cartesian_2d(0f64..requests as f64, 0f64..max_tokens.max(1.0))
-        .map_err(&err)?;
+        .map_err(draw_err)?;
     pressure
         .configure_mesh()
         .light_line_style(RGBColor(240, 240, 240))
@@ -179,7 +182,7 @@ pub fn replay_figure(r: &Replay, out: &Path, size: (u32, u32)) -> Result<(), Plo
         .x_label_formatter(&|x| format!("{}", *x as i64))
         .y_label_formatter(&|y| short_count(*y))
         .draw()
-        .map_err(&err)?;
+        .map_err(draw_err)?;
     let step = (requests / (MAX_COLS * 2)).max(1);
     let recorded: Vec<(f64, f64)> = r
         .frames
@@ -194,7 +197,7 @@ pub fn replay_figure(r: &Replay, out: &Path, size: (u32, u32)) -> Result<(), Plo
                 recorded,
                 RGBColor(150, 150, 150).stroke_width(1),
             ))
-            .map_err(&err)?
+            .map_err(draw_err)?
             .label("recorded prompt")
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], RGBColor(150, 150, 150)));
     }
@@ -207,7 +210,7 @@ pub fn replay_figure(r: &Replay, out: &Path, size: (u32, u32)) -> Result<(), Plo
     let blue = tier_color(Tier::Dense);
     pressure
         .draw_series(LineSeries::new(tokens, blue.stroke_width(2)))
-        .map_err(&err)?
+        .map_err(draw_err)?
         .label(format!("{} tokens", r.policy.name))
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], blue.stroke_width(2)));
     let b = r.policy.budget as f64;
@@ -216,7 +219,7 @@ pub fn replay_figure(r: &Replay, out: &Path, size: (u32, u32)) -> Result<(), Plo
             vec![(0.0, b), (requests as f64, b)],
             RED.stroke_width(1),
         ))
-        .map_err(&err)?
+        .map_err(draw_err)?
         .label(format!("budget {}", short_count(b)))
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], RED));
     pressure
@@ -226,8 +229,8 @@ pub fn replay_figure(r: &Replay, out: &Path, size: (u32, u32)) -> Result<(), Plo
         .border_style(BLACK)
         .label_font(("sans-serif", 12))
         .draw()
-        .map_err(&err)?;
-    root.present().map_err(&err)?;
+        .map_err(draw_err)?;
+    root.present().map_err(draw_err)?;
     Ok(())
 }
 
@@ -295,10 +298,21 @@ fn ramp(t: f64) -> RGBColor {
 
 /// The sweep map: the first axis across, the second (if any) up; each cell coloured by the
 /// metric, invalid cells grey with a cross, Pareto points ringed.
+/// As an SVG document (the caller writes it).
 pub fn sweep_figure(
     res: &SweepResult,
     metric: SweepMetric,
-    out: &Path,
+    size: (u32, u32),
+) -> Result<String, PlotError> {
+    let mut svg = String::new();
+    draw_sweep(res, metric, &mut svg, size)?;
+    Ok(svg)
+}
+
+fn draw_sweep(
+    res: &SweepResult,
+    metric: SweepMetric,
+    out: &mut String,
     size: (u32, u32),
 ) -> Result<(), PlotError> {
     if res.axes.is_empty() || res.axes.len() > 2 {
@@ -307,7 +321,6 @@ pub fn sweep_figure(
             res.axes.len()
         )));
     }
-    let err = draw_err(out);
     let xa = &res.axes[0];
     let ya = res.axes.get(1);
     let (nx, ny) = (xa.len(), ya.map_or(1, |a| a.len()));
@@ -322,8 +335,8 @@ pub fn sweep_figure(
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
             (a.min(*v), b.max(*v))
         });
-    let root = SVGBackend::new(out, size).into_drawing_area();
-    root.fill(&WHITE).map_err(&err)?;
+    let root = SVGBackend::with_string(out, size).into_drawing_area();
+    root.fill(&WHITE).map_err(draw_err)?;
     let (main, legend) = root.split_horizontally(size.0.saturating_sub(130));
     let mut chart = ChartBuilder::on(&main)
         .margin(14)
@@ -340,7 +353,7 @@ pub fn sweep_figure(
         )
         // Cells are centred on whole numbers so that ticks (and labels) sit mid-cell.
         .build_cartesian_2d(-0.5f64..nx as f64 - 0.5, -0.5f64..ny as f64 - 0.5)
-        .map_err(&err)?;
+        .map_err(draw_err)?;
     let xv = xa.values();
     let yv = ya.map(|a| a.values()).unwrap_or_default();
     chart
@@ -354,7 +367,7 @@ pub fn sweep_figure(
         .x_label_formatter(&|x| label_at(*x, &xv))
         .y_label_formatter(&|y| label_at(*y, &yv))
         .draw()
-        .map_err(&err)?;
+        .map_err(draw_err)?;
     let span = if hi > lo { hi - lo } else { 1.0 };
     let mut cells = Vec::new();
     let mut crosses = Vec::new();
@@ -412,10 +425,10 @@ pub fn sweep_figure(
             ));
         }
     }
-    chart.draw_series(cells).map_err(&err)?;
-    chart.draw_series(crosses).map_err(&err)?;
-    chart.draw_series(rings).map_err(&err)?;
-    chart.draw_series(labels).map_err(&err)?;
+    chart.draw_series(cells).map_err(draw_err)?;
+    chart.draw_series(crosses).map_err(draw_err)?;
+    chart.draw_series(rings).map_err(draw_err)?;
+    chart.draw_series(labels).map_err(draw_err)?;
 
     // Colour bar.
     let mut bar = ChartBuilder::on(&legend)
@@ -424,7 +437,7 @@ pub fn sweep_figure(
         .margin_right(10)
         .y_label_area_size(60)
         .build_cartesian_2d(0f64..1.0, lo.min(hi)..(if hi > lo { hi } else { lo + 1.0 }))
-        .map_err(&err)?;
+        .map_err(draw_err)?;
     bar.configure_mesh()
         .disable_mesh()
         .disable_x_axis()
@@ -437,7 +450,7 @@ pub fn sweep_figure(
             }
         })
         .draw()
-        .map_err(&err)?;
+        .map_err(draw_err)?;
     let steps = 64;
     let top = if hi > lo { hi } else { lo + 1.0 };
     bar.draw_series((0..steps).map(|k| {
@@ -448,8 +461,8 @@ pub fn sweep_figure(
             ramp(k as f64 / (steps - 1) as f64).filled(),
         )
     }))
-    .map_err(&err)?;
-    root.present().map_err(&err)?;
+    .map_err(draw_err)?;
+    root.present().map_err(draw_err)?;
     Ok(())
 }
 

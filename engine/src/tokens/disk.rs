@@ -1,7 +1,6 @@
 //! The on-disk token cache file: format, checksum and atomic write (see the module docs of
 //! [`super`] for where it lives and how it is capped).
 
-use std::io::Write;
 use std::path::Path;
 
 use super::TokenizerKind;
@@ -82,17 +81,5 @@ pub(crate) fn write_replaceable(path: &Path, bytes: &[u8]) -> std::io::Result<()
 }
 
 fn write_through_temp(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    // Named so that one left by a killed process is recognisable (`.tierscope-….tmp`).
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tierscope-")
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    if durable {
-        tmp.as_file().sync_all()?;
-    }
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    crate::output_guard::replace_file(path, bytes, durable)
 }

@@ -14,7 +14,9 @@
 //! the file name and in the header, so a different tokenizer never reads another's counts. The file
 //! is capped at [`DISK_CACHE_CAP_BYTES`] (16 MiB, about 830,000 texts): when full, the entries used
 //! by the current process are kept first. It is written atomically (temp file + rename); a file
-//! that is truncated, corrupt or from another format version is ignored and rewritten.
+//! that is truncated, corrupt or from another format version is ignored and rewritten. A cache
+//! dir inside an agent's data dir or beside an input database is not used at all (see
+//! [`Tokenizer::with_disk_cache_for`]).
 
 mod batch;
 mod bpe;
@@ -177,6 +179,8 @@ pub struct Tokenizer {
     kind: TokenizerKind,
     cache: Mutex<KeyMap<Entry>>,
     disk_path: Option<PathBuf>,
+    /// Why there is no disk cache although a dir was given (see [`Tokenizer::with_disk_cache_for`]).
+    disk_refused: Option<String>,
     tokenized: AtomicU64,
     cached: AtomicU64,
     disk_entries: u64,
@@ -203,9 +207,41 @@ impl Tokenizer {
     /// A tokenizer backed by the disk cache in `dir` (see the module docs); `None` = the default
     /// dir ([`default_cache_dir`]), or memory only when there is none.
     pub fn with_disk_cache(kind: TokenizerKind, dir: Option<&Path>) -> Tokenizer {
+        Tokenizer::with_disk_cache_for(kind, dir, &[])
+    }
+
+    /// [`Tokenizer::with_disk_cache`] for a load that reads `inputs`: a dir inside an agent's
+    /// data dir, or beside an input database, is neither read nor written (as the listing cache:
+    /// [`crate::output_guard::cache_dir_refusal`]); the tokenizer then counts in memory only and
+    /// [`Tokenizer::disk_refused`] says why.
+    pub fn with_disk_cache_for(
+        kind: TokenizerKind,
+        dir: Option<&Path>,
+        inputs: &[&Path],
+    ) -> Tokenizer {
         let dir = dir.map(Path::to_path_buf).or_else(default_cache_dir);
-        let path = dir.map(|d| d.join(cache_file_name(kind)));
-        Tokenizer::build(kind, path)
+        let mut refused = None;
+        let path = dir.and_then(
+            |d| match crate::output_guard::cache_dir_refusal(&d, inputs) {
+                Some(r) => {
+                    refused = Some(format!(
+                        "token cache not kept in {}: {} (set {CACHE_DIR_ENV} to another dir)",
+                        d.display(),
+                        r.conflict
+                    ));
+                    None
+                }
+                None => Some(d.join(cache_file_name(kind))),
+            },
+        );
+        let mut t = Tokenizer::build(kind, path);
+        t.disk_refused = refused;
+        t
+    }
+
+    /// Why the disk cache was not used, when its dir was refused.
+    pub fn disk_refused(&self) -> Option<&str> {
+        self.disk_refused.as_deref()
     }
 
     fn build(kind: TokenizerKind, disk_path: Option<PathBuf>) -> Tokenizer {
@@ -232,6 +268,7 @@ impl Tokenizer {
             kind,
             cache: Mutex::new(map),
             disk_path,
+            disk_refused: None,
             tokenized: AtomicU64::new(0),
             cached: AtomicU64::new(0),
             disk_entries,

@@ -4,8 +4,8 @@
 //!
 //! - **Where**: `<cache dir>/listing/<xxh3 of the canonical db path>.bin`; the cache dir is
 //!   [`crate::tokens::default_cache_dir`] (`$TIERSCOPE_CACHE_DIR`, else the platform cache dir +
-//!   `tierscope`). Never beside the database: a cache dir inside the database's directory is not
-//!   written to. At most [`MAX_FILES`] databases are kept (the least recently written go first),
+//!   `tierscope`). Never beside the database: a cache dir inside the database's directory or an
+//!   agent's data dir is not written to (the token cache's rule too). At most [`MAX_FILES`] databases are kept (the least recently written go first),
 //!   and a file above [`MAX_FILE_BYTES`] is not written.
 //! - **Whole-database marker** ([`Marker`]): device, inode, size and mtime (ns) of the database
 //!   file and of its `-wal` (absent is part of the key), the database header and the WAL header
@@ -361,41 +361,15 @@ fn cache_file(db: &Database, cache: &ListingCache) -> Option<PathBuf> {
 }
 
 /// The cache file of the database at `db` in the listing dir `dir`; `None` when that dir is
-/// inside the database's own directory (never write beside a user's OpenCode data).
+/// inside the database's own directory or an agent's data dir (never write beside a user's
+/// data: [`crate::output_guard::cache_dir_refusal`], shared with the token cache).
 pub fn file_for(dir: &Path, db: &Path) -> Option<PathBuf> {
-    let db = std::fs::canonicalize(db).ok()?;
-    let db_dir = db.parent()?;
-    let probe = std::fs::canonicalize(dir).unwrap_or_else(|_| absolute(dir));
-    if probe.starts_with(db_dir) || nearest_existing(&probe).starts_with(db_dir) {
+    if crate::output_guard::cache_dir_refusal(dir, &[db]).is_some() {
         return None;
     }
+    let db = std::fs::canonicalize(db).ok()?;
     let key = xxhash_rust::xxh3::xxh3_64(db.as_os_str().as_encoded_bytes());
     Some(dir.join(format!("{key:016x}.bin")))
-}
-
-fn absolute(p: &Path) -> PathBuf {
-    std::path::absolute(p).unwrap_or_else(|_| p.to_owned())
-}
-
-/// `p` with its not-yet-created tail replaced by the canonical form of what exists.
-fn nearest_existing(p: &Path) -> PathBuf {
-    let mut cur = p.to_owned();
-    let mut tail = Vec::new();
-    loop {
-        if let Ok(c) = std::fs::canonicalize(&cur) {
-            return tail
-                .into_iter()
-                .rev()
-                .fold(c, |acc, t: std::ffi::OsString| acc.join(t));
-        }
-        match (cur.file_name().map(|n| n.to_owned()), cur.parent()) {
-            (Some(n), Some(parent)) => {
-                tail.push(n);
-                cur = parent.to_owned();
-            }
-            _ => return p.to_owned(),
-        }
-    }
 }
 
 /// Write atomically, then keep at most [`MAX_FILES`] cache files in the dir.

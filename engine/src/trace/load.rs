@@ -196,7 +196,7 @@ fn open_input(input: Input) -> Result<Source, LoadError> {
 }
 
 /// `<stem>.child<N>.json` files beside an export, by N.
-fn export_children(path: &Path) -> Vec<PathBuf> {
+pub(crate) fn export_children(path: &Path) -> Vec<PathBuf> {
     let (Some(dir), Some(stem)) = (path.parent(), path.file_stem().and_then(|s| s.to_str())) else {
         return Vec::new();
     };

@@ -1,4 +1,5 @@
 //! The neutral trace model and the loaders that produce it.
+pub mod agent_dirs;
 pub mod compaction_request;
 pub mod derive;
 pub mod diagnostics;

@@ -174,18 +174,25 @@ pub fn tiers_file(
 pub struct WriteError {
     pub path: PathBuf,
     #[source]
-    pub source: std::io::Error,
+    pub source: crate::output_guard::OutputError,
 }
 
-/// Write the sidecar atomically (pretty JSON, one trailing newline).
-pub fn write_tiers_file(path: &Path, file: &TiersFile) -> Result<(), WriteError> {
-    let mut text = serde_json::to_string_pretty(file).map_err(|e| WriteError {
-        path: path.to_owned(),
-        source: std::io::Error::other(e),
-    })?;
-    text.push('\n');
-    crate::tokens::write_atomically(path, text.as_bytes()).map_err(|source| WriteError {
+/// Write the sidecar atomically (pretty JSON, one trailing newline), where `guard` allows it.
+pub fn write_tiers_file(
+    path: &Path,
+    file: &TiersFile,
+    guard: &crate::output_guard::OutputGuard,
+) -> Result<(), WriteError> {
+    let err = |source| WriteError {
         path: path.to_owned(),
         source,
-    })
+    };
+    let mut text = serde_json::to_string_pretty(file).map_err(|e| {
+        err(crate::output_guard::OutputError::Io {
+            path: path.to_owned(),
+            source: std::io::Error::other(e),
+        })
+    })?;
+    text.push('\n');
+    crate::output_guard::write_file(path, guard, text.as_bytes()).map_err(err)
 }

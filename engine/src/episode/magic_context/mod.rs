@@ -18,7 +18,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use rusqlite::types::Value;
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::Connection;
 
 pub mod estimate;
 pub mod render;
@@ -172,18 +172,22 @@ fn number(v: Value) -> f64 {
 
 /// Everything the decay renderer reads for `session_id`.
 pub fn read_session(db: &Path, session_id: &str) -> Result<SessionRows, MagicContextError> {
-    // In place by the loader's rules where it can (after a clean exit that is immutable: no
-    // `-wal` or `-shm` is created beside Magic Context's file), else a plain read-only open.
+    // By the loader's rules: in place where that creates nothing beside Magic Context's file
+    // (`immutable=1` after a clean exit, `mode=ro` with its `-wal` and `-shm`), else from a
+    // temporary copy (a `-wal` without its `-shm`, a read-only dir), kept while reading.
+    // Declared first, so dropped after the connection.
+    let mut _copy = None;
     let conn = match crate::trace::opencode::db::open_in_place(db) {
         Some(c) => c,
-        None => Connection::open_with_flags(
-            db,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(|e| MagicContextError::Open {
-            path: db.to_owned(),
-            reason: e.to_string(),
-        })?,
+        None => {
+            let (c, dir) =
+                crate::trace::opencode::db::open_copy(db).map_err(|e| MagicContextError::Open {
+                    path: db.to_owned(),
+                    reason: e.to_string(),
+                })?;
+            _copy = Some(dir);
+            c
+        }
     };
     let q = |e: rusqlite::Error| MagicContextError::Query {
         path: db.to_owned(),

@@ -115,23 +115,7 @@ impl Database {
                 tables,
             });
         }
-        let dir = tempfile::Builder::new()
-            .prefix("tierscope-db-")
-            .tempdir()
-            .map_err(|e| db_err(path, format!("cannot create a temporary copy: {e}")))?;
-        let copy = dir.path().join("opencode.db");
-        std::fs::copy(path, &copy).map_err(|source| LoadError::Io {
-            path: path.to_owned(),
-            source,
-        })?;
-        for suffix in ["-wal", "-shm"] {
-            let side = side_file(path, suffix);
-            if side.exists() {
-                std::fs::copy(&side, side_file(&copy, suffix))
-                    .map_err(|source| LoadError::Io { path: side, source })?;
-            }
-        }
-        let conn = open_ro(&copy, OpenMode::ReadOnly).map_err(|e| db_err(path, e))?;
+        let (conn, dir) = open_copy(path)?;
         let tables = probe(&conn).map_err(|e| db_err(path, e))?;
         Ok(Self {
             conn,
@@ -851,6 +835,30 @@ pub fn open_in_place(path: &Path) -> Option<Connection> {
     conn.busy_timeout(std::time::Duration::from_millis(500))
         .ok()?;
     Some(conn)
+}
+
+/// A read-only connection to a copy of `path` (with its `-wal` and `-shm`) in a temporary
+/// dir, which the caller keeps while it reads: for a database that cannot be read in place
+/// without creating a file beside it (see [`in_place_mode`]).
+pub fn open_copy(path: &Path) -> Result<(Connection, tempfile::TempDir), LoadError> {
+    let dir = tempfile::Builder::new()
+        .prefix("tierscope-db-")
+        .tempdir()
+        .map_err(|e| db_err(path, format!("cannot create a temporary copy: {e}")))?;
+    let copy = dir.path().join("opencode.db");
+    std::fs::copy(path, &copy).map_err(|source| LoadError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    for suffix in ["-wal", "-shm"] {
+        let side = side_file(path, suffix);
+        if side.exists() {
+            std::fs::copy(&side, side_file(&copy, suffix))
+                .map_err(|source| LoadError::Io { path: side, source })?;
+        }
+    }
+    let conn = open_ro(&copy, OpenMode::ReadOnly).map_err(|e| db_err(path, e))?;
+    Ok((conn, dir))
 }
 
 /// How a database file is opened (both read-only).
