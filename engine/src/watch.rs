@@ -168,7 +168,7 @@ impl WatchTarget {
                 .extension()
                 .and_then(|e| e.to_str())
                 .is_some_and(|e| matches!(e, "db" | "sqlite" | "sqlite3"));
-            let kind = if by_name || crate::trace::opencode::db::looks_like_sqlite(&path) {
+            let kind = if by_name || crate::formats::opencode::db::looks_like_sqlite(&path) {
                 TargetKind::Database
             } else {
                 TargetKind::Export

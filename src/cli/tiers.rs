@@ -35,8 +35,8 @@ use tierscope_engine::episode::historian::write::{
 use tierscope_engine::episode::historian::HistorianStrategy;
 use tierscope_engine::episode::options::TierSource;
 use tierscope_engine::episode::sidecar::{ExternalEpisode, SidecarLocator};
+use tierscope_engine::formats::opencode::discover::{self, Env, Input};
 use tierscope_engine::research::report::thousands;
-use tierscope_engine::trace::discover::{self, Env, Input};
 
 #[derive(Debug, Args)]
 pub struct TiersArgs {

@@ -8,10 +8,10 @@ use std::process::Command;
 
 use loader_support::*;
 use rusqlite::{Connection, OpenFlags};
-use tierscope_engine::trace::discover::Env;
+use tierscope_engine::formats::opencode::db::Database;
+use tierscope_engine::formats::opencode::discover::Env;
+use tierscope_engine::formats::opencode::export::load_export;
 use tierscope_engine::trace::load::{open, open_with_env};
-use tierscope_engine::trace::opencode::db::Database;
-use tierscope_engine::trace::opencode::export::load_export;
 use tierscope_engine::trace::{PartKind, SourceKind, ToolStatus};
 
 #[test]
@@ -283,7 +283,7 @@ fn a_read_only_directory_is_read_through_a_copy() {
 #[test]
 fn a_read_only_directory_after_a_clean_exit_is_read_in_place_and_its_listing_cached() {
     use std::os::unix::fs::PermissionsExt;
-    use tierscope_engine::trace::listing_cache::ListingCache;
+    use tierscope_engine::formats::opencode::listing_cache::ListingCache;
     let rec = &recordings()[0];
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("ro");

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use super::Snapshot;
 use crate::episode::options::TierSource;
 use crate::episode::segment::Segmentation;
+use crate::formats::opencode::discover::{self, Env, Input};
 use crate::loaded::{LoadOptions, LoadSessionError, LoadedSession, Loader};
-use crate::trace::discover::{self, Env, Input};
 
 /// Builds a [`LoadedSession`] from each followed [`Snapshot`] through the same [`Loader`] as
 /// [`crate::loaded::load`] (same options, sidecars, children), keeping its tokenizer cache between

@@ -18,18 +18,18 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::derive::build_trace;
 use super::diagnostics::{DiagnosticKind, Diagnostics};
-use super::discover::{self, Env, Input};
 use super::error::LoadError;
-use super::listing;
-use super::listing_cache;
-pub use super::listing_cache::ListingCache;
-use super::listing_scan;
 use super::model::{Message, SessionInfo, SourceKind, Trace, Usage};
-use super::opencode::db::Database;
-use super::opencode::export::{load_export, parse_export};
-use super::opencode::storage::Storage;
+use crate::formats::opencode::db::Database;
+use crate::formats::opencode::derive::build_trace;
+use crate::formats::opencode::discover::{self, Env, Input};
+use crate::formats::opencode::export::{load_export, parse_export};
+use crate::formats::opencode::listing;
+use crate::formats::opencode::listing_cache;
+pub use crate::formats::opencode::listing_cache::ListingCache;
+use crate::formats::opencode::listing_scan;
+use crate::formats::opencode::storage::Storage;
 
 /// The export embedded as the sample session when no OpenCode data exists.
 pub const BUNDLED_SAMPLE_NAME: &str = "sample-traces/M1.json";

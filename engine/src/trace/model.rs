@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::diagnostics::Diagnostics;
-use super::dialect::Dialect;
+use crate::formats::opencode::dialect::Dialect;
 
 /// Session metadata. Every field but `id` is optional in the sources, so defaults are empty.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -103,7 +103,7 @@ pub struct Message {
     pub tokens: Option<Usage>,
     pub cost: f64,
     pub parts: Vec<Part>,
-    /// Set by [`crate::trace::derive`] for user messages.
+    /// Set by [`crate::formats::opencode::derive`] for user messages.
     pub user_kind: Option<UserKind>,
     /// Written by OpenCode's experimental v2 agent loop (a `session_message` row): its requests
     /// have their own system prompt and tools and see only v2 messages.
@@ -351,7 +351,7 @@ impl ToolMetadata {
         ToolMetadata::from_fields(
             v.get("exit"),
             v.get("sessionId"),
-            v.get(crate::trace::opencode::v2::STRUCTURED_OUTPUT),
+            v.get(crate::formats::opencode::v2::STRUCTURED_OUTPUT),
         )
     }
     /// The kept fields from the values of their keys, read as [`ToolMetadata::of`] reads them.

@@ -174,7 +174,7 @@ fn number(v: Value) -> f64 {
 pub fn read_session(db: &Path, session_id: &str) -> Result<SessionRows, MagicContextError> {
     // In place by the loader's rules where it can (after a clean exit that is immutable: no
     // `-wal` or `-shm` is created beside Magic Context's file), else a plain read-only open.
-    let conn = match crate::trace::opencode::db::open_in_place(db) {
+    let conn = match crate::formats::opencode::db::open_in_place(db) {
         Some(c) => c,
         None => Connection::open_with_flags(
             db,

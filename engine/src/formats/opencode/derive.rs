@@ -2,10 +2,10 @@
 //! compaction events, sub-agent links, pruned outputs. Shared by every loader so that the same
 //! session loads to the same trace from any format.
 
-use super::diagnostics::{DiagnosticKind, Diagnostics};
 use super::dialect::{Dialect, InputSemantics, Markers};
-use super::model::*;
 use super::steps::{recorded_prompt, requests_of, semantics_for};
+use crate::trace::diagnostics::{DiagnosticKind, Diagnostics};
+use crate::trace::model::*;
 
 /// OpenCode's auto-continue prompt (before 1.4.7 it carried no metadata marker).
 pub const CONTINUE_PREFIX: &str = "Continue if you have next steps";

@@ -7,9 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::error::LoadError;
-use super::opencode::db::looks_like_sqlite;
-use super::opencode::storage::Storage;
+use super::db::looks_like_sqlite;
+use super::storage::Storage;
+use crate::trace::error::LoadError;
 
 /// The environment discovery reads (explicit, so tests need not touch the process environment).
 #[derive(Debug, Clone, Default)]
@@ -125,7 +125,7 @@ pub fn classify(path: &Path) -> Result<Input, LoadError> {
         // Checked before anything opens it: a FIFO would block, a device never end.
         return Err(LoadError::NotAFile {
             path: path.to_owned(),
-            kind: super::input::file_kind(&meta),
+            kind: crate::trace::input::file_kind(&meta),
         });
     }
     let by_name = path

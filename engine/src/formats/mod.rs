@@ -1,0 +1,2 @@
+//! One folder per agent whose recordings tierscope reads.
+pub mod opencode;
