@@ -35,8 +35,8 @@ use tierscope_engine::episode::historian::write::{
 use tierscope_engine::episode::historian::HistorianStrategy;
 use tierscope_engine::episode::options::TierSource;
 use tierscope_engine::episode::sidecar::{ExternalEpisode, SidecarLocator};
-use tierscope_engine::formats::opencode::discover::{self, Env, Input};
 use tierscope_engine::research::report::thousands;
+use tierscope_engine::trace::adapter::{self, Confidence, Env};
 
 #[derive(Debug, Args)]
 pub struct TiersArgs {
@@ -172,7 +172,7 @@ fn run_generate(a: &GenerateArgs) -> anyhow::Result<()> {
     let inputs = selected(all, &a.only)?;
     let session_id = session.trace.session.id.clone();
 
-    let forbidden = opencode_dirs(a.load.path.as_deref());
+    let forbidden = agent_dirs(a.load.path.as_deref());
     let out_dir = match &a.out {
         Some(d) => d.clone(),
         None => SidecarLocator::default_data_dir()
@@ -343,18 +343,23 @@ fn selected(all: Vec<EpisodeInput>, only: &[String]) -> anyhow::Result<Vec<Episo
         .collect())
 }
 
-/// OpenCode's data dir, and the dir the input path names when it is OpenCode data (a database's
-/// dir, a data dir, a storage tree): places tierscope never writes into.
-fn opencode_dirs(path: Option<&Path>) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = discover::default_data_dir(&Env::from_process())
+/// Every agent's data dirs, and the dir the input path names when an agent recognises it by more
+/// than a fallback (a database's dir, a data dir, a storage tree): places tierscope never writes
+/// into.
+fn agent_dirs(path: Option<&Path>) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = adapter::all_data_dirs(&Env::from_process())
         .into_iter()
+        .map(|(_, d)| d)
         .collect();
     if let Some(p) = path {
-        match discover::classify(p) {
-            Ok(Input::Database(db)) => v.extend(db.parent().map(Path::to_path_buf)),
-            Ok(Input::DataDir { root, .. }) => v.push(root),
-            Ok(Input::Storage(_)) => v.push(p.to_owned()),
-            _ => {}
+        if let Ok(d) = adapter::detect(p) {
+            if d.detection.confidence > Confidence::Fallback {
+                if p.is_dir() {
+                    v.push(p.to_owned());
+                } else {
+                    v.extend(p.parent().map(Path::to_path_buf));
+                }
+            }
         }
     }
     v

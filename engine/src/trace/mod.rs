@@ -1,4 +1,5 @@
 //! The neutral trace model and the loaders that produce it.
+pub mod adapter;
 pub mod diagnostics;
 pub mod error;
 pub mod input;
@@ -6,6 +7,7 @@ pub mod lenient;
 pub mod load;
 pub mod model;
 
+pub use adapter::{Adapter, Env, ListingCache};
 pub use diagnostics::{Diagnostic, DiagnosticKind, Diagnostics};
 pub use error::LoadError;
 pub use load::{open, SessionSummary, Source};

@@ -54,17 +54,7 @@ const MAGIC: &[u8; 8] = b"TSLSTv1\n";
 /// The format and the build that wrote it: a file of another one is not read.
 const VERSION: &str = concat!("listing-2 tierscope-engine ", env!("CARGO_PKG_VERSION"));
 
-/// Where the listing cache is.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum ListingCache {
-    /// [`crate::tokens::default_cache_dir`] (`$TIERSCOPE_CACHE_DIR`, else the platform's).
-    #[default]
-    Default,
-    /// This cache dir (the file goes to `<dir>/listing/`).
-    At(PathBuf),
-    /// No cache: every listing reads every row.
-    Off,
-}
+pub use crate::trace::adapter::ListingCache;
 
 impl ListingCache {
     fn dir(&self) -> Option<PathBuf> {

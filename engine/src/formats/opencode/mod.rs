@@ -1,5 +1,6 @@
 //! OpenCode: its storage formats (SQLite database, JSON storage tree, `opencode export` files),
 //! its releases' rules (eras), the listing cache, and how it builds what a request sent.
+pub mod adapter;
 pub mod compaction_request;
 pub mod db;
 pub mod derive;
@@ -17,6 +18,9 @@ pub mod part_row;
 pub(crate) mod row_pipeline;
 pub mod steps;
 pub mod storage;
+pub mod store;
 pub mod v2;
+pub mod watch;
 
+pub use adapter::OpenCode;
 pub use dialect::{Dialect, Era};
