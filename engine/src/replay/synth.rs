@@ -392,6 +392,11 @@ pub fn generate(spec: &SynthSpec) -> Synth {
             input_may_include_cache: false,
             output_includes_reasoning: false,
         },
+        origin: crate::trace::Origin {
+            agent: "synthetic",
+            version: None,
+            format: "synthetic",
+        },
         dialect: crate::formats::opencode::Dialect::default(),
         source: SourceKind::Export("synthetic".into()),
         diagnostics: Diagnostics::default(),

@@ -245,3 +245,110 @@ pub fn open_path(path: &Path) -> Result<Box<dyn SessionStore>, LoadError> {
     let detected = detect(path)?;
     detected.adapter.open(&detected)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../sample-traces")
+            .join(name)
+    }
+
+    #[test]
+    fn content_beats_a_name_and_a_name_beats_the_fallback() {
+        let db_path = sample("opencode.db");
+        let db = detect(&db_path).expect("database");
+        assert_eq!(
+            (db.adapter.id(), db.detection.kind, db.detection.confidence),
+            ("opencode", "database", Confidence::Content)
+        );
+        let dir = tempfile::tempdir().expect("tempdir");
+        let empty_db = dir.path().join("opencode.db");
+        std::fs::write(&empty_db, b"").expect("write");
+        assert_eq!(
+            detect(&empty_db).expect("named").detection.confidence,
+            Confidence::Name
+        );
+        let export_path = sample("M1.json");
+        let export = detect(&export_path).expect("export");
+        assert_eq!(
+            (export.detection.kind, export.detection.confidence),
+            ("export", Confidence::Fallback)
+        );
+    }
+
+    #[test]
+    fn a_fifo_or_a_missing_path_is_refused_before_any_adapter_sees_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let missing = dir.path().join("nothing.db");
+        assert!(matches!(detect(&missing), Err(LoadError::Io { .. })));
+        #[cfg(unix)]
+        {
+            let fifo = dir.path().join("fifo");
+            let made = std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .expect("mkfifo runs");
+            assert!(made.success());
+            assert!(matches!(detect(&fifo), Err(LoadError::NotAFile { .. })));
+        }
+    }
+
+    /// Loading and following decide what a path is in the same place.
+    #[test]
+    fn watching_and_loading_detect_alike() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).expect("mkdir");
+        std::fs::copy(sample("opencode.db"), data.join("opencode.db")).expect("copy");
+        for p in [
+            sample("opencode.db"),
+            sample("M1.json"),
+            data,
+            dir.path().join(""),
+        ] {
+            let loaded = detect(&p).expect("detected");
+            let watched = crate::watch::WatchTarget::for_path(&p).expect("watchable");
+            assert_eq!(
+                (loaded.adapter.id(), loaded.detection.kind),
+                (watched.agent(), watched.kind()),
+                "{}",
+                p.display()
+            );
+        }
+    }
+
+    #[test]
+    fn with_no_agent_data_nothing_is_discovered() {
+        let home = tempfile::tempdir().expect("tempdir");
+        let env = Env {
+            home: Some(home.path().to_owned()),
+            ..Env::default()
+        };
+        assert!(discover(&env).expect("discover").is_empty());
+        let dirs = all_data_dirs(&env);
+        assert!(dirs.contains(&("opencode", home.path().join(".local/share/opencode"))));
+    }
+
+    #[test]
+    fn a_relative_xdg_data_home_is_ignored() {
+        let env = Env {
+            home: Some("/home/u".into()),
+            xdg_data_home: Some("relative".into()),
+            ..Env::default()
+        };
+        assert_eq!(env.data_home(), Some(PathBuf::from("/home/u/.local/share")));
+    }
+
+    #[test]
+    fn every_adapter_is_registered_once() {
+        let mut ids: Vec<&str> = crate::formats::ADAPTERS.iter().map(|a| a.id()).collect();
+        ids.sort_unstable();
+        let n = ids.len();
+        ids.dedup();
+        assert_eq!(ids.len(), n);
+        assert!(adapter("opencode").is_some());
+    }
+}

@@ -4,6 +4,7 @@
 
 use super::dialect::{Dialect, InputSemantics, Markers};
 use super::steps::{recorded_prompt, requests_of, semantics_for};
+use crate::trace::adapter::Adapter;
 use crate::trace::diagnostics::{DiagnosticKind, Diagnostics};
 use crate::trace::model::*;
 
@@ -178,6 +179,7 @@ pub fn build_trace(
     };
     // Grown by doubling and kept for the session's life.
     requests.shrink_to_fit();
+    let session_version = session.version.clone();
     Trace {
         session,
         messages,
@@ -186,6 +188,11 @@ pub fn build_trace(
         children,
         pruned,
         token_semantics,
+        origin: Origin {
+            agent: super::OpenCode.id(),
+            version: session_version,
+            format: source.format(),
+        },
         dialect,
         source,
         diagnostics,
