@@ -26,8 +26,8 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use rayon::prelude::*;
 use serde_json::Value;
 use tierscope_engine::episode::options::EpisodeOptions;
+use tierscope_engine::formats::opencode::export::parse_export;
 use tierscope_engine::tokens::{count_exact, Tokenizer, TokenizerKind};
-use tierscope_engine::trace::opencode::export::parse_export;
 
 const DEFAULT_EXPORT: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

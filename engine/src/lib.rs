@@ -10,6 +10,7 @@ pub mod compare;
 pub mod episode;
 pub mod fixture;
 pub mod follow;
+pub mod formats;
 pub mod loaded;
 pub mod output_guard;
 pub mod policy;

@@ -15,8 +15,8 @@ use crate::episode::segment::{self, Segmentation};
 use crate::episode::sidecar::{Probe, SidecarError, SidecarLocator, Sidecars};
 use crate::episode::tiers;
 use crate::episode::{Episode, EpisodeKind, Representation, Strategy};
+use crate::formats::opencode::compaction_request::{self, CompactionSizes};
 use crate::tokens::{TokenStats, Tokenizer};
-use crate::trace::compaction_request::{self, CompactionSizes};
 use crate::trace::load::Source;
 use crate::trace::{LoadError, Trace, UserKind};
 

@@ -18,8 +18,8 @@ use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
 
 use crate::loaded::{LoadOptions, LoadedSession};
-use crate::trace::agent_dirs::{agent_data_dirs, AgentEnv};
-use crate::trace::discover::{self, Env, Input};
+use crate::trace::adapter::{self, Env, ReadPart};
+use crate::trace::agent_dirs::agent_data_dirs;
 
 /// Why an output was refused: what it collides with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,11 +167,11 @@ pub struct OutputGuard {
 impl OutputGuard {
     /// Every agent data dir of this process's environment; no input yet.
     pub fn new() -> Self {
-        Self::with_agent_env(&AgentEnv::from_process())
+        Self::with_agent_env(&Env::from_process())
     }
 
     /// Every agent data dir of `env`; no input yet.
-    pub fn with_agent_env(env: &AgentEnv) -> Self {
+    pub fn with_agent_env(env: &Env) -> Self {
         let mut g = OutputGuard::default();
         for d in agent_data_dirs(env) {
             g.tree(&d.dir, format!("{}'s data dir", d.agent));
@@ -264,31 +264,22 @@ impl OutputGuard {
 
     /// Adds what [`Self::for_load`] adds.
     pub fn load_options(&mut self, opts: &LoadOptions) {
-        let input = match &opts.path {
-            Some(p) => discover::classify(p).ok(),
-            None => discover::discover(&Env::from_process()).ok().flatten(),
+        let paths = match &opts.path {
+            Some(p) => vec![p.clone()],
+            None => adapter::discover(&Env::from_process()).unwrap_or_default(),
         };
-        match input {
-            Some(Input::Database(db)) => self.database(&db, "input database"),
-            Some(Input::DataDir { root, dbs, trees }) => {
-                self.input_dir(&root, "input data dir");
-                for db in &dbs {
-                    self.database(db, "input database");
-                }
-                for t in &trees {
-                    self.input_dir(t.root(), "input storage tree");
-                }
+        for p in &paths {
+            let parts = adapter::detect(p)
+                .map(|d| d.adapter.read_parts(&d))
+                .unwrap_or_default();
+            if parts.is_empty() {
+                self.input(p, "input");
             }
-            Some(Input::Storage(tree)) => self.input_dir(tree.root(), "input storage tree"),
-            Some(Input::Export(p)) => {
-                self.input_file(&p, "input export");
-                for child in crate::trace::load::export_children(&p) {
-                    self.input_file(&child, "input sub-agent export");
-                }
-            }
-            None => {
-                if let Some(p) = &opts.path {
-                    self.input(p, "input");
+            for part in parts {
+                match part {
+                    ReadPart::File { path, what } => self.input_file(&path, what),
+                    ReadPart::Database { path, what } => self.database(&path, what),
+                    ReadPart::Dir { path, what } => self.input_dir(&path, what),
                 }
             }
         }
@@ -387,7 +378,7 @@ impl OutputGuard {
 /// A regular file with SQLite's header (never opens a FIFO or a device, which could block).
 fn discover_sqlite(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file())
-        && crate::trace::opencode::db::looks_like_sqlite(path)
+        && crate::formats::opencode::db::looks_like_sqlite(path)
 }
 
 /// Why a cache may not be kept in `dir`: it lies inside an agent's data dir, inside a dir among

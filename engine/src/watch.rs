@@ -1,8 +1,8 @@
 //! Watching a trace source for changes, for `--follow`.
 //!
-//! OpenCode's database changes through `opencode.db-wal` (and, at checkpoints, `opencode.db`), a
-//! JSON storage tree through files created and renamed deep inside it, an export through a file
-//! being rewritten. Watching the file itself misses a file that is replaced (its watch dies with
+//! What makes up a source is its adapter's business ([`WatchSpec`]): OpenCode's database changes
+//! through `opencode.db-wal` (and, at checkpoints, `opencode.db`), a JSON storage tree through
+//! files created and renamed deep inside it, an export through a file being rewritten. Watching the file itself misses a file that is replaced (its watch dies with
 //! the old inode), so the **parent directory** is watched and events are filtered by path; a tree
 //! is watched recursively. Events are debounced ([`notify_debouncer_full`]) and their kinds are
 //! not trusted: every wake-up re-stats the files (size, mtime, inode) and reports a change only
@@ -16,6 +16,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use notify::RecursiveMode;
+
+use crate::trace::adapter::{self, WatchSpec};
 use xxhash_rust::xxh3::Xxh3;
 
 /// Called (from the backend's thread) when something relevant may have changed.
@@ -113,121 +115,62 @@ pub enum WatchError {
     Unwatchable { path: PathBuf, reason: String },
 }
 
-/// What kind of source a path is, which decides what is watched and what counts as a change.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TargetKind {
-    /// One SQLite file; its `-wal` matters too (`-shm` changes on every read and is ignored).
-    Database,
-    /// An export file (and its `<stem>.childN.json` siblings).
-    Export,
-    /// A data dir: its `opencode*.db` files with their `-wal`, and a `storage/` tree if any.
-    DataDir,
-    /// A JSON storage tree, watched recursively (`*.json` only).
-    Tree,
-}
-
-/// The files and directories one source is made of.
+/// The files and directories one source is made of, as the adapter that reads it says.
 #[derive(Debug, Clone)]
 pub struct WatchTarget {
     path: PathBuf,
-    kind: TargetKind,
-    /// Directory handed to the backend, recursive?
-    roots: Vec<(PathBuf, bool)>,
+    agent: &'static str,
+    kind: &'static str,
+    spec: Arc<dyn WatchSpec>,
 }
 
 impl WatchTarget {
-    /// Decide what to watch for `path` by what it is on disk (a directory, a SQLite file,
-    /// anything else is an export).
+    /// Decide what to watch for `path` by what it is on disk, through the adapter registry (the
+    /// same detection a load makes).
     pub fn for_path(path: &Path) -> Result<Self, WatchError> {
         let path = std::path::absolute(path).map_err(|e| WatchError::Unwatchable {
             path: path.to_owned(),
             reason: e.to_string(),
         })?;
-        let meta = std::fs::metadata(&path).map_err(|e| WatchError::Unwatchable {
+        let detected = adapter::detect(&path).map_err(|e| WatchError::Unwatchable {
             path: path.clone(),
             reason: e.to_string(),
         })?;
-        let (kind, roots) = if meta.is_dir() {
-            if has_databases(&path) {
-                let mut roots = vec![(path.clone(), false)];
-                let storage = path.join("storage");
-                if storage.is_dir() {
-                    roots.push((storage, true));
-                }
-                (TargetKind::DataDir, roots)
-            } else {
-                (TargetKind::Tree, vec![(path.clone(), true)])
-            }
-        } else {
-            let parent = path
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .map_or_else(|| PathBuf::from("."), Path::to_owned);
-            // By name too: OpenCode creates an empty `opencode.db` before its first page.
-            let by_name = path
-                .extension()
-                .and_then(|e| e.to_str())
-                .is_some_and(|e| matches!(e, "db" | "sqlite" | "sqlite3"));
-            let kind = if by_name || crate::trace::opencode::db::looks_like_sqlite(&path) {
-                TargetKind::Database
-            } else {
-                TargetKind::Export
-            };
-            (kind, vec![(parent, false)])
-        };
-        Ok(Self { path, kind, roots })
+        let spec: Arc<dyn WatchSpec> = Arc::from(detected.adapter.watch_spec(&detected));
+        Ok(Self {
+            agent: detected.adapter.id(),
+            kind: detected.detection.kind,
+            path,
+            spec,
+        })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    pub fn kind(&self) -> &TargetKind {
-        &self.kind
+    /// The adapter that reads the source.
+    pub fn agent(&self) -> &'static str {
+        self.agent
     }
 
-    /// The SQLite files of the source: the file itself, or a data dir's `opencode*.db` files.
+    /// What the source is, in its agent's words ("database", "export", …).
+    pub fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    /// The SQLite files of the source (their commits can hide from a file stat).
     pub fn databases(&self) -> Vec<PathBuf> {
-        match self.kind {
-            TargetKind::Database => vec![self.path.clone()],
-            TargetKind::DataDir => database_files(&self.path),
-            TargetKind::Export | TargetKind::Tree => Vec::new(),
-        }
+        self.spec.databases()
     }
 
     /// True when a change of `p` can change the source.
     pub fn is_relevant(&self, p: &Path) -> bool {
-        match self.kind {
-            TargetKind::Database => p == self.path || p == side_file(&self.path, "-wal"),
-            TargetKind::Export => {
-                if p == self.path {
-                    return true;
-                }
-                let (Some(stem), Some(name)) = (
-                    self.path.file_stem().and_then(|s| s.to_str()),
-                    p.file_name().and_then(|s| s.to_str()),
-                ) else {
-                    return false;
-                };
-                p.parent() == self.path.parent()
-                    && name.starts_with(&format!("{stem}.child"))
-                    && name.ends_with(".json")
-            }
-            TargetKind::DataDir => {
-                if p.parent() == Some(self.path.as_path()) {
-                    p.file_name()
-                        .and_then(|n| n.to_str())
-                        .is_some_and(is_db_file_name)
-                } else {
-                    p.starts_with(self.path.join("storage")) && is_json(p)
-                }
-            }
-            TargetKind::Tree => p.starts_with(&self.path) && is_json(p),
-        }
+        self.spec.is_relevant(p)
     }
 
     /// The current state of every file that makes up the source. Cheap for single files (a few
-    /// `stat`s); a tree is walked (`*.json` only).
+    /// `stat`s); a tree is walked.
     pub fn fingerprint(&self) -> Fingerprint {
         let meta = std::fs::metadata(&self.path).ok();
         let Some(meta) = meta else {
@@ -238,29 +181,7 @@ impl WatchTarget {
             };
         };
         let mut h = Xxh3::new();
-        match self.kind {
-            TargetKind::Database => {
-                stat_into(&mut h, &self.path);
-                stat_into(&mut h, &side_file(&self.path, "-wal"));
-            }
-            TargetKind::Export => {
-                stat_into(&mut h, &self.path);
-                for p in sorted_entries(self.path.parent()) {
-                    if p != self.path && self.is_relevant(&p) {
-                        stat_into(&mut h, &p);
-                    }
-                }
-            }
-            TargetKind::DataDir => {
-                for p in sorted_entries(Some(&self.path)) {
-                    if self.is_relevant(&p) {
-                        stat_into(&mut h, &p);
-                    }
-                }
-                walk_json(&mut h, &self.path.join("storage"));
-            }
-            TargetKind::Tree => walk_json(&mut h, &self.path),
-        }
+        self.spec.fingerprint_into(&mut h);
         Fingerprint {
             present: true,
             identity: identity(&meta),
@@ -359,7 +280,7 @@ impl Watch {
                 wake();
             }
         });
-        let (guard, mode) = match backend.start(&target.roots, on_events) {
+        let (guard, mode) = match backend.start(&target.spec.roots(), on_events) {
             Ok(g) => (Some(g), WatchMode::Events),
             Err(reason) => (None, WatchMode::Polling { reason }),
         };
@@ -419,38 +340,20 @@ impl Watch {
     }
 }
 
-fn side_file(path: &Path, suffix: &str) -> PathBuf {
+/// `path` with `suffix` appended to its name (`opencode.db` → `opencode.db-wal`).
+pub fn side_file(path: &Path, suffix: &str) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push(suffix);
     PathBuf::from(s)
 }
 
-fn is_db_file_name(n: &str) -> bool {
-    let base = n.strip_suffix("-wal").unwrap_or(n);
-    base.starts_with("opencode") && base.ends_with(".db")
-}
-
-fn is_json(p: &Path) -> bool {
+/// `*.json`.
+pub fn is_json(p: &Path) -> bool {
     p.extension().is_some_and(|e| e == "json")
 }
 
-fn has_databases(dir: &Path) -> bool {
-    !database_files(dir).is_empty()
-}
-
-/// The `opencode*.db` files of a directory (not their `-wal`).
-fn database_files(dir: &Path) -> Vec<PathBuf> {
-    sorted_entries(Some(dir))
-        .into_iter()
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| is_db_file_name(n) && !n.ends_with("-wal"))
-        })
-        .collect()
-}
-
-fn sorted_entries(dir: Option<&Path>) -> Vec<PathBuf> {
+/// The entries of `dir`, sorted (none for `None` or an unreadable dir).
+pub fn sorted_entries(dir: Option<&Path>) -> Vec<PathBuf> {
     let Some(dir) = dir else { return Vec::new() };
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
@@ -460,7 +363,7 @@ fn sorted_entries(dir: Option<&Path>) -> Vec<PathBuf> {
 }
 
 /// Hash (path, size, mtime) of a file; a missing file hashes as its path alone.
-fn stat_into(h: &mut Xxh3, p: &Path) {
+pub fn stat_into(h: &mut Xxh3, p: &Path) {
     h.update(p.as_os_str().as_encoded_bytes());
     h.update(&[0]);
     if let Ok(m) = std::fs::metadata(p) {
@@ -479,7 +382,7 @@ fn stat_into(h: &mut Xxh3, p: &Path) {
 }
 
 /// Every `*.json` under `dir`, in a stable order.
-fn walk_json(h: &mut Xxh3, dir: &Path) {
+pub fn walk_json(h: &mut Xxh3, dir: &Path) {
     for p in sorted_entries(Some(dir)) {
         match std::fs::symlink_metadata(&p) {
             Ok(m) if m.is_dir() => walk_json(h, &p),
@@ -553,7 +456,7 @@ mod tests {
         std::fs::write(&f, "{").unwrap();
         let (wake, rx) = channel_wake();
         let target = WatchTarget::for_path(&f).unwrap();
-        assert_eq!(target.kind(), &TargetKind::Export);
+        assert_eq!(target.kind(), "export");
         let mut w = Watch::start(target, &NotifyBackend::default(), slow_safety(), wake);
         assert_eq!(w.mode(), &WatchMode::Events);
         for i in 0..5 {
@@ -576,7 +479,7 @@ mod tests {
         std::fs::copy(src, &db).unwrap();
         let (wake, rx) = channel_wake();
         let target = WatchTarget::for_path(&db).unwrap();
-        assert_eq!(target.kind(), &TargetKind::Database);
+        assert_eq!(target.kind(), "database");
         let mut w = Watch::start(target, &NotifyBackend::default(), slow_safety(), wake);
         std::fs::write(dir.path().join("opencode.db-shm"), b"x").unwrap();
         std::fs::write(dir.path().join("notes.txt"), b"x").unwrap();
@@ -647,7 +550,7 @@ mod tests {
         std::fs::create_dir_all(&deep).unwrap();
         let (wake, rx) = channel_wake();
         let target = WatchTarget::for_path(dir.path()).unwrap();
-        assert_eq!(target.kind(), &TargetKind::Tree);
+        assert_eq!(target.kind(), "directory");
         let mut w = Watch::start(target, &NotifyBackend::default(), slow_safety(), wake);
         std::fs::write(deep.join("msg_1.json.tmp"), "{").unwrap();
         assert!(rx.recv_timeout(Duration::from_millis(500)).is_err());

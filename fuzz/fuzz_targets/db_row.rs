@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tierscope_engine::trace::opencode::db::{data_object, message_from_row, part_from_row};
+use tierscope_engine::formats::opencode::db::{data_object, message_from_row, part_from_row};
 use tierscope_engine::trace::Diagnostics;
 
 fuzz_target!(|data: &[u8]| {

@@ -7,5 +7,5 @@ use std::path::Path;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = tierscope_engine::trace::opencode::export::parse_export(data, Path::new("fuzz.json"));
+    let _ = tierscope_engine::formats::opencode::export::parse_export(data, Path::new("fuzz.json"));
 });

@@ -4,7 +4,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use tierscope_engine::trace::parse::{parse_message, parse_part, parse_session, parse_usage};
+use tierscope_engine::formats::opencode::parse::{parse_message, parse_part, parse_session, parse_usage};
 use tierscope_engine::trace::Diagnostics;
 
 fuzz_target!(|data: &[u8]| {

@@ -9,8 +9,8 @@ use std::process::Command;
 use loader_support::*;
 use serde_json::json;
 use tierscope_engine::episode::options::EpisodeOptions;
+use tierscope_engine::formats::opencode::export::{load_export, parse_export};
 use tierscope_engine::trace::load::open;
-use tierscope_engine::trace::opencode::export::{load_export, parse_export};
 use tierscope_engine::trace::{DiagnosticKind, LoadError, ToolStatus, Trace};
 use tierscope_engine::{loaded, policy, replay};
 

@@ -18,9 +18,9 @@ use tierscope_engine::episode::record::EpisodeRecord;
 use tierscope_engine::episode::sidecar::{Dimension, Probe};
 use tierscope_engine::episode::{EpisodeKind, Tier};
 use tierscope_engine::fixture::{generate_in_memory, FixtureConfig};
+use tierscope_engine::formats::opencode::export::parse_export;
 use tierscope_engine::loaded::{from_trace, LoadedSession};
 use tierscope_engine::research::audit::{audit_episode, episode_ids};
-use tierscope_engine::trace::opencode::export::parse_export;
 
 const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/traces");
 const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces");

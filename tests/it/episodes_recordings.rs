@@ -223,7 +223,7 @@ fn invariants_hold_on_every_recording() {
 
 #[test]
 fn max_requests_splits_long_turns() {
-    let t = tierscope_engine::trace::opencode::export::load_export(
+    let t = tierscope_engine::formats::opencode::export::load_export(
         &Path::new(SHARED).join("exports/E1.json"),
     )
     .unwrap();
@@ -242,14 +242,15 @@ fn max_requests_splits_long_turns() {
 
 #[test]
 fn loading_is_deterministic() {
-    let t =
-        tierscope_engine::trace::opencode::export::load_export(&Path::new(SAMPLES).join("C1.json"))
-            .or_else(|_| {
-                tierscope_engine::trace::opencode::export::load_export(
-                    &Path::new(SHARED).join("exports/E2.json"),
-                )
-            })
-            .unwrap();
+    let t = tierscope_engine::formats::opencode::export::load_export(
+        &Path::new(SAMPLES).join("C1.json"),
+    )
+    .or_else(|_| {
+        tierscope_engine::formats::opencode::export::load_export(
+            &Path::new(SHARED).join("exports/E2.json"),
+        )
+    })
+    .unwrap();
     let a = from_trace(t.clone(), &EpisodeOptions::default());
     let b = from_trace(t, &EpisodeOptions::default());
     assert_eq!(a.episodes, b.episodes);
@@ -307,7 +308,7 @@ fn check_constraint_and_rejection(l: &LoadedSession, constraint: &str, error: &s
 
 #[test]
 fn e1_constraint_is_pinned_and_the_rejected_bashism_keeps_its_error() {
-    let t = tierscope_engine::trace::opencode::export::load_export(
+    let t = tierscope_engine::formats::opencode::export::load_export(
         &Path::new(SHARED).join("exports/E1.json"),
     )
     .unwrap();
@@ -368,7 +369,7 @@ fn c1_compactions_and_continuations() {
     if !path.exists() {
         return;
     }
-    let t = tierscope_engine::trace::opencode::export::load_export(&path).unwrap();
+    let t = tierscope_engine::formats::opencode::export::load_export(&path).unwrap();
     assert_eq!(t.compactions.len(), 3);
     let l = from_trace(t, &EpisodeOptions::default());
     let comp: Vec<_> = l
@@ -405,7 +406,7 @@ fn c1_compactions_and_continuations() {
 #[test]
 fn pruned_variant_replaces_pruned_outputs() {
     use tierscope_engine::trace::PartKind;
-    let mut t = tierscope_engine::trace::opencode::export::load_export(
+    let mut t = tierscope_engine::formats::opencode::export::load_export(
         &Path::new(SHARED).join("exports/E1.json"),
     )
     .unwrap();

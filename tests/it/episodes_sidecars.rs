@@ -17,7 +17,7 @@ const SHARED: &str = concat!(
 );
 
 fn e1() -> Trace {
-    tierscope_engine::trace::opencode::export::load_export(
+    tierscope_engine::formats::opencode::export::load_export(
         &Path::new(SHARED).join("exports/E1.json"),
     )
     .unwrap()

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use tierscope_engine::episode::options::EpisodeOptions;
 use tierscope_engine::fixture::{generate_in_memory, FixtureConfig};
+use tierscope_engine::formats::opencode::export::parse_export;
 use tierscope_engine::loaded::{from_trace, LoadedSession};
-use tierscope_engine::trace::opencode::export::parse_export;
 use tierscope_engine::trace::Trace;
 
 /// 1,300 episodes: two full windows and part of a third.

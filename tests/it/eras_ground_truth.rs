@@ -535,8 +535,8 @@ fn v114_overflow_replay_and_kept_tails() {
 /// the user message OpenCode sent (the request bodies of the shared recording).
 #[test]
 fn v118_compaction_requests_are_rebuilt_exactly() {
-    use tierscope_engine::trace::compaction_request;
-    let trace = tierscope_engine::trace::opencode::export::load_export(Path::new(&format!(
+    use tierscope_engine::formats::opencode::compaction_request;
+    let trace = tierscope_engine::formats::opencode::export::load_export(Path::new(&format!(
         "{SHARED}/opencode-1.18.33/exports/E2.json"
     )))
     .expect("export");

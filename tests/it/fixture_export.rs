@@ -6,8 +6,8 @@ use std::path::Path;
 
 use tierscope_engine::episode::sidecar::{parse_probes, Dimension, Needle, ProbeKind};
 use tierscope_engine::fixture::{generate_in_memory, write_fixture, FixtureConfig};
+use tierscope_engine::formats::opencode::export::load_export;
 use tierscope_engine::trace::model::{Message, PartKind, Role, UserKind};
-use tierscope_engine::trace::opencode::export::load_export;
 
 fn cfg(seed: u64, requests: usize) -> FixtureConfig {
     FixtureConfig {
@@ -123,7 +123,7 @@ fn fixture_loads_with_zero_diagnostics_and_has_every_dimension() {
 fn every_needle_is_planted_in_its_source_only_within_its_episode_and_visible_when_due() {
     let (bytes, probes, _) = generate_in_memory(&cfg(11, 900)).unwrap();
     let trace =
-        tierscope_engine::trace::opencode::export::parse_export(&bytes, Path::new("mem.json"))
+        tierscope_engine::formats::opencode::export::parse_export(&bytes, Path::new("mem.json"))
             .unwrap();
     assert!(trace.diagnostics.is_empty());
     // Episode of each message: the index of the human turn it follows.
@@ -184,7 +184,7 @@ fn knobs_shape_the_session() {
     })
     .unwrap();
     let mean_output = |b: &[u8]| {
-        let t = tierscope_engine::trace::opencode::export::parse_export(b, Path::new("k.json"))
+        let t = tierscope_engine::formats::opencode::export::parse_export(b, Path::new("k.json"))
             .unwrap();
         let outs: Vec<usize> = t
             .messages
@@ -221,8 +221,9 @@ fn knobs_shape_the_session() {
     for n in [1, 2, 3, 5] {
         let (b, _, r) = generate_in_memory(&cfg(9, n)).unwrap();
         assert_eq!(r.requests, n);
-        let t = tierscope_engine::trace::opencode::export::parse_export(&b, Path::new("tiny.json"))
-            .unwrap();
+        let t =
+            tierscope_engine::formats::opencode::export::parse_export(&b, Path::new("tiny.json"))
+                .unwrap();
         assert_eq!(t.requests.len(), n);
         assert!(t.diagnostics.is_empty());
     }

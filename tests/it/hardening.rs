@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use loader_support::*;
 use serde_json::{json, Value};
-use tierscope_engine::trace::opencode::export::parse_export;
+use tierscope_engine::formats::opencode::export::parse_export;
 use tierscope_engine::trace::{DiagnosticKind, Trace};
 
 /// An export of `n` turns (user, then an assistant with a tool call and a text); `damage(i)`
@@ -214,7 +214,10 @@ fn token_counts_that_are_not_counts_are_reported_each_and_sums_saturate() {
     assert_eq!(bad["count"], 8, "{bad}");
     assert!(bad["example"].as_str().expect("text").contains("\"120\""));
     let cache_read = v["usage"]["cache_read"].as_u64().expect("cache_read");
-    assert_eq!(cache_read, tierscope_engine::trace::parse::MAX_TOKEN_COUNT);
+    assert_eq!(
+        cache_read,
+        tierscope_engine::formats::opencode::parse::MAX_TOKEN_COUNT
+    );
     // The string "120" is read as 120, not 0; nothing wrapped.
     assert_eq!(v["usage"]["input"], 120 + 3 * 100);
 }

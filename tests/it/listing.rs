@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::loader_support::{TestDb, SAMPLES, SHARED, V2_DDL};
-use tierscope_engine::trace::listing_cache::{self, ListingCache};
+use tierscope_engine::formats::opencode::db::Database;
+use tierscope_engine::formats::opencode::listing_cache::{self, ListingCache};
 use tierscope_engine::trace::load::open;
-use tierscope_engine::trace::opencode::db::Database;
 use tierscope_engine::trace::SessionSummary;
 
 const RECORDINGS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/recordings");
@@ -76,7 +76,9 @@ fn database_sessions_of_one_request_per_message_eras_are_listed_from_rows() {
         for s in source.list_sessions_by_full_load().expect("list") {
             let v2 = rows.full_load.contains(&s.id);
             let info = source.load_session(Some(&s.id)).expect("load");
-            if v2 || !tierscope_engine::trace::listing::from_rows_possible(&info.session) {
+            if v2
+                || !tierscope_engine::formats::opencode::listing::from_rows_possible(&info.session)
+            {
                 continue;
             }
             let read = rows.messages.get(&s.id).map_or(0, Vec::len);
@@ -570,7 +572,7 @@ fn interleaved() -> TestDb {
 /// and lines equal to those of full loads.
 #[test]
 fn the_pass_on_worker_threads_is_the_row_by_row_read() {
-    use tierscope_engine::trace::listing_scan::{self, Entry};
+    use tierscope_engine::formats::opencode::listing_scan::{self, Entry};
     let db = interleaved();
     let database = Database::open(&db.path).expect("open");
     let read = listing_scan::read_all(&database)
@@ -631,7 +633,7 @@ fn the_pass_on_worker_threads_is_the_row_by_row_read() {
 /// same lines as full loads, every time.
 #[test]
 fn a_damaged_message_page_mid_pass_sends_every_line_to_a_full_load() {
-    use tierscope_engine::trace::listing_scan;
+    use tierscope_engine::formats::opencode::listing_scan;
     let (dir, path) = interleaved().with_damaged_leaf("message", 300);
     let database = Database::open(&path).expect("open");
     assert!(listing_scan::read_all(&database).expect("read").is_none());

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use loader_support::*;
 use serde_json::{json, Value};
+use tierscope_engine::formats::opencode::export::{load_export, parse_export};
 use tierscope_engine::trace::load::open;
-use tierscope_engine::trace::opencode::export::{load_export, parse_export};
 
 /// `{info, messages:[{info, parts}]}` → `[{type, data}]` as OpenCode's share sync sends it.
 fn to_share(export: &Value) -> Vec<Value> {

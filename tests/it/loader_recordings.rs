@@ -8,10 +8,10 @@ use std::process::Command;
 
 use loader_support::*;
 use rusqlite::{Connection, OpenFlags};
-use tierscope_engine::trace::discover::Env;
+use tierscope_engine::formats::opencode::db::Database;
+use tierscope_engine::formats::opencode::export::load_export;
+use tierscope_engine::trace::adapter::Env;
 use tierscope_engine::trace::load::{open, open_with_env};
-use tierscope_engine::trace::opencode::db::Database;
-use tierscope_engine::trace::opencode::export::load_export;
 use tierscope_engine::trace::{PartKind, SourceKind, ToolStatus};
 
 #[test]
@@ -283,7 +283,7 @@ fn a_read_only_directory_is_read_through_a_copy() {
 #[test]
 fn a_read_only_directory_after_a_clean_exit_is_read_in_place_and_its_listing_cached() {
     use std::os::unix::fs::PermissionsExt;
-    use tierscope_engine::trace::listing_cache::ListingCache;
+    use tierscope_engine::formats::opencode::listing_cache::ListingCache;
     let rec = &recordings()[0];
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("ro");
@@ -334,7 +334,7 @@ fn with_no_data_the_bundled_sample_loads() {
     let env = Env {
         xdg_data_home: None,
         home: Some(home.path().to_owned()),
-        opencode_db: None,
+        ..Env::default()
     };
     let source = open_with_env(None, &env).expect("bundled");
     assert!(source.is_bundled());
@@ -353,7 +353,7 @@ fn discovery_finds_xdg_data_home_and_opencode_db() {
     let env = Env {
         xdg_data_home: Some(xdg.path().to_owned()),
         home: None,
-        opencode_db: None,
+        ..Env::default()
     };
     let source = open_with_env(None, &env).expect("xdg");
     assert!(
@@ -374,10 +374,7 @@ fn discovery_finds_xdg_data_home_and_opencode_db() {
         data.join("opencode-dev.db-shm"),
     )
     .expect("mv");
-    let env = Env {
-        opencode_db: Some("opencode-dev.db".into()),
-        ..env
-    };
+    let env = env.with_var("OPENCODE_DB", "opencode-dev.db");
     let source = open_with_env(None, &env).expect("OPENCODE_DB");
     assert!(source.describe().contains("opencode-dev.db"));
     assert_eq!(

@@ -14,9 +14,9 @@ use tierscope_engine::episode::segment::{self, Segmentation};
 use tierscope_engine::episode::tiers;
 use tierscope_engine::episode::Strategy;
 use tierscope_engine::fixture::{generate_in_memory, FixtureConfig};
+use tierscope_engine::formats::opencode::compaction_request;
+use tierscope_engine::formats::opencode::export::parse_export;
 use tierscope_engine::tokens::{Tokenizer, TokenizerKind};
-use tierscope_engine::trace::compaction_request;
-use tierscope_engine::trace::opencode::export::parse_export;
 use tierscope_engine::trace::Trace;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");

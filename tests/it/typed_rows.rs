@@ -5,11 +5,11 @@
 //! listing: what a listing line reads of the message.
 
 use rusqlite::{Connection, OpenFlags};
-use tierscope_engine::trace::listing::{self, ListedMessage};
-use tierscope_engine::trace::opencode::db::{
+use tierscope_engine::formats::opencode::db::{
     message_from_row, message_from_row_lenient, part_from_row, part_from_row_lenient,
 };
-use tierscope_engine::trace::opencode::{message_full, message_row};
+use tierscope_engine::formats::opencode::listing::{self, ListedMessage};
+use tierscope_engine::formats::opencode::{message_full, message_row};
 use tierscope_engine::trace::Diagnostics;
 
 use crate::loader_support::recordings;

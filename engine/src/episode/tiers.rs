@@ -471,7 +471,7 @@ fn render(m: &Message, how: Fidelity, parts: std::ops::Range<usize>, json_result
 
 /// When OpenCode stopped sending an errored assistant message: from just after its own requests
 /// (its later steps still saw it), if its release dropped such messages from the history
-/// ([`crate::trace::Dialect::resends_errored`]). Modelled as a prune of the whole message.
+/// ([`crate::formats::opencode::Dialect::resends_errored`]). Modelled as a prune of the whole message.
 fn dropped_after_own_turn(trace: &Trace, m: &Message) -> Option<i64> {
     if trace.dialect.resends(m) {
         return None;

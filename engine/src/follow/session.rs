@@ -7,7 +7,7 @@ use super::Snapshot;
 use crate::episode::options::TierSource;
 use crate::episode::segment::Segmentation;
 use crate::loaded::{LoadOptions, LoadSessionError, LoadedSession, Loader};
-use crate::trace::discover::{self, Env, Input};
+use crate::trace::adapter::{self, Env};
 
 /// Builds a [`LoadedSession`] from each followed [`Snapshot`] through the same [`Loader`] as
 /// [`crate::loaded::load`] (same options, sidecars, children), keeping its tokenizer cache between
@@ -51,10 +51,9 @@ pub fn follow_path(args: &LoadOptions) -> Result<PathBuf, LoadSessionError> {
     if let Some(p) = &args.path {
         return Ok(p.clone());
     }
-    match discover::discover(&Env::from_process())? {
-        Some(Input::Database(p)) | Some(Input::Export(p)) => Ok(p),
-        Some(Input::Storage(t)) => Ok(t.root().to_owned()),
-        Some(Input::DataDir { root, .. }) => Ok(root),
-        None => Err(LoadSessionError::NothingToFollow),
-    }
+    // Several agents' data: the first registered agent's (one source is followed at a time).
+    adapter::discover(&Env::from_process())?
+        .into_iter()
+        .next()
+        .ok_or(LoadSessionError::NothingToFollow)
 }

@@ -1,25 +1,24 @@
 use super::*;
-use crate::trace::discover::Env;
+use crate::trace::adapter::Env;
 
 /// A guard whose agent dirs are those of a fake home inside `root` (never the real ones).
 fn fake_home_guard(root: &Path) -> OutputGuard {
-    OutputGuard::with_agent_env(&AgentEnv {
-        opencode: Env {
+    OutputGuard::with_agent_env(
+        &Env {
             xdg_data_home: Some(root.join("xdg")),
             home: Some(root.join("home")),
-            opencode_db: None,
-        },
-        xdg_config_home: None,
-        claude_config_dir: Some(
-            format!(
+            ..Env::default()
+        }
+        .with_var(
+            "CLAUDE_CONFIG_DIR",
+            &format!(
                 "{},{}",
                 root.join("c1").display(),
                 root.join("c2").display()
-            )
-            .into(),
-        ),
-        codex_home: Some(root.join("codex")),
-    })
+            ),
+        )
+        .with_var("CODEX_HOME", &root.join("codex").display().to_string()),
+    )
 }
 
 fn refused(g: &OutputGuard, out: &Path) -> Conflict {

@@ -1,5 +1,5 @@
 //! A compaction (summary) call in the replay: its own request as OpenCode built it
-//! ([`crate::trace::compaction_request`]), not the conversation's context. OpenCode sends the
+//! ([`crate::formats::opencode::compaction_request`]), not the conversation's context. OpenCode sends the
 //! compaction agent its own system prompt, no tools and (by release) the history clipped or as
 //! one text, so the call is sized from the builder's count plus the compaction agent's system
 //! chunk, and priced like every request.
@@ -9,8 +9,8 @@ use super::policies::Compacted;
 use super::prepare::Prep;
 use super::types::{CompactionCallCost, TierStat, TierStats};
 use crate::episode::{Episode, Tier};
-use crate::trace::compaction_request::CLIP_CHARS;
-use crate::trace::dialect::CompactionShape;
+use crate::formats::opencode::compaction_request::CLIP_CHARS;
+use crate::formats::opencode::dialect::CompactionShape;
 use crate::trace::Trace;
 
 /// Divergence of a built call from the previous call of its conversation (`prev`: its system

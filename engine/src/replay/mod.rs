@@ -40,9 +40,9 @@ pub use types::*;
 
 use crate::episode::sidecar::Probe;
 use crate::episode::Episode;
+use crate::formats::opencode::compaction_request::CompactionSizes;
 use crate::loaded::LoadedSession;
 use crate::policy::{Policy, PolicyKind};
-use crate::trace::compaction_request::CompactionSizes;
 use crate::trace::Trace;
 
 /// What a replay reads: a trace, its episodes with tiers, its probes and milestones.
@@ -57,7 +57,7 @@ pub struct Input<'a> {
     /// The Magic Context compartments behind the episodes, if they come from a `context.db`.
     pub magic_context: Option<&'a crate::episode::magic_context::MagicContextSession>,
     /// The recorded compaction calls as OpenCode built them, and the release's compaction
-    /// prompt, sized at load (see [`crate::trace::compaction_request`]).
+    /// prompt, sized at load (see [`crate::formats::opencode::compaction_request`]).
     pub compaction: &'a CompactionSizes,
 }
 

@@ -52,8 +52,8 @@ impl Default for SynthSpec {
 }
 
 /// Generated sessions hold no compaction.
-static NO_COMPACTION: crate::trace::compaction_request::CompactionSizes =
-    crate::trace::compaction_request::CompactionSizes::NONE;
+static NO_COMPACTION: crate::formats::opencode::compaction_request::CompactionSizes =
+    crate::formats::opencode::compaction_request::CompactionSizes::NONE;
 
 /// A generated session.
 #[derive(Debug, Clone)]
@@ -392,7 +392,12 @@ pub fn generate(spec: &SynthSpec) -> Synth {
             input_may_include_cache: false,
             output_includes_reasoning: false,
         },
-        dialect: crate::trace::Dialect::default(),
+        origin: crate::trace::Origin {
+            agent: "synthetic",
+            version: None,
+            format: "synthetic",
+        },
+        dialect: crate::formats::opencode::Dialect::default(),
         source: SourceKind::Export("synthetic".into()),
         diagnostics: Diagnostics::default(),
         id_index: Default::default(),

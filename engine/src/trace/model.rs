@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::diagnostics::Diagnostics;
-use super::dialect::Dialect;
+use crate::formats::opencode::dialect::Dialect;
 
 /// Session metadata. Every field but `id` is optional in the sources, so defaults are empty.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -103,7 +103,7 @@ pub struct Message {
     pub tokens: Option<Usage>,
     pub cost: f64,
     pub parts: Vec<Part>,
-    /// Set by [`crate::trace::derive`] for user messages.
+    /// Set by [`crate::formats::opencode::derive`] for user messages.
     pub user_kind: Option<UserKind>,
     /// Written by OpenCode's experimental v2 agent loop (a `session_message` row): its requests
     /// have their own system prompt and tools and see only v2 messages.
@@ -351,7 +351,7 @@ impl ToolMetadata {
         ToolMetadata::from_fields(
             v.get("exit"),
             v.get("sessionId"),
-            v.get(crate::trace::opencode::v2::STRUCTURED_OUTPUT),
+            v.get(crate::formats::opencode::v2::STRUCTURED_OUTPUT),
         )
     }
     /// The kept fields from the values of their keys, read as [`ToolMetadata::of`] reads them.
@@ -486,6 +486,18 @@ pub struct TokenSemantics {
     pub output_includes_reasoning: bool,
 }
 
+/// Which agent recorded a trace, which release of it, and in which of its formats: what an
+/// adapter says about a trace it loaded, and the key to that agent's rules.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Origin {
+    /// The adapter's id (`"opencode"`).
+    pub agent: &'static str,
+    /// The agent's version that wrote the session, when recorded.
+    pub version: Option<String>,
+    /// The adapter's word for the format ("database", "export", …).
+    pub format: &'static str,
+}
+
 /// Where a trace was loaded from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "path")]
@@ -507,6 +519,8 @@ pub struct Trace {
     pub children: Vec<ChildLink>,
     pub pruned: Vec<PrunedOutput>,
     pub token_semantics: TokenSemantics,
+    /// The agent, release and format the trace came from.
+    pub origin: Origin,
     /// The release rules the trace was read with.
     pub dialect: Dialect,
     pub source: SourceKind,
@@ -525,6 +539,18 @@ impl PartialEq for MessageIdIndex {
     /// A cache, not data: two traces never differ by it.
     fn eq(&self, _: &Self) -> bool {
         true
+    }
+}
+
+impl SourceKind {
+    /// The format's name, as [`Origin::format`] gives it.
+    pub fn format(&self) -> &'static str {
+        match self {
+            SourceKind::Database(_) => "database",
+            SourceKind::Storage(_) => "JSON storage",
+            SourceKind::Export(_) => "export",
+            SourceKind::Merged(_) => "database + JSON storage",
+        }
     }
 }
 

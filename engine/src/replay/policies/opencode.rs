@@ -33,6 +33,7 @@
 
 use super::{Compacted, Decide, Kind, RequestView, Setup};
 use crate::episode::Tier;
+use crate::formats::opencode::dialect::Era;
 use crate::policy::knobs::{choice, common, num, uint};
 use crate::policy::{KnobSpec, Policy};
 use crate::replay::compaction_call;
@@ -40,7 +41,6 @@ use crate::replay::limits::{self, OUTPUT_TOKEN_MAX};
 use crate::replay::prepare::Filter;
 use crate::replay::state::State;
 use crate::replay::types::{CompactionRun, CutBy, Reason, SummaryPiece};
-use crate::trace::dialect::Era;
 
 /// The `trigger` knob.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,42 +7,14 @@
 
 use std::path::{Path, PathBuf};
 
-use super::error::LoadError;
-use super::opencode::db::looks_like_sqlite;
-use super::opencode::storage::Storage;
-
-/// The environment discovery reads (explicit, so tests need not touch the process environment).
-#[derive(Debug, Clone, Default)]
-pub struct Env {
-    pub xdg_data_home: Option<PathBuf>,
-    pub home: Option<PathBuf>,
-    pub opencode_db: Option<String>,
-}
-
-impl Env {
-    /// The running process's `XDG_DATA_HOME`, `HOME` (`USERPROFILE` on Windows) and `OPENCODE_DB`.
-    pub fn from_process() -> Env {
-        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
-        Env {
-            xdg_data_home: var("XDG_DATA_HOME").map(PathBuf::from),
-            home: var("HOME")
-                .or_else(|| var("USERPROFILE"))
-                .map(PathBuf::from),
-            opencode_db: var("OPENCODE_DB").map(|v| v.to_string_lossy().into_owned()),
-        }
-    }
-}
+use super::db::looks_like_sqlite;
+use super::storage::Storage;
+use crate::trace::adapter::{Confidence, Detection, Env};
+use crate::trace::error::LoadError;
 
 /// OpenCode's data dir for this environment (whether or not it exists).
 pub fn default_data_dir(env: &Env) -> Option<PathBuf> {
-    if let Some(x) = &env.xdg_data_home {
-        if x.is_absolute() {
-            return Some(x.join("opencode"));
-        }
-    }
-    env.home
-        .as_ref()
-        .map(|h| h.join(".local").join("share").join("opencode"))
+    env.data_home().map(|d| d.join("opencode"))
 }
 
 /// What a path holds.
@@ -60,6 +32,17 @@ pub enum Input {
     Storage(Storage),
     /// An `opencode export` file.
     Export(PathBuf),
+}
+
+impl Input {
+    /// The path the input was recognised at.
+    pub fn path(&self) -> &Path {
+        match self {
+            Input::Database(p) | Input::Export(p) => p,
+            Input::DataDir { root, .. } => root,
+            Input::Storage(t) => t.root(),
+        }
+    }
 }
 
 /// `opencode.db` first, then `opencode-<channel>.db` files in name order.
@@ -105,8 +88,38 @@ fn data_dir_input(dir: &Path) -> Option<Input> {
     })
 }
 
-/// Recognise what `path` is: a database (by its SQLite header, or a `.db` name so that a
-/// truncated one gives a database error), a data dir, a storage dir, or else an export file.
+/// What `path` is to OpenCode, if anything: a database (by its SQLite header, or a `.db` name so
+/// that a truncated one gives a database error), a data dir, a storage dir, or else (any other
+/// regular file) an export, which its reader checks.
+pub fn detect(path: &Path, meta: &std::fs::Metadata) -> Option<Detection> {
+    let (kind, confidence) = if meta.is_dir() {
+        if data_dir_input(path).is_some() {
+            ("data dir", Confidence::Content)
+        } else if Storage::detect(path).is_some() {
+            ("JSON storage", Confidence::Content)
+        } else {
+            // Nothing of OpenCode's yet: loading it says so; following it waits for a tree.
+            ("directory", Confidence::Fallback)
+        }
+    } else if looks_like_sqlite(path) {
+        ("database", Confidence::Content)
+    } else if has_database_name(path) {
+        ("database", Confidence::Name)
+    } else {
+        ("export", Confidence::Fallback)
+    };
+    Some(Detection { kind, confidence })
+}
+
+/// A `.db` / `.sqlite` / `.sqlite3` name: OpenCode creates an empty `opencode.db` before its
+/// first page is written.
+pub fn has_database_name(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| matches!(e, "db" | "sqlite" | "sqlite3"))
+}
+
+/// Recognise what `path` is (see [`detect`]), as the input to open.
 pub fn classify(path: &Path) -> Result<Input, LoadError> {
     let meta = std::fs::metadata(path).map_err(|source| LoadError::Io {
         path: path.to_owned(),
@@ -125,24 +138,20 @@ pub fn classify(path: &Path) -> Result<Input, LoadError> {
         // Checked before anything opens it: a FIFO would block, a device never end.
         return Err(LoadError::NotAFile {
             path: path.to_owned(),
-            kind: super::input::file_kind(&meta),
+            kind: crate::trace::input::file_kind(&meta),
         });
     }
-    let by_name = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| matches!(e, "db" | "sqlite" | "sqlite3"));
-    if looks_like_sqlite(path) || by_name {
+    if looks_like_sqlite(path) || has_database_name(path) {
         return Ok(Input::Database(path.to_owned()));
     }
     Ok(Input::Export(path.to_owned()))
 }
 
 /// With no path argument: `$OPENCODE_DB`, else the default data dir. `Ok(None)` when there is no
-/// OpenCode data at all (the caller then falls back to the bundled sample).
+/// OpenCode data at all.
 pub fn discover(env: &Env) -> Result<Option<Input>, LoadError> {
     let data = default_data_dir(env);
-    if let Some(db) = env.opencode_db.as_deref().filter(|d| *d != ":memory:") {
+    if let Some(db) = env.var("OPENCODE_DB").filter(|d| *d != ":memory:") {
         let p = Path::new(db);
         let p = if p.is_absolute() {
             p.to_owned()
@@ -166,7 +175,7 @@ mod tests {
         let env = Env {
             xdg_data_home: Some("/x/data".into()),
             home: Some("/home/u".into()),
-            opencode_db: None,
+            ..Env::default()
         };
         assert_eq!(
             default_data_dir(&env),

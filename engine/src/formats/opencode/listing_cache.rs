@@ -25,7 +25,7 @@
 //!   before the rows are read, so a write that lands during the pass makes the next listing a
 //!   miss, never a stale hit.
 //!
-//! Not cached: a database read through a temporary copy (see [`crate::trace::opencode::db`]: a
+//! Not cached: a database read through a temporary copy (see [`crate::formats::opencode::db`]: a
 //! read-only directory whose database has a `-wal`; the copy is made before a marker could be
 //! taken), and JSON trees (OpenCode before 1.2: no marker short of reading every message file
 //! tells that one did not change).
@@ -36,12 +36,12 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::diagnostics::Diagnostics;
-use super::error::LoadError;
+use super::db::Database;
 use super::listing::{Digest, Rows};
 use super::listing_scan::{hash_all, read_all, read_sessions, Entry, Keyed, Read};
-use super::model::{ModelRef, SessionInfo, Usage};
-use super::opencode::db::Database;
+use crate::trace::diagnostics::Diagnostics;
+use crate::trace::error::LoadError;
+use crate::trace::model::{ModelRef, SessionInfo, Usage};
 
 /// Databases whose listing is kept.
 pub const MAX_FILES: usize = 64;
@@ -54,17 +54,7 @@ const MAGIC: &[u8; 8] = b"TSLSTv1\n";
 /// The format and the build that wrote it: a file of another one is not read.
 const VERSION: &str = concat!("listing-2 tierscope-engine ", env!("CARGO_PKG_VERSION"));
 
-/// Where the listing cache is.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum ListingCache {
-    /// [`crate::tokens::default_cache_dir`] (`$TIERSCOPE_CACHE_DIR`, else the platform's).
-    #[default]
-    Default,
-    /// This cache dir (the file goes to `<dir>/listing/`).
-    At(PathBuf),
-    /// No cache: every listing reads every row.
-    Off,
-}
+pub use crate::trace::adapter::ListingCache;
 
 impl ListingCache {
     fn dir(&self) -> Option<PathBuf> {

@@ -1,4 +1,4 @@
-//! The listing's read of a `message.data` column ([`crate::trace::listing`]): the role, the
+//! The listing's read of a `message.data` column ([`crate::formats::opencode::listing`]): the role, the
 //! summary flag, the recorded tokens and cost, `time.created` and `path.cwd`, straight from the
 //! text, nothing allocated but the working directory. Every other key is checked as strictly as a
 //! `serde_json::Value` would be built from it, so a row is taken only where the loader's lenient
@@ -12,8 +12,8 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::Number;
 
 use super::part_row::{Checked, NotTaken, Text};
+use crate::formats::opencode::parse::MAX_TOKEN_COUNT;
 use crate::trace::model::Usage;
-use crate::trace::parse::MAX_TOKEN_COUNT;
 
 /// What the listing reads of one message.
 #[derive(Debug, Clone, PartialEq)]

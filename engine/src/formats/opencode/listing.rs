@@ -1,9 +1,9 @@
 //! The session listing (`tierscope sessions`, the explorer's picker) from message rows alone.
 //!
 //! A listing line shows counts, recorded tokens and cost. Loading every message and part of every
-//! session for that (what [`super::load::Source::list_sessions`] did) costs the whole store; here
+//! session for that (what [`crate::trace::load::Source::list_sessions`] did) costs the whole store; here
 //! each store gives its messages *without their parts* — a database one pass over `message`, each
-//! `data` read for the few fields a line needs ([`super::opencode::message_row`]), a JSON tree its
+//! `data` read for the few fields a line needs ([`super::message_row`]), a JSON tree its
 //! message files and not its part files — and the line is derived by the loader's rules (one
 //! request per assistant message, message order, directory from `path.cwd`), so it equals the
 //! line of a full load.
@@ -22,8 +22,8 @@
 use std::collections::{HashMap, HashSet};
 
 use super::dialect::{parse_version, Era};
-use super::model::{Message, SessionInfo, SourceKind, Usage};
-pub use super::opencode::message_row::ListedMessage;
+pub use super::message_row::ListedMessage;
+use crate::trace::model::{Message, SessionInfo, SourceKind, Usage};
 
 /// What one line of the listing counts.
 #[derive(Debug, Clone, PartialEq)]
@@ -92,8 +92,8 @@ pub fn listed(m: &Message) -> Option<ListedMessage> {
 
 /// The line of `info` from its messages (merged from every store, earlier store first), read
 /// from `source`. A message without parts is one request whose usage is its `tokens` and `cost`
-/// ([`crate::trace::steps::requests_of`]); costs are summed in request order, that is message
-/// order, which [`crate::trace::derive::order_messages`] decides the same way here.
+/// ([`crate::formats::opencode::steps::requests_of`]); costs are summed in request order, that is message
+/// order, which [`crate::formats::opencode::derive::order_messages`] decides the same way here.
 pub fn tally(info: &SessionInfo, mut messages: Vec<ListedMessage>, source: &SourceKind) -> Tally {
     let by_id = super::dialect::Dialect::detect(info.version.as_deref(), &Default::default())
         .orders_by_id()

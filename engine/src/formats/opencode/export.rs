@@ -9,12 +9,12 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::trace::derive::build_trace;
+use crate::formats::opencode::derive::build_trace;
+use crate::formats::opencode::parse::{parse_message, parse_part, parse_session};
 use crate::trace::diagnostics::{DiagnosticKind, Diagnostics};
 use crate::trace::error::LoadError;
 use crate::trace::lenient;
 use crate::trace::model::{SourceKind, Trace};
-use crate::trace::parse::{parse_message, parse_part, parse_session};
 
 /// The largest export read (a 100k-request session is about 0.4 GB).
 pub const MAX_EXPORT_BYTES: u64 = 4 << 30;

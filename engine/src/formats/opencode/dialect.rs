@@ -258,7 +258,7 @@ impl Dialect {
 
     /// Whether later requests sent assistant message `m` (false only for an errored one this
     /// release dropped).
-    pub fn resends(&self, m: &super::model::Message) -> bool {
+    pub fn resends(&self, m: &crate::trace::model::Message) -> bool {
         match m.error.as_ref().filter(|_| m.is_assistant()) {
             Some(e) => self.resends_errored(&e.name, m.has_content()),
             None => true,

@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::formats::opencode::parse::{parse_message_with_inline_parts, parse_part, parse_session};
 use crate::trace::diagnostics::{DiagnosticKind, Diagnostics};
 use crate::trace::model::{Message, SessionInfo};
-use crate::trace::parse::{parse_message_with_inline_parts, parse_part, parse_session};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {
@@ -179,7 +179,7 @@ impl Storage {
     }
 
     /// The messages of one session as their message files hold them, without reading a part
-    /// file (the listing's read, see [`crate::trace::listing`]; parts stored inline are kept).
+    /// file (the listing's read, see [`crate::formats::opencode::listing`]; parts stored inline are kept).
     pub fn listing_messages(&self, session_id: &str, diags: &mut Diagnostics) -> Vec<Message> {
         json_files(&self.message_dir(session_id))
             .iter()

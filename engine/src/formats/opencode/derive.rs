@@ -2,10 +2,11 @@
 //! compaction events, sub-agent links, pruned outputs. Shared by every loader so that the same
 //! session loads to the same trace from any format.
 
-use super::diagnostics::{DiagnosticKind, Diagnostics};
 use super::dialect::{Dialect, InputSemantics, Markers};
-use super::model::*;
 use super::steps::{recorded_prompt, requests_of, semantics_for};
+use crate::trace::adapter::Adapter;
+use crate::trace::diagnostics::{DiagnosticKind, Diagnostics};
+use crate::trace::model::*;
 
 /// OpenCode's auto-continue prompt (before 1.4.7 it carried no metadata marker).
 pub const CONTINUE_PREFIX: &str = "Continue if you have next steps";
@@ -178,6 +179,7 @@ pub fn build_trace(
     };
     // Grown by doubling and kept for the session's life.
     requests.shrink_to_fit();
+    let session_version = session.version.clone();
     Trace {
         session,
         messages,
@@ -186,6 +188,11 @@ pub fn build_trace(
         children,
         pruned,
         token_semantics,
+        origin: Origin {
+            agent: super::OpenCode.id(),
+            version: session_version,
+            format: source.format(),
+        },
         dialect,
         source,
         diagnostics,

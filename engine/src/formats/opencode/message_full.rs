@@ -17,8 +17,8 @@ use serde_json::{Number, Value};
 
 use super::message_row::{Num, Tokens};
 use super::part_row::{int, Checked, NotTaken, Text};
+use crate::formats::opencode::parse::{message_error, parse_model_ref};
 use crate::trace::model::{Message, ModelRef, Role};
-use crate::trace::parse::{message_error, parse_model_ref};
 
 /// Read `data` as the message `id` of `session_id`; `time_column` is the row's `time_created`
 /// column, which fills in a missing `time.created` as the lenient reading does.
@@ -71,7 +71,7 @@ pub fn read(
         parts: Vec::new(),
         user_kind: None,
         v2: false,
-        cwd: crate::trace::parse::path_cwd(raw.path.as_ref()),
+        cwd: crate::formats::opencode::parse::path_cwd(raw.path.as_ref()),
     })
 }
 

@@ -4,8 +4,8 @@
 
 use serde_json::Value;
 
-use super::diagnostics::{DiagnosticKind, Diagnostics};
-use super::model::*;
+use crate::trace::diagnostics::{DiagnosticKind, Diagnostics};
+use crate::trace::model::*;
 
 fn s(v: &Value, key: &str) -> Option<String> {
     v.get(key).and_then(Value::as_str).map(str::to_owned)
@@ -146,10 +146,10 @@ pub(crate) fn path_cwd(path: Option<&Value>) -> Option<String> {
 }
 
 /// A stored message object with the parts it carries inline: the 0.1.x "v1" format (`metadata`
-/// and inline parts without ids, rewritten by [`crate::trace::opencode::message_v1`]) or a
+/// and inline parts without ids, rewritten by [`crate::formats::opencode::message_v1`]) or a
 /// MessageV2 object (whose parts live elsewhere; an inline `parts` array is read too).
 pub fn parse_message_with_inline_parts(v: &Value, diags: &mut Diagnostics) -> Option<Message> {
-    use crate::trace::opencode::message_v1;
+    use crate::formats::opencode::message_v1;
     if message_v1::is_v1(v) {
         let (info, parts) = message_v1::to_v2(v);
         let mut m = parse_message(&info, diags)?;

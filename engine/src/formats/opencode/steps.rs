@@ -7,7 +7,7 @@
 //! more request that failed before it could write a `step-start` (an HTTP error).
 
 use super::dialect::{Dialect, InputSemantics};
-use super::model::{Message, PartKind, RequestStatus, Usage};
+use crate::trace::model::{Message, PartKind, RequestStatus, Usage};
 
 /// One request of an assistant message (before numbering).
 #[derive(Debug, Clone, PartialEq)]

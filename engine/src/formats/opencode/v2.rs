@@ -9,10 +9,10 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::trace::compaction_request;
+use crate::formats::opencode::compaction_request;
+use crate::formats::opencode::parse::parse_message;
 use crate::trace::diagnostics::{DiagnosticKind, Diagnostics};
 use crate::trace::model::Message;
-use crate::trace::parse::parse_message;
 
 use super::db::part_from_object;
 

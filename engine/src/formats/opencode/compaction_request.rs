@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::dialect::{parse_version, CompactionShape, Dialect, Version};
-use super::model::{CompactionStyle, Message, PartKind, ToolPart, ToolStatus, Trace};
+use crate::trace::model::{CompactionStyle, Message, PartKind, ToolPart, ToolStatus, Trace};
 
 /// What OpenCode sends in place of an output it pruned.
 pub const PRUNED_OUTPUT: &str = "[Old tool result content cleared]";

@@ -14,12 +14,12 @@ use std::collections::HashSet;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::error::LoadError;
+use super::db::{Database, ListingRow, ListingRows};
 use super::listing::{self, Digest, Rows};
-use super::opencode::db::{Database, ListingRow, ListingRows};
-use super::opencode::message_row::{self, ListedMessage};
-use super::opencode::part_row::NotTaken;
-use super::opencode::row_pipeline;
+use super::message_row::{self, ListedMessage};
+use super::part_row::NotTaken;
+use super::row_pipeline;
+use crate::trace::error::LoadError;
 
 /// What the listing keeps of one session of one database: a digest of its messages, or that it
 /// must be loaded in full (a row the quick read cannot take).

@@ -4,7 +4,7 @@
 //! are read straight from the text, strings borrowed where they have no escapes, and everything
 //! else is only checked.
 //!
-//! It takes a row only where it gives exactly what [`crate::trace::parse::parse_part`] gives:
+//! It takes a row only where it gives exactly what [`crate::formats::opencode::parse::parse_part`] gives:
 //! the common part types, each field of the type the JSON normally has. Anything else — another
 //! part type, a field of an odd type (a count as a string, `null` where the lenient reading
 //! differs), text serde_json rejects (which the lenient parser repairs and reports) — is
@@ -18,9 +18,9 @@ use std::fmt;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Number, Value};
 
+use crate::formats::opencode::parse::{parse_usage, tool_part, ToolFields};
 use crate::trace::diagnostics::Diagnostics;
 use crate::trace::model::{Part, PartKind, ToolMetadata};
-use crate::trace::parse::{parse_usage, tool_part, ToolFields};
 
 /// The row was not read here; read it the lenient way.
 #[derive(Debug)]
@@ -82,7 +82,7 @@ pub fn read(data: &str, id: &str, diags: &mut Diagnostics) -> Result<Part, NotTa
         },
         Some("patch") => PartKind::Patch {
             hash: text(raw.hash),
-            files: crate::trace::parse::string_array(raw.files.as_ref()),
+            files: crate::formats::opencode::parse::string_array(raw.files.as_ref()),
         },
         Some("tool") => {
             let state = raw.state.unwrap_or_default();
@@ -322,7 +322,7 @@ mod tests {
         let data = format!(
             r#"{{"type":"tool","tool":"read","callID":"c","state":{{"status":"completed","output":"",
             "metadata":{{"{}":true,"exit":3,"sessionId":"ses_x","preview":"dropped"}}}}}}"#,
-            crate::trace::opencode::v2::STRUCTURED_OUTPUT
+            crate::formats::opencode::v2::STRUCTURED_OUTPUT
         );
         let mut diags = Diagnostics::default();
         let part = read(&data, "prt_1", &mut diags).expect("taken");

@@ -20,11 +20,11 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, Row};
 use serde_json::{Map, Value};
 
+use crate::formats::opencode::listing::Rows;
+use crate::formats::opencode::parse::{parse_message, parse_model_ref, parse_part};
 use crate::trace::diagnostics::{DiagnosticKind, Diagnostics};
 use crate::trace::error::LoadError;
-use crate::trace::listing::Rows;
 use crate::trace::model::{Message, Part, SessionInfo};
-use crate::trace::parse::{parse_message, parse_model_ref, parse_part};
 
 use super::row_pipeline::{self, Cell};
 use super::v2;
@@ -195,7 +195,7 @@ impl Database {
         let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
-            // Read into the session's fields directly, by the rules [`crate::trace::parse::parse_session`] applies to
+            // Read into the session's fields directly, by the rules [`crate::formats::opencode::parse::parse_session`] applies to
             // the object these columns make (a key of another type than it takes is absent).
             let mut info = SessionInfo::default();
             let (mut id, mut created, mut updated) = (None, None, None);
@@ -238,7 +238,7 @@ impl Database {
         Ok(out)
     }
 
-    /// Messages of one session with their parts (unordered; [`crate::trace::derive`] orders).
+    /// Messages of one session with their parts (unordered; [`crate::formats::opencode::derive`] orders).
     /// A row whose `data` is not JSON is skipped with a `corrupt_json` diagnostic; a part whose
     /// message is missing becomes an `orphan_part` diagnostic.
     pub fn messages(
@@ -409,7 +409,7 @@ impl Database {
     /// Read the part rows of `sql` (one `?1` parameter) into `messages` (by `index`), in
     /// storage order; what reading them reports is pushed in `(message_id, id)` order, as SQLite
     /// would order the rows, so diagnostics come out as an `ORDER BY` gave them (the parts
-    /// themselves are put in id order by [`crate::trace::derive`]). `false` when a damaged page
+    /// themselves are put in id order by [`crate::formats::opencode::derive`]). `false` when a damaged page
     /// ended the scan: the parts read are dropped again (the caller reads message by message), as
     /// an `ORDER BY`'s sort failed before its first row.
     fn read_parts(
@@ -474,14 +474,14 @@ impl Database {
         Ok(true)
     }
 
-    /// Every session's messages without their parts, for the listing ([`crate::trace::listing`]):
+    /// Every session's messages without their parts, for the listing ([`crate::formats::opencode::listing`]):
     /// one pass over `message` whose `data` is read for the few fields a listing line needs
     /// ([`super::message_row`]). A row that read cannot take exactly (not UTF-8, JSON the
     /// lenient parser would repair, a field of an odd type) sends its session to a full load, as
     /// does a row of the v2 `session_message` table. `None` when the pass cannot be made at all
     /// (no usable message table, a damaged page): then every line is loaded in full.
     pub fn listing_rows(&self) -> Result<Option<Rows>, LoadError> {
-        Ok(crate::trace::listing_scan::read_all(self)?.map(|r| r.rows))
+        Ok(crate::formats::opencode::listing_scan::read_all(self)?.map(|r| r.rows))
     }
 
     /// The sessions of the v2 `session_message` table (the listing loads them in full); `None`
@@ -943,7 +943,7 @@ fn text_cow(v: ValueRef<'_>) -> Option<Cow<'_, str>> {
     }
 }
 
-/// A session column as [`crate::trace::parse::parse_session`] would see it in a JSON object.
+/// A session column as [`crate::formats::opencode::parse::parse_session`] would see it in a JSON object.
 enum SessionCell {
     Text(String),
     Int(i64),

@@ -1,0 +1,18 @@
+//! One folder per agent whose recordings tierscope reads, each behind
+//! [`crate::trace::adapter::Adapter`], and the registry that lists them.
+//!
+//! Adding an agent: a folder here with its adapter, and one line in [`ADAPTERS`].
+
+use crate::trace::adapter::{Adapter, SessionStore};
+use crate::trace::error::LoadError;
+
+pub mod opencode;
+
+/// Every agent tierscope reads, in the order detection breaks ties and discovery lists them.
+pub static ADAPTERS: &[&dyn Adapter] = &[&opencode::OpenCode];
+
+/// The sample session compiled into the binary (an OpenCode export of a dependency migration),
+/// opened when no agent data is found.
+pub fn bundled_sample() -> Result<Box<dyn SessionStore>, LoadError> {
+    Ok(Box::new(opencode::store::open_bundled()?))
+}
