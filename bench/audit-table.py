@@ -3,7 +3,7 @@
 
     bench/audit-table.py AFTER_BIN [BEFORE_BIN]
 
-For each recording (the bundled samples and the shared recordings of all three OpenCode eras,
+For each recording (the bundled samples and the recordings of three OpenCode eras in tests/recordings,
 every main session of each), runs `BIN audit PATH --session ID --format json` (every strategy the
 binary audits by default) and prints, per session and strategy, tokens and needle survival of
 the tiers below `full`, and the non-monotonic and unsupported counts; then the totals per
@@ -18,15 +18,15 @@ import tempfile
 
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(here)
-shared = os.environ.get("SHARED_TRACES", os.path.join(root, "..", "shared", "traces"))
+recordings = os.path.join(root, "tests", "recordings")
 
 INPUTS = [
     ("M1", os.path.join(root, "sample-traces", "M1.json")),
     ("B1", os.path.join(root, "sample-traces", "B1.json")),
     ("C1", os.path.join(root, "sample-traces", "C1.json")),
-    ("1.18.33", os.path.join(shared, "opencode-1.18.33", "data")),
-    ("1.1.65", os.path.join(shared, "opencode-1.1.65", "data")),
-    ("0.5.29", os.path.join(shared, "opencode-0.5.29", "data")),
+    ("1.18.33", os.path.join(recordings, "opencode-1.18.33", "data")),
+    ("1.1.65", os.path.join(recordings, "opencode-1.1.65", "data")),
+    ("0.5.29", os.path.join(recordings, "opencode-0.5.29", "data")),
 ]
 TIERS = ["dense", "compact", "anchor"]
 

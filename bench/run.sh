@@ -18,7 +18,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/bench/out}
 SIZES=${SIZES-"1000 10000 100000"}  # SIZES="": no synthetic inputs (only the recording)
 OPENCODE=${OPENCODE:-/opt/oc/node_modules/.bin/opencode}
-SHARED=${SHARED:-$ROOT/../shared/traces/opencode-1.18.33}
+REC118=${REC118:-$ROOT/tests/recordings/opencode-1.18.33}
 POLICIES=${POLICIES:-"full truncate opencode age retention decay oracle oracle-legal"}
 LOAD_SIZES=${LOAD_SIZES:-"rec $SIZES"}     # inputs for the load / memory measurements
 REPLAY_SIZES=${REPLAY_SIZES:-"rec $SIZES"} # inputs for the whole-command replay timings
@@ -54,8 +54,7 @@ INPUTS=()
 log "inputs"
 # The largest recording: the biggest export among the recordings that ship a database.
 REC_DB="" REC_ID="" REC_JSON=""
-for dir in "$ROOT/sample-traces" "$SHARED/exports"; do
-  [ -d "$dir" ] || continue
+for dir in "$ROOT/sample-traces" "$REC118/exports"; do
   for f in "$dir"/*.json; do
     case $f in *manifest.json | *.probes.json | *.annotations.json | *.tiers.json) continue ;; esac
     if [ -z "$REC_JSON" ] || [ "$(stat -c %s "$f")" -gt "$(stat -c %s "$REC_JSON")" ]; then
@@ -65,7 +64,7 @@ for dir in "$ROOT/sample-traces" "$SHARED/exports"; do
 done
 REC_ID=$(python3 -c 'import json,sys; r=open(sys.argv[1],"rb").read(); print(json.loads(r[r.index(b"{"):])["info"]["id"])' "$REC_JSON")
 mkdir -p "$OUT/rec"
-python3 bench/export_to_db.py "$SHARED/data/opencode.db" "$REC_JSON" "$OUT/rec/rec.db" >&2
+python3 bench/export_to_db.py "$REC118/data/opencode.db" "$REC_JSON" "$OUT/rec/rec.db" >&2
 cp "$REC_JSON" "$OUT/rec/rec.json"
 INPUTS+=("rec|$OUT/rec/rec.db|$REC_ID|$OUT/rec/rec.json")
 for n in $SIZES; do
@@ -74,7 +73,7 @@ for n in $SIZES; do
   if [ ! -f "$d/fx.db" ]; then
     # One episode per five requests: the 10k input is the "10k requests x 2k episodes" of the target.
     "$TS" fixture --seed 1 --requests "$n" --episodes $((n / 5)) --name fx --out "$d" >&2
-    python3 bench/export_to_db.py "$SHARED/data/opencode.db" "$d/fx.json" "$d/fx.db" >&2
+    python3 bench/export_to_db.py "$REC118/data/opencode.db" "$d/fx.json" "$d/fx.db" >&2
   fi
   id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["info"]["id"])' "$d/fx.json")
   INPUTS+=("$n|$d/fx.db|$id|$d/fx.json")
@@ -167,7 +166,7 @@ for n in $LIST_SIZES; do
   db=$OUT/many/sessions-$n.db
   if [ ! -f "$db" ]; then
     mkdir -p "$OUT/many"
-    python3 bench/many_sessions_db.py "$TS" "$SHARED/data/opencode.db" "$db" "$n" >&2
+    python3 bench/many_sessions_db.py "$TS" "$REC118/data/opencode.db" "$db" "$n" >&2
   fi
   log "listing $n sessions ($(stat -c %s "$db") bytes)"
   # The listing cache (engine/src/trace/listing_cache.rs): `-cold` starts from an empty cache dir

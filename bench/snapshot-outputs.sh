@@ -4,21 +4,22 @@
 #   bench/snapshot-outputs.sh BIN_BEFORE /tmp/before
 #   bench/snapshot-outputs.sh BIN_AFTER  /tmp/after
 #   diff -r /tmp/before /tmp/after && echo identical
-# Inputs: the bundled sample traces and, when present, the shared recordings (../shared/traces).
+# Inputs: the bundled sample traces and the recordings of three OpenCode eras (tests/recordings).
 set -uo pipefail
 bin=$(realpath "${1:?usage: snapshot-outputs.sh BIN OUTDIR}")
 out=${2:?usage: snapshot-outputs.sh BIN OUTDIR}
 here=$(cd "$(dirname "$0")/.." && pwd)
-shared=${SHARED_TRACES:-$here/../shared/traces}
+recs=$here/tests/recordings
 mkdir -p "$out"
 export TIERSCOPE_CACHE_DIR=${TIERSCOPE_CACHE_DIR:-$(mktemp -d)}
 export NO_COLOR=1
 
 inputs=()
 for f in "$here"/sample-traces/{M1,B1,C1}.json "$here"/sample-traces/opencode.db; do inputs+=("$f"); done
-for f in "$shared"/opencode-1.18.33/exports/*.json "$shared"/opencode-1.18.33/data \
-         "$shared"/opencode-1.1.65/data "$shared"/opencode-0.5.29/data; do
-  [ -e "$f" ] && inputs+=("$f")
+for f in "$recs"/opencode-1.18.33/exports/*.json "$recs"/opencode-1.18.33/data \
+         "$recs"/opencode-1.1.65/data "$recs"/opencode-0.5.29/data; do
+  [ -e "$f" ] || { echo "missing input: $f" >&2; exit 1; }
+  inputs+=("$f")
 done
 
 run() { # name, args...
@@ -30,7 +31,7 @@ run() { # name, args...
 run policies policies --json
 run policies-table policies
 for i in "${inputs[@]}"; do
-  key=$(echo "${i#"$here"/}" | sed 's#\.\./shared/traces/##; s#[/.]#_#g')
+  key=$(echo "${i#"$here"/}" | sed 's#^tests/recordings/##; s#[/.]#_#g')
   run "sessions.$key" sessions "$i" --json
   # every session of the input, for the per-session commands
   mapfile -t ids < <("$bin" sessions "$i" --json 2>/dev/null | python3 -c 'import json,sys; [print(s["id"]) for s in json.load(sys.stdin)]' 2>/dev/null)

@@ -15,9 +15,10 @@
 //!   an already loaded session (`TIERSCOPE_BENCH_REPLAY`, default: the export), budget = the
 //!   model's usable input limit.
 //!
-//! Inputs: `TIERSCOPE_BENCH_EXPORT` (default: the shared E2 recording),
-//! `TIERSCOPE_BENCH_TEXTS` (default: the texts of that export, extracted by the same rule) and
-//! `TIERSCOPE_BENCH_REPLAY` (any path `tierscope` loads; default: the export).
+//! Inputs: `TIERSCOPE_BENCH_EXPORT` (default: the E2 recording,
+//! `tests/recordings/opencode-1.18.33/exports/E2.json`), `TIERSCOPE_BENCH_TEXTS` (default: the
+//! texts of that export, extracted by the same rule) and `TIERSCOPE_BENCH_REPLAY` (any path
+//! `tierscope` loads; default: the export).
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -31,7 +32,7 @@ use tierscope_engine::tokens::{count_exact, Tokenizer, TokenizerKind};
 
 const DEFAULT_EXPORT: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../shared/traces/opencode-1.18.33/exports/E2.json"
+    "/tests/recordings/opencode-1.18.33/exports/E2.json"
 );
 
 fn export_path() -> PathBuf {

@@ -2,8 +2,8 @@
 
 use clap::Parser;
 
-// mimalloc: a load is millions of small strings (every text, id and tool output of a session);
-// glibc's allocator spent about a fifth of a 10k-request load in malloc/free and page faults.
+// mimalloc: a load is millions of small strings (every text, id and tool output of a session),
+// the allocation pattern glibc's allocator handles worst (malloc/free and page faults).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -169,7 +169,7 @@ pub fn options_from_args(args: &LoadOptions) -> Result<EpisodeOptions, LoadSessi
 /// warning).
 pub fn load(args: &LoadOptions) -> Result<LoadedSession, LoadSessionError> {
     if args.rules.is_none() {
-        // Compiled while the session is read (about 20 ms that were spent after it).
+        // Compiled on another thread while the session is read, so the load does not wait for it.
         Rules::prepare_embedded();
     }
     let source = crate::trace::load::open(args.path.as_deref())?;
@@ -415,8 +415,8 @@ pub fn from_trace_with(
         strategy,
     };
     // Episodes are drafted, counted and finalized a window at a time: the texts of one window
-    // are all that is held before counting (a 100k-request session's tier texts are about
-    // 150 MB), and dropped after it when the caller asked for counts only. One count batch
+    // are all that is held before counting (not the whole session's, which grow with it), and
+    // dropped after it when the caller asked for counts only. One count batch
     // spans the windows, so the counts and the statistics are those of a single batch.
     let mut batch = tokenizer.batch();
     let mut episodes_without_external = 0usize;

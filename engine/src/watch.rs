@@ -473,7 +473,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let src = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../../shared/traces/opencode-1.18.33/data/opencode.db"
+            "/../tests/recordings/opencode-1.18.33/data/opencode.db"
         );
         let db = dir.path().join("opencode.db");
         std::fs::copy(src, &db).unwrap();

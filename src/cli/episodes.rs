@@ -434,8 +434,8 @@ fn write_records(
     Ok(())
 }
 
-/// The `--json` document, serialized as it is written (a 100k-request session's document is
-/// never built in memory). Keys in this order are a stable interface.
+/// The `--json` document, serialized as it is written (a large session's document is never
+/// built in memory). Keys in this order are a stable interface.
 pub fn to_json(l: &LoadedSession) -> EpisodesDoc<'_> {
     document(l, None)
 }
@@ -509,8 +509,8 @@ struct SidecarOut<'a> {
 
 /// The episodes of a session, each serialized when it is written; or, for the pretty document
 /// (`pretty_at`: the depth of the array's elements in it), rendered a few hundred at a time on
-/// every core and written as they are, the same bytes (a 100k-request session's episodes are
-/// 240 MB of JSON).
+/// every core and written as they are, the same bytes (a large session's episodes are never
+/// all rendered at once).
 struct EpisodesOut<'a> {
     session: &'a LoadedSession,
     pretty_at: Option<usize>,

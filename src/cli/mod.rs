@@ -76,8 +76,8 @@ pub enum Command {
 
 /// Leave `loaded` (a loaded session, its trace, a replay) to the operating system instead of
 /// freeing it: the command is done with it and the process exits next, so freeing hundreds of
-/// thousands of small allocations one by one is pure cost (12 % of a warm 10k-request `inspect`,
-/// BENCHMARKS.md). Only the commands' `run` functions call this, each once, on its way out.
+/// thousands of small allocations one by one is pure cost. Only the commands' `run` functions
+/// call this, each once, on its way out.
 pub(crate) fn keep_until_exit<T>(loaded: T) {
     std::mem::forget(loaded);
 }

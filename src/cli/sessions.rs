@@ -34,7 +34,8 @@ pub fn run(args: &SessionsArgs) -> anyhow::Result<()> {
             report::stderr::warn(&format!("{} ×{}: {}", d.kind.as_str(), d.count, d.example));
         }
     }
-    // A database of thousands of sessions: freeing them is a tenth of a warm listing.
+    // A database of thousands of sessions: freeing them one by one would cost more than the
+    // warm listing itself does to print them.
     super::keep_until_exit((source, sessions));
     Ok(())
 }

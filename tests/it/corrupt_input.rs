@@ -15,7 +15,7 @@ use tierscope_engine::trace::{DiagnosticKind, LoadError, ToolStatus, Trace};
 use tierscope_engine::{loaded, policy, replay};
 
 fn e1_export() -> std::path::PathBuf {
-    Path::new(SHARED).join("opencode-1.18.33/exports/E1.json")
+    Path::new(RECORDINGS).join("opencode-1.18.33/exports/E1.json")
 }
 
 /// Run `tierscope inspect <path> --json`; returns (exit ok, stdout, stderr).
@@ -70,7 +70,7 @@ fn survives_stages(t: &Trace) {
 
 #[test]
 fn a_truncated_database_is_one_clear_error() {
-    let src = Path::new(SHARED).join("opencode-1.18.33/data/opencode.db");
+    let src = Path::new(RECORDINGS).join("opencode-1.18.33/data/opencode.db");
     let tmp = tempfile::tempdir().expect("tempdir");
     for (name, len) in [("cut.db", 8192usize), ("tiny.db", 40), ("empty.db", 0)] {
         let p = tmp.path().join(name);
@@ -442,7 +442,7 @@ fn cuts_at_many_offsets_never_panic() {
             Err(e) => assert!(!e.to_string().is_empty()),
         }
     }
-    let db = bytes(&Path::new(SHARED).join("opencode-1.18.33/data/opencode.db"));
+    let db = bytes(&Path::new(RECORDINGS).join("opencode-1.18.33/data/opencode.db"));
     let tmp = tempfile::tempdir().expect("tempdir");
     for len in (0..db.len()).step_by(65536) {
         let p = tmp.path().join(format!("cut{len}.db"));

@@ -950,11 +950,7 @@ fn unknown_model_folds_and_demotes_under_pressure_at_the_default_budget() {
 /// the default budget `decay` refolds through the backstop and demotes the old episodes.
 #[test]
 fn unknown_model_recording_refolds_under_pressure() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces/opencode-0.5.29/data");
-    if !dir.exists() {
-        eprintln!("skipped: {} is not here", dir.display());
-        return;
-    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/recordings/opencode-0.5.29/data");
     let src = tierscope_engine::trace::load::open(Some(&dir)).unwrap();
     let t = src
         .load_session(Some("ses_dcf7253b5ffe5pSuStCKf2oJoR"))

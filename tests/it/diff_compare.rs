@@ -12,13 +12,13 @@ use tierscope_engine::loaded::{self, LoadedSession};
 use tierscope_engine::policy;
 use tierscope_engine::replay::{self, Input};
 
-const SHARED: &str = concat!(
+const REC_118: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../shared/traces/opencode-1.18.33"
+    "/tests/recordings/opencode-1.18.33"
 );
 const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces");
 
-/// Every export in the shared recordings and every main session export in `sample-traces`
+/// Every export of the 1.18.33 recording and every main session export in `sample-traces`
 /// (sub-agent exports, sidecars and the manifest left out).
 fn recordings() -> Vec<PathBuf> {
     let mut v = Vec::new();
@@ -39,7 +39,7 @@ fn recordings() -> Vec<PathBuf> {
         files.sort();
         v.extend(files);
     };
-    add(&PathBuf::from(SHARED).join("exports"));
+    add(&PathBuf::from(REC_118).join("exports"));
     add(Path::new(SAMPLES));
     assert!(v.len() >= 5, "expected E1, E2, M1, B1, C1; found {v:?}");
     v

@@ -5,28 +5,32 @@ use std::path::{Path, PathBuf};
 
 use tierscope_engine::loaded::LoadOptions;
 
-const SHARED: &str = concat!(
+const REC_118: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../shared/traces/opencode-1.18.33"
+    "/tests/recordings/opencode-1.18.33"
 );
 const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces");
 
 fn largest_recording() -> PathBuf {
     let mut files: Vec<PathBuf> = vec![
-        Path::new(SHARED).join("exports/E1.json"),
-        Path::new(SHARED).join("exports/E2.json"),
+        Path::new(REC_118).join("exports/E1.json"),
+        Path::new(REC_118).join("exports/E2.json"),
     ];
-    if let Ok(rd) = std::fs::read_dir(SAMPLES) {
-        files.extend(rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| {
-            let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            crate::loader_support::is_export_name(n) && !n.contains(".child")
-        }));
-    }
+    let rd = std::fs::read_dir(SAMPLES).unwrap_or_else(|e| panic!("{SAMPLES}: {e}"));
+    files.extend(rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| {
+        let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        crate::loader_support::is_export_name(n) && !n.contains(".child")
+    }));
+    // E1, E2, M1, B1, C1.
+    assert_eq!(files.len(), 5, "recordings: {files:?}");
     files
         .into_iter()
-        .filter(|p| p.exists())
-        .max_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
-        .unwrap()
+        .max_by_key(|p| {
+            std::fs::metadata(p)
+                .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+                .len()
+        })
+        .expect("five recordings")
 }
 
 #[test]

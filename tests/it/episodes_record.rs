@@ -22,7 +22,7 @@ use tierscope_engine::formats::opencode::export::parse_export;
 use tierscope_engine::loaded::{from_trace, LoadedSession};
 use tierscope_engine::research::audit::{audit_episode, episode_ids};
 
-const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/traces");
+const RECORDINGS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/recordings");
 const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces");
 
 /// A citation and the space before it: lineage, not content.
@@ -111,7 +111,7 @@ fn m1_rejected_approach_cites_the_build_and_the_resolver_error() {
 #[test]
 fn e1_rejected_bash_arrays_cite_the_dash_error() {
     check_rejection(
-        &Path::new(SHARED).join("opencode-1.18.33/exports/E1.json"),
+        &Path::new(RECORDINGS).join("opencode-1.18.33/exports/E1.json"),
         "sh tests/run.sh",
         r#"Syntax error: "(" unexpected"#,
     );
@@ -232,7 +232,7 @@ fn records_round_trip_and_cite_their_own_episode() {
         Path::new(SAMPLES).join("M1.json"),
         Path::new(SAMPLES).join("B1.json"),
         Path::new(SAMPLES).join("C1.json"),
-        Path::new(SHARED).join("opencode-1.18.33/exports/E2.json"),
+        Path::new(RECORDINGS).join("opencode-1.18.33/exports/E2.json"),
     ] {
         let a = load(&p, TierSource::Record);
         let b = load(&p, TierSource::Record);

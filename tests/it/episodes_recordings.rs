@@ -1,4 +1,4 @@
-//! Episode invariants on every real recording (shared traces and sample-traces), and the
+//! Episode invariants on every real recording (`tests/recordings/` and `sample-traces/`), and the
 //! specific facts of the migration and constraint recordings.
 
 use std::collections::BTreeSet;
@@ -11,33 +11,34 @@ use tierscope_engine::loaded::{from_trace, from_trace_with, LoadedSession};
 use tierscope_engine::tokens::{Tokenizer, TokenizerKind};
 use tierscope_engine::trace::Trace;
 
-const SHARED: &str = concat!(
+const REC_118: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../shared/traces/opencode-1.18.33"
+    "/tests/recordings/opencode-1.18.33"
 );
 const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces");
 
 /// Every session (main and sub-agent) of every recording we have.
 fn recordings() -> Vec<(String, Trace)> {
     let mut sources: Vec<PathBuf> = vec![
-        Path::new(SHARED).join("exports/E1.json"),
-        Path::new(SHARED).join("exports/E2.json"),
-        Path::new(SHARED).join("data/opencode.db"),
+        Path::new(REC_118).join("exports/E1.json"),
+        Path::new(REC_118).join("exports/E2.json"),
+        Path::new(REC_118).join("data/opencode.db"),
     ];
-    if let Ok(rd) = std::fs::read_dir(SAMPLES) {
-        let mut v: Vec<PathBuf> = rd
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                (crate::loader_support::is_export_name(n) && !n.contains(".child"))
-                    || n == "opencode.db"
-            })
-            .collect();
-        v.sort();
-        sources.extend(v);
-    }
+    let mut v: Vec<PathBuf> = std::fs::read_dir(SAMPLES)
+        .unwrap_or_else(|e| panic!("{SAMPLES}: {e}"))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            (crate::loader_support::is_export_name(n) && !n.contains(".child"))
+                || n == "opencode.db"
+        })
+        .collect();
+    v.sort();
+    // M1, B1, C1 and the database holding them.
+    assert_eq!(v.len(), 4, "sample recordings: {v:?}");
+    sources.extend(v);
     let mut out = Vec::new();
-    for p in sources.into_iter().filter(|p| p.exists()) {
+    for p in sources {
         let src = tierscope_engine::trace::load::open(Some(&p)).unwrap();
         for s in src.list_sessions().unwrap() {
             let t = src.load_session(Some(&s.id)).unwrap();
@@ -224,7 +225,7 @@ fn invariants_hold_on_every_recording() {
 #[test]
 fn max_requests_splits_long_turns() {
     let t = tierscope_engine::formats::opencode::export::load_export(
-        &Path::new(SHARED).join("exports/E1.json"),
+        &Path::new(REC_118).join("exports/E1.json"),
     )
     .unwrap();
     let o = EpisodeOptions {
@@ -247,7 +248,7 @@ fn loading_is_deterministic() {
     )
     .or_else(|_| {
         tierscope_engine::formats::opencode::export::load_export(
-            &Path::new(SHARED).join("exports/E2.json"),
+            &Path::new(REC_118).join("exports/E2.json"),
         )
     })
     .unwrap();
@@ -309,7 +310,7 @@ fn check_constraint_and_rejection(l: &LoadedSession, constraint: &str, error: &s
 #[test]
 fn e1_constraint_is_pinned_and_the_rejected_bashism_keeps_its_error() {
     let t = tierscope_engine::formats::opencode::export::load_export(
-        &Path::new(SHARED).join("exports/E1.json"),
+        &Path::new(REC_118).join("exports/E1.json"),
     )
     .unwrap();
     for tiers in [TierSource::Source, TierSource::Cascade] {
@@ -325,10 +326,6 @@ fn e1_constraint_is_pinned_and_the_rejected_bashism_keeps_its_error() {
 #[test]
 fn m1_migration_constraint_rejected_approach_and_subagent() {
     let path = Path::new(SAMPLES).join("M1.json");
-    if !path.exists() {
-        eprintln!("sample-traces/M1.json not there; skipped");
-        return;
-    }
     let src = tierscope_engine::trace::load::open(Some(&path)).unwrap();
     let t = src.load_session(None).unwrap();
     let l = from_trace(t.clone(), &EpisodeOptions::default());
@@ -366,9 +363,6 @@ fn m1_migration_constraint_rejected_approach_and_subagent() {
 #[test]
 fn c1_compactions_and_continuations() {
     let path = Path::new(SAMPLES).join("C1.json");
-    if !path.exists() {
-        return;
-    }
     let t = tierscope_engine::formats::opencode::export::load_export(&path).unwrap();
     assert_eq!(t.compactions.len(), 3);
     let l = from_trace(t, &EpisodeOptions::default());
@@ -407,7 +401,7 @@ fn c1_compactions_and_continuations() {
 fn pruned_variant_replaces_pruned_outputs() {
     use tierscope_engine::trace::PartKind;
     let mut t = tierscope_engine::formats::opencode::export::load_export(
-        &Path::new(SHARED).join("exports/E1.json"),
+        &Path::new(REC_118).join("exports/E1.json"),
     )
     .unwrap();
     let (mi, output) = t

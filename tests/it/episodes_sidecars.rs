@@ -11,14 +11,14 @@ use tierscope_engine::episode::{RetentionClass, Strategy, Tier};
 use tierscope_engine::loaded::from_trace;
 use tierscope_engine::trace::Trace;
 
-const SHARED: &str = concat!(
+const REC_118: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../shared/traces/opencode-1.18.33"
+    "/tests/recordings/opencode-1.18.33"
 );
 
 fn e1() -> Trace {
     tierscope_engine::formats::opencode::export::load_export(
-        &Path::new(SHARED).join("exports/E1.json"),
+        &Path::new(REC_118).join("exports/E1.json"),
     )
     .unwrap()
 }
@@ -216,7 +216,7 @@ fn sidecars_are_found_and_applied() {
     // Lookup: the --sidecars dir wins; the export stem and the session id both work.
     let loc = SidecarLocator {
         dir: Some(dir.path().to_path_buf()),
-        export_file: Some(Path::new(SHARED).join("exports/E1.json")),
+        export_file: Some(Path::new(REC_118).join("exports/E1.json")),
         data_dir: None,
     };
     let sidecars = Sidecars::find(&loc, &t.session.id).unwrap();

@@ -11,21 +11,19 @@ use tierscope_engine::episode::segment::Segmentation;
 use tierscope_engine::loaded::from_trace;
 use tierscope_engine::research::audit::audit_session;
 
-const SHARED: &str = concat!(
+const REC_118: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../shared/traces/opencode-1.18.33"
+    "/tests/recordings/opencode-1.18.33"
 );
-const ERAS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/traces");
+const ERAS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/recordings");
 const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces");
 
-/// Every recording: the export files, shared and sample (sidecars and the manifest are not
-/// exports), then the databases.
+/// Every recording: the export files of 1.18.33 and the samples (sidecars and the manifest are
+/// not exports), then the databases and the older eras' storage trees.
 fn recordings() -> Vec<PathBuf> {
     let mut v = Vec::new();
-    for dir in [Path::new(SHARED).join("exports"), PathBuf::from(SAMPLES)] {
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            continue;
-        };
+    for dir in [Path::new(REC_118).join("exports"), PathBuf::from(SAMPLES)] {
+        let rd = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
         v.extend(rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| {
             let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
             crate::loader_support::is_export_name(n)
@@ -36,14 +34,16 @@ fn recordings() -> Vec<PathBuf> {
     // the older eras' JSON storage holds sessions no export has (0.5.29 has no `export`).
     v.extend(
         [
-            Path::new(SHARED).join("data/opencode.db"),
+            Path::new(REC_118).join("data/opencode.db"),
             Path::new(SAMPLES).join("opencode.db"),
             Path::new(ERAS).join("opencode-1.1.65/data"),
             Path::new(ERAS).join("opencode-0.5.29/data"),
         ]
         .into_iter()
-        .filter(|p| p.exists()),
+        .inspect(|p| assert!(p.exists(), "{} is missing", p.display())),
     );
+    // E1, E2, M1, M1's sub-agent, B1, C1, then the four above.
+    assert_eq!(v.len(), 10, "recordings: {v:?}");
     v
 }
 

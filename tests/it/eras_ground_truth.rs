@@ -3,9 +3,8 @@
 //! requests tierscope derives are the ones the model received (title calls aside), one to one and
 //! of the same kind, and the replay sizes each within 2 % (median) and 10 % (max) of what the model
 //! received: `opencode` on every session, compaction calls included, and `full` on sessions that
-//! never compacted. Recordings: the shared ones (0.5.29, 1.1.65, 1.18.33) and the ones checked in
-//! under `tests/recordings/` (0.1.174, 1.0.61, 1.2.1 after the JSON→SQLite migration, 1.14.41,
-//! 1.18.33's v2 tables).
+//! never compacted. Recordings (`tests/recordings/`): 0.1.174, 0.5.29, 1.0.61, 1.1.65, 1.2.1 after
+//! the JSON→SQLite migration, 1.14.41, 1.18.33 and 1.18.33's v2 tables.
 //!
 //! The request each system chunk is estimated from (the first with usage of each (agent, model),
 //! and of the compaction agent) fits by construction and is left out of the figures.
@@ -21,8 +20,7 @@ use tierscope_engine::policy;
 use tierscope_engine::replay;
 use tierscope_engine::trace::{CompactionStyle, DiagnosticKind, UserKind};
 
-const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/traces");
-const LOCAL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/recordings");
+const RECORDINGS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/recordings");
 
 /// One recording: where its sessions are and where its mock logs are.
 struct Rec {
@@ -34,8 +32,7 @@ struct Rec {
 }
 
 fn recs() -> Vec<Rec> {
-    let shared = |v: &str| PathBuf::from(SHARED).join(v);
-    let local = |v: &str| PathBuf::from(LOCAL).join(v);
+    let local = |v: &str| PathBuf::from(RECORDINGS).join(v);
     vec![
         Rec {
             era: "0.1.x (v1 messages, per-project JSON)",
@@ -44,7 +41,7 @@ fn recs() -> Vec<Rec> {
         },
         Rec {
             era: "0.2-0.7 (multi-step, per-project JSON)",
-            dir: shared("opencode-0.5.29"),
+            dir: local("opencode-0.5.29"),
             exports: false,
         },
         Rec {
@@ -54,7 +51,7 @@ fn recs() -> Vec<Rec> {
         },
         Rec {
             era: "1.0.69-1.1.x (compaction part, JSON)",
-            dir: shared("opencode-1.1.65"),
+            dir: local("opencode-1.1.65"),
             exports: false,
         },
         Rec {
@@ -69,7 +66,7 @@ fn recs() -> Vec<Rec> {
         },
         Rec {
             era: "1.18 (head as text)",
-            dir: shared("opencode-1.18.33"),
+            dir: local("opencode-1.18.33"),
             exports: false,
         },
         Rec {
@@ -125,10 +122,11 @@ fn mock_log(dir: &Path, scen: &str) -> Vec<MockRequest> {
         .join("run-events")
         .join(format!("{scen}.mock-requests.jsonl"));
     let dump = dir.join("requests").join(format!("{scen}.requests.jsonl"));
-    let (text, dumped) = match std::fs::read_to_string(&mock) {
-        Ok(t) => (t, false),
-        Err(_) => (std::fs::read_to_string(&dump).expect("a mock log"), true),
-    };
+    // The 1.18.33 recording logged the requests themselves (`requests/`), the others the mock's
+    // summary of each (`run-events/`).
+    let dumped = !mock.exists();
+    let log = if dumped { &dump } else { &mock };
+    let text = std::fs::read_to_string(log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str::<Value>(l).expect("mock line"))
@@ -371,7 +369,7 @@ fn load_data(dir: &str, session: &str) -> LoadedSession {
 #[test]
 fn v01_inline_parts_are_read_with_their_steps_and_directory() {
     let l = load_data(
-        &format!("{LOCAL}/opencode-0.1.174/data"),
+        &format!("{RECORDINGS}/opencode-0.1.174/data"),
         "ses_dcf192ca4ffeRjMcSdmmvRXUcJ",
     );
     let t = &l.trace;
@@ -401,7 +399,7 @@ fn v01_inline_parts_are_read_with_their_steps_and_directory() {
 
 #[test]
 fn v05_multi_step_messages_are_one_request_per_step() {
-    let data = format!("{SHARED}/opencode-0.5.29/data");
+    let data = format!("{RECORDINGS}/opencode-0.5.29/data");
     let l = load_data(&data, "ses_dcf72a7beffelLM5kKMJqsXhKX");
     let t = &l.trace;
     assert_eq!(t.session.directory, "/tmp/rec/home-0.5.29/src/confkit");
@@ -418,7 +416,10 @@ fn v05_multi_step_messages_are_one_request_per_step() {
 
 #[test]
 fn v10_resume_messages_are_not_human_turns_and_summaries_cut() {
-    let l = load_path(&format!("{LOCAL}/opencode-1.0.61/exports/S2.json"), None);
+    let l = load_path(
+        &format!("{RECORDINGS}/opencode-1.0.61/exports/S2.json"),
+        None,
+    );
     let t = &l.trace;
     assert_eq!(t.human_turns().count(), 7);
     let resumes = t
@@ -436,7 +437,7 @@ fn v10_resume_messages_are_not_human_turns_and_summaries_cut() {
 
 #[test]
 fn v12_migrated_sessions_merge_json_and_database() {
-    let data = format!("{LOCAL}/opencode-1.2.1/data");
+    let data = format!("{RECORDINGS}/opencode-1.2.1/data");
     let l = load_data(&data, "ses_dcf22ede7ffeN1fcmvKmo643su");
     assert_eq!(
         l.trace.messages.len(),
@@ -449,7 +450,7 @@ fn v12_migrated_sessions_merge_json_and_database() {
 
 #[test]
 fn exports_count_a_resumed_subagent_once() {
-    let path = PathBuf::from(format!("{SHARED}/opencode-1.1.65/exports/S4.json"));
+    let path = PathBuf::from(format!("{RECORDINGS}/opencode-1.1.65/exports/S4.json"));
     let src = tierscope_engine::trace::load::open(Some(&path)).expect("opens");
     let t = src.load_session(None).expect("loads");
     assert_eq!(t.children.len(), 4, "four task calls (one resumes)");
@@ -461,7 +462,7 @@ fn exports_count_a_resumed_subagent_once() {
 
 #[test]
 fn v2_loop_requests_see_only_v2_messages() {
-    let data = format!("{LOCAL}/opencode-1.18.33-v2/data");
+    let data = format!("{RECORDINGS}/opencode-1.18.33-v2/data");
     let l = load_data(&data, "ses_dcf0eccc3ffe11n3XlDUwnWuOP");
     let t = &l.trace;
     assert_eq!(t.messages.iter().filter(|m| m.v2).count(), 3);
@@ -483,7 +484,7 @@ fn v2_loop_requests_see_only_v2_messages() {
 #[test]
 fn the_v1_history_is_said_to_be_out_of_the_v2_loops_view() {
     use tierscope_engine::replay::{render_at, CutBy, Input};
-    let data = format!("{LOCAL}/opencode-1.18.33-v2/data");
+    let data = format!("{RECORDINGS}/opencode-1.18.33-v2/data");
     let l = load_data(&data, "ses_dcf0eccc3ffe11n3XlDUwnWuOP");
     let t = &l.trace;
     let first_v2 = t.messages.iter().position(|m| m.v2).expect("v2 rows");
@@ -515,7 +516,10 @@ fn the_v1_history_is_said_to_be_out_of_the_v2_loops_view() {
 
 #[test]
 fn v114_overflow_replay_and_kept_tails() {
-    let l = load_path(&format!("{LOCAL}/opencode-1.14.41/exports/C1S.json"), None);
+    let l = load_path(
+        &format!("{RECORDINGS}/opencode-1.14.41/exports/C1S.json"),
+        None,
+    );
     let t = &l.trace;
     let kind = |k: UserKind| t.messages.iter().filter(|m| m.user_kind == Some(k)).count();
     // 7 typed + 7 compaction + 6 synthetic continue + 1 replayed prompt.
@@ -532,16 +536,16 @@ fn v114_overflow_replay_and_kept_tails() {
 }
 
 /// The 1.18.33 compaction calls rebuilt from the stored session are, character for character,
-/// the user message OpenCode sent (the request bodies of the shared recording).
+/// the user message OpenCode sent (the request bodies the recording kept for its summary calls).
 #[test]
 fn v118_compaction_requests_are_rebuilt_exactly() {
     use tierscope_engine::formats::opencode::compaction_request;
     let trace = tierscope_engine::formats::opencode::export::load_export(Path::new(&format!(
-        "{SHARED}/opencode-1.18.33/exports/E2.json"
+        "{RECORDINGS}/opencode-1.18.33/exports/E2.json"
     )))
     .expect("export");
     let sent: Vec<String> = std::fs::read_to_string(format!(
-        "{SHARED}/opencode-1.18.33/requests/E2.requests.jsonl"
+        "{RECORDINGS}/opencode-1.18.33/requests/E2.requests.jsonl"
     ))
     .expect("request bodies")
     .lines()
@@ -567,7 +571,10 @@ fn v118_compaction_requests_are_rebuilt_exactly() {
 /// A compaction the policy simulates is a billed call of its own, sized like the release's.
 #[test]
 fn simulated_compaction_calls_are_sized_and_priced() {
-    let l = load_path(&format!("{SHARED}/opencode-1.18.33/exports/E2.json"), None);
+    let l = load_path(
+        &format!("{RECORDINGS}/opencode-1.18.33/exports/E2.json"),
+        None,
+    );
     let p =
         policy::load("opencode", &[("trigger".to_owned(), "simulate".to_owned())]).expect("policy");
     let r = replay::replay_session(&l, &p, None);

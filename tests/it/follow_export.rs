@@ -8,7 +8,7 @@ use tierscope_engine::trace::{load, Trace};
 
 const E1: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../shared/traces/opencode-1.18.33/exports/E1.json"
+    "/tests/recordings/opencode-1.18.33/exports/E1.json"
 );
 
 #[test]

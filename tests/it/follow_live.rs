@@ -1,5 +1,5 @@
 //! By hand: follow a database that a real OpenCode is writing (e.g. under the recorder in
-//! `../shared/tools/opencode-recorder`) and print what the follower reports.
+//! `scripts/record/opencode/`) and print what the follower reports.
 //!
 //! ```sh
 //! TIERSCOPE_FOLLOW_DB=$WORK_DIR/home/.local/share/opencode/opencode.db \

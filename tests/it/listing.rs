@@ -5,43 +5,53 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::loader_support::{TestDb, SAMPLES, SHARED, V2_DDL};
+use crate::loader_support::{TestDb, RECORDINGS, SAMPLES, V2_DDL};
 use tierscope_engine::formats::opencode::db::Database;
 use tierscope_engine::formats::opencode::listing_cache::{self, ListingCache};
 use tierscope_engine::trace::load::open;
 use tierscope_engine::trace::SessionSummary;
 
-const RECORDINGS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/recordings");
-
 /// Every input a listing can be asked for: the databases and data dirs of the recordings, their
 /// exports, and the bundled samples.
 fn inputs() -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for root in [SHARED, RECORDINGS] {
-        let mut eras: Vec<PathBuf> = std::fs::read_dir(root)
-            .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
-            .unwrap_or_default();
-        eras.sort();
-        for era in eras {
-            let data = era.join("data");
-            if data.is_dir() {
-                out.push(data.clone());
-                if data.join("opencode.db").is_file() {
-                    out.push(data.join("opencode.db"));
-                }
+    let mut eras: Vec<PathBuf> = std::fs::read_dir(RECORDINGS)
+        .unwrap_or_else(|e| panic!("{RECORDINGS}: {e}"))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    eras.sort();
+    assert_eq!(eras.len(), 8, "recorded releases: {eras:?}");
+    for era in eras {
+        // Each release keeps its data dir, its exports, or both.
+        let data = era.join("data");
+        if data.is_dir() {
+            out.push(data.clone());
+            if data.join("opencode.db").is_file() {
+                out.push(data.join("opencode.db"));
             }
-            let mut exports: Vec<PathBuf> = std::fs::read_dir(era.join("exports"))
-                .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
-                .unwrap_or_default();
-            exports.retain(|p| p.extension().is_some_and(|e| e == "json"));
-            exports.sort();
-            out.extend(exports);
         }
+        let exports = era.join("exports");
+        if exports.is_dir() {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(&exports)
+                .unwrap_or_else(|e| panic!("{}: {e}", exports.display()))
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "json"))
+                .collect();
+            files.sort();
+            out.extend(files);
+        }
+        assert!(
+            data.is_dir() || exports.is_dir(),
+            "{}: neither data/ nor exports/",
+            era.display()
+        );
     }
     for f in ["opencode.db", "M1.json", "B1.json", "C1.json"] {
-        out.push(Path::new(SAMPLES).join(f));
+        let p = Path::new(SAMPLES).join(f);
+        assert!(p.is_file(), "{} is missing", p.display());
+        out.push(p);
     }
-    out.retain(|p| p.exists());
     out
 }
 

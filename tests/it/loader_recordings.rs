@@ -17,7 +17,7 @@ use tierscope_engine::trace::{PartKind, SourceKind, ToolStatus};
 #[test]
 fn there_are_recordings() {
     let recs = recordings();
-    assert!(!recs.is_empty(), "no recordings under {SHARED}");
+    assert!(!recs.is_empty(), "no recordings under {RECORDINGS}");
     assert!(recs.iter().all(|r| !r.exports.is_empty()));
 }
 
@@ -140,8 +140,8 @@ fn counts_match_a_direct_sql_count() {
 }
 
 #[test]
-fn the_shared_e2_recording_has_its_documented_shape() {
-    let db = Path::new(SHARED).join("opencode-1.18.33/data/opencode.db");
+fn the_e2_recording_has_its_documented_shape() {
+    let db = Path::new(RECORDINGS).join("opencode-1.18.33/data/opencode.db");
     let source = open(Some(&db)).expect("open");
     let t = source
         .load_session(Some("ses_dd5b108b3ffe2Z7irYdh3R4z2R"))
@@ -183,7 +183,7 @@ fn run_bin(args: &[&str]) {
 }
 
 /// Every command and a library load, on a writable copy (SQLite opens it in place, read-only) and
-/// on the shared read-only directory itself (read through a temporary copy).
+/// on the checked-in directory itself.
 #[test]
 fn database_and_wal_are_byte_identical_after_every_command() {
     for rec in recordings() {
@@ -213,7 +213,7 @@ fn database_and_wal_are_byte_identical_after_every_command() {
     }
 }
 
-/// The WAL rows must be seen: the shared recording keeps most of its data in the -wal.
+/// The WAL rows must be seen: the 1.18.33 recording keeps most of its data in the -wal.
 #[test]
 fn rows_in_the_wal_are_read() {
     let rec = &recordings()[0];
@@ -230,9 +230,8 @@ fn rows_in_the_wal_are_read() {
     let (_, parts) = db.raw_counts(&sessions[0].id).expect("counts");
     assert!(parts > 0);
     // README: 57 messages in all; without the -wal the main file holds far fewer.
-    if rec.db.starts_with(SHARED) {
-        assert_eq!(total, 57);
-    }
+    assert!(rec.db.starts_with(RECORDINGS), "{}", rec.db.display());
+    assert_eq!(total, 57);
 }
 
 /// `dir` and its files without write bits (put the directory's back before it is removed).

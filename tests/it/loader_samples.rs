@@ -1,5 +1,5 @@
 //! The recordings in `sample-traces/` have the shape their README documents (found by file name,
-//! since ids change when they are re-recorded). Skipped when a file is absent.
+//! since ids change when they are re-recorded). A missing file fails the test.
 
 use crate::loader_support;
 
@@ -9,14 +9,15 @@ use loader_support::*;
 use tierscope_engine::trace::load::open;
 use tierscope_engine::trace::{RequestStatus, ToolStatus, UserKind};
 
-fn sample(name: &str) -> Option<std::path::PathBuf> {
+fn sample(name: &str) -> std::path::PathBuf {
     let p = Path::new(SAMPLES).join(name);
-    p.is_file().then_some(p)
+    assert!(p.is_file(), "{} is missing", p.display());
+    p
 }
 
 #[test]
 fn c1_compactions_replay_and_failed_requests() {
-    let Some(p) = sample("C1.json") else { return };
+    let p = sample("C1.json");
     let t = open(Some(&p))
         .expect("open")
         .load_session(None)
@@ -42,7 +43,7 @@ fn c1_compactions_replay_and_failed_requests() {
 
 #[test]
 fn b1_tool_errors_and_raw_escape_bytes_are_kept() {
-    let Some(p) = sample("B1.json") else { return };
+    let p = sample("B1.json");
     let t = open(Some(&p))
         .expect("open")
         .load_session(None)
@@ -69,7 +70,7 @@ fn b1_tool_errors_and_raw_escape_bytes_are_kept() {
 
 #[test]
 fn m1_child_loads_with_its_parent_from_the_export_and_the_database() {
-    let Some(p) = sample("M1.json") else { return };
+    let p = sample("M1.json");
     let source = open(Some(&p)).expect("open");
     let t = source.load_session(None).expect("M1");
     assert_eq!(t.requests.len(), 24);
@@ -82,9 +83,7 @@ fn m1_child_loads_with_its_parent_from_the_export_and_the_database() {
         kid.session.parent_id.as_deref(),
         Some(t.session.id.as_str())
     );
-    let Some(db) = sample("opencode.db") else {
-        return;
-    };
+    let db = sample("opencode.db");
     let source = open(Some(&db)).expect("db");
     let from_db = source
         .load_session(Some(&t.session.id))

@@ -10,9 +10,9 @@ use tierscope_engine::loaded::{self, LoadedSession};
 use tierscope_engine::policy;
 use tierscope_engine::replay::{self, Replay};
 
-const SHARED: &str = concat!(
+const REC_118: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../shared/traces/opencode-1.18.33"
+    "/tests/recordings/opencode-1.18.33"
 );
 const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces");
 
@@ -20,18 +20,17 @@ fn recordings() -> Vec<(String, PathBuf)> {
     let mut v = vec![
         (
             "E1".to_owned(),
-            PathBuf::from(SHARED).join("exports/E1.json"),
+            PathBuf::from(REC_118).join("exports/E1.json"),
         ),
         (
             "E2".to_owned(),
-            PathBuf::from(SHARED).join("exports/E2.json"),
+            PathBuf::from(REC_118).join("exports/E2.json"),
         ),
     ];
     for name in ["M1", "B1", "C1"] {
         let p = PathBuf::from(SAMPLES).join(format!("{name}.json"));
-        if p.is_file() {
-            v.push((name.to_owned(), p));
-        }
+        assert!(p.is_file(), "{} is missing", p.display());
+        v.push((name.to_owned(), p));
     }
     v
 }
@@ -122,11 +121,6 @@ fn every_builtin_runs_on_every_recording_and_keeps_the_laws() {
 #[test]
 fn age_breaks_floors_on_the_migration_recording_at_a_tight_budget() {
     let path = PathBuf::from(SAMPLES).join("M1.json");
-    let path = if path.is_file() {
-        path
-    } else {
-        PathBuf::from(SHARED).join("exports/E1.json")
-    };
     let s = load(&path);
     let peak = s
         .trace

@@ -12,30 +12,30 @@ fn exports() -> Vec<PathBuf> {
     for dir in [
         concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../shared/traces/opencode-1.18.33/exports"
+            "/tests/recordings/opencode-1.18.33/exports"
         ),
         concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces"),
     ] {
-        if let Ok(rd) = std::fs::read_dir(dir) {
-            for e in rd.flatten() {
-                let p = e.path();
-                let name = p
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                if name.ends_with(".json")
-                    && !name.contains(".child")
-                    && !name.contains("manifest")
-                    && !name.ends_with(".probes.json")
-                    && !name.ends_with(".annotations.json")
-                    && !name.ends_with(".tiers.json")
-                {
-                    out.push(p);
-                }
+        let rd = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{dir}: {e}"));
+        for e in rd.flatten() {
+            let p = e.path();
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if name.ends_with(".json")
+                && !name.contains(".child")
+                && !name.contains("manifest")
+                && !name.ends_with(".probes.json")
+                && !name.ends_with(".annotations.json")
+                && !name.ends_with(".tiers.json")
+            {
+                out.push(p);
             }
         }
     }
     out.sort();
+    assert_eq!(out.len(), 5, "expected E1, E2, M1, B1, C1; found {out:?}");
     out
 }
 

@@ -21,31 +21,40 @@ use tierscope_engine::trace::Trace;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-/// Every session of every recording: the data dirs and exports of each era (shared and checked
-/// in) and the bundled samples.
+/// Every session of every recording: the data dirs and exports of each era
+/// (`tests/recordings/`) and the bundled samples.
 fn recordings() -> Vec<(String, Trace)> {
     let root = Path::new(ROOT);
     let mut sources: Vec<PathBuf> = Vec::new();
-    for eras in [root.join("../shared/traces"), root.join("tests/recordings")] {
-        let mut dirs: Vec<PathBuf> = read_dir(&eras);
-        dirs.sort();
-        for era in dirs {
-            if era.join("data").is_dir() {
-                sources.push(era.join("data"));
-            }
-            sources.extend(export_files(&era.join("exports")));
+    let mut dirs: Vec<PathBuf> = read_dir(&root.join("tests/recordings"));
+    dirs.retain(|p| p.is_dir());
+    dirs.sort();
+    assert_eq!(dirs.len(), 8, "recorded releases: {dirs:?}");
+    for era in dirs {
+        // Each release keeps its data dir, its exports, or both.
+        let (data, exports) = (era.join("data"), era.join("exports"));
+        assert!(data.is_dir() || exports.is_dir(), "{}", era.display());
+        if data.is_dir() {
+            sources.push(data);
+        }
+        if exports.is_dir() {
+            sources.extend(export_files(&exports));
         }
     }
     sources.extend(export_files(&root.join("sample-traces")));
     sources.push(root.join("sample-traces/opencode.db"));
     let mut out = Vec::new();
-    for p in sources.into_iter().filter(|p| p.exists()) {
+    for p in sources {
         let src = tierscope_engine::trace::load::open(Some(&p))
             .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-        for s in src.list_sessions().unwrap_or_default() {
-            if let Ok(t) = src.load_session(Some(&s.id)) {
-                out.push((format!("{} {}", p.display(), s.id), t));
-            }
+        let sessions = src
+            .list_sessions()
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        for s in sessions {
+            let t = src
+                .load_session(Some(&s.id))
+                .unwrap_or_else(|e| panic!("{} {}: {e}", p.display(), s.id));
+            out.push((format!("{} {}", p.display(), s.id), t));
         }
     }
     assert!(out.len() >= 20, "sessions found: {}", out.len());
@@ -54,8 +63,9 @@ fn recordings() -> Vec<(String, Trace)> {
 
 fn read_dir(dir: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
-        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default()
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect()
 }
 
 /// The session exports in `dir` (not the sidecars or manifests beside them).

@@ -35,9 +35,8 @@ fn each_recording_row(sql: &str, mut each: impl FnMut(Vec<Option<String>>)) {
         let copy = tempfile::tempdir().expect("tempdir");
         for f in ["opencode.db", "opencode.db-wal", "opencode.db-shm"] {
             let src = rec.db.with_file_name(f);
-            if src.exists() {
-                std::fs::copy(&src, copy.path().join(f)).expect("copy");
-            }
+            std::fs::copy(&src, copy.path().join(f))
+                .unwrap_or_else(|e| panic!("{}: {e}", src.display()));
         }
         let conn = Connection::open_with_flags(
             copy.path().join("opencode.db"),

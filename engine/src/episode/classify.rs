@@ -187,8 +187,8 @@ impl Patterns {
         bad: &dyn Fn(String) -> RulesError,
     ) -> Result<Patterns, RulesError> {
         for p in sources {
-            // Parsing is cheap; compiling each pattern as well as the alternation made the
-            // embedded rules a quarter slower to build, on a small session's critical path.
+            // Parsing is cheap; compiling each pattern as well as the alternation would make
+            // building the embedded rules slower, and a small session waits for them.
             regex_syntax::ParserBuilder::new()
                 .case_insensitive(true)
                 .build()
@@ -284,8 +284,8 @@ pub struct Rules {
     max_keys: usize,
 }
 
-/// The embedded rules, parsed once per process: their patterns take about 20 ms to compile,
-/// and a command builds a session, its sub-agent sessions and (following) every reload with them.
+/// The embedded rules, parsed once per process: compiling their patterns is not free, and a
+/// command builds a session, its sub-agent sessions and (following) every reload with them.
 static EMBEDDED: std::sync::LazyLock<Result<Rules, RulesError>> =
     std::sync::LazyLock::new(|| Rules::parse(DEFAULT_RULES, "embedded"));
 

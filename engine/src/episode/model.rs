@@ -219,7 +219,7 @@ pub struct PrunedChunk {
 }
 
 /// A generator name or a contract: most are constants, named by every representation of a
-/// session (80k of them at 100k requests), so they are not copied per representation.
+/// session (several per episode), so they are not copied per representation.
 pub type Text = std::borrow::Cow<'static, str>;
 
 /// One generated text of an episode at one tier, with its lineage (MODEL §1, the chapter's

@@ -86,6 +86,6 @@ pub struct EpisodeOptions {
     pub keep_records: bool,
     /// Drop every chunk's text once it is counted and hashed ([`Representation::drop_texts`]):
     /// for a caller that prints counts and never a tier's text (`episodes` without `--show`),
-    /// on a 100k-request session about 150 MB less at the peak.
+    /// so the peak holds one window's texts rather than the session's.
     pub drop_tier_texts: bool,
 }

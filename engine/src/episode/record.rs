@@ -30,7 +30,7 @@ pub const RECORD_VERSION: u32 = 1;
 
 /// A message, part, call or session id in a record. A record names each of its messages, parts
 /// and calls many times (every cite, and its provenance): shared, each is allocated once per
-/// record ([`Ids`]); a 100k-request session's records were a fifth of its loaded size.
+/// record ([`Ids`]), so a record's size follows what it says, not how often it cites.
 pub type Id = Arc<str>;
 
 /// The ids of one record being built, each allocated once.

@@ -19,9 +19,9 @@ use super::{bpe, key, pieces::pieces, KeyHasher, TokenizerKind};
 /// Shards of the map of piece counts (a power of two; picked by the key's high bits).
 const SHARDS: usize = 64;
 
-/// Pieces kept between the parts of a batch before the map starts again (a 100k-request
-/// session has about 1.4 million distinct pieces; all kept, their map was 70 MB at the peak).
-/// Forgetting only costs the pieces met again later a second count; the counts are the same.
+/// Pieces kept between the parts of a batch before the map starts again, so the map's memory
+/// stays bounded however many distinct pieces a session has. Forgetting only costs the pieces
+/// met again later a second count; the counts are the same.
 const PIECES_KEPT: usize = 1 << 18;
 
 /// A piece's key in two words: 8-byte aligned, a map entry is 24 bytes instead of the 32 of a

@@ -6,12 +6,12 @@
 //! tiktoken's merge loop), and the pre-tokenizer is ours, for two reasons:
 //!
 //! - **One scratch space per worker thread.** A shared regex keeps a pool of match caches that
-//!   every thread takes from and returns to on each of the ~0.3 matches per byte; the pool costs
-//!   ~20 % CPU on two threads (tiktoken-rs's singleton was worse: 2 threads slower than 1). Each
-//!   thread here has its own cache and memo (a `thread_local!`), built once per thread, and the
-//!   compiled regex and the encoding tables are shared read-only.
+//!   every thread takes from and returns to on every match, so the threads contend for it (with
+//!   tiktoken-rs's shared singleton, two threads were slower than one). Each thread here has
+//!   its own cache and memo (a `thread_local!`), built once per thread, and the compiled regex
+//!   and the encoding tables are shared read-only.
 //! - **A memo of short pieces.** Most pieces are one word; a per-thread map from a piece's bytes
-//!   to its count skips the encoder for the words seen before (~40 % less CPU on session text).
+//!   to its count skips the encoder for the words seen before, which session text repeats.
 //!   It is keyed by the bytes themselves, so it is exact.
 //!
 //! The regexes are tiktoken's `o200k_base` / `cl100k_base` patterns with the one look-ahead they

@@ -258,8 +258,8 @@ pub enum PartKind {
         hash: String,
         files: Vec<String>,
     },
-    /// Boxed: a tool part is 320 bytes and most parts (step marks, text) are small; inline, every
-    /// part of a 100k-request session would pay for the largest.
+    /// Boxed: a tool part is several times larger than the others and most parts (step marks,
+    /// text) are small; inline, every part would pay for the largest.
     Tool(Box<ToolPart>),
     Unknown {
         type_name: String,
@@ -334,7 +334,7 @@ impl ToolPart {
 
 /// What is read of a tool call's `metadata`. The rest (a read's preview, an edit's diff, a copy of
 /// a bash call's output) is often as large as the output itself and nothing uses it, so it is
-/// checked as JSON but not kept: a 100k-request session holds 43 MB of it.
+/// checked as JSON but not kept, so a session's memory does not grow with it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ToolMetadata {
     /// `exit`: a bash call's exit code.

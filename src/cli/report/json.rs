@@ -19,8 +19,8 @@ impl<F: Formatter> Formatter for SafeFormatter<F> {
         w: &mut W,
         fragment: &str,
     ) -> io::Result<()> {
-        // Most text is printable ASCII, which holds nothing to escape: written as it is (a
-        // 24 MB `episodes --json` spent a fifth of its writing in the scan below).
+        // Most text is printable ASCII, which holds nothing to escape: written as it is, so the
+        // character-by-character scan below runs only on the rare text that needs it.
         if fragment.bytes().all(|b| (0x20..0x7f).contains(&b)) {
             return w.write_all(fragment.as_bytes());
         }
@@ -119,7 +119,7 @@ pub fn to_line<T: Serialize + ?Sized>(v: &T) -> serde_json::Result<String> {
     Ok(String::from_utf8(buf).unwrap_or_default())
 }
 
-/// `v` as pretty JSON to stdout, then a newline; streamed (a replay of 100k requests is not
+/// `v` as pretty JSON to stdout, then a newline; streamed (a long replay's document is not
 /// built in memory first). A closed pipe ends it quietly.
 pub fn write_document<T: Serialize + ?Sized>(v: &T) -> anyhow::Result<()> {
     super::stdout::with_stdout(|out| {

@@ -15,15 +15,15 @@ use tierscope_engine::trace::{load, SourceKind, Trace};
 
 pub const RECORDING: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../shared/traces/opencode-1.18.33/data/opencode.db"
+    "/tests/recordings/opencode-1.18.33/data/opencode.db"
 );
 /// E2: seven turns, two compactions.
 pub const E2: &str = "ses_dd5b108b3ffe2Z7irYdh3R4z2R";
 /// E1: three turns, no compaction.
 pub const E1: &str = "ses_dd5b1793effevuSoF7ehpqDCRB";
 
-/// Copy the recording's db, `-wal` and `-shm` into `dir` (the shared files are never opened for
-/// writing).
+/// Copy the recording's db, `-wal` and `-shm` into `dir` (the checked-in files are never opened
+/// for writing).
 pub fn copy_recording(dir: &Path) -> PathBuf {
     copy_db(RECORDING, dir)
 }
@@ -38,7 +38,7 @@ pub fn copy_db(src: &str, dir: &Path) -> PathBuf {
         let from = format!("{src}{suffix}");
         let to = format!("{}{suffix}", db.display());
         std::fs::copy(&from, &to).unwrap_or_else(|e| panic!("copy {from}: {e}"));
-        // The shared files are read-only; the copies must be writable.
+        // The source may be read-only; the copies must be writable.
         let mut perm = std::fs::metadata(&to).unwrap().permissions();
         #[allow(clippy::permissions_set_readonly_false)]
         perm.set_readonly(false);

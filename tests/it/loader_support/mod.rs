@@ -8,7 +8,8 @@ use rusqlite::{params, Connection};
 use serde_json::Value;
 use tierscope_engine::trace::Trace;
 
-pub const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/traces");
+/// The recordings of OpenCode releases checked in for the tests (`tests/recordings/README.md`).
+pub const RECORDINGS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/recordings");
 pub const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces");
 pub const BIN: &str = env!("CARGO_BIN_EXE_tierscope");
 
@@ -30,6 +31,7 @@ pub fn is_export_name(n: &str) -> bool {
 }
 
 /// Export files in `dir`: JSON objects with `info` and `messages` (not the recorder's manifest).
+/// A directory that cannot be read fails the test.
 fn json_files(dir: &Path) -> Vec<PathBuf> {
     let is_export = |p: &Path| {
         std::fs::read(p)
@@ -38,40 +40,38 @@ fn json_files(dir: &Path) -> Vec<PathBuf> {
             .is_some_and(|v| v.get("info").is_some() && v.get("messages").is_some())
     };
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|e| e == "json") && p.is_file())
-                .filter(|p| is_export(p))
-                .collect()
-        })
-        .unwrap_or_default();
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "json") && p.is_file())
+        .filter(|p| is_export(p))
+        .collect();
     v.sort();
     v
 }
 
-/// Every recording in `../shared/traces/*/` (`data/opencode.db` + `exports/*.json`) and in
-/// `sample-traces/` (`opencode.db` + `*.json`), whatever is present.
+/// The recordings that keep both OpenCode's database (with its `-wal`) and an export of each of
+/// its sessions: 1.18.33's E1 and E2 (`tests/recordings/opencode-1.18.33/`: `data/opencode.db` +
+/// `exports/*.json`) and the samples (`sample-traces/`: `opencode.db` + `*.json`). A missing file
+/// fails the test.
 pub fn recordings() -> Vec<Recording> {
-    let mut out = Vec::new();
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(SHARED)
-        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default();
-    dirs.sort();
-    for d in dirs {
-        let db = d.join("data").join("opencode.db");
-        if db.is_file() {
-            out.push(Recording {
-                db,
-                exports: json_files(&d.join("exports")),
-            });
-        }
-    }
-    let db = Path::new(SAMPLES).join("opencode.db");
-    if db.is_file() {
-        out.push(Recording {
-            db,
+    let v118 = Path::new(RECORDINGS).join("opencode-1.18.33");
+    let out = vec![
+        Recording {
+            db: v118.join("data").join("opencode.db"),
+            exports: json_files(&v118.join("exports")),
+        },
+        Recording {
+            db: Path::new(SAMPLES).join("opencode.db"),
             exports: json_files(Path::new(SAMPLES)),
-        });
+        },
+    ];
+    for r in &out {
+        assert!(r.db.is_file(), "{} is missing", r.db.display());
+        assert!(
+            !r.exports.is_empty(),
+            "no exports beside {}",
+            r.db.display()
+        );
     }
     out
 }

@@ -340,8 +340,8 @@ impl Database {
             .map(|(i, m)| (m.id.clone(), i))
             .collect();
         // Parts by session when the column exists (indexed), else through the message table.
-        // Read in storage order (see `read_parts`): an `ORDER BY` made SQLite sort every row
-        // *with its data* (a 10k-request session spilled 39 MB to a temporary file).
+        // Read in storage order (see `read_parts`): an `ORDER BY` makes SQLite sort every row
+        // *with its data*, spilling a large session to a temporary file.
         let sql = if pcols.contains("session_id") {
             "SELECT id, message_id, data FROM part WHERE session_id = ?1"
         } else {

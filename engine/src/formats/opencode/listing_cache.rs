@@ -13,7 +13,8 @@
 //!   appends to the WAL, a checkpoint writes the main file, a reset rewrites the WAL's header.
 //!   When the marker matches, the listing is served from the file without any SQL over `message`,
 //!   and opening the database reads neither its session rows nor its orphans (every command's
-//!   open read every session row: a third of a warm listing of 1,024 sessions).
+//!   open would otherwise read every session row, which grows with the database, not with what
+//!   the command asks for).
 //! - **Per-session reuse** when it does not match (a session being recorded): one pass reads the
 //!   raw rows (no JSON parsed) and hashes each session's rows (xxh3-128 of id, `time_created`
 //!   and `data`); a session whose hash is the cached one keeps its entry, every other is read.

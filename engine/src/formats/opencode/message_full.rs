@@ -1,6 +1,6 @@
 //! The load's typed read of a `message.data` column. A `serde_json::Value` document per message
-//! (an ordered map, a hashed owned key per field, then copies into the model) cost a quarter of
-//! loading a 10k-request session although message rows are a tenth of its bytes; here the fields
+//! (an ordered map, a hashed owned key per field, then copies into the model) costs far more than
+//! the few fields the model keeps are worth; here the fields
 //! the model keeps are read straight from the text and only the keys it does not name are kept
 //! as `Value`s (its `extra`).
 //!

@@ -1,5 +1,5 @@
-//! The typed read of a `part.data` column: the hot row of a load (a 10k-request session has ~40k
-//! parts, most of its bytes). Instead of a `serde_json::Value` document (a map and an owned key
+//! The typed read of a `part.data` column: the hot row of a load (parts are most of a session's
+//! rows and most of its bytes). Instead of a `serde_json::Value` document (a map and an owned key
 //! per object, an owned string per value, then copies into the model), the fields the model keeps
 //! are read straight from the text, strings borrowed where they have no escapes, and everything
 //! else is only checked.

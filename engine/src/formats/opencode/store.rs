@@ -276,8 +276,8 @@ impl Store {
             self.check_cycle(&info.id, &mut diags);
         }
         let source = self.source_kind(from_db, from_tree);
-        // The vectors grew by doubling; a large session holds them until exit (a 100k-request
-        // session's parts alone are 385k).
+        // The vectors grew by doubling; a large session holds them until exit, so the slack
+        // would stay allocated for the whole command.
         messages.shrink_to_fit();
         for m in &mut messages {
             m.parts.shrink_to_fit();
