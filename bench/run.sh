@@ -169,7 +169,7 @@ for n in $LIST_SIZES; do
     python3 bench/many_sessions_db.py "$TS" "$REC118/data/opencode.db" "$db" "$n" >&2
   fi
   log "listing $n sessions ($(stat -c %s "$db") bytes)"
-  # The listing cache (engine/src/trace/listing_cache.rs): `-cold` starts from an empty cache dir
+  # The listing cache (engine/src/formats/opencode/listing_cache.rs): `-cold` starts from an empty cache dir
   # each run (the first listing of a database), the others from one filled beforehand (the
   # database did not change: no SQL over `message`).
   cold=$OUT/list-cache-cold warm=$OUT/list-cache-warm-$n
