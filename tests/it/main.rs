@@ -47,6 +47,7 @@ mod research_experiment;
 mod research_plot;
 mod research_survey;
 mod research_sweep;
+mod safety_cli;
 mod sweep_tui;
 mod tmux_diff;
 mod tmux_explorer;
