@@ -63,7 +63,8 @@ fn strip_date(m: &str) -> &str {
     }
 }
 
-/// Dollars for `u` at `p`.
+/// Dollars for `u` at `p`: not finite when the figures or the prices are absurd (see
+/// [`finite_dollars`]).
 pub fn dollars(p: &GenerationPrice, u: &UsageTotals) -> f64 {
     let cached = u.cached_input_tokens.min(u.input_tokens) as f64;
     let uncached = u.input_tokens as f64 - cached;
@@ -71,6 +72,16 @@ pub fn dollars(p: &GenerationPrice, u: &UsageTotals) -> f64 {
         + cached * p.input * p.cached_multiplier
         + u.output_tokens as f64 * p.output)
         / 1_000_000.0
+}
+
+/// `dollars` when it is a finite amount, else why it is not (for the output to say instead of
+/// printing `inf` or a silent JSON `null`).
+pub fn finite_dollars(dollars: f64) -> Result<f64, String> {
+    if dollars.is_finite() {
+        Ok(dollars)
+    } else {
+        Err("the cost is not a finite amount (the usage figures or the prices are absurd)".into())
+    }
 }
 
 /// The calls behind a set of external tiers, each counted once (tiers of one call share its id).
@@ -111,7 +122,8 @@ pub fn bill(lineage: &[TierLineage]) -> Bill {
     Bill {
         totals,
         models,
-        recorded_dollars: recorded.filter(|_| totals.calls > 0),
+        // An absurd recorded amount is no amount: the bill is priced as if none was recorded.
+        recorded_dollars: recorded.filter(|d| totals.calls > 0 && d.is_finite()),
         recorded_priced_as: priced_as,
     }
 }
@@ -146,9 +158,36 @@ mod tests {
             output_tokens: 100_000,
             cached_input_tokens: 400_000,
             calls_without_usage: 0,
+            saturated: false,
         };
         // 600k × $2 + 400k × $0.5 + 100k × $8 = 1.2 + 0.2 + 0.8
         assert!((dollars(&p, &u) - 2.2).abs() < 1e-9);
+    }
+
+    #[test]
+    fn absurd_usage_saturates_and_an_absurd_cost_is_not_a_finite_amount() {
+        let huge = Usage {
+            input_tokens: u64::MAX,
+            output_tokens: u64::MAX - 1,
+            cached_input_tokens: Some(u64::MAX),
+        };
+        let mut u = UsageTotals::default();
+        u.add(Some(&huge));
+        assert!(!u.saturated);
+        u.add(Some(&huge));
+        assert!(u.saturated);
+        assert_eq!(
+            (u.calls, u.input_tokens, u.output_tokens),
+            (2, u64::MAX, u64::MAX)
+        );
+        let p = GenerationPrice {
+            priced_as: "--price".into(),
+            input: 1e300,
+            output: 1e300,
+            cached_multiplier: 1.0,
+        };
+        assert!(finite_dollars(dollars(&p, &u)).is_err());
+        assert_eq!(finite_dollars(2.5), Ok(2.5));
     }
 
     #[test]
