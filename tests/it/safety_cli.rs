@@ -82,3 +82,69 @@ fn a_follow_timeout_with_nothing_loadable_is_an_error_that_says_why() {
         "{stderr}"
     );
 }
+
+/// M1 with every assistant message and step recording `cost` (and `tokens.input`/`output` set
+/// to u64::MAX).
+fn m1_with_absurd_usage(dir: &Path) -> std::path::PathBuf {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(M1).unwrap()).unwrap();
+    let mut steps = 0;
+    for m in v["messages"].as_array_mut().unwrap() {
+        if m["info"]["role"] == "assistant" {
+            m["info"]["cost"] = serde_json::json!(1.7e308);
+            m["info"]["tokens"]["input"] = serde_json::json!(u64::MAX);
+            m["info"]["tokens"]["output"] = serde_json::json!(u64::MAX);
+        }
+        for p in m["parts"].as_array_mut().unwrap() {
+            if p["type"] == "step-finish" {
+                p["cost"] = serde_json::json!(1.7e308);
+                p["tokens"]["input"] = serde_json::json!(u64::MAX);
+                p["tokens"]["output"] = serde_json::json!(u64::MAX);
+                steps += 1;
+            }
+        }
+    }
+    assert!(steps > 1, "the fixture needs several steps to overflow");
+    let path = dir.join("absurd.json");
+    std::fs::write(&path, v.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn costs_that_overflow_are_said_not_printed_as_inf_or_a_silent_null() {
+    let dir = tempfile::tempdir().unwrap();
+    let export = m1_with_absurd_usage(dir.path());
+    let p = export.to_str().unwrap();
+    let want =
+        "the recorded costs do not add up to a finite amount (a message records an absurd cost)";
+
+    let out = run(dir.path(), &["inspect", p]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let usage = stdout.lines().find(|l| l.starts_with("usage")).unwrap();
+    assert!(usage.contains(&format!("cost: {want}")), "{usage}");
+    assert!(!usage.contains("inf") && !usage.contains("-1"), "{usage}");
+    // Token counts this large are read as the nearest count and reported, not wrapped.
+    assert!(stdout.contains("bad_token_count"), "{stdout}");
+
+    let out = run(dir.path(), &["inspect", "--json", p]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["usage"]["cost"].is_null(), "{}", v["usage"]);
+    assert_eq!(v["usage"]["cost_error"], want);
+    assert!(v["usage"]["input"].as_u64().is_some(), "{}", v["usage"]);
+
+    for (json, shown) in [(false, "overflow"), (true, "null")] {
+        let mut args = vec!["sessions", p];
+        if json {
+            args.push("--json");
+        }
+        let out = run(dir.path(), &args);
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert!(out.status.success(), "{stderr}");
+        assert!(!stdout.contains("inf"), "{stdout}");
+        assert!(
+            stderr.contains(&format!("{want} (cost shown as {shown})")),
+            "{stderr}"
+        );
+    }
+}
