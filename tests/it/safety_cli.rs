@@ -148,3 +148,52 @@ fn costs_that_overflow_are_said_not_printed_as_inf_or_a_silent_null() {
         );
     }
 }
+
+#[test]
+fn a_renamed_title_column_is_a_diagnostic_not_silently_empty_titles() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("opencode.db");
+    // A copy, with the WAL that holds part of its rows; the sample itself is never opened.
+    for suffix in ["", "-wal"] {
+        std::fs::copy(
+            format!(
+                "{}/sample-traces/opencode.db{suffix}",
+                env!("CARGO_MANIFEST_DIR")
+            ),
+            dir.path().join(format!("opencode.db{suffix}")),
+        )
+        .unwrap();
+    }
+    let p = db.to_str().unwrap();
+    let want = "table session has no column title";
+    // The sessions are there, with their titles, before the rename (caches elsewhere).
+    let other = tempfile::tempdir().unwrap();
+    let before = run(other.path(), &["inspect", "--json", p]);
+    let v: serde_json::Value = serde_json::from_slice(&before.stdout).unwrap();
+    assert_ne!(v["session"]["title"], "", "{}", v["session"]);
+    assert!(!v["diagnostics"].to_string().contains(want));
+    {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.execute_batch("ALTER TABLE session RENAME COLUMN title TO headline;")
+            .unwrap();
+    }
+
+    let out = run(dir.path(), &["sessions", p]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("missing_field") && stderr.contains(want),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("every session's title is empty"),
+        "{stderr}"
+    );
+
+    let out = run(dir.path(), &["inspect", "--json", p]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["session"]["title"], "", "{}", v["session"]);
+    let diags = v["diagnostics"].to_string();
+    assert!(diags.contains(want), "{diags}");
+}
