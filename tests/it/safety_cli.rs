@@ -197,3 +197,65 @@ fn a_renamed_title_column_is_a_diagnostic_not_silently_empty_titles() {
     let diags = v["diagnostics"].to_string();
     assert!(diags.contains(want), "{diags}");
 }
+
+#[test]
+fn policy_errors_quote_an_excerpt_not_the_megabyte_they_were_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let mb = "x".repeat(1 << 20);
+    let files = [
+        // A megabyte-long name, with a terminal escape, on a policy with an unknown knob.
+        format!("kind = \"full\"\nname = \"\\u001b]0;pwned\\u0007{mb}\"\n[knobs]\nnope = 1\n"),
+        // A megabyte-long unknown kind.
+        format!("kind = \"{mb}\"\nrespect_floors = true\n"),
+        // A megabyte-long line that is not TOML: the parser quotes the line.
+        format!("kind = {mb}\n"),
+        // A megabyte-long knob value.
+        format!("kind = \"full\"\n[knobs]\nttl_s = \"{mb}\"\n"),
+    ];
+    let mut cases: Vec<Vec<String>> = Vec::new();
+    for (i, body) in files.iter().enumerate() {
+        let p = dir.path().join(format!("p{i}.toml"));
+        std::fs::write(&p, body).unwrap();
+        cases.push(vec!["--policy".into(), p.to_string_lossy().into_owned()]);
+    }
+    // On the command line (an argument is at most 128 KiB there).
+    let long = "y".repeat(100_000);
+    cases.push(vec!["--policy".into(), long.clone()]);
+    cases.push(vec![
+        "--policy".into(),
+        "full".into(),
+        "--set".into(),
+        format!("ttl_s={long}"),
+    ]);
+    cases.push(vec![
+        "--policy".into(),
+        "full".into(),
+        "--set".into(),
+        format!("{long}=1"),
+    ]);
+    cases.push(vec![
+        "--policy".into(),
+        "full".into(),
+        "--set".into(),
+        long.clone(),
+    ]);
+    for args in &cases {
+        let mut all = vec!["replay", M1];
+        all.extend(args.iter().map(String::as_str));
+        let out = run(dir.path(), &all);
+        let stderr = text(&out.stderr);
+        let what = args.join(" ").chars().take(60).collect::<String>();
+        assert!(!out.status.success(), "{what}");
+        assert!(
+            stderr.len() < 3_000,
+            "{what}: {} bytes of error:\n{}",
+            stderr.len(),
+            stderr.chars().take(500).collect::<String>()
+        );
+        assert!(stderr.contains('…'), "{what}: not cut:\n{stderr}");
+        assert!(
+            !stderr.contains('\u{1b}') && !stderr.contains('\u{7}'),
+            "{what}: {stderr}"
+        );
+    }
+}
