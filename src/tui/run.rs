@@ -117,10 +117,22 @@ fn suspend(modes: Modes) {
 }
 
 /// Ctrl-Z: in raw mode it is a key, not a signal, so the explorer sends itself the signal the
-/// terminal would have sent.
+/// terminal would have sent; but only under job control, where a shell can continue it (the
+/// terminal itself ignores Ctrl-Z for a process group no shell manages).
 #[cfg(unix)]
 fn suspend_self() {
-    let _ = signal_hook::low_level::raise(signal_hook::consts::SIGTSTP);
+    if under_job_control() {
+        let _ = signal_hook::low_level::raise(signal_hook::consts::SIGTSTP);
+    }
+}
+
+/// A job-control shell runs each job in a process group of its own; a plain `sh -c` or a
+/// script leaves its children in its own group.
+#[cfg(unix)]
+fn under_job_control() -> bool {
+    // SAFETY: getpgrp and getpgid only read the process table.
+    let (mine, parents) = unsafe { (libc::getpgrp(), libc::getpgid(libc::getppid())) };
+    parents >= 0 && mine != parents
 }
 
 #[cfg(not(unix))]

@@ -128,3 +128,22 @@ fn ctrl_z_suspends_like_sigtstp() {
     check_resumed(&t, "fg after Ctrl-Z", 0);
     quit(&t);
 }
+
+#[test]
+fn ctrl_z_without_job_control_does_not_stop_the_explorer() {
+    if !have_tmux() {
+        return;
+    }
+    // tmux runs the command with `sh -c`: no job control, so nothing could continue a stopped
+    // explorer.
+    let t = Tmux::new("tierscope-nojobs");
+    t.start(&tmux_common::explorer("M1.json", "--budget 9000"));
+    t.wait("the main screen", |s| {
+        s.contains("Episodes") && s.contains("t 0 / 23")
+    });
+    t.keys(&["C-z"]);
+    t.keys(&["Right"]);
+    t.wait("the explorer still stepping", |s| s.contains("t 1 / 23"));
+    assert_eq!(t.display("#{alternate_on} #{mouse_any_flag}"), "1 1");
+    t.quit_and_check_restored();
+}
