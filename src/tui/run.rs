@@ -117,8 +117,8 @@ fn suspend(modes: Modes) {
 }
 
 /// Ctrl-Z: in raw mode it is a key, not a signal, so the explorer sends itself the signal the
-/// terminal would have sent; but only under job control, where a shell can continue it (the
-/// terminal itself ignores Ctrl-Z for a process group no shell manages).
+/// terminal would have sent; but only under job control: without a shell to `fg` it, a stopped
+/// explorer could never be continued.
 #[cfg(unix)]
 fn suspend_self() {
     if under_job_control() {
