@@ -170,5 +170,12 @@ fn absurd_usage_saturates_and_an_absurd_cost_is_said_not_printed_as_inf() {
         "the cost is not a finite amount (the usage figures or the prices are absurd)"
     );
     assert_eq!(v["report"]["all_tiers"]["input_tokens"], u64::MAX);
-    assert_eq!(run.sidecars().len(), 1);
+    let sidecars = run.sidecars();
+    assert_eq!(sidecars.len(), 1);
+    // The sidecar records the usage, and no dollars rather than an amount that is not one.
+    let side: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&sidecars[0]).unwrap()).unwrap();
+    let usage = &side["episodes"][0]["tiers"]["dense"]["usage"];
+    assert_eq!(usage["input_tokens"], u64::MAX, "{side}");
+    assert!(usage["dollars"].is_null(), "{usage}");
 }

@@ -93,6 +93,9 @@ pub struct Bill {
     /// prices.
     pub recorded_dollars: Option<f64>,
     pub recorded_priced_as: BTreeSet<String>,
+    /// The dollars recorded add up past a finite amount (absurd figures in a sidecar): said, and
+    /// treated as none recorded.
+    pub recorded_not_finite: bool,
 }
 
 pub fn bill(lineage: &[TierLineage]) -> Bill {
@@ -125,6 +128,7 @@ pub fn bill(lineage: &[TierLineage]) -> Bill {
         // An absurd recorded amount is no amount: the bill is priced as if none was recorded.
         recorded_dollars: recorded.filter(|d| totals.calls > 0 && d.is_finite()),
         recorded_priced_as: priced_as,
+        recorded_not_finite: recorded.is_some_and(|d| !d.is_finite()),
     }
 }
 
@@ -219,5 +223,33 @@ mod tests {
         assert_eq!((t.calls, t.input_tokens, t.output_tokens), (2, 200, 20));
         assert_eq!(b.models.into_iter().collect::<Vec<_>>(), ["m"]);
         assert_eq!(b.recorded_dollars, Some(1.0));
+        assert!(!b.recorded_not_finite);
+    }
+
+    #[test]
+    fn recorded_dollars_past_a_finite_amount_are_flagged_not_summed_to_inf() {
+        let l = |call: &str| TierLineage {
+            episode: "E0".into(),
+            tier: Tier::Dense,
+            generator: None,
+            model: Some("m".into()),
+            prompt_version: None,
+            strategy: Some("source".into()),
+            from_tier: Some(Tier::Full),
+            usage: Some(TierUsage {
+                call: call.into(),
+                input_tokens: Some(u64::MAX),
+                output_tokens: Some(1),
+                cached_input_tokens: None,
+                response_model: None,
+                dollars: Some(1.7e308),
+                priced_as: Some("--price".into()),
+            }),
+        };
+        let b = bill(&[l("a"), l("b")]);
+        assert_eq!(b.recorded_dollars, None);
+        assert!(b.recorded_not_finite);
+        assert!(b.totals.saturated);
+        assert_eq!(b.totals.input_tokens, u64::MAX);
     }
 }
