@@ -62,6 +62,31 @@ pub fn sanitize_line(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(clean.replace('\n', " ⏎ ").replace('\t', " "))
 }
 
+/// How much of a user's input an error message quotes.
+pub const EXCERPT_CHARS: usize = 200;
+
+/// An excerpt of untrusted input for an error message: at most [`EXCERPT_CHARS`] chars ("…"
+/// when cut), on one line, control and bidi characters escaped. A message never echoes a
+/// megabyte of what it refuses.
+pub fn excerpt(s: &str) -> String {
+    sanitize_line(&clip_chars(s, EXCERPT_CHARS)).into_owned()
+}
+
+/// [`excerpt`] for a message of several lines (a parser's, which quotes the offending line):
+/// each line cut to [`EXCERPT_CHARS`] chars, at most 12 lines.
+pub fn excerpt_lines(s: &str) -> String {
+    const MAX_LINES: usize = 12;
+    let mut out: Vec<String> = s
+        .lines()
+        .take(MAX_LINES)
+        .map(|l| sanitize_for_terminal(&clip_chars(l, EXCERPT_CHARS)).replace('\t', " "))
+        .collect();
+    if s.lines().nth(MAX_LINES).is_some() {
+        out.push("…".to_owned());
+    }
+    out.join("\n")
+}
+
 fn push_escape(out: &mut String, c: char) {
     use std::fmt::Write as _;
     let n = c as u32;
@@ -74,7 +99,29 @@ fn push_escape(out: &mut String, c: char) {
 
 #[cfg(test)]
 mod sanitize_tests {
-    use super::{sanitize_for_terminal, sanitize_line};
+    use super::{excerpt, excerpt_lines, sanitize_for_terminal, sanitize_line, EXCERPT_CHARS};
+
+    #[test]
+    fn excerpts_are_short_one_line_and_inert() {
+        let big = format!("\u{1b}]0;x\u{7}{}", "y".repeat(1 << 20));
+        let e = excerpt(&big);
+        assert!(e.starts_with("\\x1b]0;x\\x07yyy"), "{e}");
+        assert!(e.ends_with('…'));
+        // The escapes lengthen it a little; the cut was at EXCERPT_CHARS chars of input.
+        assert!(
+            e.chars().count() <= EXCERPT_CHARS + 6,
+            "{}",
+            e.chars().count()
+        );
+        assert_eq!(excerpt("a\nb"), "a ⏎ b");
+        let lines = (0..20)
+            .map(|_| "z".repeat(300))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let l = excerpt_lines(&lines);
+        assert_eq!(l.lines().count(), 13);
+        assert!(l.lines().all(|x| x.chars().count() <= EXCERPT_CHARS));
+    }
 
     #[test]
     fn escapes_become_visible_and_plain_text_is_borrowed() {

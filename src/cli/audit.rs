@@ -282,8 +282,9 @@ pub fn generation_text(gens: &[(&str, &GenerationCost)]) -> Text {
             Cell::text(*name),
             Cell::Int(g.representations as u64),
             Cell::Int(g.calls),
-            Cell::Tokens(g.input_tokens as i64),
-            Cell::Tokens(g.output_tokens as i64),
+            // Saturated, not wrapped: a total past i64 must not print negative.
+            Cell::Tokens(i64::try_from(g.input_tokens).unwrap_or(i64::MAX)),
+            Cell::Tokens(i64::try_from(g.output_tokens).unwrap_or(i64::MAX)),
             Cell::text(g.basis.clone()),
             Cell::text(match (g.dollars, g.calls) {
                 (Some(0.0), 0) => "$0 (no model)".to_owned(),

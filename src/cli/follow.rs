@@ -104,11 +104,23 @@ where
     let (follower, rx) =
         Follower::spawn_channel(cfg, move |snap| builder.build(snap)).context("--follow")?;
     let mut stream = FrameStream::new(out);
+    // The timeout measures a time without change: it starts once the first state is written
+    // (a long first load is not inactivity), or once loading failed.
+    let mut loaded = false;
+    let mut failed: Option<String> = None;
     let end = loop {
-        let event = match timeout {
+        let event = match timeout.filter(|_| loaded || failed.is_some()) {
             Some(t) => match rx.recv_timeout(t) {
                 Ok(e) => e,
-                Err(RecvTimeoutError::Timeout) => break FollowEnd::Inactive,
+                Err(RecvTimeoutError::Timeout) if loaded => break FollowEnd::Inactive,
+                Err(RecvTimeoutError::Timeout) => {
+                    follower.stop();
+                    anyhow::bail!(
+                        "nothing loaded: {}; gave up after --follow-timeout {}s without a change",
+                        failed.as_deref().unwrap_or("no state"),
+                        t.as_secs_f64()
+                    )
+                }
                 Err(RecvTimeoutError::Disconnected) => anyhow::bail!("the follower stopped"),
             },
             None => match rx.recv() {
@@ -120,6 +132,7 @@ where
             FollowEvent::Reloaded { data, .. } => {
                 let f = frames(&data)?;
                 stream.emit(f).context("writing frames")?;
+                loaded = true;
             }
             FollowEvent::Status(FollowStatus::SourceGone(reason)) => {
                 break FollowEnd::SourceGone(reason)
@@ -128,12 +141,22 @@ where
                 stderr::line(&format!("tierscope: {reason}"));
             }
             FollowEvent::Status(_) => {}
-            FollowEvent::Error(e) => stderr::line(&format!("tierscope: {e}")),
+            FollowEvent::Error(e) => {
+                stderr::line(&format!("tierscope: {e}"));
+                failed = Some(e);
+            }
         }
     };
     follower.stop();
-    if let FollowEnd::SourceGone(reason) = &end {
-        stderr::line(&format!("tierscope: source gone: {reason}"));
+    match (&end, timeout) {
+        (FollowEnd::SourceGone(reason), _) => {
+            stderr::line(&format!("tierscope: source gone: {reason}"))
+        }
+        (FollowEnd::Inactive, Some(t)) => stderr::line(&format!(
+            "tierscope: following stopped: no change for {}s (--follow-timeout)",
+            t.as_secs_f64()
+        )),
+        (FollowEnd::Inactive, None) => {}
     }
     Ok(end)
 }

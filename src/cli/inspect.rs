@@ -64,8 +64,16 @@ pub struct Counts {
 pub struct UsageOut {
     #[serde(flatten)]
     pub tokens: Usage,
-    pub cost: f64,
+    /// Null when the recorded costs do not add up to a finite amount (`cost_error` says so).
+    pub cost: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_error: Option<String>,
 }
+
+/// What the output says instead of a cost that is not a finite amount (`inf` as text, a
+/// silent `null` in JSON).
+pub const COST_NOT_FINITE: &str =
+    "the recorded costs do not add up to a finite amount (a message records an absurd cost)";
 
 /// Build the report for `trace`; `child_sessions` comes from the source (it may know children
 /// the trace does not link).
@@ -126,9 +134,13 @@ pub fn report(trace: &Trace, child_sessions: usize) -> InspectReport {
             pruned_outputs: trace.pruned.len(),
             child_sessions,
         },
-        usage: UsageOut {
-            tokens: trace.total_usage(),
-            cost: trace.total_cost(),
+        usage: {
+            let cost = trace.total_cost();
+            UsageOut {
+                tokens: trace.total_usage(),
+                cost: cost.is_finite().then_some(cost),
+                cost_error: (!cost.is_finite()).then(|| COST_NOT_FINITE.to_owned()),
+            }
         },
         compaction_requests: trace
             .compactions
@@ -246,13 +258,16 @@ pub fn table(r: &InspectReport, source: &str) -> Table {
     row(
         "usage",
         format!(
-            "input {}, output {}, reasoning {}, cache read {}, cache write {}, cost ${:.4}",
+            "input {}, output {}, reasoning {}, cache read {}, cache write {}, {}",
             u.tokens.input,
             u.tokens.output,
             u.tokens.reasoning,
             u.tokens.cache_read,
             u.tokens.cache_write,
-            u.cost
+            match (u.cost, &u.cost_error) {
+                (Some(c), _) => format!("cost ${c:.4}"),
+                (None, why) => format!("cost: {}", why.as_deref().unwrap_or(COST_NOT_FINITE)),
+            }
         ),
     );
     if r.diagnostics.is_empty() {

@@ -57,7 +57,9 @@ pub struct ReplayArgs {
     /// from the source gets `{"request": N, "retracted": true}`).
     #[arg(long)]
     pub follow: bool,
-    /// With --follow: stop after this many seconds without a change.
+    /// With --follow: stop after this many seconds without a change, counted from the first
+    /// frames written (the summary line follows; stderr says why it stopped; exit status 0). When
+    /// nothing could be loaded for that long, it stops with an error (exit status 1).
     #[arg(long, value_name = "SECS", requires = "follow")]
     pub follow_timeout: Option<f64>,
 }

@@ -34,6 +34,15 @@ pub fn run(args: &SessionsArgs) -> anyhow::Result<()> {
             report::stderr::warn(&format!("{} ×{}: {}", d.kind.as_str(), d.count, d.example));
         }
     }
+    // JSON has no number for it (serde writes null): said on stderr in both formats.
+    for s in sessions.iter().filter(|s| !s.cost.is_finite()) {
+        report::stderr::warn(&format!(
+            "session {}: {} (cost shown as {})",
+            s.id,
+            super::inspect::COST_NOT_FINITE,
+            if args.json { "null" } else { "overflow" }
+        ));
+    }
     // A database of thousands of sessions: freeing them one by one would cost more than the
     // warm listing itself does to print them.
     super::keep_until_exit((source, sessions));
@@ -175,7 +184,12 @@ pub fn table(sessions: &[SessionSummary]) -> Text {
             Cell::Int(s.tokens.reasoning),
             Cell::Int(s.tokens.cache_read),
             Cell::Int(s.tokens.cache_write),
-            Cell::text(format!("{:.4}", s.cost)),
+            Cell::text(if s.cost.is_finite() {
+                format!("{:.4}", s.cost)
+            } else {
+                // Not `inf`: the costs recorded do not add up (see `tierscope inspect`).
+                "overflow".to_owned()
+            }),
         ]);
     }
     let mut out = Text::from(t);

@@ -21,7 +21,9 @@ use serde::Serialize;
 use super::report::{self, plural, Cell, Format, Table, Text};
 use super::LoadArgs;
 use tierscope_engine::episode::historian::cache::{CacheKey, HistorianCache, Lookup};
-use tierscope_engine::episode::historian::cost::{dollars, table_price, GenerationPrice};
+use tierscope_engine::episode::historian::cost::{
+    dollars, finite_dollars, table_price, GenerationPrice,
+};
 use tierscope_engine::episode::historian::input::{episode_inputs, EpisodeInput};
 use tierscope_engine::episode::historian::prompt::{steps, PROMPT_VERSION};
 use tierscope_engine::episode::historian::retry::RetryPolicy;
@@ -35,7 +37,7 @@ use tierscope_engine::episode::historian::write::{
 use tierscope_engine::episode::historian::HistorianStrategy;
 use tierscope_engine::episode::options::TierSource;
 use tierscope_engine::episode::sidecar::{ExternalEpisode, SidecarLocator};
-use tierscope_engine::research::report::thousands;
+use tierscope_engine::research::report::{thousands, thousands_u64};
 
 #[derive(Debug, Args)]
 pub struct TiersArgs {
@@ -279,14 +281,18 @@ fn run_generate(a: &GenerateArgs) -> anyhow::Result<()> {
         let eps: Vec<ExternalEpisode> = written.iter().map(|(_, e)| e.clone()).collect();
         tiers_file(&session_id, &kept, &eps, &order).episodes.len()
     };
+    let priced = |u: &UsageTotals| price.as_ref().map(|p| finite_dollars(dollars(p, u)));
     let summary = Summary {
         session: session_id.clone(),
         endpoint: display_url(&url),
         sidecar: (!written.is_empty() || !kept.is_empty()).then(|| path.clone()),
         sidecar_episodes,
         cache_dir: cache_dir.clone(),
-        this_run_dollars: price.as_ref().map(|p| dollars(p, &report.this_run)),
-        all_tiers_dollars: price.as_ref().map(|p| dollars(p, &report.all_tiers)),
+        this_run_dollars: priced(&report.this_run).and_then(Result::ok),
+        all_tiers_dollars: priced(&report.all_tiers).and_then(Result::ok),
+        cost_error: [report.this_run, report.all_tiers]
+            .iter()
+            .find_map(|u| priced(u).and_then(Result::err)),
         price: price.clone(),
         report,
     };
@@ -367,29 +373,40 @@ struct Summary {
     price: Option<GenerationPrice>,
     this_run_dollars: Option<f64>,
     all_tiers_dollars: Option<f64>,
+    /// Why a priced run has no dollars (null above): they are not a finite amount.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost_error: Option<String>,
     report: RunReport,
 }
 
-fn tokens_line(u: &UsageTotals, dollars: Option<f64>) -> String {
+fn tokens_line(u: &UsageTotals, dollars: Option<f64>, cost_error: Option<&str>) -> String {
     let mut s = format!(
         "{}, {} tokens in, {} out",
-        plural(u.calls as usize, "call"),
-        thousands(u.input_tokens as i64),
-        thousands(u.output_tokens as i64)
+        plural(usize::try_from(u.calls).unwrap_or(usize::MAX), "call"),
+        thousands_u64(u.input_tokens),
+        thousands_u64(u.output_tokens)
     );
     if u.cached_input_tokens > 0 {
         s.push_str(&format!(
             " ({} in cached)",
-            thousands(u.cached_input_tokens as i64)
+            thousands_u64(u.cached_input_tokens)
         ));
     }
-    if let Some(d) = dollars {
-        s.push_str(&format!(", ${d:.4}"));
+    if u.saturated {
+        s.push_str(" (at least: a server reported usage too large to add up)");
+    }
+    match (dollars, cost_error) {
+        (Some(d), _) => s.push_str(&format!(", ${d:.4}")),
+        (None, Some(why)) => s.push_str(&format!("; {why}")),
+        (None, None) => {}
     }
     if u.calls_without_usage > 0 {
         s.push_str(&format!(
             "; {} reported no usage (not counted)",
-            plural(u.calls_without_usage as usize, "call")
+            plural(
+                usize::try_from(u.calls_without_usage).unwrap_or(usize::MAX),
+                "call"
+            )
         ));
     }
     s
@@ -451,11 +468,11 @@ fn summary_text(s: &Summary, a: &GenerateArgs, out_dir: &Path) -> Text {
     ));
     out.line(format!(
         "this run:  {}",
-        tokens_line(&r.this_run, s.this_run_dollars)
+        tokens_line(&r.this_run, s.this_run_dollars, s.cost_error.as_deref())
     ));
     out.line(format!(
         "the tiers: {}",
-        tokens_line(&r.all_tiers, s.all_tiers_dollars)
+        tokens_line(&r.all_tiers, s.all_tiers_dollars, s.cost_error.as_deref())
     ));
     match &s.price {
         Some(p) => out.line(format!(

@@ -51,6 +51,41 @@ pub struct Input {
     pub error: Option<String>,
 }
 
+impl Input {
+    /// The most characters a field holds: a search, a number or a knob value is short; a path
+    /// may be long. The bound keeps each keystroke's work (an incremental search) small.
+    pub fn max_chars(&self) -> usize {
+        match self.purpose {
+            InputPurpose::SavePath => 4096,
+            _ => 256,
+        }
+    }
+
+    /// Appends `text` (control characters dropped, line breaks as spaces) up to
+    /// [`Input::max_chars`]; what does not fit is dropped and the field says so. Whether
+    /// anything was added.
+    pub fn insert(&mut self, text: &str) -> bool {
+        let max = self.max_chars();
+        let mut len = self.text.chars().count();
+        let mut added = false;
+        for c in text.chars() {
+            let c = match c {
+                '\n' | '\r' | '\t' => ' ',
+                c if tierscope_engine::text::is_unsafe_char(c) => continue,
+                c => c,
+            };
+            if len >= max {
+                self.error = Some(format!("the field holds at most {max} characters"));
+                break;
+            }
+            self.text.push(c);
+            len += 1;
+            added = true;
+        }
+        added
+    }
+}
+
 /// The help overlay: where it opened (a mode's section) or the row it was scrolled to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HelpView {
@@ -140,6 +175,8 @@ pub struct State {
 #[derive(Debug)]
 pub enum Msg {
     Key(KeyEvent),
+    /// Text pasted into the terminal (bracketed paste: one event, not a key per character).
+    Paste(String),
     Mouse(MouseEvent),
     Resize(u16, u16),
     /// The view drew a frame whose geometry differs from the last one.
@@ -329,6 +366,7 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
                 }
             }
         }
+        Msg::Paste(text) => on_paste(state, &text),
         Msg::Mouse(m) => on_mouse(state, m, &mut fx),
         Msg::Resize(w, h) => {
             state.width = w;
@@ -617,16 +655,39 @@ fn on_input_key(state: &mut State, k: KeyEvent, action: Option<Action>, fx: &mut
             KeyCode::Backspace => {
                 input.text.pop();
             }
-            KeyCode::Char(c) if !k.modifiers.contains(KeyModifiers::CONTROL) => input.text.push(c),
+            // A full field keeps its text and says why.
+            KeyCode::Char(c)
+                if !k.modifiers.contains(KeyModifiers::CONTROL)
+                    && !input.insert(&c.to_string()) =>
+            {
+                state.input = Some(input);
+                return;
+            }
             _ => {}
         },
     }
     input.error = None;
+    input_changed(state, input);
+}
+
+/// The field's text changed: an incremental search filters the table and selects the first
+/// match as the user types.
+fn input_changed(state: &mut State, input: Input) {
     if input.purpose == InputPurpose::Search {
-        // Incremental: the table filters and the first match is selected as the user types.
         search::set_query(state, &input.text);
     }
     state.input = Some(input);
+}
+
+/// A paste goes into the open text field (cut to what the field holds); elsewhere it is
+/// ignored, so pasted text never acts as keys.
+fn on_paste(state: &mut State, text: &str) {
+    let Some(mut input) = state.input.take() else {
+        return;
+    };
+    input.error = None;
+    input.insert(text);
+    input_changed(state, input);
 }
 
 fn accept_input(state: &mut State, input: &Input, fx: &mut Vec<Effect>) -> Result<(), String> {

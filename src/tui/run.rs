@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::event::{
-    self, DisableMouseCapture, EnableMouseCapture, Event, MouseEventKind,
+    self, DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+    Event, KeyCode, KeyEventKind, KeyModifiers, MouseEventKind,
 };
 use ratatui::crossterm::terminal::{
     disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
@@ -47,15 +48,95 @@ fn restore(modes: Modes) {
     if !TERMINAL_ACTIVE.swap(false, std::sync::atomic::Ordering::SeqCst) {
         return;
     }
-    // Best effort, in reverse order of setup; each step is independent.
+    leave_modes(modes);
+}
+
+/// Turns the explorer's modes off, best effort, in reverse order of [`enter_modes`]; each step
+/// is independent.
+fn leave_modes(modes: Modes) {
     let mut out = io::stdout();
     if modes.mouse {
         let _ = execute!(out, DisableMouseCapture);
     }
+    let _ = execute!(out, DisableBracketedPaste);
     let _ = execute!(out, LeaveAlternateScreen, cursor::Show);
     let _ = disable_raw_mode();
     let _ = out.flush();
 }
+
+/// Turns the explorer's modes on: raw, alternate screen, hidden cursor, bracketed paste (a
+/// paste arrives as one event, not as thousands of keys), mouse capture if asked.
+fn enter_modes(modes: Modes) -> io::Result<()> {
+    enable_raw_mode()?;
+    let mut out = io::stdout();
+    execute!(
+        out,
+        EnterAlternateScreen,
+        cursor::Hide,
+        EnableBracketedPaste
+    )?;
+    if modes.mouse {
+        execute!(out, EnableMouseCapture)?;
+    }
+    Ok(())
+}
+
+/// Set when the screen must be redrawn whole (after a resume the terminal shows the shell's
+/// screen, which ratatui's diffing knows nothing about).
+static NEEDS_CLEAR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The UI loop's channel, so a resume can wake the loop to redraw.
+static WAKE: std::sync::Mutex<Option<mpsc::Sender<Msg>>> = std::sync::Mutex::new(None);
+
+/// Job control (SIGTSTP from `kill -TSTP` or Ctrl-Z), as `less` and `vim` do it: give the
+/// terminal back to the shell as it was, stop, and once continued (`fg`) take the terminal
+/// again and redraw everything.
+#[cfg(unix)]
+fn suspend(modes: Modes) {
+    use std::sync::atomic::Ordering;
+    let _output = OUTPUT.lock().unwrap_or_else(|e| e.into_inner());
+    let active = TERMINAL_ACTIVE.swap(false, Ordering::SeqCst);
+    if active {
+        leave_modes(modes);
+    }
+    // Stops the process here (SIGSTOP, since SIGTSTP has our handler); returns on SIGCONT.
+    let _ = signal_hook::low_level::emulate_default_handler(signal_hook::consts::SIGTSTP);
+    if !active {
+        return;
+    }
+    TERMINAL_ACTIVE.store(true, Ordering::SeqCst);
+    // A failure leaves the terminal as the shell had it; the next frame still draws.
+    let _ = enter_modes(modes);
+    NEEDS_CLEAR.store(true, Ordering::SeqCst);
+    let size = ratatui::crossterm::terminal::size();
+    if let (Ok(wake), Ok((w, h))) = (WAKE.lock(), size) {
+        if let Some(tx) = wake.as_ref() {
+            let _ = tx.send(Msg::Resize(w, h));
+        }
+    }
+}
+
+/// Ctrl-Z: in raw mode it is a key, not a signal, so the explorer sends itself the signal the
+/// terminal would have sent; but only under job control: without a shell to `fg` it, a stopped
+/// explorer could never be continued.
+#[cfg(unix)]
+fn suspend_self() {
+    if under_job_control() {
+        let _ = signal_hook::low_level::raise(signal_hook::consts::SIGTSTP);
+    }
+}
+
+/// A job-control shell runs each job in a process group of its own; a plain `sh -c` or a
+/// script leaves its children in its own group.
+#[cfg(unix)]
+fn under_job_control() -> bool {
+    // SAFETY: getpgrp and getpgid only read the process table.
+    let (mine, parents) = unsafe { (libc::getpgrp(), libc::getpgid(libc::getppid())) };
+    parents >= 0 && mine != parents
+}
+
+#[cfg(not(unix))]
+fn suspend_self() {}
 
 /// Restores the terminal before the previous panic hook prints, so the message is readable and
 /// the shell is usable (bottom / yazi style: chain, don't replace).
@@ -116,21 +197,26 @@ static OUTPUT: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// SIGTERM, SIGINT, SIGHUP and SIGQUIT (`kill`, a closed terminal window, `kill -INT`: in raw
 /// mode Ctrl-C is a key, not a signal) restore the terminal, then end the process with the
-/// conventional status 128 + the signal's number. A thread waits for them, so nothing runs in a
-/// signal handler; it takes [`OUTPUT`] first, so a frame being drawn is finished.
+/// conventional status 128 + the signal's number; SIGTSTP suspends (see [`suspend`]). A thread
+/// waits for them, so nothing runs in a signal handler; it takes [`OUTPUT`] first, so a frame
+/// being drawn is finished.
 #[cfg(unix)]
 fn install_signal_restore(modes: Modes) -> io::Result<()> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP};
     static INSTALLED: std::sync::Once = std::sync::Once::new();
     let mut result = Ok(());
     INSTALLED.call_once(|| {
         result = (|| {
             let mut signals =
-                signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT])?;
+                signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGTSTP])?;
             std::thread::Builder::new()
                 .name("tierscope-signals".into())
                 .spawn(move || {
-                    if let Some(sig) = signals.forever().next() {
+                    for sig in signals.forever() {
+                        if sig == SIGTSTP {
+                            suspend(modes);
+                            continue;
+                        }
                         let _lock = OUTPUT.lock();
                         restore(modes);
                         std::process::exit(128 + sig);
@@ -147,10 +233,10 @@ fn install_signal_restore(_modes: Modes) -> io::Result<()> {
     Ok(())
 }
 
-/// The terminal in the explorer's modes (raw, alternate screen, hidden cursor, mouse capture if
-/// asked) with a panic hook and signal handlers that restore them (before the panic message
-/// prints; before the process ends on SIGTERM, SIGINT, SIGHUP, SIGQUIT). Dropping it restores
-/// them too.
+/// The terminal in the explorer's modes (raw, alternate screen, hidden cursor, bracketed paste,
+/// mouse capture if asked) with a panic hook and signal handlers that restore them (before the
+/// panic message prints; before the process ends on SIGTERM, SIGINT, SIGHUP, SIGQUIT; while
+/// stopped by SIGTSTP). Dropping it restores them too.
 pub struct TerminalGuard(Modes);
 
 impl TerminalGuard {
@@ -159,13 +245,9 @@ impl TerminalGuard {
         install_panic_hook(modes);
         install_signal_restore(modes)?;
         TERMINAL_ACTIVE.store(true, std::sync::atomic::Ordering::SeqCst);
-        enable_raw_mode()?;
+        // The guard first, so a failure part way restores what was turned on.
         let guard = TerminalGuard(modes);
-        let mut out = io::stdout();
-        execute!(out, EnterAlternateScreen, cursor::Hide)?;
-        if mouse {
-            execute!(out, EnableMouseCapture)?;
-        }
+        enter_modes(modes)?;
         Ok(guard)
     }
 }
@@ -211,6 +293,9 @@ fn event_loop(
     opts: RunOptions,
 ) -> Result<(), RunError> {
     let (tx, rx) = mpsc::channel::<Msg>();
+    if let Ok(mut wake) = WAKE.lock() {
+        *wake = Some(tx.clone());
+    }
     // Input thread: blocks in `event::read`, forwards what the UI cares about.
     {
         let tx = tx.clone();
@@ -218,7 +303,16 @@ fn event_loop(
             .name("tierscope-input".into())
             .spawn(move || loop {
                 let msg = match event::read() {
+                    Ok(Event::Key(k))
+                        if k.code == KeyCode::Char('z')
+                            && k.modifiers.contains(KeyModifiers::CONTROL)
+                            && k.kind != KeyEventKind::Release =>
+                    {
+                        suspend_self();
+                        continue;
+                    }
                     Ok(Event::Key(k)) => Msg::Key(k),
+                    Ok(Event::Paste(text)) => Msg::Paste(text),
                     // Motion reports would wake the loop on every mouse move; nothing uses them.
                     Ok(Event::Mouse(m))
                         if matches!(m.kind, MouseEventKind::Moved | MouseEventKind::Drag(_)) =>
@@ -284,6 +378,13 @@ fn event_loop(
         {
             // A signal restoring the terminal waits for the frame (see `OUTPUT`).
             let _frame = OUTPUT.lock().unwrap_or_else(|e| e.into_inner());
+            if NEEDS_CLEAR.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                // `resize` clears the screen and forgets the last frame, so all of it is drawn
+                // again (`clear` would ask the terminal for the cursor position, whose answer
+                // the input thread's read would take).
+                let area = terminal.size()?.into();
+                terminal.resize(area)?;
+            }
             terminal.draw(|f| geometry = Some(ui::view(state, f)))?;
         }
         // The view reports what `update` needs of the frame (page sizes, where the panes are);
@@ -326,6 +427,9 @@ fn event_loop(
         }
     };
     queue.close();
+    if let Ok(mut wake) = WAKE.lock() {
+        *wake = None;
+    }
     result
 }
 

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::knobs;
+use crate::text::{excerpt, excerpt_lines};
 
 pub use crate::replay::policies::PolicyKind;
 
@@ -207,7 +208,7 @@ impl Policy {
 /// Everything that can be wrong with a policy name, file or override.
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyError {
-    #[error("no built-in policy named {name:?} and no such file (built-ins: {})", builtins.join(", "))]
+    #[error("no built-in policy named \"{}\" and no such file (built-ins: {})", excerpt(.name), .builtins.join(", "))]
     NotFound { name: String, builtins: Vec<String> },
     #[error("cannot read policy file {path}")]
     Io {
@@ -215,25 +216,25 @@ pub enum PolicyError {
         #[source]
         source: std::io::Error,
     },
-    #[error("policy file {path} is not valid TOML: {reason}")]
+    #[error("policy file {path} is not valid TOML: {}", excerpt_lines(.reason))]
     Toml { path: String, reason: String },
-    #[error("policy {policy:?}: unknown kind {kind:?} (expected one of full, truncate, flat, progressive, decay, oracle)")]
+    #[error("policy \"{}\": unknown kind \"{}\" (expected one of full, truncate, flat, progressive, decay, oracle)", excerpt(.policy), excerpt(.kind))]
     UnknownKind { policy: String, kind: String },
-    #[error("policy {policy:?} has no knob {key:?} (its knobs: {})", known.join(", "))]
+    #[error("policy \"{}\" has no knob \"{}\" (its knobs: {})", excerpt(.policy), excerpt(.key), .known.join(", "))]
     UnknownKnob {
         policy: String,
         key: String,
         known: Vec<String>,
     },
-    #[error("policy {policy:?}: bad value for {key}: {reason}")]
+    #[error("policy \"{}\": bad value for {}: {}", excerpt(.policy), excerpt(.key), excerpt(.reason))]
     BadValue {
         policy: String,
         key: String,
         reason: String,
     },
-    #[error("policy {policy:?}: {reason}")]
+    #[error("policy \"{}\": {}", excerpt(.policy), excerpt(.reason))]
     Constraint { policy: String, reason: String },
-    #[error("bad override {text:?}: expected KEY=VALUE")]
+    #[error("bad override \"{}\": expected KEY=VALUE", excerpt(.text))]
     BadOverride { text: String },
 }
 

@@ -64,14 +64,7 @@ pub fn pct(x: Option<f64>) -> String {
 
 /// Thousands separated by commas (for token counts in tables).
 pub fn thousands(n: i64) -> String {
-    let s = n.unsigned_abs().to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
+    let out = thousands_u64(n.unsigned_abs());
     if n < 0 {
         format!("-{out}")
     } else {
@@ -79,9 +72,31 @@ pub fn thousands(n: i64) -> String {
     }
 }
 
+/// [`thousands`] of an unsigned count, whole to `u64::MAX` (a cast to `i64` would print it
+/// negative).
+pub fn thousands_u64(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thousands_group_every_count() {
+        assert_eq!(thousands(-1_234_567), "-1,234,567");
+        assert_eq!(thousands(i64::MIN), "-9,223,372,036,854,775,808");
+        assert_eq!(thousands_u64(u64::MAX), "18,446,744,073,709,551,615");
+        assert_eq!(thousands_u64(999), "999");
+    }
 
     #[test]
     fn tables_align_and_csv_quotes() {

@@ -56,7 +56,7 @@ pub fn generation_cost(s: &LoadedSession) -> GenerationCost {
         [m] => table_price(m),
         _ => None,
     };
-    let unreported = if totals.calls_without_usage > 0 {
+    let mut unreported = if totals.calls_without_usage > 0 {
         format!(
             "; {} calls reported no usage and are not in it",
             totals.calls_without_usage
@@ -64,7 +64,20 @@ pub fn generation_cost(s: &LoadedSession) -> GenerationCost {
     } else {
         String::new()
     };
+    if totals.saturated {
+        unreported.push_str("; the usage recorded is too large to add up (the totals are a floor)");
+    }
+    if b.recorded_not_finite {
+        unreported.push_str("; the dollars recorded do not add up to a finite amount");
+    }
     let (dollars, pricing) = match (&price, b.recorded_dollars, models.as_slice()) {
+        (Some(p), _, _) if !dollars(p, &totals).is_finite() => (
+            None,
+            format!(
+                "not priced: at {} prices the cost is not a finite amount{unreported}",
+                p.priced_as
+            ),
+        ),
         (Some(p), _, _) => (
             Some(dollars(p, &totals)),
             format!(
@@ -85,11 +98,14 @@ pub fn generation_cost(s: &LoadedSession) -> GenerationCost {
         ),
         (None, None, [m]) => (
             None,
-            format!("not priced: model {m} is not in the pricing table"),
+            format!("not priced: model {m} is not in the pricing table{unreported}"),
         ),
         (None, None, _) => (
             None,
-            format!("not priced: several models ({})", models.join(", ")),
+            format!(
+                "not priced: several models ({}){unreported}",
+                models.join(", ")
+            ),
         ),
     };
     GenerationCost {

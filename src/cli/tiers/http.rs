@@ -1,13 +1,15 @@
 //! The historian's transport over HTTP: a blocking `ureq` agent (rustls) posting to the chat
 //! completions URL, with a global timeout per request. Statuses are data here, not errors, so
-//! the engine sees every 4xx/5xx body and `Retry-After`. The API key goes into the
-//! `Authorization` header and nowhere else; every body and error message is redacted before it
-//! leaves this module.
+//! the engine sees every 4xx/5xx body and `Retry-After`. Redirects are never followed (one to
+//! another host would carry the episode's text, and an answer from there would become tiers):
+//! a 3xx is an error naming where it pointed. An answer above [`MAX_BODY_BYTES`] is an error that
+//! says so. The API key goes into the `Authorization` header and nowhere else; every body and
+//! error message is redacted before it leaves this module.
 
 use std::time::{Duration, SystemTime};
 
 use tierscope_engine::episode::historian::transport::{
-    redact, HttpReply, Transport, TransportError,
+    display_url, redact, HttpReply, Transport, TransportError,
 };
 
 /// Bodies larger than this are cut (a completion of three tiers is a few kilobytes).
@@ -24,6 +26,7 @@ impl HttpTransport {
     pub fn new(url: &str, key: Option<String>, timeout: Duration) -> HttpTransport {
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
+            .max_redirects(0)
             .timeout_global(Some(timeout))
             .user_agent(concat!("tierscope/", env!("CARGO_PKG_VERSION")))
             .build();
@@ -52,17 +55,37 @@ impl Transport for HttpTransport {
         match req.send(body) {
             Ok(mut resp) => {
                 let status = resp.status().as_u16();
-                let retry_after = resp
-                    .headers()
-                    .get("retry-after")
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| parse_retry_after(v, SystemTime::now()));
+                let header = |name: &str| {
+                    resp.headers()
+                        .get(name)
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_owned)
+                };
+                if (300..400).contains(&status) {
+                    let to = header("location").unwrap_or_else(|| "nowhere".to_owned());
+                    return Err(TransportError::Fatal(self.clean(&format!(
+                        "the endpoint redirects (HTTP {status}) to {}; redirects are not \
+                         followed: give the final URL as --endpoint",
+                        tierscope_engine::text::clip_chars(&display_url(&to), 200)
+                    ))));
+                }
+                let retry_after =
+                    header("retry-after").and_then(|v| parse_retry_after(&v, SystemTime::now()));
+                if let Some(n) = header("content-length")
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+                    .filter(|n| *n > MAX_BODY_BYTES)
+                {
+                    return Err(too_large(Some(n)));
+                }
                 let text = resp
                     .body_mut()
                     .with_config()
                     .limit(MAX_BODY_BYTES)
                     .read_to_string()
-                    .map_err(|e| self.error(e))?;
+                    .map_err(|e| match e {
+                        ureq::Error::BodyExceedsLimit(_) => too_large(None),
+                        e => self.error(e),
+                    })?;
                 Ok(HttpReply {
                     status,
                     retry_after,
@@ -85,6 +108,15 @@ impl HttpTransport {
             other => TransportError::Connection(self.clean(&other.to_string())),
         }
     }
+}
+
+/// An answer above the limit: not retried (the server would answer the same), and not called
+/// unreachable.
+fn too_large(size: Option<u64>) -> TransportError {
+    TransportError::Fatal(match size {
+        Some(n) => format!("answer too large ({n} bytes, limit {MAX_BODY_BYTES})"),
+        None => format!("answer too large (over the limit of {MAX_BODY_BYTES} bytes)"),
+    })
 }
 
 /// `Retry-After`: delay seconds (integer, or a decimal as some gateways send), or an HTTP date.

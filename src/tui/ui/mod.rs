@@ -149,29 +149,33 @@ pub fn highlight<'a>(text: &str, needle: Option<&str>, base: Style, hit: Style) 
     let Some(needle) = needle.filter(|n| !n.is_empty()) else {
         return vec![Span::styled(text.to_owned(), base)];
     };
+    // Fold char by char (one char to one char) so a match in the folded text is a match of as
+    // many chars in `text`; `match_indices` finds them in linear time.
     let fold = |c: char| c.to_lowercase().next().unwrap_or(c);
+    let pat: String = needle.chars().map(fold).collect();
+    let pat_chars = pat.chars().count();
     let hay: Vec<char> = text.chars().collect();
-    let pat: Vec<char> = needle.chars().map(fold).collect();
+    let mut folded = String::with_capacity(text.len());
+    // Where each char starts in `folded` (ascending: a match's char index by binary search).
+    let mut starts = Vec::with_capacity(hay.len());
+    for c in &hay {
+        starts.push(folded.len());
+        folded.push(fold(*c));
+    }
     let mut out = Vec::new();
-    let (mut i, mut start) = (0, 0);
-    while i + pat.len() <= hay.len() {
-        if hay[i..i + pat.len()]
-            .iter()
-            .zip(&pat)
-            .all(|(a, b)| fold(*a) == *b)
-        {
-            if start < i {
-                out.push(Span::styled(hay[start..i].iter().collect::<String>(), base));
-            }
-            out.push(Span::styled(
-                hay[i..i + pat.len()].iter().collect::<String>(),
-                hit,
-            ));
-            i += pat.len();
-            start = i;
-        } else {
-            i += 1;
+    let mut start = 0;
+    for (byte, _) in folded.match_indices(pat.as_str()) {
+        let Ok(i) = starts.binary_search(&byte) else {
+            continue;
+        };
+        if start < i {
+            out.push(Span::styled(hay[start..i].iter().collect::<String>(), base));
         }
+        out.push(Span::styled(
+            hay[i..i + pat_chars].iter().collect::<String>(),
+            hit,
+        ));
+        start = i + pat_chars;
     }
     if start < hay.len() || out.is_empty() {
         out.push(Span::styled(hay[start..].iter().collect::<String>(), base));

@@ -4,7 +4,8 @@
 //! clipped; compact: title, error lines, identifiers; anchor: one line), copies the pinned spans it
 //! is told about, and reports usage (a token per four bytes of what it read and wrote). It can be scripted
 //! per episode to answer 429 (with `Retry-After`), 5xx, 401 echoing the `Authorization` header,
-//! malformed JSON, no usage, a refusal of `response_format`, or to stall past a client timeout.
+//! malformed JSON, no usage, a refusal of `response_format`, a redirect, an oversized answer (with
+//! or without its length), absurd usage figures, or to stall past a client timeout.
 //!
 //! Plain std networking: one thread per connection, `Connection: close`.
 
@@ -30,12 +31,21 @@ pub enum Fault {
     NoUsage,
     /// Wait this long, then answer normally (past a client's timeout: a timeout).
     Stall(Duration),
+    /// This 3xx status with `Location` set to this URL.
+    Redirect(u16, String),
+    /// A 200 answer of this many bytes, with its `Content-Length` (true) or without (read to
+    /// the end of the connection).
+    Huge(usize, bool),
+    /// The normal answer with these `prompt_tokens` and `completion_tokens`.
+    Usage(u64, u64),
 }
 
 /// One request as received.
 #[derive(Debug, Clone)]
 pub struct Received {
     pub path: String,
+    /// What follows `?` in the request target.
+    pub query: Option<String>,
     pub authorization: Option<String>,
     pub body: Value,
 }
@@ -138,6 +148,12 @@ impl MockServer {
 /// A status, its `Retry-After`, and its JSON body.
 struct Reply(u16, Option<String>, String);
 
+/// An answer the JSON replies above cannot express.
+enum Raw {
+    Redirect(u16, String),
+    Huge(usize, bool),
+}
+
 /// Read one request, answer it, and write the answer. The request counts as in flight from when
 /// it has been read until its answer is ready; the count drops before the answer is written, so
 /// a client that waits for an answer before its next request is never seen with two.
@@ -148,14 +164,53 @@ fn serve(conn: TcpStream, state: &State) -> std::io::Result<()> {
     state.max_in_flight.fetch_max(now, Ordering::SeqCst);
     let reply = reply_to(&rec, state);
     state.in_flight.fetch_sub(1, Ordering::SeqCst);
-    respond(&mut out, reply)
+    match reply {
+        Ok(r) => respond(&mut out, r),
+        Err(raw) => respond_raw(&mut out, raw),
+    }
+}
+
+fn respond_raw(out: &mut TcpStream, raw: Raw) -> std::io::Result<()> {
+    match raw {
+        Raw::Redirect(code, to) => {
+            let body = r#"{"error":{"message":"moved"}}"#;
+            write!(
+                out,
+                "HTTP/1.1 {code} Moved\r\nLocation: {to}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )?;
+        }
+        Raw::Huge(bytes, with_length) => {
+            let mut head =
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                    .to_owned();
+            if with_length {
+                head.push_str(&format!("Content-Length: {bytes}\r\n"));
+            }
+            head.push_str("\r\n");
+            out.write_all(head.as_bytes())?;
+            // A client that stops reading at its limit closes the connection: a write error.
+            let chunk = vec![b' '; 64 * 1024];
+            let mut left = bytes;
+            while left > 0 {
+                let n = left.min(chunk.len());
+                out.write_all(&chunk[..n])?;
+                left -= n;
+            }
+        }
+    }
+    out.flush()
 }
 
 fn read_request(conn: TcpStream) -> std::io::Result<(Received, TcpStream)> {
     let mut reader = BufReader::new(conn.try_clone()?);
     let mut line = String::new();
     reader.read_line(&mut line)?;
-    let path = line.split_whitespace().nth(1).unwrap_or("").to_owned();
+    let target = line.split_whitespace().nth(1).unwrap_or("");
+    let (path, query) = match target.split_once('?') {
+        Some((p, q)) => (p.to_owned(), Some(q.to_owned())),
+        None => (target.to_owned(), None),
+    };
     let mut length = 0usize;
     let mut authorization = None;
     loop {
@@ -176,16 +231,21 @@ fn read_request(conn: TcpStream) -> std::io::Result<(Received, TcpStream)> {
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let rec = Received {
         path,
+        query,
         authorization,
         body,
     };
     Ok((rec, conn))
 }
 
-fn reply_to(rec: &Received, state: &State) -> Reply {
+fn reply_to(rec: &Received, state: &State) -> Result<Reply, Raw> {
     let body = &rec.body;
     if rec.path != "/v1/chat/completions" {
-        return Reply(404, None, r#"{"error":{"message":"no such route"}}"#.into());
+        return Ok(Reply(
+            404,
+            None,
+            r#"{"error":{"message":"no such route"}}"#.into(),
+        ));
     }
     let episode = rec.episode();
     let fault = {
@@ -195,22 +255,29 @@ fn reply_to(rec: &Received, state: &State) -> Reply {
     };
     if state.reject_response_format.load(Ordering::Relaxed) && body.get("response_format").is_some()
     {
-        return Reply(
+        return Ok(Reply(
             400,
             None,
             r#"{"error":{"message":"Invalid parameter: 'response_format' of type 'json_object' is not supported with this model.","type":"invalid_request_error","param":"response_format"}}"#.into(),
-        );
+        ));
     }
     let invent = state.invent.load(Ordering::Relaxed);
     std::thread::sleep(Duration::from_millis(
         state.delay_ms.load(Ordering::Relaxed),
     ));
+    let mut figures = None;
     let (content, usage) = match fault {
-        Some(Fault::Status(code, after, text)) => return Reply(code, after, text),
+        Some(Fault::Status(code, after, text)) => return Ok(Reply(code, after, text)),
         Some(Fault::EchoAuth) => {
             let key = rec.authorization.clone().unwrap_or_default();
             let text = json!({"error": {"message": format!("Incorrect API key provided: {key}")}});
-            return Reply(401, None, text.to_string());
+            return Ok(Reply(401, None, text.to_string()));
+        }
+        Some(Fault::Redirect(code, to)) => return Err(Raw::Redirect(code, to)),
+        Some(Fault::Huge(bytes, with_length)) => return Err(Raw::Huge(bytes, with_length)),
+        Some(Fault::Usage(i, o)) => {
+            figures = Some((i, o));
+            (answer(body, invent), true)
         }
         Some(Fault::Content(c)) => (c, true),
         Some(Fault::NoUsage) => (answer(body, invent), false),
@@ -235,14 +302,16 @@ fn reply_to(rec: &Received, state: &State) -> Reply {
         "model": "mock-historian",
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
     });
-    if usage {
+    if let Some((i, o)) = figures {
+        reply["usage"] = json!({"prompt_tokens": i, "completion_tokens": o});
+    } else if usage {
         reply["usage"] = json!({
             "prompt_tokens": tokens(&prompt),
             "completion_tokens": tokens(&content),
             "total_tokens": tokens(&prompt) + tokens(&content),
         });
     }
-    Reply(200, None, reply.to_string())
+    Ok(Reply(200, None, reply.to_string()))
 }
 
 fn respond(out: &mut TcpStream, Reply(code, retry_after, body): Reply) -> std::io::Result<()> {

@@ -63,7 +63,8 @@ fn strip_date(m: &str) -> &str {
     }
 }
 
-/// Dollars for `u` at `p`.
+/// Dollars for `u` at `p`: not finite when the figures or the prices are absurd (see
+/// [`finite_dollars`]).
 pub fn dollars(p: &GenerationPrice, u: &UsageTotals) -> f64 {
     let cached = u.cached_input_tokens.min(u.input_tokens) as f64;
     let uncached = u.input_tokens as f64 - cached;
@@ -71,6 +72,16 @@ pub fn dollars(p: &GenerationPrice, u: &UsageTotals) -> f64 {
         + cached * p.input * p.cached_multiplier
         + u.output_tokens as f64 * p.output)
         / 1_000_000.0
+}
+
+/// `dollars` when it is a finite amount, else why it is not (for the output to say instead of
+/// printing `inf` or a silent JSON `null`).
+pub fn finite_dollars(dollars: f64) -> Result<f64, String> {
+    if dollars.is_finite() {
+        Ok(dollars)
+    } else {
+        Err("the cost is not a finite amount (the usage figures or the prices are absurd)".into())
+    }
 }
 
 /// The calls behind a set of external tiers, each counted once (tiers of one call share its id).
@@ -82,6 +93,9 @@ pub struct Bill {
     /// prices.
     pub recorded_dollars: Option<f64>,
     pub recorded_priced_as: BTreeSet<String>,
+    /// The dollars recorded add up past a finite amount (absurd figures in a sidecar): said, and
+    /// treated as none recorded.
+    pub recorded_not_finite: bool,
 }
 
 pub fn bill(lineage: &[TierLineage]) -> Bill {
@@ -111,8 +125,10 @@ pub fn bill(lineage: &[TierLineage]) -> Bill {
     Bill {
         totals,
         models,
-        recorded_dollars: recorded.filter(|_| totals.calls > 0),
+        // An absurd recorded amount is no amount: the bill is priced as if none was recorded.
+        recorded_dollars: recorded.filter(|d| totals.calls > 0 && d.is_finite()),
         recorded_priced_as: priced_as,
+        recorded_not_finite: recorded.is_some_and(|d| !d.is_finite()),
     }
 }
 
@@ -146,9 +162,36 @@ mod tests {
             output_tokens: 100_000,
             cached_input_tokens: 400_000,
             calls_without_usage: 0,
+            saturated: false,
         };
         // 600k × $2 + 400k × $0.5 + 100k × $8 = 1.2 + 0.2 + 0.8
         assert!((dollars(&p, &u) - 2.2).abs() < 1e-9);
+    }
+
+    #[test]
+    fn absurd_usage_saturates_and_an_absurd_cost_is_not_a_finite_amount() {
+        let huge = Usage {
+            input_tokens: u64::MAX,
+            output_tokens: u64::MAX - 1,
+            cached_input_tokens: Some(u64::MAX),
+        };
+        let mut u = UsageTotals::default();
+        u.add(Some(&huge));
+        assert!(!u.saturated);
+        u.add(Some(&huge));
+        assert!(u.saturated);
+        assert_eq!(
+            (u.calls, u.input_tokens, u.output_tokens),
+            (2, u64::MAX, u64::MAX)
+        );
+        let p = GenerationPrice {
+            priced_as: "--price".into(),
+            input: 1e300,
+            output: 1e300,
+            cached_multiplier: 1.0,
+        };
+        assert!(finite_dollars(dollars(&p, &u)).is_err());
+        assert_eq!(finite_dollars(2.5), Ok(2.5));
     }
 
     #[test]
@@ -180,5 +223,33 @@ mod tests {
         assert_eq!((t.calls, t.input_tokens, t.output_tokens), (2, 200, 20));
         assert_eq!(b.models.into_iter().collect::<Vec<_>>(), ["m"]);
         assert_eq!(b.recorded_dollars, Some(1.0));
+        assert!(!b.recorded_not_finite);
+    }
+
+    #[test]
+    fn recorded_dollars_past_a_finite_amount_are_flagged_not_summed_to_inf() {
+        let l = |call: &str| TierLineage {
+            episode: "E0".into(),
+            tier: Tier::Dense,
+            generator: None,
+            model: Some("m".into()),
+            prompt_version: None,
+            strategy: Some("source".into()),
+            from_tier: Some(Tier::Full),
+            usage: Some(TierUsage {
+                call: call.into(),
+                input_tokens: Some(u64::MAX),
+                output_tokens: Some(1),
+                cached_input_tokens: None,
+                response_model: None,
+                dollars: Some(1.7e308),
+                priced_as: Some("--price".into()),
+            }),
+        };
+        let b = bill(&[l("a"), l("b")]);
+        assert_eq!(b.recorded_dollars, None);
+        assert!(b.recorded_not_finite);
+        assert!(b.totals.saturated);
+        assert_eq!(b.totals.input_tokens, u64::MAX);
     }
 }

@@ -10,7 +10,8 @@
 //! Not retried: a 400/422 that refuses `response_format` (the call is repeated once without it, and
 //! the rest of the run leaves it out), 401/403/404 (the key, the permission or the model/endpoint
 //! is wrong for every episode alike: the run stops), any other 4xx (the episode fails with the
-//! server's message). A connection that still fails after the last retry stops the run too.
+//! server's message). A redirect (3xx) is never followed: it stops the run. A connection that
+//! still fails after the last retry stops the run too.
 
 use std::time::Duration;
 
@@ -73,7 +74,9 @@ pub fn classify(reply: &HttpReply, json_mode: bool) -> Verdict {
     match reply.status {
         200..=299 => Verdict::Success,
         400 | 422 if json_mode && refuses_response_format(&reply.body) => Verdict::DropJsonMode,
-        401 | 403 | 404 => Verdict::Abort,
+        // A redirect would send the episode's text (and the key) where the user did not say:
+        // never followed, and every call would meet it.
+        300..=399 | 401 | 403 | 404 => Verdict::Abort,
         408 | 409 | 425 | 429 | 500..=599 => Verdict::Retry(reply.retry_after),
         _ => Verdict::Fail,
     }
@@ -112,7 +115,7 @@ mod tests {
         for s in [408, 500, 502, 503, 504, 529] {
             assert_eq!(classify(&reply(s, ""), true), Verdict::Retry(None), "{s}");
         }
-        for s in [401, 403, 404] {
+        for s in [301, 302, 307, 308, 401, 403, 404] {
             assert_eq!(classify(&reply(s, ""), true), Verdict::Abort, "{s}");
         }
         let rf = r#"{"error":{"message":"Invalid parameter: 'response_format' of type 'json_object' is not supported with this model.","param":"response_format"}}"#;

@@ -165,18 +165,32 @@ pub struct UsageTotals {
     pub cached_input_tokens: u64,
     /// Completed calls whose response had no `usage` (their tokens are not in the totals).
     pub calls_without_usage: u64,
+    /// A sum passed `u64::MAX` (a server reported absurd figures) and stopped there: the totals
+    /// are a floor, not a count.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub saturated: bool,
 }
 
 impl UsageTotals {
     pub fn add(&mut self, usage: Option<&Usage>) {
-        self.calls += 1;
+        self.calls = self.calls.saturating_add(1);
         match usage {
             Some(u) => {
-                self.input_tokens += u.input_tokens;
-                self.output_tokens += u.output_tokens;
-                self.cached_input_tokens += u.cached_input_tokens.unwrap_or(0);
+                for (sum, n) in [
+                    (&mut self.input_tokens, u.input_tokens),
+                    (&mut self.output_tokens, u.output_tokens),
+                    (
+                        &mut self.cached_input_tokens,
+                        u.cached_input_tokens.unwrap_or(0),
+                    ),
+                ] {
+                    *sum = sum.checked_add(n).unwrap_or_else(|| {
+                        self.saturated = true;
+                        u64::MAX
+                    });
+                }
             }
-            None => self.calls_without_usage += 1,
+            None => self.calls_without_usage = self.calls_without_usage.saturating_add(1),
         }
     }
 }

@@ -46,16 +46,22 @@ pub fn redact(text: &str, secret: Option<&str>) -> String {
 
 /// The chat completions URL for what a user typed: a full `…/chat/completions` URL as is, a base
 /// ending in `/v1` (OpenAI, vLLM, llama.cpp, Ollama's `http://localhost:11434/v1`) with
-/// `/chat/completions`, a bare server address with `/v1/chat/completions`.
+/// `/chat/completions`, a bare server address with `/v1/chat/completions`. The path is joined
+/// before the query and the fragment (RFC 3986: the first `?` starts the query, the first `#` the
+/// fragment), so Azure's `…/v1?api-version=…` keeps its query.
 pub fn completions_url(endpoint: &str) -> String {
-    let e = endpoint.trim().trim_end_matches('/');
-    if e.ends_with("/chat/completions") {
-        e.to_owned()
-    } else if e.ends_with("/v1") || e.rsplit('/').next().is_some_and(is_version_segment) {
-        format!("{e}/chat/completions")
+    let e = endpoint.trim();
+    let cut = e.find(['?', '#']).unwrap_or(e.len());
+    let (base, tail) = e.split_at(cut);
+    let base = base.trim_end_matches('/');
+    let path = if base.ends_with("/chat/completions") {
+        base.to_owned()
+    } else if base.ends_with("/v1") || base.rsplit('/').next().is_some_and(is_version_segment) {
+        format!("{base}/chat/completions")
     } else {
-        format!("{e}/v1/chat/completions")
-    }
+        format!("{base}/v1/chat/completions")
+    };
+    format!("{path}{tail}")
 }
 
 /// `v1`, `v4` (some gateways version their OpenAI-compatible path differently).
@@ -112,6 +118,23 @@ mod tests {
             (
                 "https://gw.example/api/v4",
                 "https://gw.example/api/v4/chat/completions",
+            ),
+            // Azure: the query stays a query.
+            (
+                "https://r.openai.azure.com/openai/v1?api-version=preview",
+                "https://r.openai.azure.com/openai/v1/chat/completions?api-version=preview",
+            ),
+            (
+                "https://r.openai.azure.com/openai/v1/?api-version=2024-10-21&x=a/b",
+                "https://r.openai.azure.com/openai/v1/chat/completions?api-version=2024-10-21&x=a/b",
+            ),
+            (
+                "http://h:8080?k=v/v1",
+                "http://h:8080/v1/chat/completions?k=v/v1",
+            ),
+            (
+                "http://h/v1/chat/completions?api-version=1#top",
+                "http://h/v1/chat/completions?api-version=1#top",
             ),
         ] {
             assert_eq!(completions_url(given), want, "{given}");

@@ -44,10 +44,12 @@ pub fn external_episode(
                     .and_then(|c| c.usage)
                     .and_then(|u| u.cached_input_tokens),
                 response_model: call.and_then(|c| c.response_model.clone()),
-                dollars: price.zip(call.and_then(|c| c.usage)).map(|(p, u)| {
+                // A cost that is not a finite amount is not recorded (JSON has no number for
+                // it); `tiers generate` says so in its summary.
+                dollars: price.zip(call.and_then(|c| c.usage)).and_then(|(p, u)| {
                     let mut t = UsageTotals::default();
                     t.add(Some(&u));
-                    dollars(p, &t)
+                    Some(dollars(p, &t)).filter(|d| d.is_finite())
                 }),
                 priced_as: price
                     .filter(|_| call.is_some_and(|c| c.usage.is_some()))

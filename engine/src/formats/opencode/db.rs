@@ -157,6 +157,25 @@ impl Database {
         Ok(out)
     }
 
+    /// Says which columns every release's `session` table has are missing (renamed): its
+    /// sessions are read with that field empty. From the schema read at open, so it costs nothing.
+    pub fn report_session_columns(&self, diags: &mut Diagnostics) {
+        let Some(cols) = &self.tables.session else {
+            return;
+        };
+        for col in ["title", "directory", "time_created"] {
+            if !cols.contains(col) {
+                diags.push(
+                    DiagnosticKind::MissingField,
+                    format!(
+                        "table session has no column {col} in {}; every session's {col} is empty",
+                        self.path.display()
+                    ),
+                );
+            }
+        }
+    }
+
     fn read_sessions(
         &self,
         table: &str,

@@ -182,6 +182,7 @@ impl Store {
         let mut in_db = HashSet::new();
         let mut opened = Vec::new();
         for db in &dbs {
+            db.report_session_columns(&mut diagnostics);
             let mut o = listing_cache::open(db, &ListingCache::Default, &mut diagnostics)?;
             db.report_orphans(&o.orphans, &mut diagnostics);
             for s in std::mem::take(&mut o.sessions) {
@@ -248,6 +249,7 @@ impl Store {
         // One source: its messages are distinct (a database's are by id), nothing to merge.
         let one_source = self.dbs.len() == 1 && self.trees.is_empty();
         for db in &self.dbs {
+            db.report_session_columns(&mut diags);
             let ms = db.messages(&info.id, &mut diags)?;
             from_db |= !ms.is_empty();
             if one_source {
