@@ -207,7 +207,7 @@ fn run_generate(a: &GenerateArgs) -> anyhow::Result<()> {
         ));
     }
 
-    let path = sidecar_path(&out_dir, &session_id);
+    let path = sidecar_path(&out_dir, &session_id)?;
     let kept = match existing(&path, &a.model, PROMPT_VERSION, a.strategy)? {
         Existing::Nothing => Vec::new(),
         Existing::Same(eps) => eps

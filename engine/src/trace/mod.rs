@@ -5,6 +5,7 @@ pub mod diagnostics;
 pub mod dialect;
 pub mod discover;
 pub mod error;
+pub mod file_id;
 pub mod input;
 pub mod lenient;
 pub mod listing;

@@ -16,10 +16,12 @@ use super::{HistorianStrategy, GENERATOR};
 use crate::episode::sidecar::{
     parse_tiers, ExternalEpisode, ExternalTier, SidecarError, TierUsage, TiersFile,
 };
+use crate::trace::file_id::{BadId, FileId};
 
-/// `DIR/<session id>.tiers.json`.
-pub fn sidecar_path(dir: &Path, session_id: &str) -> PathBuf {
-    dir.join(format!("{session_id}.tiers.json"))
+/// `DIR/<session id>.tiers.json`; an error for a session id that is not a plain file name
+/// (it comes from the recording, and must not name a file outside `DIR`).
+pub fn sidecar_path(dir: &Path, session_id: &str) -> Result<PathBuf, BadId> {
+    Ok(FileId::new(session_id)?.file_in(dir, ".tiers.json"))
 }
 
 /// One episode's entry.
