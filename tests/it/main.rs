@@ -9,6 +9,7 @@ mod tui_common;
 mod adversarial;
 mod compaction_cliff;
 mod corrupt_input;
+mod damaged_exports;
 mod decay_conformance;
 mod diff_cli;
 mod diff_compare;

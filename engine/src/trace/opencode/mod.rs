@@ -1,6 +1,7 @@
 //! OpenCode's storage formats.
 pub mod db;
 pub mod export;
+mod export_salvage;
 pub mod message_full;
 pub mod message_row;
 pub mod message_v1;
