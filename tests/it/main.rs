@@ -33,6 +33,7 @@ mod follow_status;
 mod follow_tui;
 mod hardening;
 mod historian_cli;
+mod hostile_caches;
 mod hostile_ids;
 mod listing;
 mod loader_db;

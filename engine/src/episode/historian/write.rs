@@ -99,7 +99,11 @@ pub fn existing(
     prompt_version: &str,
     strategy: HistorianStrategy,
 ) -> Result<Existing, SidecarError> {
-    let text = match std::fs::read_to_string(path) {
+    // A regular file within the sidecar cap (a FIFO there would block the run).
+    let text = match crate::trace::input::read_to_string_capped(
+        path,
+        crate::trace::input::MAX_SIDECAR_BYTES,
+    ) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Existing::Nothing),
         Err(source) => {
