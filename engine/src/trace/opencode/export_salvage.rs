@@ -43,7 +43,7 @@ pub(super) fn salvage(text: &str, start: usize, diags: &mut Diagnostics) -> Salv
         messages: Vec::new(),
     };
     // Where damage hid the array's `[`, the walk begins at the first message.
-    let cut = match (array, starts.0.first()) {
+    let cut = match (array, starts.at.first()) {
         (Some(_), _) => w.messages(from, &starts),
         (None, Some(&first)) => w.messages(first, &starts),
         (None, None) => ends_cut(text),
@@ -131,8 +131,11 @@ impl Walk<'_, '_> {
             if c == b']' && next.is_none() {
                 return false;
             }
+            // Aligned starts are element boundaries: no value crosses one, so none is searched
+            // past it (a damaged message costs its own length, not the rest of the file).
+            let bound = next.filter(|_| starts.aligned).unwrap_or(text.len());
             if starts.is_start(pos) {
-                if let Some((Ok((v, repairs)), end)) = located(text, pos) {
+                if let Some((Ok((v, repairs)), end)) = located(&text[..bound], pos) {
                     if is_message(&v) {
                         if !repairs.is_empty() {
                             let id = message_id(&v, n);
@@ -162,7 +165,7 @@ impl Walk<'_, '_> {
             if starts.is_start(pos) {
                 self.message_parts(n, pos, stop);
                 n += 1;
-            } else if let Some((v, p2, end)) = after_garbage(text, pos, stop, is_message) {
+            } else if let Some((v, p2, end)) = after_garbage(&text[..stop], pos, stop, is_message) {
                 self.diags.push(
                     DiagnosticKind::DamagedSpan,
                     format!(
@@ -203,10 +206,10 @@ impl Walk<'_, '_> {
         };
         // `{ "info": <value>, "parts": [` — a start is `{ "info":` by construction.
         let mut i = lenient::skip_ws(text, pos + 1);
-        i = lenient::value_end(text, i).unwrap_or(stop);
+        i = lenient::value_end(&text[..stop], i).unwrap_or(stop);
         i = lenient::skip_ws(text, i);
         i = lenient::skip_ws(text, i + 1);
-        let info = lenient::value_end(text, i)
+        let info = lenient::value_end(&text[..stop], i)
             .filter(|&end| end <= stop)
             .and_then(|end| Some((lenient::parse(&text[i..end]).ok()?.0, end)));
         let Some((info, info_end)) = info.filter(|(v, _)| v.is_object()) else {
@@ -396,15 +399,19 @@ fn parts_array(text: &str, from: usize) -> Option<usize> {
 }
 
 /// Element starts of one array, sorted.
-struct Starts(Vec<usize>);
+struct Starts {
+    at: Vec<usize>,
+    /// Kept to one column of a pretty-printed array (each one an element's start).
+    aligned: bool,
+}
 
 impl Starts {
     fn after(&self, pos: usize) -> Option<usize> {
-        let i = self.0.partition_point(|&s| s <= pos);
-        self.0.get(i).copied()
+        let i = self.at.partition_point(|&s| s <= pos);
+        self.at.get(i).copied()
     }
     fn is_start(&self, pos: usize) -> bool {
-        self.0.binary_search(&pos).is_ok()
+        self.at.binary_search(&pos).is_ok()
     }
 }
 
@@ -427,7 +434,11 @@ fn message_starts(text: &str, from: usize) -> Starts {
             all.push(j - 1);
         }
     }
-    Starts(same_column(text, all))
+    let aligned = all.first().is_some_and(|&s| column(text, s).is_some());
+    Starts {
+        at: same_column(text, all),
+        aligned,
+    }
 }
 
 /// Lines holding only `{` at the column of the array's first element (from `from`, after its
@@ -435,14 +446,20 @@ fn message_starts(text: &str, from: usize) -> Starts {
 fn part_starts(text: &str, from: usize) -> Starts {
     // The column of the first element, even when its own `{` is the damaged byte.
     let Some(col) = column(text, lenient::skip_ws(text, from)) else {
-        return Starts(Vec::new());
+        return Starts {
+            at: Vec::new(),
+            aligned: false,
+        };
     };
     let b = text.as_bytes();
     let all = line_starts(text, from)
         .filter(|&p| b.get(p) == Some(&b'{') && matches!(b.get(p + 1), Some(b'\n' | b'\r')))
         .filter(|&p| column(text, p) == Some(col))
         .collect();
-    Starts(all)
+    Starts {
+        at: all,
+        aligned: true,
+    }
 }
 
 /// The first non-blank byte of every line starting after `from`.
