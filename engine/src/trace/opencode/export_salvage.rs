@@ -178,12 +178,15 @@ impl Walk<'_, '_> {
                 pos = end;
                 continue;
             } else {
+                let place = match n {
+                    0 => "before message #0".to_owned(),
+                    _ => format!("between message #{} and #{n}", n - 1),
+                };
                 self.diags.push(
                     DiagnosticKind::DamagedSpan,
                     format!(
-                        "{} between message #{} and #{n}: not a message; skipped",
-                        span_words(text, pos, stop),
-                        n.saturating_sub(1)
+                        "{} {place}: not a message; skipped",
+                        span_words(text, pos, stop)
                     ),
                 );
             }
@@ -525,4 +528,70 @@ fn span_words(text: &str, from: usize, to: usize) -> String {
         line(from),
         line(to.saturating_sub(1).max(from))
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pretty-printed export of `n` messages of two parts each, as `opencode export` writes.
+    fn export(n: usize) -> String {
+        let messages: Vec<Value> = (0..n)
+            .map(|i| {
+                serde_json::json!({
+                    "info": {"id": format!("msg_{i}"), "role": "user", "sessionID": "ses_1"},
+                    "parts": [
+                        {"id": format!("prt_{i}a"), "type": "text", "text": "a {b} [c]"},
+                        {"id": format!("prt_{i}b"), "type": "text", "text": "d"}
+                    ]
+                })
+            })
+            .collect();
+        let v = serde_json::json!({"info": {"id": "ses_1"}, "messages": messages});
+        serde_json::to_string_pretty(&v).unwrap()
+    }
+
+    fn ids(s: &Salvaged) -> Vec<String> {
+        s.messages
+            .iter()
+            .map(|m| {
+                let parts = m["parts"].as_array().map_or(0, Vec::len);
+                format!("{}:{parts}", m["info"]["id"].as_str().unwrap_or("?"))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn stray_closing_brackets_between_messages_do_not_end_the_array() {
+        let text = export(3).replacen("\n    {\n      \"info\"", "\n  ]\n    {\n      \"info\"", 2);
+        let mut d = Diagnostics::new();
+        let s = salvage(&text, 0, &mut d);
+        assert_eq!(ids(&s), ["msg_0:2", "msg_1:2", "msg_2:2"]);
+        assert!(!s.cut);
+        // One before message #0, one before message #1.
+        assert_eq!(d.count(DiagnosticKind::DamagedSpan), 2, "{d:?}");
+    }
+
+    #[test]
+    fn a_flipped_quote_costs_one_part_and_says_where() {
+        let text = export(3).replacen("\"prt_1a\"", "'prt_1a\"", 1);
+        let mut d = Diagnostics::new();
+        let s = salvage(&text, 0, &mut d);
+        assert_eq!(ids(&s), ["msg_0:2", "msg_1:1", "msg_2:2"]);
+        let said = &d.items()[0].example;
+        assert!(
+            said.contains("msg_1 part #0") && said.contains("lines "),
+            "{said}"
+        );
+    }
+
+    #[test]
+    fn a_cut_inside_the_last_message_is_a_cut() {
+        let text = export(3);
+        let cut = &text[..text.find("prt_2b").unwrap()];
+        let mut d = Diagnostics::new();
+        let s = salvage(cut, 0, &mut d);
+        assert!(s.cut);
+        assert_eq!(ids(&s), ["msg_0:2", "msg_1:2"]);
+    }
 }
