@@ -1,6 +1,7 @@
 //! Ids that try to leave the data dir (issue 33, item 3): a session, message or part whose id is
 //! `../../…/outside` in a copy of a real JSON storage tree. A canary file outside the data dir
-//! must never be read; the bad id is reported (`unsafe_id`) and everything else loads.
+//! must never be read; the bad id is reported (`unsafe_id`) and everything else loads. Nor is it
+//! read through a plain id whose directory is a symlink out of the tree.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -90,6 +91,7 @@ fn assert_no_canary_loaded(path: &Path) -> usize {
     unsafe_ids
 }
 
+#[cfg(unix)]
 #[test]
 fn traversal_ids_in_a_global_tree_are_skipped_and_the_rest_loads() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -124,6 +126,20 @@ fn traversal_ids_in_a_global_tree_are_skipped_and_the_rest_loads() {
         &storage.join(format!("part/{some_msg}/prt_evil.json")),
         &json!({"id": "../../../outside/parts/prt_outside", "type": "text", "text": "harmless"}),
     );
+
+    // A plain id whose directories are symlinks out of the tree.
+    write(
+        &project.join("ses_link.json"),
+        &json!({"id": "ses_link", "title": "link", "directory": "/w",
+                "time": {"created": 1, "updated": 2}}),
+    );
+    std::os::unix::fs::symlink(tmp.path().join("outside"), storage.join("message/ses_link"))
+        .expect("symlink");
+    std::os::unix::fs::symlink(
+        tmp.path().join("outside/parts"),
+        storage.join("part/msg_outside"),
+    )
+    .expect("symlink");
 
     let unsafe_ids = assert_no_canary_loaded(&storage);
     assert!(unsafe_ids >= 2, "bad ids not reported: {unsafe_ids}");

@@ -268,9 +268,12 @@ fn sorted_entries(dir: &Path) -> Vec<PathBuf> {
 /// The largest file of a tree read (OpenCode writes one message or part per file).
 pub const MAX_STORAGE_FILE_BYTES: u64 = 1 << 30;
 
-/// The `*.json` regular files of `dir`, by name. A symbolic link is not followed (OpenCode
-/// writes none; one could point anywhere outside the data dir).
+/// The `*.json` regular files of `dir`, by name. A symbolic link is not followed, as a file or
+/// as `dir` itself (OpenCode writes none; one could point anywhere outside the data dir).
 fn json_files(dir: &Path) -> Vec<PathBuf> {
+    if !std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+        return Vec::new();
+    }
     sorted_entries(dir)
         .into_iter()
         .filter(|p| {
