@@ -263,3 +263,42 @@ fn a_one_line_export_loses_only_the_damaged_message_tail() {
         }
     }
 }
+
+#[test]
+fn several_damaged_spots_at_once_never_panic_and_keep_every_untouched_message() {
+    let raw = m1();
+    let messages = spans(&raw, 4, 8);
+    let whole = kept(&parse_export(&raw, Path::new("M1.json")).expect("clean"));
+    let first = messages.first().expect("messages").start;
+    // A fixed linear congruential sequence: the same damage on every run.
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = |n: usize| {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) as usize % n
+    };
+    let bytes = b"\"'{}[],:#\n";
+    for _ in 0..150 {
+        let mut bad = raw.clone();
+        let spots: Vec<usize> = (0..3)
+            .map(|_| first + next(raw.len() - first - 4))
+            .collect();
+        for &s in &spots {
+            bad[s] = bytes[next(bytes.len())];
+        }
+        let t = parse_export(&bad, Path::new("M1.json")).expect("the session info is intact");
+        let got = kept(&t);
+        for m in messages
+            .iter()
+            .filter(|m| spots.iter().all(|&s| s < m.start || s >= m.end))
+        {
+            assert_eq!(
+                got.get(&m.id),
+                whole.get(&m.id),
+                "{} lost by {spots:?}",
+                m.id
+            );
+        }
+    }
+}
