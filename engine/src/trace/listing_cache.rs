@@ -25,10 +25,11 @@
 //! - **Safe**: the file has a magic, the format version and the tierscope version in its header
 //!   and an xxh3 checksum at its end; a file that is truncated, damaged or of another version is
 //!   ignored and rewritten. It is read as untrusted input ([`crate::cache_file`]): a symlink, a
-//!   FIFO, a device or a file above [`MAX_FILE_BYTES`] at its path is a miss, never read. It is written atomically (temp file + rename; no `fsync`: a file a
-//!   crash damaged is only a rebuild). The marker is taken
-//!   before the rows are read, so a write that lands during the pass makes the next listing a
-//!   miss, never a stale hit.
+//!   FIFO, a device or a file above [`MAX_FILE_BYTES`] at its path is a miss, never read. It is
+//!   written atomically (temp file + rename, which replaces whatever was at the path; no
+//!   `fsync`: a file a crash damaged is only a rebuild). The marker is taken before the rows are
+//!   read, so a write that lands during the pass makes the next listing a miss, never a stale
+//!   hit.
 //!
 //! Not cached: a database read through a temporary copy (see [`crate::trace::opencode::db`]: a
 //! read-only directory whose database has a `-wal`; the copy is made before a marker could be
