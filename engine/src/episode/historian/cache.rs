@@ -5,7 +5,7 @@
 //! One small JSON file per call under `<cache dir>/historian/` (default: `$TIERSCOPE_CACHE_DIR`,
 //! else the XDG cache dir and `tierscope`; never OpenCode's data dir), written atomically (a temp
 //! file, then a rename) the moment the call completes. Each file carries an xxh3 checksum of its
-//! content and is read as untrusted input ([`crate::cache_file`]: a regular file of at most
+//! content (one written before files did is used and rewritten with it) and is read as untrusted input ([`crate::cache_file`]: a regular file of at most
 //! [`MAX_FILE_BYTES`], never through a symlink, never blocking on a FIFO). A file that is not
 //! that, does not parse, fails its checksum or holds another key (a truncated write from a crash,
 //! an edit, a hash collision) is treated as missing and rewritten. The files hold the tiers and
@@ -168,7 +168,14 @@ impl HistorianCache {
             Err(_) => return Lookup::Unusable(path),
         };
         match decode(&bytes) {
-            Some(c) if c.version == CACHE_VERSION && &c.key == key => Lookup::Hit(c),
+            Some((c, sealed)) if c.version == CACHE_VERSION && &c.key == key => {
+                if !sealed {
+                    // Written before files carried a checksum: kept (it was paid for), and
+                    // rewritten with one.
+                    let _ = self.put(&c);
+                }
+                Lookup::Hit(c)
+            }
             _ => Lookup::Unusable(path),
         }
     }
@@ -192,14 +199,17 @@ fn encode(call: &CachedCall) -> String {
     text
 }
 
-/// The call in a file's bytes, when it parses and its checksum holds.
-fn decode(bytes: &[u8]) -> Option<CachedCall> {
+/// The call in a file's bytes, when it parses and its checksum holds, and whether it had one (a
+/// file written before they did has none).
+fn decode(bytes: &[u8]) -> Option<(CachedCall, bool)> {
     let mut v: Value = serde_json::from_slice(bytes).ok()?;
-    let sum = v.as_object_mut()?.remove(CHECKSUM_KEY)?;
-    if sum.as_str()? != checksum(&v) {
-        return None;
+    let sum = v.as_object_mut()?.remove(CHECKSUM_KEY);
+    if let Some(sum) = &sum {
+        if sum.as_str()? != checksum(&v) {
+            return None;
+        }
     }
-    serde_json::from_value(v).ok()
+    Some((serde_json::from_value(v).ok()?, sum.is_some()))
 }
 
 fn checksum(v: &Value) -> String {
@@ -259,6 +269,12 @@ mod tests {
         let other = CachedCall::new(key("other"), BTreeMap::new(), None, None, true);
         std::fs::write(&path, serde_json::to_string(&other).unwrap()).unwrap();
         assert_eq!(cache.get(&k), Lookup::Unusable(path.clone()));
+        // A file from before checksums: a hit, rewritten with one.
+        std::fs::write(&path, serde_json::to_string(&call).unwrap()).unwrap();
+        assert_eq!(cache.get(&k), Lookup::Hit(call.clone()));
+        assert!(std::fs::read_to_string(&path)
+            .unwrap()
+            .contains(CHECKSUM_KEY));
         // A file edited after it was written (its checksum no longer holds).
         cache.put(&call).unwrap();
         let edited = std::fs::read_to_string(&path)
