@@ -30,20 +30,7 @@ pub fn load_export(path: &Path) -> Result<Trace, LoadError> {
 /// Parse export bytes (see [`load_export`]); `path` is only used in messages.
 pub fn parse_export(bytes: &[u8], path: &Path) -> Result<Trace, LoadError> {
     let mut diags = Diagnostics::new();
-    let text = match std::str::from_utf8(bytes) {
-        Ok(t) => std::borrow::Cow::Borrowed(t),
-        Err(e) => {
-            diags.push(
-                DiagnosticKind::NonUtf8,
-                format!(
-                    "{}: invalid UTF-8 at byte {}; replaced",
-                    path.display(),
-                    e.valid_up_to()
-                ),
-            );
-            String::from_utf8_lossy(bytes)
-        }
-    };
+    let text = crate::trace::input::lossy_utf8(bytes, &path.display(), &mut diags);
     // A share feed (`[{type, data}]`) is the same session as a flat array.
     if let Some(bracket) = text.find('[') {
         if text.find('{').is_none_or(|brace| bracket < brace) {

@@ -298,20 +298,7 @@ pub(crate) fn read_json(path: &Path, diags: &mut Diagnostics) -> Option<Value> {
             return None;
         }
     };
-    let text = match String::from_utf8(bytes) {
-        Ok(t) => t,
-        Err(e) => {
-            diags.push(
-                DiagnosticKind::NonUtf8,
-                format!(
-                    "{}: invalid UTF-8 at byte {}; replaced",
-                    path.display(),
-                    e.utf8_error().valid_up_to()
-                ),
-            );
-            String::from_utf8_lossy(e.as_bytes()).into_owned()
-        }
-    };
+    let text = crate::trace::input::lossy_utf8(&bytes, &path.display(), diags);
     match serde_json::from_str::<Value>(&text) {
         Ok(v @ Value::Object(_)) => Some(v),
         Ok(_) => {
