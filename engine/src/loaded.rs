@@ -552,7 +552,9 @@ pub fn from_trace_with(
 /// fixed compaction prompt (what a simulated call adds).
 fn size_compaction_calls(trace: &Trace, tokenizer: &Tokenizer) -> CompactionSizes {
     let built = compaction_request::build_all(trace);
-    let fixed = compaction_request::fixed_prompt_text(&trace.dialect);
+    let fixed = compaction_request::fixed_prompt_text(&crate::formats::opencode::Dialect::of(
+        &trace.origin,
+    ));
     let mut texts: Vec<&str> = built.iter().map(|r| r.text.as_str()).collect();
     texts.push(&fixed);
     let mut counts = tokenizer.count_many(&texts);
@@ -563,7 +565,7 @@ fn size_compaction_calls(trace: &Trace, tokenizer: &Tokenizer) -> CompactionSize
             .zip(counts)
             .map(|(r, n)| r.sized(u64::from(n)))
             .collect(),
-        shape: trace.dialect.compaction_shape(),
+        shape: trace.wire.compaction_shape,
         prompt_tokens,
     }
 }

@@ -113,7 +113,7 @@ pub fn report(trace: &Trace, child_sessions: usize) -> InspectReport {
             title: trace.session.title.clone(),
             parent_id: trace.session.parent_id.clone(),
             version: trace.session.version.clone(),
-            rules: trace.dialect.describe(),
+            rules: trace.origin.describe_rules(),
         },
         counts: Counts {
             messages: trace.messages.len(),

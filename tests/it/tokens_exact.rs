@@ -143,7 +143,9 @@ fn counted_texts(trace: &Trace) -> Vec<String> {
             .into_iter()
             .map(|r| r.text),
     );
-    texts.push(compaction_request::fixed_prompt_text(&trace.dialect));
+    texts.push(compaction_request::fixed_prompt_text(
+        &tierscope_engine::formats::opencode::Dialect::of(&trace.origin),
+    ));
     texts.push(session);
     texts
 }

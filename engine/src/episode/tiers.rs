@@ -137,10 +137,10 @@ fn per_message_chunks(
     how: Fidelity,
 ) -> Vec<DraftChunk> {
     let msgs = &trace.messages[seg.first_message..=seg.last_message];
-    let json_results = trace.dialect.json_encodes_tool_results();
+    let json_results = trace.wire.tool_results_as_json;
     let mut out = Vec::with_capacity(msgs.len());
     for (k, m) in msgs.iter().enumerate() {
-        let dropped = dropped_after_own_turn(trace, m);
+        let dropped = dropped_after_own_turn(m);
         for (step, range) in step_ranges(m) {
             out.push(DraftChunk {
                 message_id: m.id.clone(),
@@ -469,11 +469,11 @@ fn render(m: &Message, how: Fidelity, parts: std::ops::Range<usize>, json_result
     out
 }
 
-/// When OpenCode stopped sending an errored assistant message: from just after its own requests
+/// When the agent stopped sending an errored assistant message: from just after its own requests
 /// (its later steps still saw it), if its release dropped such messages from the history
-/// ([`crate::formats::opencode::Dialect::resends_errored`]). Modelled as a prune of the whole message.
-fn dropped_after_own_turn(trace: &Trace, m: &Message) -> Option<i64> {
-    if trace.dialect.resends(m) {
+/// ([`Message::dropped_after_own_requests`]). Modelled as a prune of the whole message.
+fn dropped_after_own_turn(m: &Message) -> Option<i64> {
+    if !m.dropped_after_own_requests {
         return None;
     }
     let tools_end = m.tool_parts().filter_map(|(_, t)| t.time_end).max();

@@ -10,7 +10,7 @@ use super::prepare::Prep;
 use super::types::{CompactionCallCost, TierStat, TierStats};
 use crate::episode::{Episode, Tier};
 use crate::formats::opencode::compaction_request::CLIP_CHARS;
-use crate::formats::opencode::dialect::CompactionShape;
+use crate::trace::model::CompactionShape;
 use crate::trace::Trace;
 
 /// Divergence of a built call from the previous call of its conversation (`prev`: its system
@@ -38,9 +38,9 @@ pub(crate) fn tiers(call_tokens: u64) -> TierStats {
 /// share is (text − clipped characters) ÷ text. Sizes a simulated call from the episode's
 /// counted tokens without counting again (characters stand in for tokens in proportion).
 pub(crate) fn keep_share(trace: &Trace, e: &Episode) -> f64 {
-    let shape = trace.dialect.compaction_shape();
+    let shape = trace.wire.compaction_shape;
     let clips = shape == CompactionShape::HeadAsText
-        || (shape == CompactionShape::HeadClipped && trace.dialect.quotes_previous_summary());
+        || (shape == CompactionShape::HeadClipped && trace.wire.quotes_previous_summary);
     let Some(full) = e.representation(Tier::Full).filter(|_| clips) else {
         return 1.0;
     };

@@ -18,7 +18,7 @@ use crate::episode::{
 };
 use crate::trace::{
     Diagnostics, Message, ModelRef, Part, PartKind, Request, RequestStatus, Role, SessionInfo,
-    SourceKind, TokenSemantics, ToolPart, ToolStatus, Trace, Usage, UserKind,
+    SourceKind, ToolPart, ToolStatus, Trace, Usage, UserKind,
 };
 
 /// What to generate.
@@ -197,6 +197,7 @@ pub fn generate(spec: &SynthSpec) -> Synth {
             }],
             user_kind: Some(UserKind::Human),
             cwd: None,
+            dropped_after_own_requests: false,
         });
         let ut = rng.range(lo, hi) as u32;
         full.push(chunk(&uid, first_message, format!("user: {utext}"), ut));
@@ -293,6 +294,7 @@ pub fn generate(spec: &SynthSpec) -> Synth {
                 }],
                 user_kind: None,
                 cwd: None,
+                dropped_after_own_requests: false,
             });
         }
         let last_message = messages.len() - 1;
@@ -374,6 +376,7 @@ pub fn generate(spec: &SynthSpec) -> Synth {
         });
     }
     let milestones: BTreeSet<usize> = (0..requests.len()).filter(|r| r % 17 == 16).collect();
+    let default_rules = crate::formats::opencode::Dialect::default();
     let trace = Trace {
         session: SessionInfo {
             id: session_id,
@@ -388,16 +391,15 @@ pub fn generate(spec: &SynthSpec) -> Synth {
         compactions: Vec::new(),
         children: Vec::new(),
         pruned: Vec::new(),
-        token_semantics: TokenSemantics {
-            input_may_include_cache: false,
-            output_includes_reasoning: false,
-        },
+        // Read by the newest rules (OpenCode's, as for a session without a version).
         origin: crate::trace::Origin {
             agent: "synthetic",
             version: None,
             format: "synthetic",
+            rules: default_rules.era.as_str(),
+            rules_version: None,
         },
-        dialect: crate::formats::opencode::Dialect::default(),
+        wire: default_rules.wire(),
         source: SourceKind::Export("synthetic".into()),
         diagnostics: Diagnostics::default(),
         id_index: Default::default(),

@@ -6,7 +6,6 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::diagnostics::Diagnostics;
-use crate::formats::opencode::dialect::Dialect;
 
 /// Session metadata. Every field but `id` is optional in the sources, so defaults are empty.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -17,7 +16,7 @@ pub struct SessionInfo {
     pub directory: String,
     pub project_id: Option<String>,
     pub parent_id: Option<String>,
-    /// The OpenCode version that created the session; picks token semantics (see [`TokenSemantics`]).
+    /// The agent's version that created the session (it picks the agent's rules).
     pub version: Option<String>,
     pub agent: Option<String>,
     pub model: Option<ModelRef>,
@@ -113,6 +112,10 @@ pub struct Message {
     /// other fields that this model does not name are not kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    /// Requests after its own no longer sent it: an assistant message that ended in an error the
+    /// agent's release drops from the history (set by the adapter).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub dropped_after_own_requests: bool,
 }
 
 impl Message {
@@ -477,13 +480,37 @@ pub struct PrunedOutput {
     pub time_compacted: i64,
 }
 
-/// Which token semantics the session's OpenCode version recorded (reference §2.3).
+/// How an agent built the request of its summary (compaction) call. The variants are the shapes
+/// OpenCode's releases used; an agent whose call has one of these shapes says so.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct TokenSemantics {
-    /// Before 1.3.6 some providers included cache reads/writes in `input`.
-    pub input_may_include_cache: bool,
-    /// Before 1.3.16 `output` included reasoning.
-    pub output_includes_reasoning: bool,
+#[serde(rename_all = "snake_case")]
+pub enum CompactionShape {
+    /// The summarize prompt as system, every message since the previous summary (that summary
+    /// first, errored messages included), then a "summarize" user message. No tools. (OpenCode
+    /// ≤1.0.68.)
+    Messages,
+    /// The history as messages ending with a compaction message ("What did we do so far?"), then
+    /// the instruction. No tools. (OpenCode 1.0.69–1.14.18.)
+    MessagesWithCompaction,
+    /// The head before the kept tail as messages, earlier compactions removed (the last summary
+    /// quoted), tool outputs clipped. (OpenCode 1.14.19–1.18.24.)
+    HeadClipped,
+    /// One user message holding the conversation so far as text, tool results clipped, the
+    /// earlier summary quoted. (OpenCode 1.18.25+.)
+    HeadAsText,
+}
+
+/// What the neutral core needs to know of how the agent's release turned the session into
+/// requests (set by the adapter from the agent's own rules).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct WireRules {
+    /// Tool results were sent as JSON-encoded strings (quotes and escapes included).
+    pub tool_results_as_json: bool,
+    /// How a summary (compaction) call was built.
+    pub compaction_shape: CompactionShape,
+    /// A [`CompactionShape::HeadClipped`] call quoted the last summary rather than sending the
+    /// earlier compactions inside the head.
+    pub quotes_previous_summary: bool,
 }
 
 /// Which agent recorded a trace, which release of it, and in which of its formats: what an
@@ -496,6 +523,22 @@ pub struct Origin {
     pub version: Option<String>,
     /// The adapter's word for the format ("database", "export", …).
     pub format: &'static str,
+    /// The agent's name for the set of rules the session was read with (OpenCode: its release
+    /// family, e.g. `1.18.25+`).
+    pub rules: &'static str,
+    /// The release those rules were picked by; `None` when the version was missing or unreadable
+    /// and the rules were inferred from the data.
+    pub rules_version: Option<(u64, u64, u64)>,
+}
+
+impl Origin {
+    /// Human-readable: "0.5.29 (0.2-0.7)" or "inferred 0.2-0.7".
+    pub fn describe_rules(&self) -> String {
+        match self.rules_version {
+            Some((a, b, c)) => format!("{a}.{b}.{c} ({})", self.rules),
+            None => format!("inferred {}", self.rules),
+        }
+    }
 }
 
 /// Where a trace was loaded from.
@@ -518,11 +561,10 @@ pub struct Trace {
     pub compactions: Vec<CompactionEvent>,
     pub children: Vec<ChildLink>,
     pub pruned: Vec<PrunedOutput>,
-    pub token_semantics: TokenSemantics,
     /// The agent, release and format the trace came from.
     pub origin: Origin,
-    /// The release rules the trace was read with.
-    pub dialect: Dialect,
+    /// How the agent's release sent the session.
+    pub wire: WireRules,
     pub source: SourceKind,
     pub diagnostics: Diagnostics,
     /// Message id → index, built on first lookup (traces reach 100k+ messages).

@@ -183,7 +183,7 @@ pub fn build(trace: &Trace, ci: usize) -> Option<CompactionRequest> {
     let c = trace.compactions.get(ci)?;
     let request = c.summary_request?;
     let summary = trace.requests.get(request)?.message_index;
-    let d = &trace.dialect;
+    let d = &Dialect::of(&trace.origin);
     let compaction_msg = c
         .user_message_id
         .as_deref()
@@ -327,7 +327,8 @@ fn summary_completed(trace: &Trace, style: CompactionStyle, m: &Message) -> bool
         CompactionStyle::CompactionMessage => {
             // A v2 compaction row is written once it has its summary.
             let finished = m.finish.is_some() || m.time_completed.is_some() || m.v2;
-            let errorless = m.error.is_none() || trace.dialect.era < super::dialect::Era::Sqlite;
+            let errorless =
+                m.error.is_none() || Dialect::of(&trace.origin).era < super::dialect::Era::Sqlite;
             finished && errorless
         }
     }

@@ -167,16 +167,9 @@ pub fn build_trace(
             }
         }
     }
-    let provider = requests
-        .iter()
-        .find_map(|r| r.model.as_ref())
-        .map_or("", |m| m.provider_id.as_str());
-    let token_semantics = TokenSemantics {
-        input_may_include_cache: dialect.input_semantics(provider) == InputSemantics::IncludesCache,
-        output_includes_reasoning: dialect
-            .version
-            .is_some_and(|v| v < OUTPUT_EXCLUDES_REASONING_FROM),
-    };
+    for m in messages.iter_mut().filter(|m| m.error.is_some()) {
+        m.dropped_after_own_requests = !dialect.resends(m);
+    }
     // Grown by doubling and kept for the session's life.
     requests.shrink_to_fit();
     let session_version = session.version.clone();
@@ -187,21 +180,19 @@ pub fn build_trace(
         compactions,
         children,
         pruned,
-        token_semantics,
         origin: Origin {
             agent: super::OpenCode.id(),
             version: session_version,
             format: source.format(),
+            rules: dialect.era.as_str(),
+            rules_version: dialect.version,
         },
-        dialect,
+        wire: dialect.wire(),
         source,
         diagnostics,
         id_index: Default::default(),
     }
 }
-
-/// From 1.3.16 `output` no longer includes reasoning.
-const OUTPUT_EXCLUDES_REASONING_FROM: (u64, u64, u64) = (1, 3, 16);
 
 /// How often each request rule applied, reported once per session.
 #[derive(Default)]

@@ -65,6 +65,19 @@ impl Era {
             _ => Era::TextSummary,
         }
     }
+    const ALL: [Era; 7] = [
+        Era::V01,
+        Era::MultiStep,
+        Era::SummaryMessage,
+        Era::CompactionPart,
+        Era::Sqlite,
+        Era::AnchoredSummary,
+        Era::TextSummary,
+    ];
+    /// The era [`Era::as_str`] names.
+    pub fn named(name: &str) -> Option<Era> {
+        Era::ALL.into_iter().find(|e| e.as_str() == name)
+    }
     pub fn as_str(&self) -> &'static str {
         match self {
             Era::V01 => "0.1.x",
@@ -95,24 +108,7 @@ pub enum InputSemantics {
     ExcludesCache,
 }
 
-/// How OpenCode built the request of its compaction (summary) call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CompactionShape {
-    /// ≤1.0.68: the summarize prompt (and in 0.2–1.0.68 the environment) as system, every message
-    /// since the previous summary (that summary first, errored messages included), then the
-    /// "Provide a detailed but concise summary…" user message. No tools.
-    Messages,
-    /// 1.0.69–1.14.18: the compaction agent's prompt, the history as messages ending with the
-    /// compaction message ("What did we do so far?"), then the instruction. No tools.
-    MessagesWithCompaction,
-    /// 1.14.19–1.18.24: the head before the kept tail as messages, earlier compactions removed
-    /// (the last summary goes into `<previous-summary>`), tool outputs clipped to 2,000 chars.
-    HeadClipped,
-    /// 1.18.25+: one user message `Here is the conversation so far: <conversation>…`, tool results
-    /// clipped to 2,000 chars, the earlier summary in `<prior-summary>`.
-    HeadAsText,
-}
+pub use crate::trace::model::CompactionShape;
 
 /// The rules of one session's OpenCode release.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -151,6 +147,27 @@ pub struct Markers {
 }
 
 impl Dialect {
+    /// The rules a trace was read with, from what its origin recorded of them.
+    pub fn of(origin: &crate::trace::model::Origin) -> Dialect {
+        match Era::named(origin.rules) {
+            Some(era) => Dialect {
+                era,
+                version: origin.rules_version,
+                inferred: origin.rules_version.is_none(),
+            },
+            None => Dialect::default(),
+        }
+    }
+
+    /// What the neutral core needs of these rules.
+    pub fn wire(&self) -> crate::trace::model::WireRules {
+        crate::trace::model::WireRules {
+            tool_results_as_json: self.json_encodes_tool_results(),
+            compaction_shape: self.compaction_shape(),
+            quotes_previous_summary: self.quotes_previous_summary(),
+        }
+    }
+
     /// The rules for a session created by `version`, or inferred from `markers` when the version is
     /// missing or unreadable.
     pub fn detect(version: Option<&str>, markers: &Markers) -> Dialect {

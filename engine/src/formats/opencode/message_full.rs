@@ -72,6 +72,7 @@ pub fn read(
         user_kind: None,
         v2: false,
         cwd: crate::formats::opencode::parse::path_cwd(raw.path.as_ref()),
+        dropped_after_own_requests: false,
     })
 }
 

@@ -243,6 +243,7 @@ pub fn parse_message(v: &Value, diags: &mut Diagnostics) -> Option<Message> {
         v2: false,
         cwd,
         id,
+        dropped_after_own_requests: false,
     })
 }
 

@@ -217,6 +217,7 @@ mod tests {
             user_kind: None,
             v2: false,
             cwd: None,
+            dropped_after_own_requests: false,
         }
     }
 

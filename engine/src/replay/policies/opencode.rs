@@ -248,7 +248,7 @@ impl Kind for OpenCode {
     fn build(p: &Policy, setup: &Setup<'_, '_>) -> Box<dyn Decide> {
         let knobs = Knobs::from_policy(p);
         let mode = knobs.mode(setup);
-        let dialect = setup.prep.trace.dialect;
+        let dialect = crate::formats::opencode::Dialect::of(&setup.prep.trace.origin);
         let tail = match &mode {
             Mode::Simulate { usable, .. } => tail_rule(dialect.era, &knobs, *usable),
             Mode::Recorded { .. } => None,
