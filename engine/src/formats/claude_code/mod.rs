@@ -21,8 +21,12 @@
 //! - [`compaction`]: compaction boundaries and their summaries;
 //! - [`subagents`]: sub-agent transcripts linked to the calls that spawned them;
 //! - [`session`]: a session file with all of the above;
-//! - [`listing`]: a session's line in a listing, without reading whole records.
+//! - [`listing`]: a session's line in a listing, without reading whole records;
+//! - [`discover`], [`watch`], [`adapter`]: what a path is, what to follow, and the adapter
+//!   (unregistered, see above).
+pub mod adapter;
 pub mod compaction;
+pub mod discover;
 pub mod lines;
 pub mod listing;
 pub mod record;
@@ -31,3 +35,6 @@ pub mod session;
 pub mod subagents;
 pub mod transcript;
 pub mod usage;
+pub mod watch;
+
+pub use adapter::ClaudeCode;
