@@ -3,8 +3,9 @@
 //! scripted model's log of every request (`log/*.mock.jsonl`: `kind` turn / sub / compaction,
 //! `input_tokens`, `cache_read_input_tokens`, `cache_creation_input_tokens`, `output_tokens`;
 //! `prompt_tokens` is their sum). Every request tierscope reads from a transcript is one the
-//! model answered, with the same usage, in the same order; the compaction calls are the log's
-//! only requests a transcript does not hold. Compaction points and sub-agent links are the
+//! model answered, with the same usage, in the same order; the compaction calls and the requests
+//! answered with an HTTP error (an API-error record in the transcript) are the log's only
+//! requests a transcript holds no response for. Compaction points and sub-agent links are the
 //! manifest's, the totals ccusage's, and damaged copies load what is intact.
 
 use std::path::{Path, PathBuf};
@@ -58,17 +59,32 @@ fn mock_log(name: &str) -> Vec<Value> {
         .collect()
 }
 
-/// (uncached input, cache read, cache write, output, prompt) of a log line.
+/// (uncached input, cache read, cache write, output, prompt) of a log line; a request answered
+/// with an HTTP error has no output.
 fn logged(v: &Value) -> (u64, u64, u64, u64, u64) {
     let n = |k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"));
+    let output = if is_http_error(v) {
+        0
+    } else {
+        n("output_tokens")
+    };
     (
         n("input_tokens"),
         n("cache_read_input_tokens"),
         n("cache_creation_input_tokens"),
-        n("output_tokens"),
+        output,
         n("prompt_tokens"),
     )
 }
+
+/// A request the mock answered with an HTTP error.
+fn is_http_error(v: &Value) -> bool {
+    v["special"]
+        .as_array()
+        .is_some_and(|s| s.iter().any(|x| x == "http_error"))
+}
+
+const SCENARIOS: [&str; 3] = ["compaction_logscan", "subagents_webhookd", "errors_greeter"];
 
 fn read(u: &ClaudeUsage) -> (u64, u64, u64, u64, u64) {
     (u.input, u.cache_read, u.cache_write(), u.output, u.prompt())
@@ -110,16 +126,35 @@ fn sub_idx(name: &str, t: &Thread) -> usize {
 
 #[test]
 fn every_request_is_one_the_model_answered_with_its_usage() {
-    for name in ["compaction_logscan", "subagents_webhookd"] {
+    for name in SCENARIOS {
         let s = open(name);
         let log = mock_log(name);
-        assert_eq!(log.len(), 25, "{name}: requests in the log");
+        let mock = &scenario(name)["mock_usage"];
+        assert_eq!(
+            log.len() as u64,
+            mock["requests"].as_u64().expect("requests"),
+            "{name}: requests in the log"
+        );
         let turns: Vec<_> = log
             .iter()
-            .filter(|v| v["kind"] == "turn")
+            .filter(|v| v["kind"] == "turn" && !is_http_error(v))
             .map(logged)
             .collect();
         assert_eq!(thread_usages(&s.main), turns, "{name}: main requests");
+        // A request answered with an HTTP error is the transcript's API error of that request.
+        let failed: Vec<String> = log
+            .iter()
+            .filter(|v| is_http_error(v))
+            .map(|v| format!("req_mock_{}", v["req"]))
+            .collect();
+        let errors: Vec<String> = s
+            .main
+            .requests
+            .api_errors
+            .iter()
+            .map(|e| e.request_id.clone().expect("the failed request's id"))
+            .collect();
+        assert_eq!(errors, failed, "{name}: API errors");
         for sub in &s.subagents {
             let idx = sub_idx(name, &sub.thread);
             let want: Vec<_> = log
@@ -134,14 +169,18 @@ fn every_request_is_one_the_model_answered_with_its_usage() {
                 sub.file.agent_id
             );
         }
-        // The log's only requests no transcript holds are the compaction calls.
+        // The log's only requests no response in a transcript holds are the compaction calls
+        // and the failed requests.
         let compaction_calls = log.iter().filter(|v| v["kind"] == "compaction").count();
-        assert_eq!(s.total_requests() + compaction_calls, log.len(), "{name}");
-        let mock = &scenario(name)["mock_usage"];
+        assert_eq!(
+            s.total_requests() + compaction_calls + failed.len(),
+            log.len(),
+            "{name}"
+        );
         let total = s.total_usage();
         let compaction: Vec<_> = log
             .iter()
-            .filter(|v| v["kind"] == "compaction")
+            .filter(|v| v["kind"] == "compaction" || is_http_error(v))
             .map(logged)
             .collect();
         let sum = |f: fn(&(u64, u64, u64, u64, u64)) -> u64| compaction.iter().map(f).sum::<u64>();
@@ -158,11 +197,11 @@ fn every_request_is_one_the_model_answered_with_its_usage() {
                 mock["cache_creation_sum"].as_u64().expect("sum"),
                 mock["output_tokens_sum"].as_u64().expect("sum"),
             ),
-            "{name}: totals with the compaction calls"
+            "{name}: totals with the compaction calls and the failed requests"
         );
         // Every write of these recordings has the 5-minute lifetime, as the CLI asked.
         assert_eq!(total.cache_write_1h, 0);
-        // Nothing damaged, no branch dead, no rewritten record in these files.
+        // Nothing damaged, no branch dead, no rewritten record, no call without its result.
         for t in std::iter::once(&s.main).chain(s.subagents.iter().map(|x| &x.thread)) {
             let d = t.diagnostics();
             assert!(d.is_empty(), "{name}: {d:?}");
@@ -188,10 +227,26 @@ fn the_unique_responses_of_each_file_are_the_manifests() {
             ),
             "{what}"
         );
-        // The manifest counts unique message ids, the synthetic one among them.
+        // The manifest counts unique message ids but API errors, the synthetic ones among them.
         assert_eq!(
-            t.requests.responses.len() + t.requests.synthetic + t.requests.api_errors.len(),
+            t.requests.responses.len() + t.requests.synthetic,
             stats["assistant_api_messages"].as_u64().expect("count") as usize,
+            "{what}"
+        );
+        assert_eq!(
+            t.requests.api_errors.len() as u64,
+            stats["api_error_messages"].as_u64().expect("count"),
+            "{what}"
+        );
+        let errors = t
+            .requests
+            .tool_calls
+            .iter()
+            .filter(|c| c.result.as_ref().is_some_and(|r| r.is_error))
+            .count() as u64;
+        assert_eq!(
+            errors,
+            stats["tool_results"]["error"].as_u64().unwrap_or(0),
             "{what}"
         );
         let records = t
@@ -206,7 +261,7 @@ fn the_unique_responses_of_each_file_are_the_manifests() {
             "{what}"
         );
     };
-    for name in ["compaction_logscan", "subagents_webhookd"] {
+    for name in SCENARIOS {
         let m = scenario(name);
         let s = open(name);
         check(&s.main, &m["session"], name);
@@ -394,9 +449,12 @@ fn sub_agents_are_linked_to_the_calls_that_spawned_them_and_keep_their_usage() {
 /// transcript does not hold, are in neither figure; tierscope knows them from the compaction
 /// boundaries (the model's log has them: 3 calls of compaction_logscan, 22,371 uncached input,
 /// 107,041 cache read, 249 cache write, 1,522 output).
+/// errors_greeter: ccusage, like tierscope, leaves out the failed request (the mock counted its
+/// prompt, 17,943 cache read and 42 cache write, but an error is not a response).
 const CCUSAGE: &[(&str, [u64; 4])] = &[
     ("compaction_logscan", [5308, 525_328, 96_592, 2326]),
     ("subagents_webhookd", [2747, 321_627, 52_130, 1914]),
+    ("errors_greeter", [1458, 84_759, 21_267, 207]),
 ];
 
 #[test]
@@ -416,8 +474,57 @@ fn usage_equals_what_ccusage_reports() {
 }
 
 #[test]
+fn errors_and_interrupts_are_what_the_cli_recorded() {
+    let s = open("errors_greeter");
+    let r = &s.main.requests;
+    let t = &s.main.transcript;
+    assert_eq!(r.api_errors.len(), 1);
+    let e = &r.api_errors[0];
+    assert_eq!(e.status, Some(400));
+    assert_eq!(e.error.as_deref(), Some("unknown"));
+    assert!(e.text.starts_with("API Error: 400"), "{}", e.text);
+    // "No response requested." after the API error and after the interrupt.
+    assert_eq!(r.synthetic, 2);
+    assert_eq!(r.interrupts.len(), 1);
+    assert!(r.interrupts[0].during_tool_use);
+    // The interrupted call: its result is an error the CLI wrote, then the interrupt.
+    let cut = r
+        .tool_calls
+        .iter()
+        .rfind(|c| c.name == "Bash")
+        .expect("the loop");
+    let result = cut.result.as_ref().expect("a result");
+    assert!(result.is_error);
+    assert_eq!(
+        result.structured,
+        Some(Value::String("User rejected tool use".into()))
+    );
+    assert!(r.interrupts[0].entry > result.entry);
+    // The refused Edit.
+    let edit = r
+        .tool_calls
+        .iter()
+        .find(|c| c.name == "Edit")
+        .expect("edit");
+    let refused = edit.result.as_ref().expect("result");
+    assert!(refused.is_error);
+    assert!(
+        tierscope_engine::formats::claude_code::requests::result_text(&refused.content)
+            .contains("No changes to make")
+    );
+    // The requests after the error and the interrupt are read, in order.
+    let lines: Vec<usize> = r
+        .responses
+        .iter()
+        .map(|x| t.entries[x.entries[0]].line)
+        .collect();
+    assert!(lines.windows(2).all(|w| w[0] < w[1]), "{lines:?}");
+    assert!(t.entries[r.interrupts[0].entry].line < *lines.last().expect("a response"));
+}
+
+#[test]
 fn the_listing_agrees_with_a_full_read() {
-    for name in ["compaction_logscan", "subagents_webhookd"] {
+    for name in SCENARIOS {
         let m = scenario(name);
         let p = session_file(name);
         let s = open(name);

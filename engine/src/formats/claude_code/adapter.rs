@@ -345,7 +345,7 @@ mod tests {
         let mut full = store.list(None).expect("list");
         quick.sort_by(|a, b| a.id.cmp(&b.id));
         full.sort_by(|a, b| a.id.cmp(&b.id));
-        assert_eq!(quick.len(), 2);
+        assert_eq!(quick.len(), 3);
         assert_eq!(quick, full);
         let id = "927b1170-f977-416a-aabb-46039b7eb22a";
         assert!(store.has_session(id));

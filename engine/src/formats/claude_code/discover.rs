@@ -183,7 +183,7 @@ mod tests {
         assert_eq!(detect(&projects, true), Some(InputKind::ProjectsDir));
         assert_eq!(detect(&project, true), Some(InputKind::ProjectDir));
         assert_eq!(detect(&file, false), Some(InputKind::SessionFile));
-        assert_eq!(session_files(data, InputKind::DataDir).len(), 2);
+        assert_eq!(session_files(data, InputKind::DataDir).len(), 3);
         assert_eq!(session_files(&project, InputKind::ProjectDir), [file]);
     }
 

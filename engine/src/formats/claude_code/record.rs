@@ -228,6 +228,9 @@ pub struct AssistantRecord {
     pub is_api_error_message: bool,
     /// The error's kind, when the CLI recorded one (`"rate_limit"`, `"unknown"`, …).
     pub error: Option<Value>,
+    /// The HTTP status of an API error.
+    #[serde(deserialize_with = "lenient_u64")]
+    pub api_error_status: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -311,6 +314,11 @@ fn nearest_count(f: f64) -> u64 {
     } else {
         0
     }
+}
+
+/// A non-negative integer, else `None` (a status written as anything else is not read).
+fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Ok(Value::deserialize(d)?.as_u64())
 }
 
 /// `true` only for JSON `true`; anything else (absent, `null`, a string) is false.

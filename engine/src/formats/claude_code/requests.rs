@@ -11,8 +11,9 @@
 //!
 //! Records the CLI made itself carry `model: "<synthetic>"`: an API error it turned into a
 //! message (`isApiErrorMessage: true`) is an [`ApiError`], not a request; others ("No response
-//! requested." after a `/compact`) are counted in [`Requests::synthetic`]. An interrupt leaves a
-//! user text "[Request interrupted by user]" (or "… for tool use]" in a tool result).
+//! requested." after a `/compact` or an interrupt) are counted in [`Requests::synthetic`]. An
+//! interrupt leaves a user text "[Request interrupted by user]" ("… for tool use]" when it cut a
+//! tool call, whose result is then an error).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -45,6 +46,10 @@ pub struct Response {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiError {
     pub entry: usize,
+    /// The failed request's id, when the CLI recorded it.
+    pub request_id: Option<String>,
+    /// The HTTP status, when recorded (`apiErrorStatus`).
+    pub status: Option<u64>,
     /// The message shown (untrusted text).
     pub text: String,
     /// The recorded error kind, when there is one.
@@ -52,7 +57,8 @@ pub struct ApiError {
     pub timestamp: Option<String>,
 }
 
-/// A user interrupt.
+/// A user interrupt: the user text the CLI writes when the user stops it. An interrupted tool
+/// call also gets an error result ("The user doesn't want to proceed with this tool use…").
 #[derive(Debug, Clone, PartialEq)]
 pub struct Interrupt {
     pub entry: usize,
@@ -112,6 +118,7 @@ pub struct Requests {
 }
 
 const INTERRUPT: &str = "[Request interrupted by user";
+const INTERRUPT_TOOL_USE: &str = "[Request interrupted by user for tool use";
 
 impl Requests {
     /// Read the requests of `t`.
@@ -127,6 +134,8 @@ impl Requests {
                     if a.is_api_error_message {
                         out.api_errors.push(ApiError {
                             entry: i,
+                            request_id: a.request_id.clone(),
+                            status: a.api_error_status,
                             text: a.message.content.text(),
                             error: a.error.as_ref().map(|v| match v {
                                 Value::String(s) => s.clone(),
@@ -199,10 +208,11 @@ impl Requests {
                 }
                 Record::User(u) => {
                     let content = &u.message.content;
-                    if content.text().starts_with(INTERRUPT) {
+                    let text = content.text();
+                    if text.starts_with(INTERRUPT) {
                         out.interrupts.push(Interrupt {
                             entry: i,
-                            during_tool_use: false,
+                            during_tool_use: text.starts_with(INTERRUPT_TOOL_USE),
                         });
                     }
                     for b in content.blocks() {
@@ -214,12 +224,6 @@ impl Requests {
                         else {
                             continue;
                         };
-                        if result_text(content).starts_with(INTERRUPT) {
-                            out.interrupts.push(Interrupt {
-                                entry: i,
-                                during_tool_use: true,
-                            });
-                        }
                         let Some(&c) = by_call.get(tool_use_id) else {
                             out.diagnostics.push(
                                 DiagnosticKind::OrphanPart,
