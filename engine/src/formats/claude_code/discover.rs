@@ -6,7 +6,9 @@
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use super::lines::{for_each_line, Line};
+use std::ops::ControlFlow;
+
+use super::lines::{lines_until, Line};
 use super::listing::fields;
 use super::record::TYPED_KINDS;
 
@@ -48,7 +50,8 @@ const OTHER_KINDS: &[&str] = &[
 
 /// True when the start of the file at `path` reads as a Claude Code session file: a complete
 /// line that is a record of one of its kinds with a `sessionId` (or a `summary` with a
-/// `leafUuid`), and no complete line that is not a JSON object.
+/// `leafUuid`), and no complete line before it that is not a JSON object. Reading stops at the
+/// first line that decides.
 pub fn is_session_file(path: &Path) -> bool {
     let Ok(f) = std::fs::File::open(path) else {
         return false;
@@ -56,24 +59,24 @@ pub fn is_session_file(path: &Path) -> bool {
     let mut claimed = false;
     let mut foreign = false;
     let r = BufReader::new(f.take(SNIFF_BYTES));
-    let read = for_each_line(r, SNIFF_BYTES as usize, |line| {
+    let read = lines_until(r, SNIFF_BYTES as usize, |line| {
         let Line::Text {
             bytes,
             terminated: true,
             ..
         } = line
         else {
-            return;
+            return ControlFlow::Continue(());
         };
-        if foreign || claimed || bytes.iter().all(u8::is_ascii_whitespace) {
-            return;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return ControlFlow::Continue(());
         }
         let Some(f) = std::str::from_utf8(bytes)
             .ok()
             .and_then(|t| fields(t, &["type", "sessionId", "leafUuid"]))
         else {
             foreign = true;
-            return;
+            return ControlFlow::Break(());
         };
         let get = |k: &str| {
             f.iter()
@@ -84,6 +87,11 @@ pub fn is_session_file(path: &Path) -> bool {
         let known = TYPED_KINDS.contains(&kind.as_str()) || OTHER_KINDS.contains(&kind.as_str());
         claimed = known
             && (get("sessionId").is_some() || (kind == "summary" && get("leafUuid").is_some()));
+        if claimed {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
     });
     read.is_ok() && claimed && !foreign
 }

@@ -4,6 +4,7 @@
 //! load.
 
 use std::io::{BufRead, ErrorKind};
+use std::ops::ControlFlow;
 
 /// The longest line read by default. A Claude Code record holding a pasted image or a big file
 /// can reach a few MB; a line beyond this is damage.
@@ -25,9 +26,21 @@ pub enum Line<'a> {
 
 /// Call `f` with every line of `r` (1-based numbers). Stops at the first read error.
 pub fn for_each_line<R: BufRead>(
-    mut r: R,
+    r: R,
     max_line: usize,
     mut f: impl FnMut(Line<'_>),
+) -> std::io::Result<()> {
+    lines_until(r, max_line, |l| {
+        f(l);
+        ControlFlow::Continue(())
+    })
+}
+
+/// [`for_each_line`] until `f` breaks: nothing after that line is read.
+pub fn lines_until<R: BufRead>(
+    mut r: R,
+    max_line: usize,
+    mut f: impl FnMut(Line<'_>) -> ControlFlow<()>,
 ) -> std::io::Result<()> {
     let mut buf: Vec<u8> = Vec::new();
     let mut number = 0usize;
@@ -41,15 +54,15 @@ pub fn for_each_line<R: BufRead>(
         };
         if chunk.is_empty() {
             number += 1;
-            match skipped {
+            let _ = match skipped {
                 Some(len) => f(Line::Oversized { number, len }),
                 None if !buf.is_empty() => f(Line::Text {
                     number,
                     bytes: &buf,
                     terminated: false,
                 }),
-                None => {}
-            }
+                None => ControlFlow::Continue(()),
+            };
             return Ok(());
         }
         let (take, end_of_line) = match chunk.iter().position(|&b| b == b'\n') {
@@ -67,13 +80,16 @@ pub fn for_each_line<R: BufRead>(
         r.consume(if end_of_line { take + 1 } else { take });
         if end_of_line {
             number += 1;
-            match skipped.take() {
+            let flow = match skipped.take() {
                 Some(len) => f(Line::Oversized { number, len }),
                 None => f(Line::Text {
                     number,
                     bytes: &buf,
                     terminated: true,
                 }),
+            };
+            if flow.is_break() {
+                return Ok(());
             }
             buf.clear();
         }
@@ -110,6 +126,23 @@ mod tests {
         );
         assert_eq!(lines(b"ab\n", 100), ["1:ab:true"]);
         assert!(lines(b"", 100).is_empty());
+    }
+
+    #[test]
+    fn reading_stops_where_the_caller_breaks() {
+        let mut seen = Vec::new();
+        lines_until(&b"a\nb\nc\n"[..], 10, |l| {
+            if let Line::Text { number, .. } = l {
+                seen.push(number);
+            }
+            if seen.len() == 2 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .expect("read");
+        assert_eq!(seen, [1, 2]);
     }
 
     #[test]
