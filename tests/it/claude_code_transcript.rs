@@ -600,3 +600,50 @@ fn a_damaged_copy_loads_what_is_intact() {
     assert_eq!(l.unreadable_lines, 4);
     assert_eq!(l.summary.tokens, s.own_usage().to_usage());
 }
+
+/// A sub-agent whose meta file is lost is still linked, through the `agentId` of the Agent
+/// call's result; one whose spawning call is gone too is reported, and still read.
+#[test]
+fn a_sub_agent_without_its_meta_file_is_linked_by_its_agent_id() {
+    let src = session_file("subagents_webhookd");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join(src.file_name().expect("name"));
+    std::fs::copy(&src, &file).expect("copy");
+    let stem = src.file_stem().expect("stem");
+    let subs_src = src.with_file_name(stem).join("subagents");
+    let subs = dir.path().join(stem).join("subagents");
+    std::fs::create_dir_all(&subs).expect("mkdir");
+    for e in std::fs::read_dir(&subs_src).expect("subagents") {
+        let e = e.expect("entry");
+        std::fs::copy(e.path(), subs.join(e.file_name())).expect("copy");
+    }
+    let lost = "a62ba682c5a2a5db0";
+    std::fs::remove_file(subs.join(format!("agent-{lost}.meta.json"))).expect("rm");
+    // An agent nobody spawned.
+    std::fs::copy(
+        subs.join(format!("agent-{lost}.jsonl")),
+        subs.join("agent-zzstray.jsonl"),
+    )
+    .expect("copy");
+    let s = Session::read(&file).expect("read");
+    assert_eq!(s.subagents.len(), 5);
+    let sub = s
+        .subagents
+        .iter()
+        .find(|x| x.file.agent_id == lost)
+        .expect("read without its meta");
+    assert!(sub.meta.is_none());
+    let spawn = sub.spawned_by.as_ref().expect("linked by agentId");
+    let call = &s.main.requests.tool_calls[spawn.call];
+    assert_eq!(call.input["description"], "Map signature comparisons");
+    let stray = s
+        .subagents
+        .iter()
+        .find(|x| x.file.agent_id == "zzstray")
+        .expect("read");
+    assert!(stray.spawned_by.is_none());
+    assert_eq!(stray.thread.requests.responses.len(), 3);
+    // Two missing meta files (the lost one and the stray's), one sub-agent nobody spawned.
+    assert_eq!(s.diagnostics.count(DiagnosticKind::UnreadableFile), 2);
+    assert_eq!(s.diagnostics.count(DiagnosticKind::OrphanMessage), 1);
+}
