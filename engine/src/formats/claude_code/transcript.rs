@@ -9,9 +9,10 @@
 //! branch. The conversation is the path from the newest leaf (the last record written that no
 //! record names as parent; sidechain records are not candidates in a main file) back to a root,
 //! plus the records attached to that path that the chain leaves off: tool results of parallel
-//! tool calls (each answers its own `tool_use` record) and the other blocks of a response on the
-//! path. Anything else off the path is a dead branch, reported as
-//! [`DiagnosticKind::RuleActiveBranch`].
+//! tool calls (each answers its own `tool_use` record), the other blocks of a response on the
+//! path, and records that are no message (progress, attachments, system notes). The newest leaf
+//! is the newest message that is a leaf. A prompt or a response that starts off the path is a
+//! dead branch, reported as [`DiagnosticKind::RuleActiveBranch`].
 
 use std::collections::{HashMap, HashSet};
 use std::io::BufReader;
@@ -309,9 +310,14 @@ fn active_branch(entries: &[Entry]) -> (Vec<bool>, usize) {
     let is_node = |i: usize| links(&entries[i].record).0.is_some();
     let sidechain = |i: usize| entries[i].record.common().is_some_and(|c| c.is_sidechain);
     let main_file = (0..n).any(|i| is_node(i) && !sidechain(i));
+    let is_message = |i: usize| matches!(entries[i].record, Record::User(_) | Record::Assistant(_));
+    let candidate = |i: usize| is_node(i) && !has_child[i] && (!main_file || !sidechain(i));
+    // The newest message that is a leaf: a progress or bookkeeping record written last may hang
+    // off an older record.
     let leaf = (0..n)
         .rev()
-        .find(|&i| is_node(i) && !has_child[i] && (!main_file || !sidechain(i)));
+        .find(|&i| candidate(i) && is_message(i))
+        .or_else(|| (0..n).rev().find(|&i| candidate(i)));
     let mut on = vec![false; n];
     // Records without a uuid (titles, bookkeeping) belong to no branch and to every one.
     for (i, b) in on.iter_mut().enumerate() {
@@ -349,8 +355,9 @@ fn is_boundary(r: &Record) -> bool {
     matches!(r, Record::System(s) if s.subtype.as_deref() == Some("compact_boundary"))
 }
 
-/// A record that belongs with its parent rather than starting a branch: a tool result, or a
-/// block of a response on the path.
+/// A record that belongs with its parent rather than starting a branch: a tool result, a block
+/// of a response on the path, or a record that is no message (an attachment, a system note, a
+/// progress record).
 fn attached(r: &Record, path_ids: &HashSet<&str>) -> bool {
     match r {
         Record::User(u) => {
@@ -367,7 +374,7 @@ fn attached(r: &Record, path_ids: &HashSet<&str>) -> bool {
             .id
             .as_deref()
             .is_some_and(|id| path_ids.contains(id)),
-        _ => false,
+        _ => true,
     }
 }
 
@@ -434,6 +441,29 @@ mod tests {
         let p = write(dir.path(), "s.jsonl", &(lines.join("\n") + "\n"));
         let t = Transcript::read(&p).expect("read");
         assert!(t.on_branch.iter().all(|b| *b));
+        assert_eq!(t.dead_branches, 0);
+    }
+
+    #[test]
+    fn progress_records_off_the_chain_are_no_branch_and_never_the_leaf() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let progress = |uuid: &str, parent: &str| {
+            serde_json::json!({"type": "progress", "uuid": uuid, "parentUuid": parent,
+                "data": {"type": "bash_progress"}})
+            .to_string()
+        };
+        let lines = [
+            user("u1", None, "first"),
+            assistant("a1", "u1", "m1"),
+            progress("p1", "a1"),
+            user("u2", Some("a1"), "next"),
+            assistant("a2", "u2", "m2"),
+            // Written last, hanging off an older record.
+            progress("p2", "a1"),
+        ];
+        let p = write(dir.path(), "s.jsonl", &(lines.join("\n") + "\n"));
+        let t = Transcript::read(&p).expect("read");
+        assert!(t.on_branch.iter().all(|b| *b), "{:?}", t.on_branch);
         assert_eq!(t.dead_branches, 0);
     }
 
