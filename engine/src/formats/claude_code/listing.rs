@@ -330,6 +330,27 @@ mod tests {
         assert_eq!(fields(r#"{"a" 1}"#, &["a"]), None);
     }
 
+    proptest::proptest! {
+        /// Any text: no panic. Any JSON object: its members, as serde_json reads them.
+        #[test]
+        fn fields_never_panics_and_agrees_with_serde(text in "\\PC{0,80}", keys in proptest::collection::vec("[a-z\"\\\\ ]{0,6}", 0..5), n in 0u64..1000) {
+            let _ = fields(&text, &["a", "type"]);
+            let mut obj = serde_json::Map::new();
+            for (i, k) in keys.iter().enumerate() {
+                obj.insert(k.clone(), serde_json::json!([n, {"k": k}, i, "}\"]"]));
+            }
+            let line = serde_json::Value::Object(obj.clone()).to_string();
+            let wanted: Vec<&str> = vec!["a", "b"];
+            let got = fields(&line, &wanted).expect("an object");
+            let present = wanted.iter().filter(|k| obj.contains_key(**k)).count();
+            proptest::prop_assert_eq!(got.len(), present);
+            for (k, v) in got {
+                let parsed: serde_json::Value = serde_json::from_str(v).expect("a value");
+                proptest::prop_assert_eq!(Some(&parsed), obj.get(k));
+            }
+        }
+    }
+
     #[test]
     fn the_title_is_a_custom_title_then_an_ai_title_then_the_first_prompt() {
         let dir = tempfile::tempdir().expect("tempdir");
