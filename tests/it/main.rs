@@ -7,6 +7,7 @@ mod tmux_common;
 mod tui_common;
 
 mod adversarial;
+mod claude_code_transcript;
 mod compaction_cliff;
 mod corrupt_input;
 mod damaged_exports;

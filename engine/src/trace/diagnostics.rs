@@ -34,6 +34,13 @@ pub enum DiagnosticKind {
     RuleTokenSemantics,
     RuleVersion,
     RuleCompaction,
+    /// A line of a JSON-lines transcript longer than the reader's bound: skipped unread.
+    OversizedLine,
+    /// Records of a branching transcript left off the active branch (a rewind or an edited
+    /// prompt; the newest leaf's branch is the conversation).
+    RuleActiveBranch,
+    /// A transcript record written again with the same id: the last version is kept.
+    RuleRewrittenRecord,
     /// Damaged JSON that was repaired (see [`crate::trace::lenient`]) or read piece by piece.
     RepairedJson,
     /// A token count that is not a non-negative integer (a string, negative, null, fractional
@@ -64,6 +71,8 @@ impl DiagnosticKind {
                 | DiagnosticKind::RuleTokenSemantics
                 | DiagnosticKind::RuleVersion
                 | DiagnosticKind::RuleCompaction
+                | DiagnosticKind::RuleActiveBranch
+                | DiagnosticKind::RuleRewrittenRecord
         )
     }
     pub fn as_str(&self) -> &'static str {
@@ -91,6 +100,9 @@ impl DiagnosticKind {
             DiagnosticKind::RuleTokenSemantics => "rule_token_semantics",
             DiagnosticKind::RuleVersion => "rule_version",
             DiagnosticKind::RuleCompaction => "rule_compaction",
+            DiagnosticKind::OversizedLine => "oversized_line",
+            DiagnosticKind::RuleActiveBranch => "rule_active_branch",
+            DiagnosticKind::RuleRewrittenRecord => "rule_rewritten_record",
             DiagnosticKind::RepairedJson => "repaired_json",
             DiagnosticKind::BadTokenCount => "bad_token_count",
             DiagnosticKind::DatabaseDamage => "database_damage",
