@@ -18,7 +18,13 @@ fn inputs() -> Vec<PathBuf> {
     let mut eras: Vec<PathBuf> = std::fs::read_dir(RECORDINGS)
         .unwrap_or_else(|e| panic!("{RECORDINGS}: {e}"))
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_dir())
+        // OpenCode's releases (the other agents' recordings are read by their own suites).
+        .filter(|p| {
+            p.is_dir()
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("opencode-"))
+        })
         .collect();
     eras.sort();
     assert_eq!(eras.len(), 8, "recorded releases: {eras:?}");

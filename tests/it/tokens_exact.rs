@@ -21,13 +21,20 @@ use tierscope_engine::trace::Trace;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
+fn is_opencode_recording(p: &Path) -> bool {
+    p.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("opencode-"))
+}
+
 /// Every session of every recording: the data dirs and exports of each era
 /// (`tests/recordings/`) and the bundled samples.
 fn recordings() -> Vec<(String, Trace)> {
     let root = Path::new(ROOT);
     let mut sources: Vec<PathBuf> = Vec::new();
     let mut dirs: Vec<PathBuf> = read_dir(&root.join("tests/recordings"));
-    dirs.retain(|p| p.is_dir());
+    // OpenCode's releases (the other agents' recordings are read by their own suites).
+    dirs.retain(|p| p.is_dir() && is_opencode_recording(p));
     dirs.sort();
     assert_eq!(dirs.len(), 8, "recorded releases: {dirs:?}");
     for era in dirs {
