@@ -7,6 +7,7 @@ mod tmux_common;
 mod tui_common;
 
 mod adversarial;
+mod codex_rollout;
 mod compaction_cliff;
 mod corrupt_input;
 mod data_safety;

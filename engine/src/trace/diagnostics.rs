@@ -41,6 +41,8 @@ pub enum DiagnosticKind {
     BadTokenCount,
     /// A database table or page that could not be read (missing, corrupt, unreadable).
     DatabaseDamage,
+    /// A line of a line-per-record file longer than its reader's bound: skipped unread.
+    OversizedLine,
     Other,
 }
 
@@ -87,6 +89,7 @@ impl DiagnosticKind {
             DiagnosticKind::RepairedJson => "repaired_json",
             DiagnosticKind::BadTokenCount => "bad_token_count",
             DiagnosticKind::DatabaseDamage => "database_damage",
+            DiagnosticKind::OversizedLine => "oversized_line",
             DiagnosticKind::Other => "other",
         }
     }
