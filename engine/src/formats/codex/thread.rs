@@ -7,8 +7,9 @@
 //! `token_count` events also repeat (the same totals written again when a turn ends or resumes)
 //! and follow a compaction with an estimate of the new history (all zeros but `total_tokens`),
 //! so summing their `last_token_usage` overcounts. A response is therefore one
-//! `token_usage_record`; a rollout without any (older releases) falls back to the `token_count`
-//! events whose `total_token_usage` moved, each taken once. On the 0.171.0 recording both give the
+//! `token_usage_record`; a `token_count` whose `total_token_usage` moved with no record since the
+//! previous such event (a release that writes no records, or the part of a resumed thread one
+//! wrote) is one response too, taken once. On the 0.171.0 recording records and events give the
 //! same 23 responses: each record's `usage` equals the `last_token_usage` of the `token_count`
 //! after it, and the 4 other `token_count` events are 2 repeats and 2 compaction estimates.
 
@@ -179,17 +180,17 @@ struct Builder {
     calls: HashMap<String, usize>,
     current_turn: Option<usize>,
     last_total: Option<TokenUsage>,
+    /// A `token_usage_record` was read since the last `token_count` whose total moved: that
+    /// event repeats the record's response.
+    record_pending: bool,
     /// Compactions waiting for the `turn_context` after them.
     awaiting_context: Option<usize>,
 }
 
 impl Builder {
     fn run(mut self, lines: &[Line]) -> Thread {
-        let has_records = lines
-            .iter()
-            .any(|l| matches!(l.record, Record::TokenUsageRecord(_)));
         for line in lines {
-            self.line(line, has_records);
+            self.line(line);
         }
         self.t
     }
@@ -224,7 +225,7 @@ impl Builder {
         self.awaiting_context = None;
     }
 
-    fn line(&mut self, line: &Line, has_records: bool) {
+    fn line(&mut self, line: &Line) {
         match &line.record {
             Record::SessionMeta(m) => {
                 // `resume` may write it again: the first one is the thread's.
@@ -249,15 +250,16 @@ impl Builder {
                     r.usage,
                     UsageSource::Record,
                 );
+                self.record_pending = true;
             }
-            Record::Event(e) => self.event(line, e, has_records),
+            Record::Event(e) => self.event(line, e),
             Record::ResponseItem(r) => self.item(line, &r.item),
             Record::Compacted(c) => self.compacted(line, c),
             Record::Other { .. } => {}
         }
     }
 
-    fn event(&mut self, line: &Line, e: &Event, has_records: bool) {
+    fn event(&mut self, line: &Line, e: &Event) {
         match e {
             Event::TaskStarted {
                 turn_id,
@@ -289,7 +291,10 @@ impl Builder {
                 let Some(total) = total else { return };
                 let moved = self.last_total != Some(*total);
                 self.last_total = Some(*total);
-                if has_records || !moved {
+                if !moved {
+                    return;
+                }
+                if std::mem::take(&mut self.record_pending) {
                     return;
                 }
                 if let Some(last) = last.filter(|l| !l.is_estimate_only()) {
@@ -304,8 +309,13 @@ impl Builder {
 
     fn end_turn(&mut self, status: TurnStatus) {
         if let Some(i) = self.current_turn.take() {
-            // An error before the turn still completed was retried or recovered from.
-            self.t.turns[i].status = status;
+            let turn = &mut self.t.turns[i];
+            // Codex ends a turn an error stopped with `task_complete` too: it stays failed.
+            if !(status == TurnStatus::Completed
+                && matches!(turn.status, TurnStatus::Failed { .. }))
+            {
+                turn.status = status;
+            }
         }
     }
 
@@ -328,10 +338,14 @@ impl Builder {
             }
             _ => return,
         };
-        let patch_files = if name == "apply_patch" {
-            patch_files(input)
-        } else {
-            Vec::new()
+        let patch_files = match (name.as_str(), kind) {
+            ("apply_patch", CallKind::Custom) => patch_files(input),
+            // Releases that offer it as a JSON function: `{"input": "*** Begin Patch…"}`.
+            ("apply_patch", CallKind::Function) => serde_json::from_str::<Value>(input)
+                .ok()
+                .and_then(|v| v.get("input").and_then(Value::as_str).map(patch_files))
+                .unwrap_or_default(),
+            _ => Vec::new(),
         };
         self.calls.insert(call_id.clone(), self.t.tool_calls.len());
         self.t.tool_calls.push(ToolCall {
@@ -412,6 +426,15 @@ impl Builder {
 /// The exit code an output states: "Process exited with code N" (`exec_command`) or
 /// "Exit code: N" (`apply_patch`, the older shell tool), in its first lines.
 pub fn exit_code(output: &str) -> Option<i64> {
+    // Older releases' shell tool: `{"output": …, "metadata": {"exit_code": N, …}}`.
+    if output.trim_start().starts_with('{') {
+        if let Some(code) = serde_json::from_str::<Value>(output)
+            .ok()
+            .and_then(|v| v.get("metadata")?.get("exit_code")?.as_i64())
+        {
+            return Some(code);
+        }
+    }
     output.lines().take(8).find_map(|l| {
         let l = l.trim();
         l.strip_prefix("Process exited with code ")
@@ -495,6 +518,7 @@ mod tests {
 {"type":"event_msg","payload":{"type":"task_started","turn_id":"t3"}}
 {"type":"event_msg","payload":{"type":"stream_error","message":"retrying 1/5"}}
 {"type":"event_msg","payload":{"type":"error","message":"context window exceeded"}}
+{"type":"event_msg","payload":{"type":"task_complete","turn_id":"t3"}}
 {"type":"event_msg","payload":{"type":"task_started","turn_id":"t4"}}
 "#,
         );
@@ -532,6 +556,41 @@ mod tests {
         assert_eq!(
             (t.tool_calls[1].exit_code, t.tool_calls[1].failed),
             (Some(1), true)
+        );
+    }
+
+    #[test]
+    fn older_json_tools_are_read_too() {
+        assert_eq!(
+            exit_code(r#"{"output":"boom\n","metadata":{"exit_code":127,"duration_seconds":0.1}}"#),
+            Some(127)
+        );
+        let r = read_bytes(
+            br#"{"type":"response_item","payload":{"type":"function_call","name":"apply_patch","call_id":"p","arguments":"{\"input\":\"*** Begin Patch\\n*** Delete File: old.txt\\n*** End Patch\"}"}}
+"#,
+        );
+        let t = Thread::from_rollout(&r);
+        assert_eq!(t.tool_calls[0].patch_files[0].path, "old.txt");
+    }
+
+    #[test]
+    fn a_thread_resumed_by_a_release_with_records_keeps_its_earlier_responses() {
+        let tc = |total: u64| {
+            format!(
+                r#"{{"type":"event_msg","payload":{{"type":"token_count","info":{{"total_token_usage":{{"input_tokens":{total}}},"last_token_usage":{{"input_tokens":10}}}}}}}}"#
+            )
+        };
+        let rec = r#"{"type":"token_usage_record","payload":{"response_id":"r","usage":{"input_tokens":10}}}"#;
+        let text = [tc(10), tc(20), rec.to_owned(), tc(30), tc(30)].join("\n");
+        let t = Thread::from_rollout(&read_bytes(text.as_bytes()));
+        let sources: Vec<_> = t.responses.iter().map(|r| r.source).collect();
+        assert_eq!(
+            sources,
+            vec![
+                UsageSource::TokenCount,
+                UsageSource::TokenCount,
+                UsageSource::Record
+            ]
         );
     }
 
