@@ -4,7 +4,9 @@
 //! rollout files ([`rollout`]), the thread they make ([`thread`]: responses, turns, tool calls,
 //! compactions), and a cheap listing ([`listing`]). Codex sessions are not converted into the
 //! neutral [`crate::trace::model::Trace`] yet, and Codex is not in [`crate::formats::ADAPTERS`]:
-//! an agent read by halves must not reach users.
+//! an agent read by halves must not reach users. What the `impl Adapter` will need besides the
+//! loading is here: input detection, data dirs and discovery, the parts a load reads
+//! ([`input`]) and what `--follow` watches ([`watch`]).
 //!
 //! Where Codex keeps its data: `$CODEX_HOME` (default `~/.codex`), one rollout file per thread
 //! under `sessions/YYYY/MM/DD/rollout-<local time>-<thread id>.jsonl` (`codex exec resume`
@@ -17,9 +19,11 @@
 //! ([`thread`] says why `token_count` events are not summed).
 
 pub mod home;
+pub mod input;
 pub mod listing;
 pub mod rollout;
 pub mod scan;
 pub mod state_db;
 pub mod thread;
 pub mod usage;
+pub mod watch;
