@@ -483,3 +483,37 @@ fn a_sub_agent_thread_is_linked_to_its_parent() {
     assert_eq!(c.parent_id.as_deref(), Some(parent));
     assert_eq!(c.title, format!("task of {child}"));
 }
+
+/// The recording's `$CODEX_HOME`, its `sessions/` dir and its rollout are recognised by their
+/// content, and a load of the home reads the thread index with it (the output guard's parts).
+#[test]
+fn the_recording_is_recognised_as_codex_input() {
+    use tierscope_engine::formats::codex::input::{self, Input};
+    use tierscope_engine::trace::adapter::{Confidence, ReadPart};
+    let home = rec("dot-codex");
+    let classify = |p: &Path| {
+        let meta = std::fs::metadata(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        input::classify(p, &meta)
+    };
+    assert_eq!(
+        classify(&home),
+        Some((Input::Home(home.clone()), Confidence::Content))
+    );
+    assert_eq!(
+        classify(&home.join("sessions")).map(|(i, c)| (i.kind(), c)),
+        Some(("sessions dir", Confidence::Content))
+    );
+    assert_eq!(
+        classify(&rollout_path()),
+        Some((Input::Rollout(rollout_path()), Confidence::Content))
+    );
+    // Not Codex's: an OpenCode export and a data dir.
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces");
+    assert_eq!(classify(&samples.join("M1.json")), None);
+    assert_eq!(classify(&samples), None);
+    let parts = input::read_parts(&Input::Home(home.clone()));
+    assert!(parts.contains(&ReadPart::Database {
+        path: home.join("state_5.sqlite"),
+        what: "Codex thread index"
+    }));
+}

@@ -265,16 +265,11 @@ pub fn read_path_limited(path: &Path, max_line: usize) -> Result<Rollout, LoadEr
         source,
     })?;
     let mut out = Rollout::default();
-    each_line(
-        file,
-        max_line,
-        &mut out.diagnostics,
-        |number, raw, diags| {
-            if let Some(line) = parse_line(number, raw, diags) {
-                out.lines.push(line);
-            }
-        },
-    )
+    each_line(file, max_line, &mut out.diagnostics, |raw, diags| {
+        if let Some(line) = parse_line(raw, diags) {
+            out.lines.push(line);
+        }
+    })
     .map_err(|source| LoadError::Io {
         path: path.to_owned(),
         source,
@@ -285,28 +280,23 @@ pub fn read_path_limited(path: &Path, max_line: usize) -> Result<Rollout, LoadEr
 /// [`read_path`] over bytes in memory (tests, a followed file's new lines).
 pub fn read_bytes(bytes: &[u8]) -> Rollout {
     let mut out = Rollout::default();
-    let read = each_line(
-        bytes,
-        MAX_LINE,
-        &mut out.diagnostics,
-        |number, raw, diags| {
-            if let Some(line) = parse_line(number, raw, diags) {
-                out.lines.push(line);
-            }
-        },
-    );
+    let read = each_line(bytes, MAX_LINE, &mut out.diagnostics, |raw, diags| {
+        if let Some(line) = parse_line(raw, diags) {
+            out.lines.push(line);
+        }
+    });
     debug_assert!(read.is_ok(), "reading a slice cannot fail");
     out
 }
 
 /// Feed every line of `r` that fits in `max_line` bytes to `f` (1-based number, bytes without the
 /// newline); an over-long line is reported and skipped whole, without holding it in memory.
-/// A final line without a newline is passed on, marked by the caller's parse failing if cut.
+/// A final line without a newline is passed on, marked as such.
 pub(crate) fn each_line<R: Read>(
     r: R,
     max_line: usize,
     diags: &mut Diagnostics,
-    mut f: impl FnMut(usize, &[u8], &mut Diagnostics),
+    mut f: impl FnMut(RawBytes<'_>, &mut Diagnostics),
 ) -> std::io::Result<()> {
     let mut r = std::io::BufReader::with_capacity(1 << 16, r);
     let mut buf = Vec::new();
@@ -350,7 +340,14 @@ pub(crate) fn each_line<R: Read>(
                 format!("line {number}: longer than {max_line} bytes, skipped"),
             );
         } else if !buf.iter().all(u8::is_ascii_whitespace) {
-            f(number, &buf, diags);
+            f(
+                RawBytes {
+                    number,
+                    bytes: &buf,
+                    terminated: saw_newline,
+                },
+                diags,
+            );
         }
         if !saw_newline {
             return Ok(());
@@ -362,9 +359,21 @@ fn memchr_newline(b: &[u8]) -> Option<usize> {
     b.iter().position(|&c| c == b'\n')
 }
 
+/// One line's bytes as read, before parsing.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RawBytes<'a> {
+    /// 1-based.
+    pub number: usize,
+    /// Without the newline.
+    pub bytes: &'a [u8],
+    /// False for a final line with no newline after it (maybe still being written).
+    pub terminated: bool,
+}
+
 /// One line as a record; `None` (reported) when it is not a JSON record.
-pub(crate) fn parse_line(number: usize, raw: &[u8], diags: &mut Diagnostics) -> Option<Line> {
-    let text = match std::str::from_utf8(raw) {
+pub(crate) fn parse_line(raw: RawBytes<'_>, diags: &mut Diagnostics) -> Option<Line> {
+    let number = raw.number;
+    let text = match std::str::from_utf8(raw.bytes) {
         Ok(t) => t,
         Err(_) => {
             diags.push(
@@ -377,8 +386,8 @@ pub(crate) fn parse_line(number: usize, raw: &[u8], diags: &mut Diagnostics) -> 
     let line: RawLine = match serde_json::from_str(text) {
         Ok(l) => l,
         Err(e) => {
-            // A cut line ends early: the parser hits the end of the input.
-            let kind = if e.is_eof() {
+            // A final line that ends early was cut while Codex wrote it.
+            let kind = if e.is_eof() && !raw.terminated {
                 DiagnosticKind::PartialWrite
             } else {
                 DiagnosticKind::CorruptJson
@@ -594,15 +603,16 @@ mod tests {
     #[test]
     fn damaged_lines_are_reported_and_skipped() {
         let r = read_bytes(
-            b"{\"type\":\"event_msg\",\"payload\":{\"type\":\"task_started\"}}\nnot json\n\xff\xfe\n\n{\"type\":\"response_item\",\"payload\":{\"type\":\"message\"}}\n{\"type\":\"event_msg\",\"payl",
+            b"{\"type\":\"event_msg\",\"payload\":{\"type\":\"task_started\"}}\nnot json\n{\"type\":\n\xff\xfe\n\n{\"type\":\"response_item\",\"payload\":{\"type\":\"message\"}}\n{\"type\":\"event_msg\",\"payl",
         );
         assert_eq!(r.lines.len(), 2, "{:?}", r.lines);
-        assert_eq!(r.diagnostics.count(DiagnosticKind::CorruptJson), 1);
+        // Garbage, and a line ending early that is not the last one.
+        assert_eq!(r.diagnostics.count(DiagnosticKind::CorruptJson), 2);
         assert_eq!(r.diagnostics.count(DiagnosticKind::NonUtf8), 1);
         assert_eq!(r.diagnostics.count(DiagnosticKind::PartialWrite), 1);
         // A message without a role is kept raw and said.
         assert_eq!(r.diagnostics.count(DiagnosticKind::MissingField), 1);
-        assert_eq!(r.lines[1].number, 5);
+        assert_eq!(r.lines[1].number, 6);
     }
 
     #[test]

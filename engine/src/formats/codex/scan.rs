@@ -50,7 +50,8 @@ pub fn scan_path(path: &Path) -> Result<RolloutSummary, LoadError> {
     let mut title: Option<String> = None;
     let mut first_ts: Option<String> = None;
     let mut last_ts: Option<String> = None;
-    rollout::each_line(file, rollout::MAX_LINE, &mut diags, |number, raw, diags| {
+    rollout::each_line(file, rollout::MAX_LINE, &mut diags, |line, diags| {
+        let raw = line.bytes;
         if let Some(ts) = head_timestamp(raw) {
             if first_ts.is_none() {
                 first_ts = Some(ts.clone());
@@ -71,7 +72,7 @@ pub fn scan_path(path: &Path) -> Result<RolloutSummary, LoadError> {
         if !wanted {
             return;
         }
-        let Some(line) = rollout::parse_line(number, raw, diags) else {
+        let Some(line) = rollout::parse_line(line, diags) else {
             return;
         };
         if let Record::ResponseItem(r) = &line.record {
