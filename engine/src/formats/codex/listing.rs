@@ -46,7 +46,8 @@ pub struct ThreadSummary {
 }
 
 impl ThreadSummary {
-    /// The neutral listing line (cost 0: Codex's prices are not known here yet).
+    /// The neutral listing line: cost 0 (Codex's prices are not known here yet) and messages 0
+    /// (the scan does not count them); requests and tokens 0 when not scanned.
     pub fn to_session_summary(&self, children: Vec<String>) -> SessionSummary {
         SessionSummary {
             id: self.id.clone(),

@@ -195,3 +195,70 @@ impl StateDb {
         Ok(edges)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An index as Codex leaves it while running: WAL mode with its `-wal` beside it.
+    #[test]
+    fn spawn_edges_name_a_child_thread_s_parent() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(FILE);
+        let writer = Connection::open(&path).expect("create");
+        writer
+            .execute_batch(
+                "PRAGMA journal_mode=WAL;
+                 CREATE TABLE threads (id TEXT PRIMARY KEY, rollout_path TEXT NOT NULL,
+                   created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, source TEXT NOT NULL,
+                   cwd TEXT NOT NULL, title TEXT NOT NULL, tokens_used INTEGER NOT NULL DEFAULT 0,
+                   archived INTEGER NOT NULL DEFAULT 0, updated_at_ms INTEGER);
+                 CREATE TABLE thread_spawn_edges (parent_thread_id TEXT NOT NULL,
+                   child_thread_id TEXT NOT NULL PRIMARY KEY, status TEXT NOT NULL);
+                 INSERT INTO threads VALUES ('p', '/h/sessions/p.jsonl', 100, 200, 'cli', '/w',
+                   'parent', 500, 0, 200123);
+                 INSERT INTO threads VALUES ('c', '/h/sessions/c.jsonl', 150, 160,
+                   '{\"subagent\":{\"thread_spawn\":{\"parent_thread_id\":\"p\"}}}', '/w', 'child',
+                   -1, 1, NULL);
+                 INSERT INTO thread_spawn_edges VALUES ('p', 'c', 'completed');",
+            )
+            .expect("rows");
+        assert!(crate::watch::side_file(&path, "-wal").exists());
+        let db = StateDb::open(&path).expect("open");
+        let mut rows = db.threads().expect("threads");
+        rows.sort_by(|a, b| a.id.cmp(&b.id));
+        assert_eq!(rows.len(), 2);
+        let (c, p) = (&rows[0], &rows[1]);
+        assert_eq!(c.parent_id.as_deref(), Some("p"));
+        assert_eq!(p.parent_id, None);
+        assert_eq!((p.created, p.updated), (Some(100_000), Some(200_123)));
+        assert_eq!(p.tokens_used, Some(500));
+        // A negative count is no count.
+        assert_eq!(c.tokens_used, None);
+        assert!(c.archived && !p.archived);
+        drop(writer);
+    }
+
+    #[test]
+    fn a_file_that_is_not_an_index_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(FILE);
+        std::fs::write(&path, "not sqlite").expect("write");
+        assert!(matches!(
+            StateDb::open(&path),
+            Err(LoadError::Database { .. })
+        ));
+        // A database without a `threads` table lists nothing.
+        let other = dir.path().join("other.sqlite");
+        Connection::open(&other)
+            .and_then(|c| c.execute_batch("CREATE TABLE t (x)"))
+            .expect("create");
+        assert_eq!(
+            StateDb::open(&other)
+                .expect("open")
+                .threads()
+                .expect("rows"),
+            vec![]
+        );
+    }
+}
