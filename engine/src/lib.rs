@@ -6,6 +6,7 @@
 //! `tierscope` crate (the CLI reporters and the explorer) is the only front end, and data flows
 //! one way, from this crate to it. Every file either writes goes through [`output_guard`].
 
+pub mod cache_file;
 pub mod compare;
 pub mod episode;
 pub mod fixture;

@@ -94,17 +94,17 @@ fn io_at(path: &Path) -> impl FnOnce(io::Error) -> OutputError + '_ {
 
 /// A file's identity (device, inode), where the platform has one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FileId(u64, u64);
+struct FileIdentity(u64, u64);
 
 #[cfg(unix)]
-fn file_id(p: &Path) -> Option<FileId> {
+fn file_id(p: &Path) -> Option<FileIdentity> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(p).ok()?;
-    Some(FileId(m.dev(), m.ino()))
+    Some(FileIdentity(m.dev(), m.ino()))
 }
 
 #[cfg(not(unix))]
-fn file_id(_: &Path) -> Option<FileId> {
+fn file_id(_: &Path) -> Option<FileIdentity> {
     None
 }
 
@@ -137,16 +137,19 @@ enum Scope {
     /// The output may not be this file.
     File {
         what: String,
-        link_id: Option<FileId>,
+        link_id: Option<FileIdentity>,
     },
     /// The output may not be this database side file (`id` when it exists).
     Side {
         suffix: &'static str,
         db: PathBuf,
-        id: Option<FileId>,
+        id: Option<FileIdentity>,
     },
     /// The output may not be inside this dir.
-    Tree { what: String, id: Option<FileId> },
+    Tree {
+        what: String,
+        id: Option<FileIdentity>,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -356,7 +359,8 @@ impl OutputGuard {
         }
         // Identities of the dirs the output would sit in (a bind mount or a second path to the
         // same dir is the same dir).
-        let ancestor_ids: Vec<FileId> = resolved.ancestors().skip(1).filter_map(file_id).collect();
+        let ancestor_ids: Vec<FileIdentity> =
+            resolved.ancestors().skip(1).filter_map(file_id).collect();
         for p in &self.protected {
             if let Scope::Tree { what, id } = &p.scope {
                 let inside = resolved.starts_with(&p.resolved)

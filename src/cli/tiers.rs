@@ -192,7 +192,7 @@ fn run_generate(a: &GenerateArgs) -> anyhow::Result<()> {
     // rewrites (merging what it holds).
     guard.loaded_except(&session, &["tiers"]);
     guard
-        .check(&sidecar_path(&out_dir, &session_id))
+        .check(&sidecar_path(&out_dir, &session_id)?)
         .context("--out")?;
     let cache = cache_dir.as_ref().map(HistorianCache::new);
     let price = match a.price {
@@ -215,7 +215,7 @@ fn run_generate(a: &GenerateArgs) -> anyhow::Result<()> {
         ));
     }
 
-    let path = sidecar_path(&out_dir, &session_id);
+    let path = sidecar_path(&out_dir, &session_id)?;
     let kept = match existing(&path, &a.model, PROMPT_VERSION, a.strategy)? {
         Existing::Nothing => Vec::new(),
         Existing::Same(eps) => eps

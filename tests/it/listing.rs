@@ -363,7 +363,7 @@ fn a_damaged_truncated_or_foreign_cache_file_is_ignored_and_replaced() {
     let mut foreign = bytes.clone();
     let at = foreign
         .windows(9)
-        .position(|w| w == b"listing-2")
+        .position(|w| w == b"listing-3")
         .expect("version in header");
     foreign[at + 8] = b'0';
     for (what, damaged) in [

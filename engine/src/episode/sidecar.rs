@@ -442,8 +442,9 @@ impl SidecarLocator {
         if let Some(stem) = stem {
             names.push(format!("{stem}.{}", kind.suffix()));
         }
-        if !session_id.is_empty() {
-            names.push(format!("{session_id}.{}", kind.suffix()));
+        // The session id comes from the recording: only a plain name is looked up.
+        if let Ok(id) = crate::trace::plain_name::PlainName::new(session_id) {
+            names.push(format!("{}.{}", id.as_str(), kind.suffix()));
         }
         names.dedup();
         let mut out: Vec<PathBuf> = Vec::new();

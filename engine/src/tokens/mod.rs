@@ -247,8 +247,8 @@ impl Tokenizer {
     fn build(kind: TokenizerKind, disk_path: Option<PathBuf>) -> Tokenizer {
         let mut map = KeyMap::default();
         if let Some(p) = &disk_path {
-            // A missing or corrupt file is simply an empty cache.
-            if let Ok(bytes) = std::fs::read(p) {
+            // A missing, corrupt or hostile file (see `cache_file`) is simply an empty cache.
+            if let Ok(bytes) = crate::cache_file::read(p, DISK_CACHE_CAP_BYTES as u64) {
                 if let Some(entries) = decode(&bytes, kind) {
                     for (k, tokens) in entries {
                         map.insert(

@@ -41,6 +41,13 @@ pub enum DiagnosticKind {
     BadTokenCount,
     /// A database table or page that could not be read (missing, corrupt, unreadable).
     DatabaseDamage,
+    /// An id that is not a plain file name (`../…`, a separator, a control character) where the
+    /// id names a file: that session, message or part is skipped (see [`crate::trace::file_id`]).
+    UnsafeId,
+    /// A damaged span of an export (a flipped byte, a stray bracket, a syntax error) in a file
+    /// that goes on after it: what it covered is skipped, reading resumes at the next message or
+    /// part. (A file that ends inside a value is [`DiagnosticKind::TruncatedExport`].)
+    DamagedSpan,
     /// A line of a line-per-record file longer than its reader's bound: skipped unread.
     OversizedLine,
     Other,
@@ -89,6 +96,8 @@ impl DiagnosticKind {
             DiagnosticKind::RepairedJson => "repaired_json",
             DiagnosticKind::BadTokenCount => "bad_token_count",
             DiagnosticKind::DatabaseDamage => "database_damage",
+            DiagnosticKind::UnsafeId => "unsafe_id",
+            DiagnosticKind::DamagedSpan => "damaged_span",
             DiagnosticKind::OversizedLine => "oversized_line",
             DiagnosticKind::Other => "other",
         }

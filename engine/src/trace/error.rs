@@ -26,3 +26,13 @@ pub enum LoadError {
     #[error("{path} is {}, more than the {} tierscope reads from one file", super::input::human_size(*size), super::input::human_size(*cap))]
     TooLarge { path: PathBuf, size: u64, cap: u64 },
 }
+
+impl LoadError {
+    /// The message with its cause (`cannot read P: permission denied`), for a diagnostic.
+    pub fn with_cause(&self) -> String {
+        match self {
+            LoadError::Io { source, .. } => format!("{self}: {source}"),
+            other => other.to_string(),
+        }
+    }
+}

@@ -102,6 +102,28 @@ pub fn read_to_string_capped(path: &Path, cap: u64) -> std::io::Result<String> {
     })
 }
 
+/// `bytes` as text: borrowed when valid UTF-8, else with each invalid sequence replaced and a
+/// `non_utf8` diagnostic naming `what` and where the first one is.
+pub fn lossy_utf8<'b>(
+    bytes: &'b [u8],
+    what: &dyn std::fmt::Display,
+    diags: &mut super::diagnostics::Diagnostics,
+) -> std::borrow::Cow<'b, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(e) => {
+            diags.push(
+                super::diagnostics::DiagnosticKind::NonUtf8,
+                format!(
+                    "{what}: invalid UTF-8 at byte {}; replaced",
+                    e.valid_up_to()
+                ),
+            );
+            String::from_utf8_lossy(bytes)
+        }
+    }
+}
+
 /// Megabytes for messages.
 pub fn human_size(n: u64) -> String {
     if n >= 1 << 30 {

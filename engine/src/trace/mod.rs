@@ -7,6 +7,7 @@ pub mod input;
 pub mod lenient;
 pub mod load;
 pub mod model;
+pub mod plain_name;
 
 pub use adapter::{Adapter, Env, ListingCache};
 pub use diagnostics::{Diagnostic, DiagnosticKind, Diagnostics};

@@ -41,10 +41,13 @@ fn entries(m: Mode) -> Vec<(String, &'static str)> {
         .map(|b| (keys_label(b), b.desc))
         .collect();
     match m {
-        Mode::Main => v.push((
+        Mode::Main => v.extend([(
+            "C-z".to_owned(),
+            "suspend to the shell, in any mode, under a shell with job control; fg comes back and redraws (as less and vim do)",
+        ), (
             "mouse".to_owned(),
             "click a heatmap cell or a row to select it and focus its pane, the chart to move the cursor; the wheel scrolls the pane under it (over the heatmap: its rows, else the cursor)",
-        )),
+        )]),
         Mode::Picker => v.push((
             "any text".to_owned(),
             "filters by title, directory or id",

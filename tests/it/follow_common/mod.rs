@@ -225,6 +225,7 @@ pub fn fresh_load(db: &Path, session: &str) -> Trace {
 /// The trace with where it came from blanked, to compare loads of two copies.
 pub fn neutral(mut t: Trace) -> Trace {
     t.source = SourceKind::Database(String::new());
+    t.origin.format = "";
     t
 }
 

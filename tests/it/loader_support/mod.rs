@@ -83,6 +83,10 @@ pub fn comparable(t: &Trace) -> Value {
     let o = v.as_object_mut().expect("a trace is an object");
     o.remove("source");
     o.remove("diagnostics");
+    // The format is where it came from; the agent and its version stay compared.
+    if let Some(origin) = o.get_mut("origin").and_then(Value::as_object_mut) {
+        origin.remove("format");
+    }
     v
 }
 

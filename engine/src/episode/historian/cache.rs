@@ -4,20 +4,32 @@
 //!
 //! One small JSON file per call under `<cache dir>/historian/` (default: `$TIERSCOPE_CACHE_DIR`,
 //! else the XDG cache dir and `tierscope`; never OpenCode's data dir), written atomically (a temp
-//! file, then a rename) the moment the call completes. A file that does not parse or holds another key (a
-//! truncated write from a crash, a hash collision) is treated as missing and rewritten. The files
-//! hold the tiers and the usage, never the endpoint or a credential.
+//! file, then a rename) the moment the call completes. Each file carries an xxh3 checksum of its
+//! content (one written before files did is used and rewritten with it) and is read as untrusted input ([`crate::cache_file`]: a regular file of at most
+//! [`MAX_FILE_BYTES`], never through a symlink, never blocking on a FIFO). A file that is not
+//! that, does not parse, fails its checksum or holds another key (a truncated write from a crash,
+//! an edit, a hash collision) is treated as missing and rewritten. The files hold the tiers and
+//! the usage, never the endpoint or a credential.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::cache_file::Refused;
 
 use super::response::Usage;
 use super::HistorianStrategy;
 
 /// Cache file format version (part of every key).
 const CACHE_VERSION: u32 = 1;
+
+/// The largest cache file read (one call's tiers: a few KB).
+pub const MAX_FILE_BYTES: u64 = 16 << 20;
+
+/// The key of the checksum in a cache file: xxh3-64 (hex) of the compact JSON of the rest.
+const CHECKSUM_KEY: &str = "xxh3";
 
 /// What a cached answer answers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -150,22 +162,59 @@ impl HistorianCache {
 
     pub fn get(&self, key: &CacheKey) -> Lookup {
         let path = self.path(key);
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            return Lookup::Miss;
+        let bytes = match crate::cache_file::read(&path, MAX_FILE_BYTES) {
+            Ok(b) => b,
+            Err(Refused::Open(std::io::ErrorKind::NotFound)) => return Lookup::Miss,
+            Err(_) => return Lookup::Unusable(path),
         };
-        match serde_json::from_str::<CachedCall>(&text) {
-            Ok(c) if c.version == CACHE_VERSION && &c.key == key => Lookup::Hit(c),
+        match decode(&bytes) {
+            Some((c, sealed)) if c.version == CACHE_VERSION && &c.key == key => {
+                if !sealed {
+                    // Written before files carried a checksum: kept (it was paid for), and
+                    // rewritten with one.
+                    let _ = self.put(&c);
+                }
+                Lookup::Hit(c)
+            }
             _ => Lookup::Unusable(path),
         }
     }
 
     pub fn put(&self, call: &CachedCall) -> Result<(), CacheWriteError> {
         let path = self.path(&call.key);
-        let mut text = serde_json::to_string_pretty(call).unwrap_or_default();
-        text.push('\n');
-        crate::tokens::write_atomically(&path, text.as_bytes())
+        crate::tokens::write_atomically(&path, encode(call).as_bytes())
             .map_err(|source| CacheWriteError { path, source })
     }
+}
+
+/// The file's text: the call as pretty JSON with its checksum as the last key.
+fn encode(call: &CachedCall) -> String {
+    let mut v = serde_json::to_value(call).unwrap_or_default();
+    let sum = checksum(&v);
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert(CHECKSUM_KEY.to_owned(), Value::String(sum));
+    }
+    let mut text = serde_json::to_string_pretty(&v).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// The call in a file's bytes, when it parses and its checksum holds, and whether it had one (a
+/// file written before they did has none).
+fn decode(bytes: &[u8]) -> Option<(CachedCall, bool)> {
+    let mut v: Value = serde_json::from_slice(bytes).ok()?;
+    let sum = v.as_object_mut()?.remove(CHECKSUM_KEY);
+    if let Some(sum) = &sum {
+        if sum.as_str()? != checksum(&v) {
+            return None;
+        }
+    }
+    Some((serde_json::from_value(v).ok()?, sum.is_some()))
+}
+
+fn checksum(v: &Value) -> String {
+    let bytes = serde_json::to_vec(v).unwrap_or_default();
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes))
 }
 
 #[cfg(test)]
@@ -219,6 +268,47 @@ mod tests {
         // A file under this key's name that holds another key.
         let other = CachedCall::new(key("other"), BTreeMap::new(), None, None, true);
         std::fs::write(&path, serde_json::to_string(&other).unwrap()).unwrap();
-        assert_eq!(cache.get(&k), Lookup::Unusable(path));
+        assert_eq!(cache.get(&k), Lookup::Unusable(path.clone()));
+        // A file from before checksums: a hit, rewritten with one.
+        std::fs::write(&path, serde_json::to_string(&call).unwrap()).unwrap();
+        assert_eq!(cache.get(&k), Lookup::Hit(call.clone()));
+        assert!(std::fs::read_to_string(&path)
+            .unwrap()
+            .contains(CHECKSUM_KEY));
+        // A file edited after it was written (its checksum no longer holds).
+        cache.put(&call).unwrap();
+        let edited = std::fs::read_to_string(&path)
+            .unwrap()
+            .replace("\"a\"", "\"b\"");
+        std::fs::write(&path, edited).unwrap();
+        assert_eq!(cache.get(&k), Lookup::Unusable(path.clone()));
+        cache.put(&call).unwrap();
+        assert_eq!(cache.get(&k), Lookup::Hit(call));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_a_fifo_or_a_giant_at_an_entry_is_unusable_at_once_and_rewritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = HistorianCache::new(dir.path());
+        let k = key("m");
+        let path = cache.path(&k);
+        let call = CachedCall::new(k.clone(), BTreeMap::new(), None, None, false);
+        let fifo = |p: &Path| {
+            let made = std::process::Command::new("mkfifo").arg(p).status();
+            assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+        };
+        let plant: [&dyn Fn(&Path); 3] = [
+            &|p| std::os::unix::fs::symlink("/dev/zero", p).unwrap(),
+            &|p| std::fs::File::create(p).unwrap().set_len(20 << 30).unwrap(),
+            &fifo,
+        ];
+        for plant in plant {
+            let _ = std::fs::remove_file(&path);
+            plant(&path);
+            assert_eq!(cache.get(&k), Lookup::Unusable(path.clone()));
+            cache.put(&call).unwrap();
+            assert_eq!(cache.get(&k), Lookup::Hit(call.clone()));
+        }
     }
 }

@@ -16,10 +16,12 @@ use super::{HistorianStrategy, GENERATOR};
 use crate::episode::sidecar::{
     parse_tiers, ExternalEpisode, ExternalTier, SidecarError, TierUsage, TiersFile,
 };
+use crate::trace::plain_name::{BadId, PlainName};
 
-/// `DIR/<session id>.tiers.json`.
-pub fn sidecar_path(dir: &Path, session_id: &str) -> PathBuf {
-    dir.join(format!("{session_id}.tiers.json"))
+/// `DIR/<session id>.tiers.json`; an error for a session id that is not a plain file name
+/// (it comes from the recording, and must not name a file outside `DIR`).
+pub fn sidecar_path(dir: &Path, session_id: &str) -> Result<PathBuf, BadId> {
+    Ok(PlainName::new(session_id)?.file_in(dir, ".tiers.json"))
 }
 
 /// One episode's entry.
@@ -99,7 +101,11 @@ pub fn existing(
     prompt_version: &str,
     strategy: HistorianStrategy,
 ) -> Result<Existing, SidecarError> {
-    let text = match std::fs::read_to_string(path) {
+    // A regular file within the sidecar cap (a FIFO there would block the run).
+    let text = match crate::trace::input::read_to_string_capped(
+        path,
+        crate::trace::input::MAX_SIDECAR_BYTES,
+    ) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Existing::Nothing),
         Err(source) => {

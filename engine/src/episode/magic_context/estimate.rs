@@ -120,7 +120,9 @@ pub fn claude() -> Result<&'static ClaudeBpe, &'static str> {
     CLAUDE
         .get_or_init(|| {
             let path = vocab_path().ok_or_else(|| "no data directory".to_owned())?;
-            let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            // A regular file within a bound (a tiktoken vocabulary is a few MB).
+            let bytes =
+                crate::trace::input::read_bounded(&path, 256 << 20).map_err(|e| e.with_cause())?;
             ClaudeBpe::from_tiktoken(&bytes, path.clone())
                 .map_err(|e| format!("{}: {e}", path.display()))
         })

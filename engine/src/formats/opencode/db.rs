@@ -1001,19 +1001,7 @@ impl SessionCell {
 }
 
 fn utf8<'b>(bytes: &'b [u8], what: &str, diags: &mut Diagnostics) -> Cow<'b, str> {
-    match std::str::from_utf8(bytes) {
-        Ok(s) => Cow::Borrowed(s),
-        Err(e) => {
-            diags.push(
-                DiagnosticKind::NonUtf8,
-                format!(
-                    "{what}: invalid UTF-8 at byte {}; replaced",
-                    e.valid_up_to()
-                ),
-            );
-            String::from_utf8_lossy(bytes)
-        }
-    }
+    crate::trace::input::lossy_utf8(bytes, &what, diags)
 }
 
 /// A text or blob column's bytes (`None` for NULL, numbers and unreadable cells).

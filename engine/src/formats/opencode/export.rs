@@ -3,17 +3,19 @@
 //! the first `{` (a stray "Exporting session:" line) is ignored. A file cut in the middle loads
 //! every message that is complete and reports the cut. A damaged message (a raw NUL, a lone
 //! surrogate escape, `NaN`, a value nested too deep, …) is repaired or, failing that, loaded
-//! part by part; what cannot be read is reported and skipped, every other message loads.
+//! part by part; a damaged span (a flipped quote, a stray bracket) is skipped up to the next
+//! message or part ([`super::export_salvage`]). What cannot be read is reported with where it
+//! is, every other message loads.
 
 use std::path::Path;
 
 use serde_json::Value;
 
+use super::export_salvage;
 use crate::formats::opencode::derive::build_trace;
 use crate::formats::opencode::parse::{parse_message, parse_part, parse_session};
 use crate::trace::diagnostics::{DiagnosticKind, Diagnostics};
 use crate::trace::error::LoadError;
-use crate::trace::lenient;
 use crate::trace::model::{SourceKind, Trace};
 
 /// The largest export read (a 100k-request session is about 0.4 GB).
@@ -28,20 +30,7 @@ pub fn load_export(path: &Path) -> Result<Trace, LoadError> {
 /// Parse export bytes (see [`load_export`]); `path` is only used in messages.
 pub fn parse_export(bytes: &[u8], path: &Path) -> Result<Trace, LoadError> {
     let mut diags = Diagnostics::new();
-    let text = match std::str::from_utf8(bytes) {
-        Ok(t) => std::borrow::Cow::Borrowed(t),
-        Err(e) => {
-            diags.push(
-                DiagnosticKind::NonUtf8,
-                format!(
-                    "{}: invalid UTF-8 at byte {}; replaced",
-                    path.display(),
-                    e.valid_up_to()
-                ),
-            );
-            String::from_utf8_lossy(bytes)
-        }
-    };
+    let text = crate::trace::input::lossy_utf8(bytes, &path.display(), &mut diags);
     // A share feed (`[{type, data}]`) is the same session as a flat array.
     if let Some(bracket) = text.find('[') {
         if text.find('{').is_none_or(|brace| bracket < brace) {
@@ -69,9 +58,10 @@ pub fn parse_export(bytes: &[u8], path: &Path) -> Result<Trace, LoadError> {
                 .unwrap_or_default();
             (info, msgs)
         }
-        // Damaged somewhere: walk it value by value so only the damage is lost.
+        // Damaged somewhere: walk it element by element so only the damage is lost.
         Err(e) => {
-            let w = walk(body, &mut diags);
+            let before = diags.clone();
+            let w = export_salvage::salvage(&text, start, &mut diags);
             if w.cut {
                 diags.push(
                     DiagnosticKind::TruncatedExport,
@@ -81,8 +71,17 @@ pub fn parse_export(bytes: &[u8], path: &Path) -> Result<Trace, LoadError> {
                         w.messages.len()
                     ),
                 );
+            } else if diags == before {
+                // Damage outside every message (after the array): nothing was lost.
+                diags.push(
+                    DiagnosticKind::DamagedSpan,
+                    format!("{}: {e}, outside the messages; ignored", path.display()),
+                );
             }
-            (w.info, w.messages)
+            let info = w
+                .info
+                .or_else(|| session_from_messages(&w.messages, &mut diags));
+            (info, w.messages)
         }
     };
     to_trace(
@@ -91,6 +90,18 @@ pub fn parse_export(bytes: &[u8], path: &Path) -> Result<Trace, LoadError> {
         path,
         diags,
     )
+}
+
+/// A session info made of the messages' `sessionID` when the export's own is damaged.
+fn session_from_messages(messages: &[Value], diags: &mut Diagnostics) -> Option<Value> {
+    let sid = messages
+        .iter()
+        .find_map(|m| m.get("info")?.get("sessionID")?.as_str())?;
+    diags.push(
+        DiagnosticKind::DamagedSpan,
+        format!("session {sid}: its info is damaged; id taken from its messages, no title"),
+    );
+    Some(serde_json::json!({ "id": sid }))
 }
 
 /// `{info, messages: [{info, parts}]}` pieces → trace.
@@ -187,211 +198,6 @@ fn regroup_share(items: &[Value]) -> Option<(Value, Vec<Value>)> {
     Some((info, messages))
 }
 
-/// What [`walk`] salvaged.
-struct Walked {
-    info: Option<Value>,
-    messages: Vec<Value>,
-    /// The text ended inside a value.
-    cut: bool,
-}
-
-/// Salvage `info` and every readable message of a damaged export: walk the top-level object key
-/// by key and the `messages` array element by element ([`lenient::value_end`] finds each
-/// element's end without parsing it); each element is parsed on its own ([`message_entry`]), so
-/// a damaged one costs at most itself.
-fn walk(body: &str, diags: &mut Diagnostics) -> Walked {
-    let mut w = Walked {
-        info: None,
-        messages: Vec::new(),
-        cut: false,
-    };
-    let mut pos = lenient::skip_ws(body, 0);
-    if !body[pos..].starts_with('{') {
-        return w;
-    }
-    pos += 1;
-    loop {
-        pos = lenient::skip_ws(body, pos);
-        if body[pos..].starts_with('}') {
-            break;
-        }
-        let Some(key_end) = lenient::value_end(body, pos) else {
-            w.cut = true;
-            break;
-        };
-        let key = serde_json::from_str::<String>(&body[pos..key_end]).unwrap_or_default();
-        pos = lenient::skip_ws(body, key_end);
-        if !body[pos..].starts_with(':') {
-            break;
-        }
-        pos = lenient::skip_ws(body, pos + 1);
-        if key == "messages" && body[pos..].starts_with('[') {
-            let (end, cut) = walk_array(body, pos, |n, text| {
-                if let Some(m) = message_entry(n, text, diags) {
-                    w.messages.push(m);
-                }
-            });
-            if cut {
-                w.cut = true;
-                break;
-            }
-            pos = end;
-        } else {
-            let Some(end) = lenient::value_end(body, pos) else {
-                w.cut = true;
-                break;
-            };
-            if key == "info" {
-                match lenient::parse(&body[pos..end]) {
-                    Ok((v, repairs)) => {
-                        if !repairs.is_empty() {
-                            diags.push(
-                                DiagnosticKind::RepairedJson,
-                                format!("session info: {}", lenient::describe(&repairs)),
-                            );
-                        }
-                        w.info = Some(v);
-                    }
-                    Err(e) => diags.push(
-                        DiagnosticKind::CorruptJson,
-                        format!("session info is not JSON ({e})"),
-                    ),
-                }
-            }
-            pos = end;
-        }
-        pos = lenient::skip_ws(body, pos);
-        if body[pos..].starts_with(',') {
-            pos += 1;
-        } else {
-            break;
-        }
-    }
-    w
-}
-
-/// Call `each(index, text)` for every element of the array starting at `pos` (its `[`).
-/// Returns the index after the array and whether the text ended inside it.
-fn walk_array(body: &str, pos: usize, mut each: impl FnMut(usize, &str)) -> (usize, bool) {
-    let mut pos = pos + 1;
-    let mut n = 0;
-    loop {
-        pos = lenient::skip_ws(body, pos);
-        if body[pos..].starts_with(']') {
-            return (pos + 1, false);
-        }
-        let Some(end) = lenient::value_end(body, pos) else {
-            return (body.len(), true);
-        };
-        each(n, &body[pos..end]);
-        n += 1;
-        pos = lenient::skip_ws(body, end);
-        if body[pos..].starts_with(',') {
-            pos += 1;
-        } else if body[pos..].starts_with(']') {
-            return (pos + 1, false);
-        } else if pos >= body.len() {
-            return (pos, true);
-        }
-        // Anything else (a missing comma): go on with the next value.
-    }
-}
-
-/// One `{info, parts}` element of `messages` (number `n`, from 0). Parsed whole when it can be
-/// (repaired if need be); else its `info` and each of its parts on their own, so a damaged part
-/// costs only itself. `None` (and a diagnostic) when not even its `info` can be read.
-fn message_entry(n: usize, text: &str, diags: &mut Diagnostics) -> Option<Value> {
-    let id_of = |v: &Value| {
-        v.get("info")
-            .and_then(|i| i.get("id"))
-            .and_then(Value::as_str)
-            .map_or_else(|| format!("#{n}"), str::to_owned)
-    };
-    match lenient::parse(text) {
-        Ok((v, repairs)) => {
-            if !repairs.is_empty() {
-                diags.push(
-                    DiagnosticKind::RepairedJson,
-                    format!("message {}: {}", id_of(&v), lenient::describe(&repairs)),
-                );
-            }
-            return Some(v);
-        }
-        Err(e) if !text.starts_with('{') => {
-            diags.push(
-                DiagnosticKind::CorruptJson,
-                format!("message #{n}: not a JSON object ({e}); skipped"),
-            );
-            return None;
-        }
-        Err(_) => {}
-    }
-    // Key by key: `info`, then `parts` element by element.
-    let mut info = None;
-    let mut parts = Vec::new();
-    let mut pos = 1;
-    loop {
-        pos = lenient::skip_ws(text, pos);
-        let Some(key_end) = lenient::value_end(text, pos) else {
-            break;
-        };
-        let key = serde_json::from_str::<String>(&text[pos..key_end]).unwrap_or_default();
-        pos = lenient::skip_ws(text, key_end);
-        if !text[pos..].starts_with(':') {
-            break;
-        }
-        pos = lenient::skip_ws(text, pos + 1);
-        let Some(end) = lenient::value_end(text, pos) else {
-            break;
-        };
-        match key.as_str() {
-            "info" => match lenient::parse(&text[pos..end]) {
-                Ok((v, _)) => info = Some(v),
-                Err(e) => {
-                    diags.push(
-                        DiagnosticKind::CorruptJson,
-                        format!("message #{n}: its info is not JSON ({e}); skipped"),
-                    );
-                    return None;
-                }
-            },
-            "parts" if text[pos..].starts_with('[') => {
-                walk_array(text, pos, |k, part| match lenient::parse(part) {
-                    Ok((v, _)) => parts.push(v),
-                    Err(e) => diags.push(
-                        DiagnosticKind::CorruptJson,
-                        format!("message #{n}: part #{k} is not JSON ({e}); skipped"),
-                    ),
-                });
-            }
-            _ => {}
-        }
-        pos = lenient::skip_ws(text, end);
-        if text[pos..].starts_with(',') {
-            pos += 1;
-        } else {
-            break;
-        }
-    }
-    let Some(info) = info else {
-        diags.push(
-            DiagnosticKind::CorruptJson,
-            format!("message #{n}: no readable info; skipped"),
-        );
-        return None;
-    };
-    let v = serde_json::json!({ "info": info, "parts": parts });
-    diags.push(
-        DiagnosticKind::RepairedJson,
-        format!(
-            "message {}: read part by part ({} parts kept)",
-            id_of(&v),
-            v["parts"].as_array().map_or(0, Vec::len)
-        ),
-    );
-    Some(v)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -424,6 +230,21 @@ mod tests {
             other => panic!("expected unknown, got {other:?}"),
         }
         assert_eq!(t.diagnostics.count(DiagnosticKind::UnknownPartType), 1);
+    }
+
+    #[test]
+    fn a_damaged_session_info_keeps_every_message_under_the_messages_session_id() {
+        let bad = MINI
+            .replacen("\"title\": \"t\"", "'title\": \"t\"", 1)
+            .replace(
+                "\"role\": \"user\",",
+                "\"role\": \"user\", \"sessionID\": \"ses_1\",",
+            );
+        let t = parse_export(bad.as_bytes(), Path::new("bad.json")).unwrap();
+        assert_eq!(t.session.id, "ses_1");
+        assert_eq!(t.messages.len(), 2);
+        assert!(t.diagnostics.count(DiagnosticKind::DamagedSpan) >= 1);
+        assert_eq!(t.diagnostics.count(DiagnosticKind::TruncatedExport), 0);
     }
 
     #[test]

@@ -8,9 +8,13 @@
 //!   agent's data dir is not written to (the token cache's rule too). At most [`MAX_FILES`] databases are kept (the least recently written go first),
 //!   and a file above [`MAX_FILE_BYTES`] is not written.
 //! - **Whole-database marker** ([`Marker`]): device, inode, size and mtime (ns) of the database
-//!   file and of its `-wal` (absent is part of the key), the database header and the WAL header
-//!   (its salts change at every WAL reset). OpenCode writes through SQLite in WAL mode: a commit
-//!   appends to the WAL, a checkpoint writes the main file, a reset rewrites the WAL's header.
+//!   file and of its `-wal` (absent is part of the key), the database's change time, the
+//!   database header (its file change counter, bytes 24..28), the WAL header (its salts change at
+//!   every WAL reset) and the WAL's last frame header (the running checksum of every frame).
+//!   OpenCode writes through SQLite in WAL mode: a commit appends to the WAL, a checkpoint writes
+//!   the main file, a reset rewrites the WAL's header. The change time is there for any other
+//!   writer: an edit in place that keeps the size and sets the mtime back (`touch -d`) still
+//!   moves it, and nothing short of the system clock sets it back.
 //!   When the marker matches, the listing is served from the file without any SQL over `message`,
 //!   and opening the database reads neither its session rows nor its orphans (every command's
 //!   open would otherwise read every session row, which grows with the database, not with what
@@ -21,10 +25,12 @@
 //!   The hash is of the content itself, so any writer's change is seen, not only OpenCode's.
 //! - **Safe**: the file has a magic, the format version and the tierscope version in its header
 //!   and an xxh3 checksum at its end; a file that is truncated, damaged or of another version is
-//!   ignored and rewritten. It is written atomically (temp file + rename; no `fsync`: a file a
-//!   crash damaged is only a rebuild). The marker is taken
-//!   before the rows are read, so a write that lands during the pass makes the next listing a
-//!   miss, never a stale hit.
+//!   ignored and rewritten. It is read as untrusted input ([`crate::cache_file`]): a symlink, a
+//!   FIFO, a device or a file above [`MAX_FILE_BYTES`] at its path is a miss, never read. It is
+//!   written atomically (temp file + rename, which replaces whatever was at the path; no
+//!   `fsync`: a file a crash damaged is only a rebuild). The marker is taken before the rows are
+//!   read, so a write that lands during the pass makes the next listing a miss, never a stale
+//!   hit.
 //!
 //! Not cached: a database read through a temporary copy (see [`crate::formats::opencode::db`]: a
 //! read-only directory whose database has a `-wal`; the copy is made before a marker could be
@@ -53,7 +59,7 @@ pub const MAX_FILE_BYTES: usize = 8 * 1024 * 1024;
 
 const MAGIC: &[u8; 8] = b"TSLSTv1\n";
 /// The format and the build that wrote it: a file of another one is not read.
-const VERSION: &str = concat!("listing-2 tierscope-engine ", env!("CARGO_PKG_VERSION"));
+const VERSION: &str = concat!("listing-3 tierscope-engine ", env!("CARGO_PKG_VERSION"));
 
 pub use crate::trace::adapter::ListingCache;
 
@@ -83,10 +89,16 @@ struct FileStamp {
     ino: u64,
     size: u64,
     mtime_ns: i128,
+    /// The inode's change time: every write sets it, and unlike the mtime no `touch` can set it
+    /// back (an in-place edit that keeps the size and forges the mtime still changes it). For
+    /// the `-wal` only when tierscope does not run as root (0 then): SQLite run as root gives
+    /// the `-wal` its database's owner at every open, which moves its change time at every read;
+    /// its header and its last frame's running checksum still key its content.
+    ctime_ns: i128,
 }
 
 impl FileStamp {
-    fn of(path: &Path) -> Option<FileStamp> {
+    fn of(path: &Path, with_ctime: bool) -> Option<FileStamp> {
         let m = std::fs::metadata(path).ok()?;
         #[cfg(unix)]
         {
@@ -96,6 +108,11 @@ impl FileStamp {
                 ino: m.ino(),
                 size: m.size(),
                 mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+                ctime_ns: if with_ctime {
+                    i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec())
+                } else {
+                    0
+                },
             })
         }
         #[cfg(not(unix))]
@@ -107,6 +124,7 @@ impl FileStamp {
                 ino: 0,
                 size: m.len(),
                 mtime_ns: d.as_nanos() as i128,
+                ctime_ns: 0,
             })
         }
     }
@@ -116,12 +134,14 @@ impl Marker {
     /// The marker of the database at `path` now; `None` when it cannot be read.
     pub fn of(path: &Path) -> Option<Marker> {
         let wal_path = side(path, "-wal");
-        let db = FileStamp::of(path)?;
-        let wal = FileStamp::of(&wal_path);
+        let db = FileStamp::of(path, true)?;
+        let wal = FileStamp::of(&wal_path, !running_as_root());
         let mut h = xxhash_rust::xxh3::Xxh3::new();
         h.update(&head(path, 100)?);
-        if wal.is_some() {
-            h.update(&head(&wal_path, 32).unwrap_or_default());
+        if let Some(w) = &wal {
+            let header = head(&wal_path, 32).unwrap_or_default();
+            h.update(&header);
+            h.update(&last_frame_header(&wal_path, &header, w.size).unwrap_or_default());
         }
         Some(Marker {
             db,
@@ -131,6 +151,27 @@ impl Marker {
     }
 }
 
+/// The header of the WAL's last frame (24 bytes): its salts and the running checksum over every
+/// frame before it, so an edit of any frame that SQLite would still read changes it.
+fn last_frame_header(wal: &Path, header: &[u8], size: u64) -> Option<Vec<u8>> {
+    let page = u32::from_be_bytes(header.get(8..12)?.try_into().ok()?);
+    let frame = 24 + u64::from(page);
+    let frames = size.checked_sub(32)? / frame;
+    let last = frames.checked_sub(1)?;
+    crate::cache_file::read_at(wal, 32 + last * frame, 24)
+}
+
+#[cfg(unix)]
+fn running_as_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+#[cfg(not(unix))]
+fn running_as_root() -> bool {
+    false
+}
+
 fn side(path: &Path, suffix: &str) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push(suffix);
@@ -138,14 +179,13 @@ fn side(path: &Path, suffix: &str) -> PathBuf {
 }
 
 fn head(path: &Path, n: u64) -> Option<Vec<u8>> {
-    use std::io::Read;
-    let mut b = Vec::with_capacity(n as usize);
-    std::fs::File::open(path)
-        .ok()?
-        .take(n)
-        .read_to_end(&mut b)
-        .ok()?;
-    Some(b)
+    crate::cache_file::head(path, n)
+}
+
+/// The cache file at `file`, read as untrusted input ([`crate::cache_file`]); `None` for a
+/// missing, hostile, damaged or other-version one.
+fn read_file(file: &Path) -> Option<Cached> {
+    decode(&crate::cache_file::read(file, MAX_FILE_BYTES as u64).ok()?)
 }
 
 /// What the cache file of one database holds.
@@ -183,7 +223,7 @@ pub fn rows(
     let old = match &opened.file {
         Some((f, c)) if *f == file => c.as_ref(),
         _ => {
-            read_now = std::fs::read(&file).ok().and_then(|b| decode(&b));
+            read_now = read_file(&file);
             read_now.as_ref()
         }
     };
@@ -295,10 +335,7 @@ pub fn open(
 ) -> Result<Opened, LoadError> {
     let file = cache_file(db, cache);
     let marker = file.as_ref().and_then(|_| Marker::of(db.path()));
-    let mut cached = file
-        .as_ref()
-        .and_then(|f| std::fs::read(f).ok())
-        .and_then(|b| decode(&b));
+    let mut cached = file.as_ref().and_then(|f| read_file(f));
     // Taken out of the file's contents: a listing compares those only when the database changed
     // since, and then it reads both again.
     let mut current = cached.as_mut().filter(|c| Some(c.marker) == marker);
@@ -463,6 +500,7 @@ fn put_stamp(b: &mut Vec<u8>, s: &FileStamp) {
         b.extend_from_slice(&n.to_le_bytes());
     }
     b.extend_from_slice(&s.mtime_ns.to_le_bytes());
+    b.extend_from_slice(&s.ctime_ns.to_le_bytes());
 }
 
 fn put_str(b: &mut Vec<u8>, s: &str) {
@@ -651,6 +689,7 @@ impl<'a> Reader<'a> {
             ino: self.u64()?,
             size: self.u64()?,
             mtime_ns: i128::from_le_bytes(self.take(16)?.try_into().ok()?),
+            ctime_ns: i128::from_le_bytes(self.take(16)?.try_into().ok()?),
         })
     }
 }
@@ -665,6 +704,7 @@ mod tests {
             ino: 2,
             size: 3,
             mtime_ns: 4,
+            ctime_ns: 5,
         };
         Cached {
             marker: Marker {

@@ -7,6 +7,7 @@ pub mod derive;
 pub mod dialect;
 pub mod discover;
 pub mod export;
+mod export_salvage;
 pub mod listing;
 pub mod listing_cache;
 pub mod listing_scan;

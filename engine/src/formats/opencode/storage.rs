@@ -15,6 +15,7 @@ use serde_json::Value;
 use crate::formats::opencode::parse::{parse_message_with_inline_parts, parse_part, parse_session};
 use crate::trace::diagnostics::{DiagnosticKind, Diagnostics};
 use crate::trace::model::{Message, SessionInfo};
+use crate::trace::plain_name::{BadId, PlainName};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {
@@ -88,22 +89,19 @@ impl Storage {
         }
     }
 
-    fn message_dir(&self, session_id: &str) -> PathBuf {
+    fn message_dir(&self, session: PlainName) -> PathBuf {
         match self.layout {
-            Layout::Global => self.root.join("message").join(session_id),
-            Layout::PerProject => self.root.join("session").join("message").join(session_id),
+            Layout::Global => session.dir_in(&self.root.join("message")),
+            Layout::PerProject => session.dir_in(&self.root.join("session").join("message")),
         }
     }
 
-    fn part_dir(&self, session_id: &str, message_id: &str) -> PathBuf {
+    fn part_dir(&self, session: PlainName, message: PlainName) -> PathBuf {
         match self.layout {
-            Layout::Global => self.root.join("part").join(message_id),
-            Layout::PerProject => self
-                .root
-                .join("session")
-                .join("part")
-                .join(session_id)
-                .join(message_id),
+            Layout::Global => message.dir_in(&self.root.join("part")),
+            Layout::PerProject => {
+                message.dir_in(&session.dir_in(&self.root.join("session").join("part")))
+            }
         }
     }
 
@@ -116,6 +114,11 @@ impl Storage {
             };
             inject(&mut v, "id", stem(&file));
             if let Some(mut info) = parse_session(&v) {
+                // Its id names its message dir: one that is not a plain name is not followed.
+                if let Err(e) = PlainName::new(&info.id) {
+                    unsafe_id(diags, &file, "session", &e);
+                    continue;
+                }
                 if info.directory.is_empty() {
                     self.directory_from_project(&mut info, diags);
                 }
@@ -131,7 +134,15 @@ impl Storage {
         let Some(pid) = info.project_id.as_deref().filter(|p| !p.is_empty()) else {
             return;
         };
-        let file = self.root.join("project").join(format!("{pid}.json"));
+        let pid = match PlainName::new(pid) {
+            Ok(pid) => pid,
+            Err(e) => {
+                let what = format!("session {}'s project", info.id);
+                unsafe_id(diags, Path::new(&self.root), &what, &e);
+                return;
+            }
+        };
+        let file = pid.file_in(&self.root.join("project"), ".json");
         if !file.is_file() {
             return;
         }
@@ -155,14 +166,25 @@ impl Storage {
         }
     }
 
-    /// Messages of one session with their parts (unordered).
+    /// Messages of one session with their parts (unordered). An id that is not a plain name
+    /// (the session's, a message's) is reported and not followed.
     pub fn messages(&self, session_id: &str, diags: &mut Diagnostics) -> Vec<Message> {
+        let Some(session) = self.checked(session_id, "session", diags) else {
+            return Vec::new();
+        };
         let mut out = Vec::new();
-        for file in json_files(&self.message_dir(session_id)) {
+        for file in json_files(&self.message_dir(session)) {
             let Some(mut m) = message_file(&file, session_id, diags) else {
                 continue;
             };
-            for pf in json_files(&self.part_dir(session_id, &m.id)) {
+            let message = match PlainName::new(&m.id) {
+                Ok(id) => id,
+                Err(e) => {
+                    unsafe_id(diags, &file, "message", &e);
+                    continue;
+                }
+            };
+            for pf in json_files(&self.part_dir(session, message)) {
                 let Some(mut pv) = read_json(&pf, diags) else {
                     continue;
                 };
@@ -181,11 +203,42 @@ impl Storage {
     /// The messages of one session as their message files hold them, without reading a part
     /// file (the listing's read, see [`crate::formats::opencode::listing`]; parts stored inline are kept).
     pub fn listing_messages(&self, session_id: &str, diags: &mut Diagnostics) -> Vec<Message> {
-        json_files(&self.message_dir(session_id))
-            .iter()
-            .filter_map(|file| message_file(file, session_id, diags))
-            .collect()
+        let Some(session) = self.checked(session_id, "session", diags) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for file in json_files(&self.message_dir(session)) {
+            let Some(m) = message_file(&file, session_id, diags) else {
+                continue;
+            };
+            // Skipped as the full load skips it, so both count the same messages.
+            match PlainName::new(&m.id) {
+                Ok(_) => out.push(m),
+                Err(e) => unsafe_id(diags, &file, "message", &e),
+            }
+        }
+        out
     }
+
+    /// `id` as a file name in this tree, or a diagnostic.
+    fn checked<'a>(
+        &self,
+        id: &'a str,
+        what: &str,
+        diags: &mut Diagnostics,
+    ) -> Option<PlainName<'a>> {
+        PlainName::new(id)
+            .map_err(|e| unsafe_id(diags, &self.root, what, &e))
+            .ok()
+    }
+}
+
+/// Report an id that was not followed into the tree.
+fn unsafe_id(diags: &mut Diagnostics, at: &Path, what: &str, e: &BadId) {
+    diags.push(
+        DiagnosticKind::UnsafeId,
+        format!("{}: {what} {e}; skipped", at.display()),
+    );
 }
 
 /// One message file (ids taken from the path where the JSON lacks them).
@@ -217,39 +270,35 @@ fn sorted_entries(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// The largest file of a tree read (OpenCode writes one message or part per file).
+pub const MAX_STORAGE_FILE_BYTES: u64 = 1 << 30;
+
+/// The `*.json` regular files of `dir`, by name. A symbolic link is not followed, as a file or
+/// as `dir` itself (OpenCode writes none; one could point anywhere outside the data dir).
 fn json_files(dir: &Path) -> Vec<PathBuf> {
+    if !std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+        return Vec::new();
+    }
     sorted_entries(dir)
         .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "json") && p.is_file())
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "json")
+                && std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file())
+        })
         .collect()
 }
 
-/// Read one JSON file; unreadable, non-UTF-8 or corrupt files become diagnostics.
+/// Read one JSON file (a regular file within [`MAX_STORAGE_FILE_BYTES`]); unreadable, too
+/// large, non-UTF-8 or corrupt files become diagnostics.
 pub(crate) fn read_json(path: &Path, diags: &mut Diagnostics) -> Option<Value> {
-    let bytes = match std::fs::read(path) {
+    let bytes = match crate::trace::input::read_bounded(path, MAX_STORAGE_FILE_BYTES) {
         Ok(b) => b,
         Err(e) => {
-            diags.push(
-                DiagnosticKind::UnreadableFile,
-                format!("{}: {e}", path.display()),
-            );
+            diags.push(DiagnosticKind::UnreadableFile, e.with_cause());
             return None;
         }
     };
-    let text = match String::from_utf8(bytes) {
-        Ok(t) => t,
-        Err(e) => {
-            diags.push(
-                DiagnosticKind::NonUtf8,
-                format!(
-                    "{}: invalid UTF-8 at byte {}; replaced",
-                    path.display(),
-                    e.utf8_error().valid_up_to()
-                ),
-            );
-            String::from_utf8_lossy(e.as_bytes()).into_owned()
-        }
-    };
+    let text = crate::trace::input::lossy_utf8(&bytes, &path.display(), diags);
     match serde_json::from_str::<Value>(&text) {
         Ok(v @ Value::Object(_)) => Some(v),
         Ok(_) => {
