@@ -268,6 +268,7 @@ fn tool_calls_are_paired_with_their_outputs() {
         Some("0.171.0")
     );
     assert_eq!(t.parent_thread_id(), None);
+    assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
 }
 
 fn tempdir() -> tempfile::TempDir {

@@ -21,6 +21,7 @@ use super::rollout::{
     Compacted, Event, Line, Record, ResponseItem, Rollout, SessionMeta, TurnContext,
 };
 use super::usage::TokenUsage;
+use crate::trace::diagnostics::{DiagnosticKind, Diagnostics};
 use crate::trace::model::Usage;
 
 /// Where a response's usage was read.
@@ -143,6 +144,8 @@ pub struct Thread {
     pub compactions: Vec<Compaction>,
     /// Transient errors Codex retried (`stream_error`): retried requests leave no other trace.
     pub stream_errors: usize,
+    /// Calls left without an output (`dangling_tool`) and outputs of no call (`orphan_part`).
+    pub diagnostics: Diagnostics,
 }
 
 impl Thread {
@@ -191,6 +194,23 @@ impl Builder {
     fn run(mut self, lines: &[Line]) -> Thread {
         for line in lines {
             self.line(line);
+        }
+        let dangling: Vec<String> = self
+            .t
+            .tool_calls
+            .iter()
+            .filter(|c| c.output.is_none())
+            .map(|c| {
+                format!(
+                    "{} call {} (line {}) has no output",
+                    c.name, c.call_id, c.line
+                )
+            })
+            .collect();
+        if let Some(first) = dangling.first() {
+            self.t
+                .diagnostics
+                .push_n(DiagnosticKind::DanglingTool, dangling.len(), first.clone());
         }
         self.t
     }
@@ -365,6 +385,13 @@ impl Builder {
 
     fn output(&mut self, line: &Line, call_id: &str, output: &str) {
         let Some(&i) = self.calls.get(call_id) else {
+            self.t.diagnostics.push(
+                DiagnosticKind::OrphanPart,
+                format!(
+                    "line {}: output of call {call_id}, which is not in the rollout",
+                    line.number
+                ),
+            );
             return;
         };
         let call = &mut self.t.tool_calls[i];
@@ -557,6 +584,20 @@ mod tests {
             (t.tool_calls[1].exit_code, t.tool_calls[1].failed),
             (Some(1), true)
         );
+        assert!(t.diagnostics.is_empty());
+    }
+
+    #[test]
+    fn a_call_without_output_and_an_output_without_call_are_reported() {
+        let r = read_bytes(
+            br#"{"type":"response_item","payload":{"type":"function_call","name":"exec_command","call_id":"a","arguments":"{}"}}
+{"type":"response_item","payload":{"type":"function_call_output","call_id":"zz","output":"x"}}
+"#,
+        );
+        let t = Thread::from_rollout(&r);
+        assert_eq!(t.diagnostics.count(DiagnosticKind::DanglingTool), 1);
+        assert_eq!(t.diagnostics.count(DiagnosticKind::OrphanPart), 1);
+        assert_eq!(t.tool_calls[0].output, None);
     }
 
     #[test]
