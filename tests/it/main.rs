@@ -8,6 +8,7 @@ mod tui_common;
 
 mod adversarial;
 mod claude_code_transcript;
+mod codex_rollout;
 mod compaction_cliff;
 mod corrupt_input;
 mod damaged_exports;

@@ -7,6 +7,7 @@ use crate::trace::adapter::{Adapter, SessionStore};
 use crate::trace::error::LoadError;
 
 pub mod claude_code;
+pub mod codex;
 pub mod opencode;
 
 /// Every agent tierscope reads, in the order detection breaks ties and discovery lists them.

@@ -34,7 +34,8 @@ pub enum DiagnosticKind {
     RuleTokenSemantics,
     RuleVersion,
     RuleCompaction,
-    /// A line of a JSON-lines transcript longer than the reader's bound: skipped unread.
+    /// A line of a JSON-lines file (a transcript, a rollout) longer than the reader's bound:
+    /// skipped unread.
     OversizedLine,
     /// Records of a branching transcript left off the active branch (a rewind or an edited
     /// prompt; the newest leaf's branch is the conversation).
@@ -49,7 +50,7 @@ pub enum DiagnosticKind {
     /// A database table or page that could not be read (missing, corrupt, unreadable).
     DatabaseDamage,
     /// An id that is not a plain file name (`../…`, a separator, a control character) where the
-    /// id names a file: that session, message or part is skipped (see [`crate::trace::file_id`]).
+    /// id names a file: that session, message or part is skipped (see [`crate::trace::plain_name`]).
     UnsafeId,
     /// A damaged span of an export (a flipped byte, a stray bracket, a syntax error) in a file
     /// that goes on after it: what it covered is skipped, reading resumes at the next message or
