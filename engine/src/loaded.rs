@@ -15,9 +15,9 @@ use crate::episode::segment::{self, Segmentation};
 use crate::episode::sidecar::{Probe, SidecarError, SidecarLocator, Sidecars};
 use crate::episode::tiers;
 use crate::episode::{Episode, EpisodeKind, Representation, Strategy};
-use crate::formats::opencode::compaction_request::{self, CompactionSizes};
 use crate::tokens::{TokenStats, Tokenizer};
 use crate::trace::load::Source;
+use crate::trace::summary_call::CompactionSizes;
 use crate::trace::{LoadError, Trace, UserKind};
 
 mod draft;
@@ -548,19 +548,19 @@ pub fn from_trace_with(
     }
 }
 
-/// Build each recorded compaction call as OpenCode sent it and count it, with the release's
-/// fixed compaction prompt (what a simulated call adds).
+/// Build each recorded summary call as the agent sent it (its adapter knows how) and count it,
+/// with the fixed summary prompt (what a simulated call adds).
 fn size_compaction_calls(trace: &Trace, tokenizer: &Tokenizer) -> CompactionSizes {
-    let built = compaction_request::build_all(trace);
-    let fixed = compaction_request::fixed_prompt_text(&crate::formats::opencode::Dialect::of(
-        &trace.origin,
-    ));
-    let mut texts: Vec<&str> = built.iter().map(|r| r.text.as_str()).collect();
-    texts.push(&fixed);
+    let calls = crate::trace::adapter::adapter(trace.origin.agent)
+        .map(|a| a.summary_calls(trace))
+        .unwrap_or_default();
+    let mut texts: Vec<&str> = calls.built.iter().map(|r| r.text.as_str()).collect();
+    texts.push(&calls.fixed_prompt);
     let mut counts = tokenizer.count_many(&texts);
     let prompt_tokens = counts.pop().map_or(0, u64::from);
     CompactionSizes {
-        calls: built
+        calls: calls
+            .built
             .iter()
             .zip(counts)
             .map(|(r, n)| r.sized(u64::from(n)))

@@ -1,15 +1,14 @@
-//! A compaction (summary) call in the replay: its own request as OpenCode built it
-//! ([`crate::formats::opencode::compaction_request`]), not the conversation's context. OpenCode sends the
-//! compaction agent its own system prompt, no tools and (by release) the history clipped or as
-//! one text, so the call is sized from the builder's count plus the compaction agent's system
-//! chunk, and priced like every request.
+//! A compaction (summary) call in the replay: its own request as the agent built it (its adapter's
+//! [`crate::trace::adapter::Adapter::summary_calls`]), not the conversation's context. OpenCode,
+//! for one, sends the compaction agent its own system prompt, no tools and (by release) the
+//! history clipped or as one text, so the call is sized from the builder's count plus the
+//! compaction agent's system chunk, and priced like every request.
 
 use super::cache_cost::{price_request, Price};
 use super::policies::Compacted;
 use super::prepare::Prep;
 use super::types::{CompactionCallCost, TierStat, TierStats};
 use crate::episode::{Episode, Tier};
-use crate::formats::opencode::compaction_request::CLIP_CHARS;
 use crate::trace::model::CompactionShape;
 use crate::trace::Trace;
 
@@ -34,14 +33,15 @@ pub(crate) fn tiers(call_tokens: u64) -> TierStats {
 }
 
 /// Share of an episode's full-tier characters that a compaction call of the trace's release
-/// shows: 1.0 before 1.14.21; from then tool outputs beyond 2,000 characters are clipped, so the
-/// share is (text − clipped characters) ÷ text. Sizes a simulated call from the episode's
+/// shows: 1.0 where its calls send tool outputs whole; where they clip them
+/// ([`crate::trace::model::WireRules::summary_clips_tool_outputs_at`]; OpenCode 1.14.21+ at
+/// 2,000 characters) the share is (text − clipped characters) ÷ text. Sizes a simulated call from the episode's
 /// counted tokens without counting again (characters stand in for tokens in proportion).
 pub(crate) fn keep_share(trace: &Trace, e: &Episode) -> f64 {
-    let shape = trace.wire.compaction_shape;
-    let clips = shape == CompactionShape::HeadAsText
-        || (shape == CompactionShape::HeadClipped && trace.wire.quotes_previous_summary);
-    let Some(full) = e.representation(Tier::Full).filter(|_| clips) else {
+    let Some(clip) = trace.wire.summary_clips_tool_outputs_at else {
+        return 1.0;
+    };
+    let Some(full) = e.representation(Tier::Full) else {
         return 1.0;
     };
     let chars: usize = full.chunks.iter().map(|c| c.text.len()).sum();
@@ -53,7 +53,7 @@ pub(crate) fn keep_share(trace: &Trace, e: &Episode) -> f64 {
     {
         for (_, t) in m.tool_parts() {
             let n = t.output.as_deref().map_or(0, str::len);
-            cut += n.saturating_sub(CLIP_CHARS);
+            cut += n.saturating_sub(clip);
         }
     }
     if chars == 0 {

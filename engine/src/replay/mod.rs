@@ -40,9 +40,9 @@ pub use types::*;
 
 use crate::episode::sidecar::Probe;
 use crate::episode::Episode;
-use crate::formats::opencode::compaction_request::CompactionSizes;
 use crate::loaded::LoadedSession;
 use crate::policy::{Policy, PolicyKind};
+use crate::trace::summary_call::CompactionSizes;
 use crate::trace::Trace;
 
 /// What a replay reads: a trace, its episodes with tiers, its probes and milestones.

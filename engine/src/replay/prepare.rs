@@ -101,7 +101,7 @@ pub(crate) struct Prep<'a> {
     /// The Magic Context compartments behind the episodes, if any.
     pub magic_context: Option<&'a crate::episode::magic_context::MagicContextSession>,
     /// How compaction calls are sized (recorded calls, the release's fixed prompt).
-    pub compaction: &'a crate::formats::opencode::compaction_request::CompactionSizes,
+    pub compaction: &'a crate::trace::summary_call::CompactionSizes,
     /// Per episode, the share of its full-tier text a compaction call of this release shows
     /// (tool outputs clipped from 1.14.21; 1.0 before).
     pub compaction_keep: Vec<f64>,

@@ -52,8 +52,8 @@ impl Default for SynthSpec {
 }
 
 /// Generated sessions hold no compaction.
-static NO_COMPACTION: crate::formats::opencode::compaction_request::CompactionSizes =
-    crate::formats::opencode::compaction_request::CompactionSizes::NONE;
+static NO_COMPACTION: crate::trace::summary_call::CompactionSizes =
+    crate::trace::summary_call::CompactionSizes::NONE;
 
 /// A generated session.
 #[derive(Debug, Clone)]

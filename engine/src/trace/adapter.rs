@@ -17,6 +17,7 @@ use super::diagnostics::Diagnostics;
 use super::error::LoadError;
 use super::load::SessionSummary;
 use super::model::Trace;
+use super::summary_call::SummaryCalls;
 
 /// The environment the adapters read (explicit, so tests need not touch the process environment).
 #[derive(Debug, Clone, Default)]
@@ -153,6 +154,12 @@ pub trait Adapter: Sync {
     fn open(&self, detected: &Detected<'_>) -> Result<Box<dyn SessionStore>, LoadError>;
     /// Everything a load of a path this adapter detected reads (for the output guard).
     fn read_parts(&self, detected: &Detected<'_>) -> Vec<ReadPart>;
+    /// The summary (compaction) calls of a trace this adapter loaded, built as the agent sent
+    /// them, and the fixed prompt a simulated call adds. An agent whose calls are not known
+    /// builds none.
+    fn summary_calls(&self, _trace: &Trace) -> SummaryCalls {
+        SummaryCalls::default()
+    }
     /// What makes up the source at a path this adapter detected, for `--follow`.
     fn watch_spec(&self, detected: &Detected<'_>) -> Box<dyn WatchSpec>;
 }

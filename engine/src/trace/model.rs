@@ -511,6 +511,8 @@ pub struct WireRules {
     /// A [`CompactionShape::HeadClipped`] call quoted the last summary rather than sending the
     /// earlier compactions inside the head.
     pub quotes_previous_summary: bool,
+    /// A summary call clipped each tool output to this many characters (UTF-16 code units).
+    pub summary_clips_tool_outputs_at: Option<usize>,
 }
 
 /// Which agent recorded a trace, which release of it, and in which of its formats: what an

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::compaction_request;
 use super::discover;
 use super::discover::Input;
 use super::store::export_children;
@@ -9,6 +10,8 @@ use super::store::open_input;
 use super::watch::OpenCodeWatch;
 use crate::trace::adapter::{Adapter, Detected, Detection, Env, ReadPart, SessionStore, WatchSpec};
 use crate::trace::error::LoadError;
+use crate::trace::model::Trace;
+use crate::trace::summary_call::{BuiltSummaryCall, SummaryCalls};
 
 /// OpenCode (sst/opencode): a SQLite database since 1.2, a JSON storage tree before it, and
 /// `opencode export` files.
@@ -99,6 +102,26 @@ impl Adapter for OpenCode {
                 parts
             }
             Err(_) => Vec::new(),
+        }
+    }
+
+    /// Each recorded compaction call as the release built it, and the release's fixed prompt.
+    fn summary_calls(&self, trace: &Trace) -> SummaryCalls {
+        let dialect = super::Dialect::of(&trace.origin);
+        SummaryCalls {
+            built: compaction_request::build_all(trace)
+                .into_iter()
+                .map(|r| BuiltSummaryCall {
+                    compaction: r.compaction,
+                    request: r.request,
+                    shape: r.shape,
+                    history_messages: r.history.len(),
+                    clipped_outputs: r.clipped_outputs,
+                    previous_summary: r.previous_summary,
+                    text: r.text,
+                })
+                .collect(),
+            fixed_prompt: compaction_request::fixed_prompt_text(&dialect),
         }
     }
 

@@ -54,58 +54,6 @@ pub struct CompactionRequest {
     pub text: String,
 }
 
-/// A compaction call sized: the built request's token count (filled in by the loader, which
-/// owns the tokenizer).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CompactionCall {
-    pub compaction: usize,
-    pub request: usize,
-    pub shape: CompactionShape,
-    pub history_messages: usize,
-    pub clipped_outputs: usize,
-    pub previous_summary: bool,
-    /// Tokens of [`CompactionRequest::text`].
-    pub tokens: u64,
-}
-
-impl CompactionRequest {
-    /// The sized call (`tokens` = the count of [`CompactionRequest::text`]).
-    pub fn sized(&self, tokens: u64) -> CompactionCall {
-        CompactionCall {
-            compaction: self.compaction,
-            request: self.request,
-            shape: self.shape,
-            history_messages: self.history.len(),
-            clipped_outputs: self.clipped_outputs,
-            previous_summary: self.previous_summary,
-            tokens,
-        }
-    }
-}
-
-/// Everything the replay needs to size compaction calls: the recorded ones as OpenCode built
-/// them, and what a call the policy simulates adds to the history it summarises.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CompactionSizes {
-    pub calls: Vec<CompactionCall>,
-    pub shape: CompactionShape,
-    /// Tokens of the release's fixed compaction prompt (system prompt, instruction, template).
-    pub prompt_tokens: u64,
-}
-
-impl CompactionSizes {
-    /// No recorded calls and no prompt (generated sessions).
-    pub const NONE: CompactionSizes = CompactionSizes {
-        calls: Vec::new(),
-        shape: CompactionShape::HeadAsText,
-        prompt_tokens: 0,
-    };
-    /// The recorded call whose summary request is `request`.
-    pub fn call(&self, request: usize) -> Option<&CompactionCall> {
-        self.calls.iter().find(|c| c.request == request)
-    }
-}
-
 /// The fixed part of a compaction call of this release: its system prompt and the instruction
 /// (with the summary template where the release sends one), without any history.
 pub fn fixed_prompt_text(d: &Dialect) -> String {

@@ -165,6 +165,9 @@ impl Dialect {
             tool_results_as_json: self.json_encodes_tool_results(),
             compaction_shape: self.compaction_shape(),
             quotes_previous_summary: self.quotes_previous_summary(),
+            summary_clips_tool_outputs_at: self
+                .clips_summary_tool_outputs()
+                .then_some(super::compaction_request::CLIP_CHARS),
         }
     }
 
@@ -296,6 +299,14 @@ impl Dialect {
     /// removed and the last summary is quoted.
     pub fn quotes_previous_summary(&self) -> bool {
         self.at_least((1, 14, 21))
+    }
+
+    /// The compaction call clips tool outputs (1.14.21+: the head as text, or clipped with the
+    /// last summary quoted).
+    pub fn clips_summary_tool_outputs(&self) -> bool {
+        let shape = self.compaction_shape();
+        shape == CompactionShape::HeadAsText
+            || (shape == CompactionShape::HeadClipped && self.quotes_previous_summary())
     }
 
     /// The compaction call's form for this release is uncertain (see [`TEXT_SUMMARY_FROM`]).
