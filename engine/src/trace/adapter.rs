@@ -137,7 +137,7 @@ pub enum ReadPart {
 
 /// One agent's recordings. See the module docs.
 pub trait Adapter: Sync {
-    /// Stable id, as written in JSON output and `--agent` (`"opencode"`).
+    /// Stable id, as a trace's origin names its agent (`"opencode"`).
     fn id(&self) -> &'static str;
     /// The agent's name for people (`"OpenCode"`).
     fn name(&self) -> &'static str;
