@@ -261,11 +261,85 @@ impl Source {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     /// Front ends move a source to a worker thread.
     #[test]
     fn a_source_can_move_to_another_thread() {
         fn send<T: Send>() {}
         send::<super::Source>();
         send::<super::Trace>();
+    }
+
+    fn sample(name: &str) -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../sample-traces")
+            .join(name)
+    }
+
+    /// Several agents' data opened together (as with no path): one listing, the newest main
+    /// session by default, any session by id, and children from the store that holds the parent.
+    #[test]
+    fn several_stores_act_as_one_source() {
+        let stores: Vec<Box<dyn SessionStore>> = ["B1.json", "M1.json", "C1.json"]
+            .iter()
+            .map(|n| adapter::open_path(&sample(n)).expect("sample opens"))
+            .collect();
+        let one_by_one: Vec<Trace> = stores
+            .iter()
+            .map(|s| s.load_session(None).expect("loads"))
+            .collect();
+        let source = Source::of(stores);
+        assert_eq!(
+            source.describe().matches("; ").count(),
+            2,
+            "{}",
+            source.describe()
+        );
+
+        let listed = source
+            .list_sessions_with(&ListingCache::Off)
+            .expect("lists");
+        // Each export's main session, and M1's sub-agent from its `.child1.json`.
+        assert_eq!(listed.len(), 4);
+        assert!(listed.windows(2).all(|w| w[0].updated >= w[1].updated));
+
+        let newest = one_by_one
+            .iter()
+            .max_by_key(|t| t.session.time_updated)
+            .expect("three sessions");
+        let default = source.load_session(None).expect("default session");
+        assert_eq!(default.session.id, newest.session.id);
+
+        for t in &one_by_one {
+            let again = source.load_session(Some(&t.session.id)).expect("by id");
+            assert_eq!(again.session.id, t.session.id);
+            let prefix = &t.session.id[..t.session.id.len() - 3];
+            assert_eq!(
+                source
+                    .load_session(Some(prefix))
+                    .expect("by prefix")
+                    .session
+                    .id,
+                t.session.id
+            );
+        }
+        assert!(matches!(
+            source.load_session(Some("ses_nowhere")),
+            Err(LoadError::SessionNotFound { .. })
+        ));
+
+        let m1 = one_by_one
+            .iter()
+            .find(|t| !t.children.is_empty())
+            .expect("M1 spawned a sub-agent");
+        let kids = source.load_children(m1);
+        assert_eq!(kids.len(), 1);
+        assert_eq!(source.child_ids(m1).len(), 1);
+        let kid = kids[0].as_ref().expect("child loads");
+        assert_eq!(
+            kid.session.parent_id.as_deref(),
+            Some(m1.session.id.as_str())
+        );
     }
 }
