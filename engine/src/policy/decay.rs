@@ -91,7 +91,7 @@ impl Curve {
 mod tests {
     use super::*;
 
-    /// The published tier windows at p = 1 (reference §1.4): for each importance, the last
+    /// The tier windows Magic Context publishes for p = 1 (the table below): for each importance, the last
     /// position of P1, P2, P3, P4 (archived from the next one).
     #[test]
     fn reproduces_published_tier_windows_exactly() {

@@ -1,5 +1,5 @@
 //! Shared helpers for the loader tests: the recordings, and test databases built from OpenCode's
-//! own DDL (reference §1.4, as OpenCode 1.18.33 created it).
+//! own DDL (as OpenCode 1.18.33 created it).
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};

@@ -354,7 +354,7 @@ fn is_continue_message(m: &Message) -> bool {
             .any(|(t, _, cc)| *cc || t.contains(CONTINUE_PREFIX) || t.contains(RESUME_PREFIX))
 }
 
-/// Mark each user message Human / Compaction / SyntheticContinue / OverflowReplay (reference §8.9).
+/// Mark each user message Human / Compaction / SyntheticContinue / OverflowReplay (docs/opencode-eras.md, "Human turns").
 fn classify_user_messages(messages: &mut [Message]) {
     let mut last_human_text: Option<String> = None;
     // Set after an overflow compaction's summary: the next user message is a replay.

@@ -1,7 +1,7 @@
 //! Where OpenCode data lives and what a path argument points at.
 //!
 //! OpenCode keeps its data in `$XDG_DATA_HOME/opencode`, else `~/.local/share/opencode`, on every
-//! OS (reference §1.1). `$OPENCODE_DB` names the database (absolute, or relative to the data dir);
+//! OS. `$OPENCODE_DB` names the database (absolute, or relative to the data dir);
 //! preview channels write `opencode-<channel>.db` beside `opencode.db`. A path argument is
 //! recognised by its content and shape, not only its name.
 

@@ -1,4 +1,4 @@
-//! OpenCode's JSON file trees (reference §1.2, §1.3):
+//! OpenCode's JSON file trees (docs/opencode-eras.md, the storage of each release):
 //!
 //! * global storage (v0.6 → v1.1.65): `storage/session/<project>/<ses>.json`,
 //!   `storage/message/<ses>/<msg>.json`, `storage/part/<msg>/<prt>.json`;

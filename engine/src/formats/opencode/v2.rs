@@ -1,4 +1,4 @@
-//! OpenCode 2.x `session_message` rows (reference §1.5) mapped onto the v1-shaped model: `user` and
+//! OpenCode 2.x `session_message` rows (docs/opencode-eras.md, "1.18 v2 loop") mapped onto the v1-shaped model: `user` and
 //! `synthetic` rows become user messages, `assistant` rows assistant messages whose `content`
 //! items become parts, and a `compaction` row a compaction user message plus its summary
 //! assistant. Bookkeeping rows (`agent-switched`, `model-switched`, `idle`, …) carry no
