@@ -91,8 +91,8 @@ impl Curve {
 mod tests {
     use super::*;
 
-    /// The tier windows Magic Context publishes for p = 1 (the table below): for each importance, the last
-    /// position of P1, P2, P3, P4 (archived from the next one).
+    /// The tier windows Magic Context publishes for p = 1 (the table below): for each importance,
+    /// the last position of P1, P2, P3, P4 (archived from the next one).
     #[test]
     fn reproduces_published_tier_windows_exactly() {
         let c = Curve::default();
