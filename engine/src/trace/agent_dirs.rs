@@ -1,11 +1,11 @@
 //! Where each coding agent keeps its own data: the directories tierscope reads and never writes
 //! into (see [`crate::output_guard`]). A registered agent's dirs come from its adapter
-//! ([`crate::trace::adapter::Adapter::data_dirs`]); the agents whose adapters have not landed yet
-//! (and Magic Context, OpenCode's plugin) are listed here until they do.
+//! ([`crate::trace::adapter::Adapter::data_dirs`]); the agents not registered yet give theirs
+//! through their own modules, and Magic Context (OpenCode's plugin) is listed here.
 
 use std::path::PathBuf;
 
-use super::adapter::Env;
+use super::adapter::{Adapter, Env};
 
 /// One agent's data dir.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,29 +49,13 @@ pub fn agent_data_dirs(env: &Env) -> Vec<AgentDir> {
         );
     }
 
-    if let Some(h) = &home {
-        add("Claude Code", h.join(".claude"));
+    // Not registered yet, but their data is theirs already: their adapters' own lists.
+    let claude = crate::formats::claude_code::ClaudeCode;
+    for d in claude.data_dirs(env) {
+        add(claude.name(), d);
     }
-    if let Some(list) = env.var("CLAUDE_CONFIG_DIR") {
-        for d in list.split(',') {
-            let d = d.trim();
-            if !d.is_empty() {
-                add("Claude Code", PathBuf::from(d));
-            }
-        }
-    }
-    if let Some(x) = &env.xdg_config_home {
-        add("Claude Code", x.join("claude"));
-    }
-    if let Some(h) = &home {
-        add("Claude Code", h.join(".config").join("claude"));
-    }
-
-    if let Some(c) = env.var("CODEX_HOME") {
-        add("Codex", PathBuf::from(c));
-    }
-    if let Some(h) = &home {
-        add("Codex", h.join(".codex"));
+    for d in crate::formats::codex::input::data_dirs(env) {
+        add("Codex", d);
     }
     out
 }
