@@ -382,7 +382,7 @@ impl OutputGuard {
 /// A regular file with SQLite's header (never opens a FIFO or a device, which could block).
 fn discover_sqlite(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file())
-        && crate::formats::opencode::db::looks_like_sqlite(path)
+        && crate::trace::sqlite::looks_like_sqlite(path)
 }
 
 /// Why a cache may not be kept in `dir`: it lies inside an agent's data dir, inside a dir among

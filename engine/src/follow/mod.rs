@@ -314,7 +314,7 @@ impl Probe {
         let mut out = Vec::with_capacity(self.dbs.len());
         for (path, conn) in &mut self.dbs {
             if conn.is_none() {
-                *conn = crate::formats::opencode::db::open_in_place(path);
+                *conn = crate::trace::sqlite::open_in_place(path);
             }
             let v = conn
                 .as_ref()?

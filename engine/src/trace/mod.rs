@@ -8,6 +8,7 @@ pub mod lenient;
 pub mod load;
 pub mod model;
 pub mod plain_name;
+pub mod sqlite;
 pub mod summary_call;
 
 pub use adapter::{Adapter, Env, ListingCache};

@@ -177,15 +177,14 @@ pub fn read_session(db: &Path, session_id: &str) -> Result<SessionRows, MagicCon
     // temporary copy (a `-wal` without its `-shm`, a read-only dir), kept while reading.
     // Declared first, so dropped after the connection.
     let mut _copy = None;
-    let conn = match crate::formats::opencode::db::open_in_place(db) {
+    let conn = match crate::trace::sqlite::open_in_place(db) {
         Some(c) => c,
         None => {
-            let (c, dir) = crate::formats::opencode::db::open_copy(db).map_err(|e| {
-                MagicContextError::Open {
+            let (c, dir) =
+                crate::trace::sqlite::open_copy(db).map_err(|e| MagicContextError::Open {
                     path: db.to_owned(),
                     reason: e.to_string(),
-                }
-            })?;
+                })?;
             _copy = Some(dir);
             c
         }

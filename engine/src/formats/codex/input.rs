@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 
 use super::home::{codex_home, thread_id_of};
 use super::state_db::FILE as INDEX;
-use crate::formats::opencode::db::looks_like_sqlite;
 use crate::trace::adapter::{Confidence, Detection, Env, ReadPart};
 use crate::trace::error::LoadError;
+use crate::trace::sqlite::looks_like_sqlite;
 
 /// What a Codex input is.
 #[derive(Debug, Clone, PartialEq, Eq)]

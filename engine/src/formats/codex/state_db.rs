@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
-use crate::formats::opencode::db::{looks_like_sqlite, open_copy, open_in_place};
 use crate::trace::error::LoadError;
+use crate::trace::sqlite::{looks_like_sqlite, open_copy, open_in_place};
 
 /// The index file's name under `$CODEX_HOME`.
 pub const FILE: &str = "state_5.sqlite";

@@ -7,10 +7,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::db::looks_like_sqlite;
 use super::storage::Storage;
 use crate::trace::adapter::{Confidence, Detection, Env};
 use crate::trace::error::LoadError;
+use crate::trace::sqlite::looks_like_sqlite;
 
 /// OpenCode's data dir for this environment (whether or not it exists).
 pub fn default_data_dir(env: &Env) -> Option<PathBuf> {

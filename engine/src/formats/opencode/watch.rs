@@ -33,7 +33,9 @@ impl OpenCodeWatch {
             } else {
                 Kind::DataDir
             }
-        } else if super::discover::has_database_name(path) || super::db::looks_like_sqlite(path) {
+        } else if super::discover::has_database_name(path)
+            || crate::trace::sqlite::looks_like_sqlite(path)
+        {
             // By name too: OpenCode creates an empty `opencode.db` before its first page.
             Kind::Database
         } else {
