@@ -4,6 +4,7 @@ pub mod agent_dirs;
 pub mod diagnostics;
 pub mod error;
 pub mod input;
+pub mod jsonl;
 pub mod lenient;
 pub mod load;
 pub mod model;

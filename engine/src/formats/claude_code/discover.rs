@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 
 use std::ops::ControlFlow;
 
-use super::lines::{lines_until, Line};
 use super::listing::fields;
 use super::record::TYPED_KINDS;
+use crate::trace::jsonl::{lines_until, Line};
 
 /// What a detected path is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

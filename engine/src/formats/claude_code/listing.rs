@@ -14,11 +14,11 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::lines::{for_each_line, Line, DEFAULT_MAX_LINE};
 use super::record::{Content, RawUsage, SYNTHETIC_MODEL};
 use super::subagents::agent_files;
 use super::usage::ClaudeUsage;
 use crate::trace::error::LoadError;
+use crate::trace::jsonl::{for_each_line, Line, DEFAULT_MAX_LINE};
 use crate::trace::lenient::{skip_ws, value_end};
 use crate::trace::load::SessionSummary;
 

@@ -12,7 +12,7 @@
 //! each sub-agent's transcript and `<session uuid>/tool-results/<id>.txt` the tool outputs the
 //! CLI saved instead of putting them in the context.
 //!
-//! - [`lines`]: the file line by line, a line's length bounded;
+//! - [`crate::trace::jsonl`] (shared with Codex): the file line by line, a line's length bounded;
 //! - [`record`]: the record kinds, typed and lenient;
 //! - [`transcript`]: a session file read whole (damaged lines reported, rewritten records kept
 //!   once, the active branch of the DAG);
@@ -27,7 +27,7 @@
 pub mod adapter;
 pub mod compaction;
 pub mod discover;
-pub mod lines;
+
 pub mod listing;
 pub mod record;
 pub mod requests;

@@ -20,10 +20,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::lines::{for_each_line, Line, DEFAULT_MAX_LINE};
 use super::record::{KnownBlock, Record};
 use crate::trace::diagnostics::{DiagnosticKind, Diagnostics};
 use crate::trace::error::LoadError;
+use crate::trace::jsonl::{for_each_line, Line, DEFAULT_MAX_LINE};
 use crate::trace::lenient;
 
 /// How a transcript is read.

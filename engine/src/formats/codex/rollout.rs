@@ -10,7 +10,7 @@
 //! one that is not JSON (garbage, a cut final line Codex was still writing), or one that is not
 //! UTF-8 is reported in [`Diagnostics`] and skipped; the rest of the file loads.
 
-use std::io::{BufRead, Read};
+use std::io::Read;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -298,65 +298,29 @@ pub(crate) fn each_line<R: Read>(
     diags: &mut Diagnostics,
     mut f: impl FnMut(RawBytes<'_>, &mut Diagnostics),
 ) -> std::io::Result<()> {
-    let mut r = std::io::BufReader::with_capacity(1 << 16, r);
-    let mut buf = Vec::new();
-    let mut number = 0;
-    loop {
-        buf.clear();
-        number += 1;
-        let mut too_long = false;
-        let mut saw_newline = false;
-        let mut any = false;
-        loop {
-            let chunk = r.fill_buf()?;
-            if chunk.is_empty() {
-                break;
-            }
-            any = true;
-            let (take, done) = match memchr_newline(chunk) {
-                Some(i) => (i, true),
-                None => (chunk.len(), false),
-            };
-            if !too_long {
-                if buf.len() + take > max_line {
-                    too_long = true;
-                    buf.clear();
-                } else {
-                    buf.extend_from_slice(&chunk[..take]);
-                }
-            }
-            r.consume(if done { take + 1 } else { take });
-            if done {
-                saw_newline = true;
-                break;
+    let r = std::io::BufReader::with_capacity(1 << 16, r);
+    crate::trace::jsonl::for_each_line(r, max_line, |line| match line {
+        crate::trace::jsonl::Line::Oversized { number, .. } => diags.push(
+            DiagnosticKind::OversizedLine,
+            format!("line {number}: longer than {max_line} bytes, skipped"),
+        ),
+        crate::trace::jsonl::Line::Text {
+            number,
+            bytes,
+            terminated,
+        } => {
+            if !bytes.iter().all(u8::is_ascii_whitespace) {
+                f(
+                    RawBytes {
+                        number,
+                        bytes,
+                        terminated,
+                    },
+                    diags,
+                );
             }
         }
-        if !any {
-            return Ok(());
-        }
-        if too_long {
-            diags.push(
-                DiagnosticKind::OversizedLine,
-                format!("line {number}: longer than {max_line} bytes, skipped"),
-            );
-        } else if !buf.iter().all(u8::is_ascii_whitespace) {
-            f(
-                RawBytes {
-                    number,
-                    bytes: &buf,
-                    terminated: saw_newline,
-                },
-                diags,
-            );
-        }
-        if !saw_newline {
-            return Ok(());
-        }
-    }
-}
-
-fn memchr_newline(b: &[u8]) -> Option<usize> {
-    b.iter().position(|&c| c == b'\n')
+    })
 }
 
 /// One line's bytes as read, before parsing.

@@ -6,7 +6,7 @@
 use std::io::{BufRead, ErrorKind};
 use std::ops::ControlFlow;
 
-/// The longest line read by default. A Claude Code record holding a pasted image or a big file
+/// The longest line read by default. A record holding a pasted image or a big file (Claude Code, Codex)
 /// can reach a few MB; a line beyond this is damage.
 pub const DEFAULT_MAX_LINE: usize = 64 << 20;
 
