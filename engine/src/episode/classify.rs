@@ -684,7 +684,7 @@ pub fn classify_with_todos(
         .collect();
     let has_task = msgs
         .iter()
-        .any(|m| m.tool_parts().any(|(_, t)| t.tool == "task"));
+        .any(|m| m.tool_parts().any(|(_, t)| t.behaves_as() == "task"));
     if has_task || !children.is_empty() {
         kinds.insert(EpisodeKind::Subagent);
     }
@@ -761,7 +761,7 @@ pub fn classify_with_todos(
         {
             tool_calls += 1;
             let command = tool_command(t);
-            if t.tool == "bash" {
+            if t.behaves_as() == "bash" {
                 push_unique(
                     &mut facts.commands,
                     &clip_chars(first_line_of(&command), 160),
@@ -779,8 +779,11 @@ pub fn classify_with_todos(
                 }
                 push_unique(&mut facts.files, &f);
             }
-            if rules.investigation_tools.iter().any(|x| x == &t.tool)
-                || (t.tool == "bash"
+            if rules
+                .investigation_tools
+                .iter()
+                .any(|x| x == t.behaves_as())
+                || (t.behaves_as() == "bash"
                     && rules
                         .investigation_commands
                         .iter()
@@ -788,7 +791,7 @@ pub fn classify_with_todos(
             {
                 kinds.insert(EpisodeKind::Investigation);
             }
-            if rules.edit_tools.iter().any(|x| x == &t.tool) {
+            if rules.edit_tools.iter().any(|x| x == t.behaves_as()) {
                 kinds.insert(EpisodeKind::Edit);
             }
             if t.failed() {
@@ -832,7 +835,7 @@ pub fn classify_with_todos(
                 return None;
             };
             let c = tool_command(t);
-            (t.tool == "bash" && rules.revert_commands.iter().any(|r| r.is_match(&c)))
+            (t.behaves_as() == "bash" && rules.revert_commands.iter().any(|r| r.is_match(&c)))
                 .then(|| (first_line_of(&c).to_owned(), t.call_id.clone()))
         });
         let phrase = |with_text: bool| {
@@ -1273,7 +1276,7 @@ pub fn tool_files(t: &ToolPart) -> Vec<String> {
             }
         }
     }
-    if t.tool != "bash" {
+    if t.behaves_as() != "bash" {
         if let Some(s) = t.input.get("pattern").and_then(Value::as_str) {
             v.push(s.to_owned());
         }
@@ -1503,7 +1506,7 @@ fn attempt(
             })
             .collect::<Vec<_>>()
     };
-    let edits = |st: &evidence::Step| tools(st).iter().any(|t| rules.is_edit_tool(&t.tool));
+    let edits = |st: &evidence::Step| tools(st).iter().any(|t| rules.is_edit_tool(t.behaves_as()));
     let has_text = |st: &evidence::Step| !evidence::step_text(msgs, st).0.trim().is_empty();
     let window = || steps.iter().enumerate().take(upto + 1).skip(from).rev();
     let (k, _) = window()
@@ -1523,7 +1526,7 @@ fn attempt(
     let mut files = Vec::new();
     for st in steps.iter().take(at).skip(from) {
         for t in tools(st) {
-            if rules.is_edit_tool(&t.tool) {
+            if rules.is_edit_tool(t.behaves_as()) {
                 for f in tool_files(t) {
                     push_unique(&mut files, relative_to(&f, dir));
                 }
@@ -1624,7 +1627,7 @@ fn title(
         .next()
         .map(|(_, t)| {
             let c = first_line_of(&tool_command(t)).to_owned();
-            let s = match t.tool.as_str() {
+            let s = match t.behaves_as() {
                 "bash" => format!("$ {c}"),
                 _ if c.is_empty() => t.tool.clone(),
                 _ => format!("{} {c}", t.tool),

@@ -222,14 +222,14 @@ fn echo_mask(lines: &[&str]) -> Vec<bool> {
 
 /// The kind of a failed call (see the module docs).
 pub fn failure_kind(t: &ToolPart, rules: &Rules) -> FailureKind {
-    if t.tool == "bash" {
+    if t.behaves_as() == "bash" {
         let c = tool_command(t);
         if t.exit_code() == Some(1) && rules.is_query_command(last_stage(&c)) {
             return FailureKind::NoMatch;
         }
         return FailureKind::Verdict;
     }
-    if rules.is_operational_tool(&t.tool) {
+    if rules.is_operational_tool(t.behaves_as()) {
         FailureKind::Refused
     } else {
         FailureKind::Verdict

@@ -425,7 +425,7 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
         .map(|c| {
             let call = trace.messages[c.message_index]
                 .tool_parts()
-                .find(|(_, t)| t.tool == "todowrite")
+                .find(|(_, t)| t.behaves_as() == "todowrite")
                 .map(|(p, t)| (p.id.as_str(), t.call_id.as_str()));
             StatusChange {
                 item: c.content.clone(),
@@ -506,7 +506,7 @@ fn follows_rejection(i: &Inputs<'_>, msgs: &[Message], cite: &CiteFn<'_>) -> Vec
     for (k, r) in f.rejections.iter().enumerate() {
         let next = steps.iter().enumerate().skip(r.step + 1).find(|(_, st)| {
             msgs[st.off].parts[st.parts.clone()].iter().any(
-                |p| matches!(&p.kind, PartKind::Tool(t) if i.episode.rules.is_edit_tool(&t.tool)),
+                |p| matches!(&p.kind, PartKind::Tool(t) if i.episode.rules.is_edit_tool(t.behaves_as())),
             )
         });
         let Some((si, st)) = next else { continue };
@@ -636,7 +636,7 @@ fn locations(
     let in_commands: Vec<String> = msgs
         .iter()
         .flat_map(|m| m.tool_parts())
-        .filter(|(_, t)| t.tool == "bash")
+        .filter(|(_, t)| t.behaves_as() == "bash")
         .flat_map(|(_, t)| super::needles::identifiers(&tool_command(t)))
         .filter(|id| id.contains('/') && !id.contains(':'))
         .collect();

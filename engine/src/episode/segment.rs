@@ -86,7 +86,7 @@ pub fn todo_changes(trace: &Trace) -> Vec<TodoChange> {
             let crate::trace::PartKind::Tool(t) = &p.kind else {
                 continue;
             };
-            if t.tool != "todowrite" {
+            if t.behaves_as() != "todowrite" {
                 continue;
             }
             let Some(todos) = t.input.get("todos").and_then(Value::as_array) else {
@@ -135,6 +135,9 @@ pub fn segment(
         Segmentation::Request => {
             for (i, m) in trace.messages.iter().enumerate() {
                 let prev_assistant = i > 0 && trace.messages[i - 1].is_assistant();
+                if m.user_kind == Some(UserKind::Injected) {
+                    continue;
+                }
                 if m.is_user() && !prev_assistant_is_user(trace, i) {
                     starts.insert(i, user_reason(m).to_owned());
                 } else if m.is_assistant() && prev_assistant {
@@ -184,6 +187,7 @@ fn user_reason(m: &Message) -> &'static str {
         Some(UserKind::Compaction) => "compaction",
         Some(UserKind::SyntheticContinue) => "synthetic continue after compaction",
         Some(UserKind::OverflowReplay) => "prompt replayed after overflow compaction",
+        Some(UserKind::Injected) => "text the agent injected",
         Some(UserKind::Human) | None => "human turn",
     }
 }
@@ -202,6 +206,10 @@ fn user_turn_starts(
     let msgs = &trace.messages;
     for i in from..msgs.len() {
         let m = &msgs[i];
+        // Text the agent injected belongs to the turn it falls in.
+        if m.user_kind == Some(UserKind::Injected) {
+            continue;
+        }
         if m.is_user() {
             starts.insert(i, user_reason(m).to_owned());
             requests_in_episode = 0;

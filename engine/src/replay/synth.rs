@@ -280,6 +280,7 @@ pub fn generate(spec: &SynthSpec) -> Synth {
                     id: format!("prt_{aid}"),
                     kind: PartKind::Tool(Box::new(ToolPart {
                         call_id: format!("call_{aid}"),
+                        alias: None,
                         tool: "read".into(),
                         status: ToolStatus::Completed,
                         input: json!({ "filePath": t_key }),

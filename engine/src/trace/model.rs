@@ -49,6 +49,9 @@ pub enum UserKind {
     SyntheticContinue,
     /// The last human prompt, replayed by OpenCode after an overflow compaction.
     OverflowReplay,
+    /// Text the agent added on its own and sent as a user message (a reminder, a command's
+    /// output, an interrupt notice): part of the turn it falls in, never a turn of its own.
+    Injected,
 }
 
 /// Usage as recorded for one request. Zero where the recording has none.
@@ -303,7 +306,13 @@ pub enum ToolStatus {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolPart {
     pub call_id: String,
+    /// The tool's name as the agent called it.
     pub tool: String,
+    /// The core tool this one behaves as (`bash`, `read`, `edit`, `write`, `grep`, `glob`,
+    /// `task`, `todowrite`, …: the vocabulary of the classification rules), set by the adapter
+    /// where the agent's own name differs; `None`: the name is already the core's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alias: Option<&'static str>,
     pub status: ToolStatus,
     pub input: Value,
     pub output: Option<String>,
@@ -318,6 +327,11 @@ pub struct ToolPart {
 }
 
 impl ToolPart {
+    /// The core tool name it behaves as ([`ToolPart::alias`], else its own name): what the
+    /// classification rules and the episode logic match.
+    pub fn behaves_as(&self) -> &str {
+        self.alias.unwrap_or(&self.tool)
+    }
     /// `metadata.exit` of a bash call, if recorded.
     pub fn exit_code(&self) -> Option<i64> {
         self.metadata.exit
@@ -328,7 +342,7 @@ impl ToolPart {
     }
     /// The child session a `task` call spawned (`state.metadata.sessionId`).
     pub fn child_session_id(&self) -> Option<&str> {
-        if self.tool != "task" {
+        if self.behaves_as() != "task" {
             return None;
         }
         self.metadata.session_id.as_deref()
@@ -551,6 +565,8 @@ pub enum SourceKind {
     Storage(String),
     Export(String),
     Merged(String),
+    /// One file an agent appends a session to (a transcript, a rollout).
+    SessionFile(String),
 }
 
 /// One recorded session, ready for segmentation and replay.
@@ -594,6 +610,7 @@ impl SourceKind {
             SourceKind::Storage(_) => "JSON storage",
             SourceKind::Export(_) => "export",
             SourceKind::Merged(_) => "database + JSON storage",
+            SourceKind::SessionFile(_) => "session file",
         }
     }
 }

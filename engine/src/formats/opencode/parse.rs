@@ -321,6 +321,7 @@ pub(crate) fn tool_part(f: ToolFields<'_>, part_id: &str, diags: &mut Diagnostic
     }
     ToolPart {
         call_id: f.call_id.unwrap_or_default(),
+        alias: None,
         tool,
         status,
         input: f.input,

@@ -183,6 +183,7 @@ mod tests {
     fn tool(end: i64) -> PartKind {
         PartKind::Tool(Box::new(ToolPart {
             call_id: "c".into(),
+            alias: None,
             tool: "bash".into(),
             status: ToolStatus::Completed,
             input: Value::Null,
