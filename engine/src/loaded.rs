@@ -557,7 +557,8 @@ fn size_compaction_calls(trace: &Trace, tokenizer: &Tokenizer) -> CompactionSize
     let mut texts: Vec<&str> = calls.built.iter().map(|r| r.text.as_str()).collect();
     texts.push(&calls.fixed_prompt);
     let mut counts = tokenizer.count_many(&texts);
-    let prompt_tokens = counts.pop().map_or(0, u64::from);
+    let counted = counts.pop().map_or(0, u64::from);
+    let prompt_tokens = calls.fixed_prompt_tokens.unwrap_or(counted);
     CompactionSizes {
         calls: calls
             .built

@@ -11,8 +11,9 @@ use tierscope_engine::trace::SessionSummary;
 
 #[derive(Debug, Clone, Args)]
 pub struct SessionsArgs {
-    /// An opencode.db file, an OpenCode data dir, a storage dir or an export file
-    /// (default: the OpenCode data dir, else the bundled sample session).
+    /// An agent's data: OpenCode's opencode.db, data dir, storage dir or export file; Claude
+    /// Code's data dir, projects dir, one project dir or a session file (default: every agent's
+    /// data dir found, else the bundled sample session).
     pub path: Option<PathBuf>,
     /// Print JSON (an array of sessions) instead of a table.
     #[arg(long)]
@@ -138,6 +139,7 @@ pub fn table(sessions: &[SessionSummary]) -> Text {
 
     let columns = vec![
         Column::left("ID").width(2),
+        Column::left("AGENT").width(11),
         Column::left("TITLE").width(40).clip(40),
         Column::left("DIRECTORY").width(28).clip(28),
         Column::left("PARENT").width(6),
@@ -155,7 +157,7 @@ pub fn table(sessions: &[SessionSummary]) -> Text {
     // The id and parent columns are as wide as their widest (indented) id.
     let mut columns = columns;
     columns[0].width = None;
-    columns[3].width = None;
+    columns[4].width = None;
     let mut t = Table::new(columns);
     for (depth, s, cyclic) in &rows {
         let indent = if *depth > 0 {
@@ -172,6 +174,7 @@ pub fn table(sessions: &[SessionSummary]) -> Text {
         }
         t.push(vec![
             Cell::text(format!("{indent}{}", s.id)),
+            Cell::text(s.agent),
             Cell::text(title),
             Cell::text(s.directory.clone()),
             Cell::text(s.parent_id.as_deref().unwrap_or("-")),

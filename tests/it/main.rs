@@ -7,6 +7,7 @@ mod tmux_common;
 mod tui_common;
 
 mod adversarial;
+mod claude_code_trace;
 mod claude_code_transcript;
 mod codex_rollout;
 mod compaction_cliff;

@@ -104,10 +104,13 @@ impl PricingTable {
             .map(|m| format!("{}/{}", m.provider_id, m.model_id))
             .unwrap_or_else(|| "unknown".into());
         let bare = model.map(|m| m.model_id.as_str()).unwrap_or("");
-        let hit = self
-            .models
-            .iter()
-            .find(|e| e.matches.iter().any(|m| *m == full || *m == bare));
+        // A dated snapshot (`claude-haiku-4-5-20251001`) is priced as its model.
+        let undated = strip_date(bare);
+        let hit = self.models.iter().find(|e| {
+            e.matches
+                .iter()
+                .any(|m| *m == full || *m == bare || *m == undated)
+        });
         match hit {
             Some(e) => PricingInfo {
                 model: full,
@@ -125,6 +128,14 @@ impl PricingTable {
                 price: self.default.clone(),
             },
         }
+    }
+}
+
+/// A model id without a trailing `-YYYYMMDD` snapshot date.
+fn strip_date(id: &str) -> &str {
+    match id.rsplit_once('-') {
+        Some((head, date)) if date.len() == 8 && date.bytes().all(|b| b.is_ascii_digit()) => head,
+        _ => id,
     }
 }
 

@@ -138,7 +138,7 @@ fn tier_data(
 /// stored `build`).
 /// Requests of OpenCode's v2 loop carry that loop's own system prompt and tools.
 pub(crate) fn system_agent(trace: &Trace, r: &crate::trace::Request) -> String {
-    let agent = if r.synthetic_call {
+    let agent = if r.synthetic_call && trace.wire.summary_call_own_system {
         COMPACTION_AGENT
     } else {
         r.agent.as_deref().unwrap_or("")
@@ -266,6 +266,27 @@ impl<'a> Prep<'a> {
                 .map(|e| super::compaction_call::keep_share(trace, e))
                 .collect(),
         };
+        // A summary call that is the conversation's own request with the instruction appended
+        // (the agent built none of its own): the history as the conversation held it, then
+        // the fixed instruction.
+        if !trace.wire.summary_call_own_system {
+            for t in 0..prep.reqs.len() {
+                if trace.requests[t].synthetic_call && prep.reqs[t].call_tokens.is_none() {
+                    // The call summarised what lay before the records the compaction kept.
+                    let until = trace
+                        .compactions
+                        .iter()
+                        .find(|c| c.summary_request == Some(t))
+                        .and_then(|c| c.tail_start_id.as_deref())
+                        .and_then(|id| trace.message_index(id))
+                        .filter(|&mi| mi < trace.requests[t].message_index)
+                        .map_or(trace.requests[t].position(), |mi| (mi, 0));
+                    prep.reqs[t].call_tokens = Some(
+                        prep.recorded_view_tokens_until(t, until) + prep.compaction.prompt_tokens,
+                    );
+                }
+            }
+        }
         prep.segments = prep.system_segments(system_tokens);
         let by_key: HashMap<u64, u64> = prep
             .segments
@@ -290,9 +311,10 @@ impl<'a> Prep<'a> {
     /// The compaction agent's system chunk for this trace's model (0 when no recorded compaction
     /// call gave one).
     pub fn compaction_system_tokens(&self) -> u64 {
+        let own = self.trace.wire.summary_call_own_system;
         self.segments
             .iter()
-            .find(|s| s.agent.starts_with(COMPACTION_AGENT))
+            .find(|s| s.agent.starts_with(COMPACTION_AGENT) == own)
             .map_or(0, |s| s.tokens)
     }
 
@@ -388,6 +410,15 @@ impl<'a> Prep<'a> {
     /// Tokens of the conversation OpenCode sent at request `t`: the last compaction in effect
     /// (its message and summary, then the kept tail), recorded prunes applied.
     pub fn recorded_view_tokens(&self, t: usize) -> u64 {
+        match self.trace.requests.get(t) {
+            Some(req) => self.recorded_view_tokens_until(t, req.position()),
+            None => 0,
+        }
+    }
+
+    /// [`Prep::recorded_view_tokens`] of the conversation before position `pos` (message,
+    /// step) rather than before the request's own.
+    pub fn recorded_view_tokens_until(&self, t: usize, pos: (usize, u32)) -> u64 {
         let trace = self.trace;
         let Some(req) = trace.requests.get(t) else {
             return 0;
@@ -404,7 +435,6 @@ impl<'a> Prep<'a> {
             summary = msgs.iter().map(|&m| self.message_tokens(m)).sum();
         }
         let mut body = 0u64;
-        let pos = req.position();
         let start = start.max(self.context_start(req.message_index));
         for e in self.episodes {
             let Some(rep) = e.representation(Tier::Full) else {

@@ -26,6 +26,8 @@ use super::model::{Trace, Usage};
 /// One line of `tierscope sessions`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SessionSummary {
+    /// The id of the adapter that read it (`opencode`, `claude-code`, …).
+    pub agent: &'static str,
     pub id: String,
     pub title: String,
     pub directory: String,
@@ -49,6 +51,7 @@ impl SessionSummary {
     /// The line of a loaded session.
     pub fn of(t: &Trace, children: Vec<String>) -> SessionSummary {
         SessionSummary {
+            agent: t.origin.agent,
             id: t.session.id.clone(),
             title: t.session.title.clone(),
             directory: t.session.directory.clone(),

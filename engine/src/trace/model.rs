@@ -527,6 +527,9 @@ pub struct WireRules {
     pub quotes_previous_summary: bool,
     /// A summary call clipped each tool output to this many characters (UTF-16 code units).
     pub summary_clips_tool_outputs_at: Option<usize>,
+    /// A summary call carried a system prompt of its own (and no tools); false: it carried the
+    /// agent's own system prompt and tools, as the agent's other requests did.
+    pub summary_call_own_system: bool,
 }
 
 /// Which agent recorded a trace, which release of it, and in which of its formats: what an

@@ -47,6 +47,9 @@ impl BuiltSummaryCall {
 pub struct SummaryCalls {
     pub built: Vec<BuiltSummaryCall>,
     pub fixed_prompt: String,
+    /// The fixed prompt's size where the adapter knows it as a measured count rather than a
+    /// text it ships (it then wins over counting `fixed_prompt`).
+    pub fixed_prompt_tokens: Option<u64>,
 }
 
 /// A summary call sized: the built request's token count (filled in by the loader, which owns

@@ -7,9 +7,10 @@
 use std::path::{Path, PathBuf};
 
 use super::discover::{self, InputKind};
-use super::listing::{summarize, unix_ms};
+use super::listing::summarize;
 use super::session::Session;
 use super::subagents::{agent_files, subagents_dir};
+use super::to_trace::{thread_trace, ThreadInfo};
 use super::watch::ClaudeCodeWatch;
 use crate::trace::adapter::{
     Adapter, Confidence, Detected, Detection, Env, ListingCache, ReadPart, SessionStore, WatchSpec,
@@ -18,6 +19,7 @@ use crate::trace::diagnostics::Diagnostics;
 use crate::trace::error::LoadError;
 use crate::trace::load::SessionSummary;
 use crate::trace::model::Trace;
+use crate::trace::summary_call::SummaryCalls;
 
 /// Claude Code (Anthropic's CLI): JSON-lines session files under `~/.claude/projects/`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -138,6 +140,18 @@ impl Adapter for ClaudeCode {
         }
     }
 
+    /// Claude Code's summary call is the conversation's own request with its summary
+    /// instruction appended as a last user text block; the transcript does not record it, so
+    /// none is built, and the instruction is known by its size (see
+    /// [`super::to_trace::SUMMARY_INSTRUCTION_TOKENS`]).
+    fn summary_calls(&self, _trace: &Trace) -> SummaryCalls {
+        SummaryCalls {
+            built: Vec::new(),
+            fixed_prompt: String::new(),
+            fixed_prompt_tokens: Some(super::to_trace::SUMMARY_INSTRUCTION_TOKENS),
+        }
+    }
+
     fn watch_spec(&self, detected: &Detected<'_>) -> Box<dyn WatchSpec> {
         Box::new(ClaudeCodeWatch::new(detected.path, detected.path.is_dir()))
     }
@@ -177,54 +191,80 @@ impl ClaudeCodeStore {
     }
 }
 
-/// A session's line from a full read (the reference the quick listing is checked against); the
-/// title is the listing's (custom title, AI title, summary, first prompt).
-fn full_summary(path: &Path) -> Result<SessionSummary, LoadError> {
-    let s = Session::read(path)?;
-    let quick = summarize(path)?;
-    let t = &s.main.transcript;
-    let times: Vec<i64> = t
-        .entries
-        .iter()
-        .filter_map(|e| match &e.record {
-            // Bookkeeping records count too: the first prompt's enqueue opens the session.
-            super::record::Record::Other { raw, .. } => raw.get("timestamp")?.as_str(),
-            r => r.common()?.timestamp.as_deref(),
-        })
-        .filter_map(unix_ms)
+/// The lines of a session file and its sub-agents from a quick scan ([`summarize`]): the
+/// session's own, then one per sub-agent (its meta's description as title, the session as
+/// parent). A sub-agent file that cannot be read is left out.
+fn quick_lines(path: &Path) -> Result<Vec<SessionSummary>, LoadError> {
+    let main = summarize(path)?.summary;
+    let mut out = Vec::new();
+    for f in agent_files(path) {
+        let Ok(l) = summarize(&f.path) else {
+            continue;
+        };
+        let meta = super::subagents::read_meta(&f.meta_path).ok();
+        out.push(SessionSummary {
+            id: format!("{AGENT_PREFIX}{}", f.agent_id),
+            title: meta.and_then(|m| m.description).unwrap_or(l.summary.title),
+            parent_id: Some(main.id.clone()),
+            children: Vec::new(),
+            ..l.summary
+        });
+    }
+    out.insert(0, main);
+    Ok(out)
+}
+
+/// The same lines from a full read (the reference the quick scan is checked against): the
+/// loaded traces' figures, the quick scan's titles and times (bookkeeping records count for
+/// times: the first prompt's enqueue opens the session).
+fn full_lines(path: &Path) -> Result<Vec<SessionSummary>, LoadError> {
+    let quick = quick_lines(path)?;
+    let session = Session::read(path)?;
+    let parent = session_id_of(&session, path);
+    let mut traces = vec![load_main(path)?];
+    traces.extend(subagent_traces(&session, &parent));
+    let threads: Vec<&super::session::Thread> = std::iter::once(&session.main)
+        .chain(session.subagents.iter().map(|s| &s.thread))
         .collect();
-    let messages = t
-        .entries
+    Ok(traces
         .iter()
-        .filter(|e| {
-            matches!(
-                e.record,
-                super::record::Record::User(_) | super::record::Record::Assistant(_)
-            )
+        .zip(threads)
+        .map(|(t, thread)| {
+            let q = quick.iter().find(|q| q.id == t.session.id);
+            let mut children: Vec<String> = q.map(|q| q.children.clone()).unwrap_or_default();
+            children.sort();
+            let records = thread
+                .transcript
+                .entries
+                .iter()
+                .filter(|e| {
+                    matches!(
+                        e.record,
+                        super::record::Record::User(_) | super::record::Record::Assistant(_)
+                    )
+                })
+                .count();
+            let responses = t
+                .requests
+                .iter()
+                .filter(|r| !r.synthetic_call && r.status == crate::trace::model::RequestStatus::Ok)
+                .count();
+            SessionSummary {
+                agent: "claude-code",
+                id: t.session.id.clone(),
+                title: q.map(|q| q.title.clone()).unwrap_or_default(),
+                directory: t.session.directory.clone(),
+                parent_id: t.session.parent_id.clone(),
+                created: q.map_or(t.session.time_created, |q| q.created),
+                updated: q.map_or(t.session.time_updated, |q| q.updated),
+                messages: records,
+                requests: responses,
+                tokens: t.total_usage(),
+                cost: t.total_cost(),
+                children,
+            }
         })
-        .count();
-    let mut children: Vec<String> = s
-        .subagents
-        .iter()
-        .map(|x| format!("agent-{}", x.file.agent_id))
-        .collect();
-    children.sort();
-    Ok(SessionSummary {
-        id: t
-            .session_id()
-            .map(str::to_owned)
-            .unwrap_or(quick.summary.id),
-        title: quick.summary.title,
-        directory: t.cwd().unwrap_or_default().to_owned(),
-        parent_id: None,
-        created: times.iter().copied().min().unwrap_or(0),
-        updated: times.iter().copied().max().unwrap_or(0),
-        messages,
-        requests: s.main.requests.responses.len(),
-        tokens: s.own_usage().to_usage(),
-        cost: 0.0,
-        children,
-    })
+        .collect())
 }
 
 impl SessionStore for ClaudeCodeStore {
@@ -236,16 +276,18 @@ impl SessionStore for ClaudeCodeStore {
         &self.diagnostics
     }
 
-    /// Each session file read by [`summarize`] (no cache: the scan reads only a few fields of
-    /// each line), or in full when `cache` is `None`. A file that cannot be read is left out.
+    /// Each session file and its sub-agents read by [`summarize`] (no cache: the scan reads
+    /// only a few fields of each line), or in full when `cache` is `None`. A file that cannot be
+    /// read is left out.
     fn list(&self, cache: Option<&ListingCache>) -> Result<Vec<SessionSummary>, LoadError> {
         Ok(self
             .sessions
             .iter()
             .filter_map(|p| match cache {
-                Some(_) => summarize(p).ok().map(|l| l.summary),
-                None => full_summary(p).ok(),
+                Some(_) => quick_lines(p).ok(),
+                None => full_lines(p).ok(),
             })
+            .flatten()
             .collect())
     }
 
@@ -258,30 +300,194 @@ impl SessionStore for ClaudeCodeStore {
     }
 
     fn has_session(&self, id: &str) -> bool {
-        self.file_of(id).is_some()
+        match id.strip_prefix(AGENT_PREFIX) {
+            Some(agent) => self
+                .sessions
+                .iter()
+                .any(|p| agent_files(p).iter().any(|f| f.agent_id == agent)),
+            None => self.file_of(id).is_some(),
+        }
     }
 
     fn load_session(&self, id: Option<&str>) -> Result<Trace, LoadError> {
-        let path = id
-            .and_then(|i| self.file_of(i))
-            .unwrap_or(&self.path)
-            .clone();
-        Err(LoadError::Io {
-            path,
-            source: std::io::Error::new(
-                std::io::ErrorKind::Unsupported,
-                "Claude Code sessions are listed but not loaded yet",
-            ),
+        let want = match id {
+            Some(w) => w.to_owned(),
+            None => match self.default_session() {
+                Some((_, _, id)) => id,
+                None => {
+                    return Err(LoadError::NoSessions {
+                        path: self.path.clone(),
+                    })
+                }
+            },
+        };
+        // A sub-agent is opened through the session that spawned it.
+        if let Some(agent) = want.strip_prefix(AGENT_PREFIX) {
+            for path in &self.sessions {
+                if agent_files(path).iter().any(|f| f.agent_id == agent) {
+                    let session = Session::read(path)?;
+                    let parent = session_id_of(&session, path);
+                    return subagent_traces(&session, &parent)
+                        .into_iter()
+                        .find(|t| t.session.id == want)
+                        .ok_or_else(|| LoadError::SessionNotFound {
+                            id: want.clone(),
+                            path: self.path.clone(),
+                        });
+                }
+            }
+        }
+        let stems: Vec<String> = self
+            .sessions
+            .iter()
+            .filter_map(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+            .collect();
+        let id = crate::trace::load::resolve(
+            stems.iter().map(String::as_str),
+            &want,
+            &self.path.display().to_string(),
+        )?;
+        let path = self
+            .file_of(&id)
+            .cloned()
+            .ok_or_else(|| LoadError::SessionNotFound {
+                id: id.clone(),
+                path: self.path.clone(),
+            })?;
+        load_main(&path)
+    }
+
+    fn child_ids(&self, trace: &Trace) -> Vec<String> {
+        let mut ids: Vec<String> = Vec::new();
+        for c in &trace.children {
+            if !ids.contains(&c.session_id) && c.session_id != trace.session.id {
+                ids.push(c.session_id.clone());
+            }
+        }
+        ids
+    }
+
+    fn load_children(&self, trace: &Trace) -> Vec<Result<Trace, LoadError>> {
+        let Some(path) = self.file_of(&trace.session.id).cloned().or_else(|| {
+            // A sub-agent's children live beside the session that holds it.
+            self.sessions
+                .iter()
+                .find(|p| {
+                    trace
+                        .session
+                        .id
+                        .strip_prefix(AGENT_PREFIX)
+                        .is_some_and(|a| agent_files(p).iter().any(|f| f.agent_id == a))
+                })
+                .cloned()
+        }) else {
+            return Vec::new();
+        };
+        let wanted = self.child_ids(trace);
+        if wanted.is_empty() {
+            return Vec::new();
+        }
+        let session = match Session::read(&path) {
+            Ok(s) => s,
+            Err(e) => return vec![Err(e)],
+        };
+        let parent = session_id_of(&session, &path);
+        let mut all = subagent_traces(&session, &parent);
+        wanted
+            .iter()
+            .map(|id| match all.iter().position(|t| &t.session.id == id) {
+                Some(i) => Ok(all.swap_remove(i)),
+                None => Err(LoadError::SessionNotFound {
+                    id: id.clone(),
+                    path: path.clone(),
+                }),
+            })
+            .collect()
+    }
+}
+
+/// The session id of a sub-agent: its file's name (`agent-<agentId>`).
+const AGENT_PREFIX: &str = "agent-";
+
+/// The id of a session: the one its records carry, else its file's name.
+fn session_id_of(session: &Session, path: &Path) -> String {
+    session
+        .main
+        .transcript
+        .session_id()
+        .map(str::to_owned)
+        .or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .unwrap_or_default()
+}
+
+/// The sub-agents a thread spawned: (index of the spawning call, child id, description).
+fn spawned_by(session: &Session, agent: Option<&str>) -> Vec<(usize, String, Option<String>)> {
+    session
+        .subagents
+        .iter()
+        .filter_map(|s| {
+            let sp = s.spawned_by.as_ref()?;
+            (sp.agent.as_deref() == agent).then(|| {
+                (
+                    sp.call,
+                    format!("{AGENT_PREFIX}{}", s.file.agent_id),
+                    s.meta.as_ref().and_then(|m| m.description.clone()),
+                )
+            })
         })
-    }
+        .collect()
+}
 
-    fn child_ids(&self, _trace: &Trace) -> Vec<String> {
-        Vec::new()
-    }
+/// Load a session file as a trace (its sub-agents linked as children, not loaded).
+fn load_main(path: &Path) -> Result<Trace, LoadError> {
+    let session = Session::read(path)?;
+    let id = session_id_of(&session, path);
+    let title = summarize(path).map(|l| l.summary.title).unwrap_or_default();
+    let children = spawned_by(&session, None);
+    let mut trace = thread_trace(
+        &session.main,
+        ThreadInfo {
+            id,
+            title,
+            parent_id: None,
+            agent: None,
+            path,
+        },
+        &children,
+    );
+    trace.diagnostics.extend(&session.diagnostics);
+    Ok(trace)
+}
 
-    fn load_children(&self, _trace: &Trace) -> Vec<Result<Trace, LoadError>> {
-        Vec::new()
-    }
+/// Every sub-agent of a session as its own trace.
+fn subagent_traces(session: &Session, parent: &str) -> Vec<Trace> {
+    session
+        .subagents
+        .iter()
+        .map(|s| {
+            let id = format!("{AGENT_PREFIX}{}", s.file.agent_id);
+            let parent_id = match s.spawned_by.as_ref().and_then(|sp| sp.agent.as_deref()) {
+                Some(a) => format!("{AGENT_PREFIX}{a}"),
+                None => parent.to_owned(),
+            };
+            let children = spawned_by(session, Some(&s.file.agent_id));
+            thread_trace(
+                &s.thread,
+                ThreadInfo {
+                    id,
+                    title: s
+                        .meta
+                        .as_ref()
+                        .and_then(|m| m.description.clone())
+                        .unwrap_or_default(),
+                    parent_id: Some(parent_id),
+                    agent: s.meta.as_ref().and_then(|m| m.agent_type.clone()),
+                    path: &s.file.path,
+                },
+                &children,
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -339,18 +545,32 @@ mod tests {
     }
 
     #[test]
-    fn a_store_lists_every_session_alike_quick_or_full_and_does_not_load_yet() {
+    fn a_store_lists_every_session_alike_quick_or_full_and_loads_one() {
         let store = ClaudeCodeStore::open(Path::new(RECORDING)).expect("open");
         let mut quick = store.list(Some(&ListingCache::Off)).expect("list");
         let mut full = store.list(None).expect("list");
         quick.sort_by(|a, b| a.id.cmp(&b.id));
         full.sort_by(|a, b| a.id.cmp(&b.id));
-        assert_eq!(quick.len(), 3);
-        assert_eq!(quick, full);
+        // Three sessions and the four sub-agents of one.
+        assert_eq!(quick.len(), 7);
+        for (q, f) in quick.iter().zip(&full) {
+            assert_eq!(q, f);
+        }
+        assert_eq!(quick.len(), full.len());
+        let subs: Vec<&SessionSummary> = quick.iter().filter(|s| s.parent_id.is_some()).collect();
+        assert_eq!(subs.len(), 4);
+        for s in &subs {
+            assert!(s.id.starts_with(AGENT_PREFIX));
+            assert!(store.has_session(&s.id));
+            let t = store.load_session(Some(&s.id)).expect("a sub-agent loads");
+            assert_eq!(t.session.parent_id, s.parent_id);
+        }
         let id = "927b1170-f977-416a-aabb-46039b7eb22a";
         assert!(store.has_session(id));
         assert!(store.default_session().is_some());
-        assert!(store.load_session(Some(id)).is_err());
+        let t = store.load_session(Some(id)).expect("load");
+        assert_eq!(t.session.id, id);
+        assert_eq!(t.origin.agent, "claude-code");
     }
 
     #[test]

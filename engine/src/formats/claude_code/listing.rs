@@ -28,7 +28,7 @@ const TITLE_CHARS: usize = 200;
 /// What a listing shows of one session file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Listing {
-    /// Cost is not computed here (0).
+    /// Cost priced by the bundled pricing table.
     pub summary: SessionSummary,
     /// The session's own usage with the 5 m / 1 h split (sub-agents not included).
     pub usage: ClaudeUsage,
@@ -161,8 +161,15 @@ pub fn summarize_with(path: &Path, max_line: usize) -> Result<Listing, LoadError
         .or(s.first_prompt)
         .unwrap_or_default();
     let mut usage = ClaudeUsage::default();
-    for u in s.responses.values() {
+    let mut cost = 0.0;
+    let prices = crate::replay::cache_cost::PricingTable::bundled();
+    for (u, model) in s.order.iter().filter_map(|k| s.responses.get(k)) {
         usage.add(u);
+        let model = model.clone().map(|m| crate::trace::model::ModelRef {
+            provider_id: super::to_trace::PROVIDER.to_owned(),
+            model_id: m,
+        });
+        cost += super::to_trace::cost(u, &prices.lookup(model.as_ref()).price);
     }
     let children = agent_files(path)
         .into_iter()
@@ -170,6 +177,7 @@ pub fn summarize_with(path: &Path, max_line: usize) -> Result<Listing, LoadError
         .collect();
     Ok(Listing {
         summary: SessionSummary {
+            agent: "claude-code",
             id,
             title,
             directory: s.cwd.unwrap_or_default(),
@@ -179,7 +187,7 @@ pub fn summarize_with(path: &Path, max_line: usize) -> Result<Listing, LoadError
             messages: s.messages.len(),
             requests: s.responses.len(),
             tokens: usage.to_usage(),
-            cost: 0.0,
+            cost,
             children,
         },
         usage,
@@ -200,7 +208,10 @@ struct Scan {
     summaries: Vec<(String, String)>,
     /// Uuids of user and assistant records (a rewritten record counts once).
     messages: HashSet<String>,
-    responses: HashMap<(String, Option<String>), ClaudeUsage>,
+    /// Per response: its usage and model.
+    responses: HashMap<(String, Option<String>), (ClaudeUsage, Option<String>)>,
+    /// Responses in the order first written (sums in file order, as a full read's).
+    order: Vec<(String, Option<String>)>,
     unreadable: usize,
 }
 
@@ -298,8 +309,14 @@ impl Scan {
                     .map(|raw| ClaudeUsage::from_raw(&raw).0)
                     .unwrap_or_default();
                 let key = (id, string(get(&f, "requestId")));
+                if !self.responses.contains_key(&key) {
+                    self.order.push(key.clone());
+                }
                 let slot = self.responses.entry(key).or_default();
-                *slot = slot.max(&usage);
+                slot.0 = slot.0.max(&usage);
+                if slot.1.is_none() {
+                    slot.1 = string(get(&m, "model"));
+                }
             }
             _ => {}
         }

@@ -33,6 +33,7 @@ pub mod record;
 pub mod requests;
 pub mod session;
 pub mod subagents;
+pub mod to_trace;
 pub mod transcript;
 pub mod usage;
 pub mod watch;

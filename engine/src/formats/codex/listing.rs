@@ -50,6 +50,7 @@ impl ThreadSummary {
     /// (the scan does not count them); requests and tokens 0 when not scanned.
     pub fn to_session_summary(&self, children: Vec<String>) -> SessionSummary {
         SessionSummary {
+            agent: "codex",
             id: self.id.clone(),
             title: self.title.clone(),
             directory: self.cwd.clone(),

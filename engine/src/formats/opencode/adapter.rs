@@ -122,6 +122,7 @@ impl Adapter for OpenCode {
                 })
                 .collect(),
             fixed_prompt: compaction_request::fixed_prompt_text(&dialect),
+            fixed_prompt_tokens: None,
         }
     }
 

@@ -168,6 +168,7 @@ impl Dialect {
             summary_clips_tool_outputs_at: self
                 .clips_summary_tool_outputs()
                 .then_some(super::compaction_request::CLIP_CHARS),
+            summary_call_own_system: true,
         }
     }
 

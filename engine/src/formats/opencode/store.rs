@@ -333,6 +333,7 @@ impl Store {
                 }
             };
             out.push(SessionSummary {
+                agent: "opencode",
                 id: info.id.clone(),
                 title: info.title.clone(),
                 directory: t.directory,
