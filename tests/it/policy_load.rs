@@ -7,7 +7,7 @@ fn set(k: &str, v: &str) -> Vec<(String, String)> {
 }
 
 #[test]
-fn the_eight_builtins_load_with_their_kinds() {
+fn the_builtins_load_with_their_kinds() {
     let ps = policy::builtins().expect("built-ins parse");
     let names: Vec<&str> = ps.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(
@@ -16,6 +16,8 @@ fn the_eight_builtins_load_with_their_kinds() {
             "full",
             "truncate",
             "opencode",
+            "claude-code",
+            "codex",
             "age",
             "retention",
             "decay",
@@ -29,6 +31,12 @@ fn the_eight_builtins_load_with_their_kinds() {
             .map(|p| (p.kind, p.respect_floors))
     };
     assert_eq!(kind("opencode"), Some((PolicyKind::Flat, false)));
+    // One flat baseline per agent, each simulating its own agent's compaction.
+    for agent in ["opencode", "claude-code", "codex"] {
+        assert_eq!(kind(agent), Some((PolicyKind::Flat, false)));
+        let p = policy::load(agent, &[]).expect("flat");
+        assert_eq!(p.choice("rules"), agent);
+    }
     assert_eq!(kind("age"), Some((PolicyKind::Progressive, false)));
     assert_eq!(kind("retention"), Some((PolicyKind::Progressive, true)));
     assert_eq!(kind("decay"), Some((PolicyKind::Decay, false)));

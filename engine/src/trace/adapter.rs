@@ -15,6 +15,7 @@ use xxhash_rust::xxh3::Xxh3;
 
 use super::diagnostics::Diagnostics;
 use super::error::LoadError;
+use super::flat_rules::FlatRules;
 use super::load::SessionSummary;
 use super::model::Trace;
 use super::summary_call::SummaryCalls;
@@ -159,6 +160,11 @@ pub trait Adapter: Sync {
     /// builds none.
     fn summary_calls(&self, _trace: &Trace) -> SummaryCalls {
         SummaryCalls::default()
+    }
+    /// How the agent compacts on its own, for the flat baseline's simulation (an agent whose
+    /// compaction is not described gets [`FlatRules::generic`]).
+    fn flat_rules(&self, _trace: &Trace) -> FlatRules {
+        FlatRules::generic(self.name())
     }
     /// What makes up the source at a path this adapter detected, for `--follow`.
     fn watch_spec(&self, detected: &Detected<'_>) -> Box<dyn WatchSpec>;

@@ -3,6 +3,7 @@ pub mod adapter;
 pub mod agent_dirs;
 pub mod diagnostics;
 pub mod error;
+pub mod flat_rules;
 pub mod input;
 pub mod jsonl;
 pub mod lenient;

@@ -152,6 +152,11 @@ impl Adapter for ClaudeCode {
         }
     }
 
+    /// Claude Code's auto-compact ([`super::to_trace::flat_rules`]).
+    fn flat_rules(&self, _trace: &Trace) -> crate::trace::flat_rules::FlatRules {
+        super::to_trace::flat_rules()
+    }
+
     fn watch_spec(&self, detected: &Detected<'_>) -> Box<dyn WatchSpec> {
         Box::new(ClaudeCodeWatch::new(detected.path, detected.path.is_dir()))
     }

@@ -30,6 +30,7 @@ use super::session::Thread;
 use super::usage::ClaudeUsage;
 use crate::replay::cache_cost::{Price, PricingTable};
 use crate::trace::diagnostics::Diagnostics;
+use crate::trace::flat_rules::{FlatRules, KeptTail, TriggerCount, TriggerRule};
 use crate::trace::model::{
     CompactionEvent, CompactionShape, CompactionStyle, Message, MessageError, ModelRef, Origin,
     Part, PartKind, Request, RequestStatus, Role, SessionInfo, SourceKind, ToolMetadata, ToolPart,
@@ -61,6 +62,22 @@ pub const WIRE: WireRules = WireRules {
 /// received was the request before it plus 1,205, 1,219 and 1,205 tokens, the difference being
 /// this one text block (1,219: the history had grown by the previous response).
 pub const SUMMARY_INSTRUCTION_TOKENS: u64 = 1_205;
+
+/// Claude Code's auto-compact: before a request is sent, when the context it would send reaches
+/// the threshold (the model's window less an output reserve of at most 20,000 and a 13,000
+/// token buffer), the history is summarised by a call of its own; the last step (the response
+/// and its tool results not yet sent) is kept verbatim after the summary (`preservedSegment`).
+pub fn flat_rules() -> FlatRules {
+    FlatRules {
+        agent: "Claude Code",
+        rules: RULES.to_owned(),
+        count: TriggerCount::NextRequest,
+        trigger: TriggerRule::AtLeast,
+        tail: KeptTail::LastStep,
+        output_reserve_cap: 20_000,
+        buffer: 13_000,
+    }
+}
 
 /// The core tool a Claude Code tool behaves as, where the names differ.
 pub fn tool_alias(name: &str) -> Option<&'static str> {

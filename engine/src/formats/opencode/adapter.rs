@@ -105,6 +105,11 @@ impl Adapter for OpenCode {
         }
     }
 
+    /// OpenCode's compaction by release ([`super::flat_rules`]).
+    fn flat_rules(&self, trace: &Trace) -> crate::trace::flat_rules::FlatRules {
+        super::flat_rules::flat_rules(&super::Dialect::of(&trace.origin))
+    }
+
     /// Each recorded compaction call as the release built it, and the release's fixed prompt.
     fn summary_calls(&self, trace: &Trace) -> SummaryCalls {
         let dialect = super::Dialect::of(&trace.origin);

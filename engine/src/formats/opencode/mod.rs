@@ -8,6 +8,7 @@ pub mod dialect;
 pub mod discover;
 pub mod export;
 mod export_salvage;
+pub mod flat_rules;
 pub mod listing;
 pub mod listing_cache;
 pub mod listing_scan;

@@ -15,8 +15,8 @@ use super::state::State;
 use crate::policy::{KnobSpec, Policy};
 
 mod decay;
+mod flat;
 mod full;
-mod opencode;
 mod oracle;
 mod progressive;
 mod retention;
@@ -157,8 +157,8 @@ registry! {
     Full = "full" => full::Full, builtins ["full"];
     /// Drop the oldest closed episodes whole until under budget.
     Truncate = "truncate" => truncate::Truncate, builtins ["truncate"];
-    /// OpenCode's flat compaction (recorded or simulated).
-    Flat = "flat" => opencode::OpenCode, builtins ["opencode"];
+    /// An agent's own flat compaction (recorded or simulated).
+    Flat = "flat" => flat::Flat, builtins ["opencode", "claude-code", "codex"];
     /// Tiers from pressure (with hysteresis) or from age alone.
     Progressive = "progressive" => progressive::Progressive, builtins ["age", "retention"];
     /// Magic Context's decay curve, re-tiering at folds.

@@ -1,46 +1,48 @@
-//! `opencode`: OpenCode's flat compaction (MODEL §4). One summary replaces the closed episodes
-//! before a kept tail; recorded prunes are applied.
+//! `flat`: an agent's own flat compaction (MODEL §4; built-ins `opencode`, `claude-code`,
+//! `codex`). One summary replaces the closed episodes before a kept tail; recorded prunes are
+//! applied.
 //!
 //! Which trigger runs (`trigger` knob, [`Mode`]):
 //! - `auto` (the default): with an explicit budget (`--budget`, the knobs panel, `experiment`,
-//!   `diff`, `sweep`) it simulates OpenCode's compaction with **that budget as the usable limit**,
-//!   so the flat policy is compared with the tiers at the same budget; without one it follows the
-//!   recording.
+//!   `diff`, `sweep`) it simulates the agent's compaction with **that budget as the usable
+//!   limit**, so the flat policy is compared with the tiers at the same budget; without one it
+//!   follows the recording.
 //! - `recorded` follows the recording: from the request after a recorded summary call, the
-//!   context shows that compaction's message and summary, then the kept tail from
-//!   `tail_start_id` (what OpenCode sent).
+//!   context shows that compaction's summary (and message), then the kept tail from
+//!   `tail_start_id` (what the agent sent).
 //! - `simulate` decides for itself at the budget if one is given, else at the model's usable
-//!   limit (context − min(output, 32,000); `context_limit` / `max_output` override the table).
+//!   limit by the agent's rule (`context_limit` / `max_output` override the table).
 //!
-//! A simulated compaction follows the trace's release (notes: opencode-requests-by-era §6):
-//! - **trigger**: after a request whose total (prompt + output) reaches the usable limit, the
-//!   next request compacts first (`>=` from 1.1.57, `>` before, and 0.9 × usable before 0.7.4);
-//!   the request that crossed was sent as it was — the cliff.
-//! - **kept tail**: none before 1.14.19 (everything before the current request is summarised);
-//!   1.14.19–1.18.24 the last 2 human turns within min(8,000, max(2,000, usable/4)); 1.18.25+
-//!   every turn within min(15,000, max(2,000, usable/4)). Newest turn first (the current one
-//!   included), whole turns while they fit, then the first suffix of the next turn that fits
-//!   (`splitTurn`). The knobs override each rule (`tail_turns` ≥ 0, `preserve_recent_max` > 0).
-//!   OpenCode estimates a turn at chars/4 of its JSON; the replay uses its token counts.
+//! Whose compaction is simulated (`rules` knob): the trace's own agent's (`trace`), or a named
+//! agent's, as its adapter states them ([`crate::trace::flat_rules`]; OpenCode's by release in
+//! [`crate::formats::opencode::flat_rules`], Claude Code's in
+//! [`crate::formats::claude_code::to_trace::flat_rules`]):
+//! - **trigger**: what is measured (the previous request's prompt + output, or the request about
+//!   to be sent) and how it compares with the usable limit; after the previous request, the
+//!   request that crossed was sent as it was — the cliff.
+//! - **kept tail**: none, whole human turns newest first within a cap (the current one included,
+//!   then the first suffix of the next turn that fits: OpenCode's `splitTurn`), or the last step.
+//!   The knobs override the turn rule (`tail_turns` ≥ 0, `preserve_recent_max` > 0). Turns are
+//!   measured with the replay's token counts.
 //! - **the summary**: the recorded text where the trace has one (its next compaction, else its
 //!   last), else `summary_tokens` of the covered episodes' compact tiers; the replay says which.
-//! - **the call**: its own request, sized as the release builds it
-//!   ([`compaction_call::simulated_history`]: tool outputs clipped from 1.14.21) and billed in
-//!   the frame of the request it precedes. The recording's own summary calls are not made.
+//! - **the call**: its own request, sized as the trace's agent builds it
+//!   ([`compaction_call::simulated_history`]) and billed in the frame of the request it
+//!   precedes. The recording's own summary calls are not made.
 //! - **prune** of old tool outputs: the recorded prunes are applied (`apply_recorded_prunes`);
-//!   prune is off by default from 1.14.19, and its thresholds (40,000 protected, 20,000 minimum)
-//!   do not depend on the budget, so a simulation does not add prunes of its own.
+//!   OpenCode's prune thresholds (40,000 protected, 20,000 minimum) do not depend on the budget,
+//!   so a simulation does not add prunes of its own.
 
 use super::{Compacted, Decide, Kind, RequestView, Setup};
 use crate::episode::Tier;
-use crate::formats::opencode::dialect::Era;
 use crate::policy::knobs::{choice, common, num, uint};
 use crate::policy::{KnobSpec, Policy};
 use crate::replay::compaction_call;
-use crate::replay::limits::{self, OUTPUT_TOKEN_MAX};
+use crate::replay::limits;
 use crate::replay::prepare::Filter;
 use crate::replay::state::State;
 use crate::replay::types::{CompactionRun, CutBy, Reason, SummaryPiece};
+use crate::trace::flat_rules::{FlatRules, KeptTail, TriggerCount};
 
 /// The `trigger` knob.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +64,7 @@ enum Mode {
     Simulate {
         usable: u64,
         source: String,
-        why: &'static str,
+        why: String,
     },
 }
 
@@ -81,7 +83,12 @@ struct Knobs {
     /// 0: the release's cap.
     preserve_max: u64,
     summary_tokens: u64,
+    /// Whose compaction rules: `None` the trace's agent, else an adapter id.
+    rules: Option<&'static str>,
 }
+
+/// The agents whose rules the `rules` knob names (`trace`: the trace's own).
+pub(crate) const RULES_CHOICES: &[&str] = &["trace", "opencode", "claude-code", "codex"];
 
 impl Knobs {
     fn from_policy(p: &Policy) -> Knobs {
@@ -99,9 +106,22 @@ impl Knobs {
             preserve_min: uint(p.num("preserve_recent_min")),
             preserve_max: uint(p.num("preserve_recent_max")),
             summary_tokens: uint(p.num("summary_tokens")),
+            rules: RULES_CHOICES
+                .iter()
+                .copied()
+                .find(|c| *c == p.choice("rules"))
+                .filter(|c| *c != "trace"),
         }
     }
-    fn mode(&self, setup: &Setup<'_, '_>) -> Mode {
+
+    /// The compaction rules to simulate on `trace`.
+    fn flat_rules(&self, trace: &crate::trace::Trace) -> FlatRules {
+        let agent = self.rules.unwrap_or(trace.origin.agent);
+        crate::trace::adapter::adapter(agent)
+            .map(|a| a.flat_rules(trace))
+            .unwrap_or_else(|| FlatRules::generic("the agent"))
+    }
+    fn mode(&self, setup: &Setup<'_, '_>, rules: &FlatRules) -> Mode {
         let explicit = setup.budget_source == "--budget";
         match (self.trigger, explicit) {
             (Trigger::Recorded, _) => Mode::Recorded {
@@ -114,9 +134,12 @@ impl Knobs {
                 usable: setup.budget,
                 source: "the budget".into(),
                 why: if self.trigger == Trigger::Auto {
-                    "a budget is given: OpenCode's compaction with the budget as its usable limit"
+                    format!(
+                        "a budget is given: {}'s compaction with the budget as its usable limit",
+                        rules.agent
+                    )
                 } else {
-                    "trigger = simulate, at the budget"
+                    "trigger = simulate, at the budget".into()
                 },
             },
             (Trigger::Simulate, false) => {
@@ -137,9 +160,9 @@ impl Knobs {
                     format!("model: {csrc}, {osrc}")
                 };
                 Mode::Simulate {
-                    usable: context.saturating_sub(output.min(OUTPUT_TOKEN_MAX)),
+                    usable: rules.usable(context, output),
                     source,
-                    why: "trigger = simulate, no budget: at the model's usable limit",
+                    why: "trigger = simulate, no budget: at the model's usable limit".into(),
                 }
             }
         }
@@ -148,21 +171,26 @@ impl Knobs {
 
 /// The kept-tail rule of one simulation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Tail {
-    /// Human turns that may be kept (`None`: all of them).
-    turns: Option<usize>,
-    /// Tokens the kept tail may hold.
-    budget: u64,
+enum Tail {
+    /// Whole human turns within a token budget.
+    Turns {
+        /// Human turns that may be kept (`None`: all of them).
+        turns: Option<usize>,
+        /// Tokens the kept tail may hold.
+        budget: u64,
+    },
+    /// The response the request follows, with its tool results.
+    LastStep,
 }
 
-/// The release's kept tail at `usable`, with the knobs' overrides (`None`: no kept tail).
-fn tail_rule(era: Era, k: &Knobs, usable: u64) -> Option<Tail> {
-    let (turns, cap) = match era {
-        Era::V01 | Era::MultiStep | Era::SummaryMessage | Era::CompactionPart | Era::Sqlite => {
-            (Some(0), 0)
-        }
-        Era::AnchoredSummary => (Some(2), 8_000),
-        Era::TextSummary => (None, 15_000),
+/// The agent's kept tail at `usable`, with the knobs' overrides (`None`: no kept tail). A
+/// `tail_turns` knob ≥ 0 replaces the agent's rule with whole turns.
+fn tail_rule(base: KeptTail, k: &Knobs, usable: u64) -> Option<Tail> {
+    let (turns, cap) = match base {
+        KeptTail::None => (Some(0), 0),
+        KeptTail::Turns { turns, cap } => (turns, cap),
+        KeptTail::LastStep if k.tail_turns.is_none() => return Some(Tail::LastStep),
+        KeptTail::LastStep => (Some(0), 0),
     };
     let turns = match k.tail_turns {
         Some(n) => Some(n.max(0) as usize),
@@ -178,25 +206,14 @@ fn tail_rule(era: Era, k: &Knobs, usable: u64) -> Option<Tail> {
     };
     let budget =
         ((usable as f64 * k.preserve_share) as u64).clamp(k.preserve_min, cap.max(k.preserve_min));
-    Some(Tail { turns, budget })
+    Some(Tail::Turns { turns, budget })
 }
 
-/// Whether a request whose total (prompt + output) is `count` makes the next one compact, by
-/// release (opencode-requests-by-era §6).
-fn fires(era: Era, version: Option<(u64, u64, u64)>, count: u64, usable: u64) -> bool {
-    match era {
-        Era::V01 | Era::MultiStep => count as f64 > 0.9 * usable as f64,
-        _ if version.is_some_and(|v| v < (1, 1, 57)) => count > usable,
-        _ => count >= usable,
-    }
-}
-
-pub(crate) struct OpenCode {
+pub(crate) struct Flat {
     knobs: Knobs,
     mode: Mode,
     tail: Option<Tail>,
-    era: Era,
-    version: Option<(u64, u64, u64)>,
+    rules: FlatRules,
     /// `recorded`: the recorded compaction shown now.
     in_effect: Option<usize>,
     /// Simulate: prompt + output of the conversation's last request.
@@ -208,24 +225,26 @@ pub(crate) struct OpenCode {
     skipped_calls: u64,
 }
 
-impl Kind for OpenCode {
+impl Kind for Flat {
     fn specs() -> Vec<KnobSpec> {
         let mut v = common(true);
         v.extend([
             choice("trigger", "auto", &["auto", "recorded", "simulate"],
-                "auto = simulate OpenCode's compaction with an explicit budget as its usable limit, else follow the recording; recorded = compact where OpenCode did; simulate = compact at the budget, else at the model's usable limit"),
+                "auto = simulate the agent's compaction with an explicit budget as its usable limit, else follow the recording; recorded = compact where the agent did; simulate = compact at the budget, else at the model's usable limit"),
+            choice("rules", "trace", RULES_CHOICES,
+                "whose compaction a simulation follows: trace = the agent that recorded the trace; or an agent by name (its release's rules: trigger, kept tail, usable limit)"),
             num("context_limit", 0.0, 0.0, 10_000_000.0, 1000.0,
                 "model context window in tokens for simulate without a budget; 0 = the model-limits table"),
             num("max_output", 0.0, 0.0, 1_000_000.0, 1000.0,
                 "model output limit in tokens for simulate without a budget; 0 = the model-limits table"),
             num("tail_turns", -1.0, -1.0, 100.0, 1.0,
-                "simulate: keep at most the last N human turns after a compaction; 0 = no kept tail; -1 = the release's rule (none before 1.14.19, 2 until 1.18.24, all after)"),
+                "simulate: keep at most the last N human turns after a compaction; 0 = no kept tail; -1 = the agent's rule (OpenCode: none before 1.14.19, 2 until 1.18.24, all after; Claude Code: the last step)"),
             num("preserve_recent_share", 0.25, 0.0, 1.0, 0.05,
                 "simulate: the kept tail holds at most this share of the usable limit"),
             num("preserve_recent_min", 2000.0, 0.0, 1_000_000.0, 500.0,
                 "simulate: lower clamp of the kept tail in tokens"),
             num("preserve_recent_max", 0.0, 0.0, 1_000_000.0, 500.0,
-                "simulate: upper clamp of the kept tail in tokens; 0 = the release's (8,000 until 1.18.24, 15,000 after)"),
+                "simulate: upper clamp of the kept tail in tokens; 0 = the agent's (OpenCode: 8,000 until 1.18.24, 15,000 after)"),
             num("summary_tokens", 2000.0, 0.0, 100_000.0, 100.0,
                 "simulate, where the trace has no recorded summary: tokens of compact tiers that stand in for one"),
         ]);
@@ -247,18 +266,17 @@ impl Kind for OpenCode {
     }
     fn build(p: &Policy, setup: &Setup<'_, '_>) -> Box<dyn Decide> {
         let knobs = Knobs::from_policy(p);
-        let mode = knobs.mode(setup);
-        let dialect = crate::formats::opencode::Dialect::of(&setup.prep.trace.origin);
+        let rules = knobs.flat_rules(setup.prep.trace);
+        let mode = knobs.mode(setup, &rules);
         let tail = match &mode {
-            Mode::Simulate { usable, .. } => tail_rule(dialect.era, &knobs, *usable),
+            Mode::Simulate { usable, .. } => tail_rule(rules.tail, &knobs, *usable),
             Mode::Recorded { .. } => None,
         };
-        Box::new(OpenCode {
+        Box::new(Flat {
             knobs,
             mode,
             tail,
-            era: dialect.era,
-            version: dialect.version,
+            rules,
             in_effect: None,
             last_total: 0,
             shown_from: Vec::new(),
@@ -268,7 +286,7 @@ impl Kind for OpenCode {
     }
 }
 
-impl Decide for OpenCode {
+impl Decide for Flat {
     fn decide(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>) -> Option<Compacted> {
         match self.mode {
             Mode::Recorded { .. } => {
@@ -280,7 +298,12 @@ impl Decide for OpenCode {
                     self.skipped_calls += 1;
                     return None;
                 }
-                if !fires(self.era, self.version, self.last_total, usable) || st.k() == 0 {
+                let count = match self.rules.count {
+                    TriggerCount::PreviousTotal => self.last_total,
+                    // What the request would send before any compaction.
+                    TriggerCount::NextRequest => rq.base + st.summary_tokens() + st.applied_sum(),
+                };
+                if !self.rules.fires(count, usable) || st.k() == 0 {
                     return None;
                 }
                 let c = self.compact(st, rq)?;
@@ -326,19 +349,21 @@ impl Decide for OpenCode {
                 why,
             } => CompactionRun {
                 trigger: "simulate".into(),
-                why: (*why).into(),
+                why: why.clone(),
                 usable_limit: Some(*usable),
                 limit_source: Some(source.clone()),
                 tail: Some(match self.tail {
                     None => "none (everything before the request is summarised)".into(),
-                    Some(t) => format!(
-                        "{} within {} tokens",
-                        match t.turns {
+                    Some(Tail::Turns { turns, budget }) => format!(
+                        "{} within {budget} tokens",
+                        match turns {
                             Some(n) => format!("the last {n} human turns"),
                             None => "every turn".into(),
                         },
-                        t.budget
                     ),
+                    Some(Tail::LastStep) => {
+                        "the last step (the response the request follows, its tool results)".into()
+                    }
                 }),
                 compactions: self.shown_from.clone(),
                 summary_text: self.texts.clone(),
@@ -348,7 +373,7 @@ impl Decide for OpenCode {
     }
 }
 
-impl OpenCode {
+impl Flat {
     /// `trigger = recorded`: from the request after a recorded summary call, show its
     /// compaction message and summary, then the kept tail from `tail_start_id`.
     fn follow_recording(&mut self, st: &mut State<'_, '_>, t: usize) {
@@ -380,10 +405,13 @@ impl OpenCode {
     /// Where the kept tail starts: (episode, first included full-tier chunk), newest turn
     /// first, the current one included; `None`: nothing is kept before the request.
     fn tail_start(&self, st: &State<'_, '_>, rq: &RequestView<'_>) -> Option<(usize, usize)> {
-        let tail = self.tail?;
+        let (turns, budget) = match self.tail? {
+            Tail::LastStep => return last_step_start(st, rq),
+            Tail::Turns { turns, budget } => (turns, budget),
+        };
         let p = st.p;
         let msg = rq.rq.msg;
-        let turn_start = match tail.turns {
+        let turn_start = match turns {
             None => 0,
             Some(n) => {
                 let humans: Vec<usize> = p
@@ -399,7 +427,7 @@ impl OpenCode {
         };
         let active = rq.rq.active;
         let n = st.n();
-        let mut room = tail.budget;
+        let mut room = budget;
         let mut kept = None;
         // Newest first: the active episode's shown part, then the closed episodes.
         let mut e = if active < n { active } else { st.k() };
@@ -532,6 +560,21 @@ impl OpenCode {
     }
 }
 
+/// Where the last step starts: the response before the request (not a summary), as (episode,
+/// first included full-tier chunk); `None` when it is not shown at full.
+fn last_step_start(st: &State<'_, '_>, rq: &RequestView<'_>) -> Option<(usize, usize)> {
+    let p = st.p;
+    let m = (0..rq.rq.msg)
+        .rev()
+        .find(|&i| p.trace.messages[i].is_assistant() && !p.trace.messages[i].summary)?;
+    let e = p.episodes.partition_point(|ep| ep.last_message < m);
+    if e >= st.n() || (e < st.k() && st.applied(e) != Tier::Full) {
+        return None;
+    }
+    let td = p.td(e, Tier::Full)?;
+    Some((e, td.pos.partition_point(|x| x.0 < m).max(st.cut(e))))
+}
+
 /// A summary built deterministically from compact tiers: the newest of `summarised` whose
 /// compact tiers fit within `cap` tokens together (the newest one always): (tokens, text,
 /// episodes shown, oldest first).
@@ -604,68 +647,74 @@ mod tests {
             preserve_min: 2000,
             preserve_max,
             summary_tokens: 2000,
+            rules: None,
         }
     }
 
-    #[test]
-    fn the_trigger_follows_the_release() {
-        // 1.1.57+: count >= usable.
-        assert!(fires(Era::TextSummary, Some((1, 18, 33)), 9_000, 9_000));
-        assert!(!fires(Era::TextSummary, Some((1, 18, 33)), 8_999, 9_000));
-        // Before 1.1.57: count > usable.
-        assert!(!fires(Era::CompactionPart, Some((1, 1, 22)), 9_000, 9_000));
-        assert!(fires(Era::CompactionPart, Some((1, 1, 22)), 9_001, 9_000));
-        // 0.2–0.7: 90 % of usable.
-        assert!(fires(Era::MultiStep, Some((0, 5, 29)), 8_101, 9_000));
-        assert!(!fires(Era::MultiStep, Some((0, 5, 29)), 8_100, 9_000));
-    }
+    const ANCHORED: KeptTail = KeptTail::Turns {
+        turns: Some(2),
+        cap: 8_000,
+    };
+    const TEXT: KeptTail = KeptTail::Turns {
+        turns: None,
+        cap: 15_000,
+    };
 
     #[test]
-    fn the_kept_tail_follows_the_release_unless_a_knob_says_otherwise() {
+    fn the_kept_tail_follows_the_agent_unless_a_knob_says_otherwise() {
         let k = knobs(None, 0);
         // No kept tail before 1.14.19.
-        assert_eq!(tail_rule(Era::Sqlite, &k, 100_000), None);
+        assert_eq!(tail_rule(KeptTail::None, &k, 100_000), None);
         // 1.14.19–1.18.24: 2 turns within min(8000, max(2000, usable/4)).
         assert_eq!(
-            tail_rule(Era::AnchoredSummary, &k, 100_000),
-            Some(Tail {
+            tail_rule(ANCHORED, &k, 100_000),
+            Some(Tail::Turns {
                 turns: Some(2),
                 budget: 8_000
             })
         );
         assert_eq!(
-            tail_rule(Era::AnchoredSummary, &k, 4_000),
-            Some(Tail {
+            tail_rule(ANCHORED, &k, 4_000),
+            Some(Tail::Turns {
                 turns: Some(2),
                 budget: 2_000
             })
         );
         // 1.18.25+: every turn within min(15000, …); E2's 11,000 usable → 2,750.
         assert_eq!(
-            tail_rule(Era::TextSummary, &k, 11_000),
-            Some(Tail {
+            tail_rule(TEXT, &k, 11_000),
+            Some(Tail::Turns {
                 turns: None,
                 budget: 2_750
             })
         );
         assert_eq!(
-            tail_rule(Era::TextSummary, &k, 100_000),
-            Some(Tail {
+            tail_rule(TEXT, &k, 100_000),
+            Some(Tail::Turns {
                 turns: None,
                 budget: 15_000
             })
         );
         // Knobs override: a tail where the release had none, no tail, another cap.
         assert_eq!(
-            tail_rule(Era::Sqlite, &knobs(Some(3), 5_000), 100_000),
-            Some(Tail {
+            tail_rule(KeptTail::None, &knobs(Some(3), 5_000), 100_000),
+            Some(Tail::Turns {
                 turns: Some(3),
                 budget: 5_000
             })
         );
+        assert_eq!(tail_rule(TEXT, &knobs(Some(0), 0), 100_000), None);
+        // The last step, unless a knob asks for turns.
         assert_eq!(
-            tail_rule(Era::TextSummary, &knobs(Some(0), 0), 100_000),
-            None
+            tail_rule(KeptTail::LastStep, &k, 100_000),
+            Some(Tail::LastStep)
+        );
+        assert_eq!(
+            tail_rule(KeptTail::LastStep, &knobs(Some(1), 0), 100_000),
+            Some(Tail::Turns {
+                turns: Some(1),
+                budget: 2_000
+            })
         );
     }
 
