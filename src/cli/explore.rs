@@ -44,7 +44,7 @@ pub struct ExploreArgs {
     /// Leave the mouse to the terminal (native text selection).
     #[arg(long)]
     pub no_mouse: bool,
-    /// Follow the session while OpenCode writes it (key W pauses and resumes).
+    /// Follow the session while its agent writes it (key W pauses and resumes).
     #[arg(long)]
     pub follow: bool,
 }

@@ -132,7 +132,7 @@ impl PricingTable {
 }
 
 /// A model id without a trailing `-YYYYMMDD` snapshot date.
-fn strip_date(id: &str) -> &str {
+pub(crate) fn strip_date(id: &str) -> &str {
     match id.rsplit_once('-') {
         Some((head, date)) if date.len() == 8 && date.bytes().all(|b| b.is_ascii_digit()) => head,
         _ => id,

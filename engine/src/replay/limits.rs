@@ -108,11 +108,13 @@ pub fn limits_for_model(trace: &Trace, model: Option<&crate::trace::ModelRef>) -
     }
     if let Some(m) = model {
         let full = format!("{}/{}", m.provider_id, m.model_id);
-        if let Some(e) = file
-            .model
-            .iter()
-            .find(|e| e.matches.iter().any(|x| *x == full || *x == m.model_id))
-        {
+        if let Some(e) = file.model.iter().find(|e| {
+            e.matches.iter().any(|x| {
+                *x == full
+                    || *x == m.model_id
+                    || *x == crate::replay::cache_cost::strip_date(&m.model_id)
+            })
+        }) {
             return ModelLimits {
                 context: e.context,
                 output: e.output,

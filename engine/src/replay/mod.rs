@@ -75,13 +75,18 @@ impl<'a> From<&'a LoadedSession> for Input<'a> {
 }
 
 /// The budget used and where it came from: `--budget` if given, else the usable input limit of
-/// the recorded model from the bundled table (by session, then model), else the fallback.
+/// the recorded model from the bundled table (by session, then model, else the fallback), as
+/// the trace's agent reckons it (the output reserve and buffer of its own compaction).
 pub fn resolve_budget(trace: &Trace, budget: Option<u64>) -> (u64, String) {
     match budget {
         Some(b) => (b, "--budget".into()),
         None => {
             let l = limits::limits_for(trace);
-            (l.usable(), l.source)
+            let usable = crate::trace::adapter::adapter(trace.origin.agent).map_or_else(
+                || l.usable(),
+                |a| a.flat_rules(trace).usable(l.context, l.output),
+            );
+            (usable, l.source)
         }
     }
 }
