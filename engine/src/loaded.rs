@@ -20,6 +20,7 @@ use crate::trace::load::Source;
 use crate::trace::summary_call::CompactionSizes;
 use crate::trace::{LoadError, Trace, UserKind};
 
+pub mod calibration;
 mod draft;
 use draft::{draft_episode, DraftInputs, Drafted, Pending};
 
@@ -76,9 +77,12 @@ pub struct LoadedSession {
     /// Lineage of the external tiers taken from a `*.tiers.json` sidecar (model, prompt,
     /// strategy, usage of the call that wrote each), for the audit and the experiment.
     pub tier_lineage: Vec<crate::episode::historian::lineage::TierLineage>,
-    /// The recorded compaction calls as OpenCode built them and the release's compaction prompt,
-    /// with their token counts.
+    /// The recorded compaction calls as the agent built them and its compaction prompt, with
+    /// their token counts.
     pub compaction: CompactionSizes,
+    /// How the token counts compare with the recorded usage, where the model's provider
+    /// tokenizes otherwise (and whether they were scaled to it).
+    pub calibration: Option<calibration::Calibration>,
 }
 
 impl LoadedSession {
@@ -245,6 +249,10 @@ impl Loader {
         }
         let opts = self.options_for(&self.locator, &trace)?;
         let mut loaded = from_trace_with(trace, &opts, &self.tokenizer);
+        for c in &mut built {
+            c.calibration = calibration::calibrate(c);
+        }
+        loaded.calibration = calibration::calibrate(&mut loaded);
         loaded.children = built;
         loaded.warnings.extend(
             child_errors
@@ -545,6 +553,7 @@ pub fn from_trace_with(
         magic_context,
         tier_lineage,
         compaction,
+        calibration: None,
     }
 }
 
@@ -594,6 +603,7 @@ fn empty(
         magic_context: None,
         tier_lineage: Vec::new(),
         compaction: CompactionSizes::NONE,
+        calibration: None,
     }
 }
 

@@ -42,14 +42,13 @@ pub struct ExperimentArgs {
 }
 
 pub fn run_cli(a: &ExperimentArgs) -> anyhow::Result<()> {
-    let policies = if a.policies.is_empty() {
-        policy::builtins()?
-    } else {
-        a.policies
-            .iter()
-            .map(|p| policy::load(p, &[]))
-            .collect::<Result<Vec<_>, _>>()?
-    };
+    // None given: the built-ins, the flat baseline being the session's own agent's (known once
+    // it is loaded).
+    let policies = a
+        .policies
+        .iter()
+        .map(|p| policy::load(p, &[]))
+        .collect::<Result<Vec<_>, _>>()?;
     let mode = match a.match_mean_tokens.as_deref() {
         None => BudgetMode::Fixed(a.budget),
         Some("auto") => BudgetMode::MatchMeanTokens(None),
@@ -141,6 +140,13 @@ fn run_tier_sources(
             "no probes sidecar found; probe survival and the oracles' yardsticks are empty",
         );
     }
+    let own;
+    let policies = if policies.is_empty() {
+        own = policy::builtins_for_agent(loads[0].trace.origin.agent)?;
+        &own
+    } else {
+        policies
+    };
     let refs: Vec<_> = loads.iter().collect();
     let c = compare(&refs, policies, mode);
     report::emit(

@@ -296,6 +296,9 @@ pub fn text(r: &Replay) -> Text {
     if let Some(n) = &r.trace.pricing.note {
         out.line(format!("pricing: {n}"));
     }
+    if let Some(c) = &r.trace.calibration {
+        out.line(format!("tokens: {}", c.describe()));
+    }
     if let Some(c) = &r.policy.compaction {
         out.line(format!("compaction: {}", c.describe()));
     }

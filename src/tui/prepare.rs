@@ -87,7 +87,17 @@ pub fn session_model(l: &LoadedSession) -> SessionModel {
         episodes,
         user_turns,
         compactions,
-        notes: l.warnings.iter().map(|w| safe_line(w)).collect(),
+        notes: l
+            .warnings
+            .iter()
+            .map(|w| safe_line(w))
+            .chain(
+                l.calibration
+                    .iter()
+                    .filter(|c| c.applied)
+                    .map(|c| safe_line(&c.describe())),
+            )
+            .collect(),
     }
 }
 

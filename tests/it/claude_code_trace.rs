@@ -320,3 +320,39 @@ fn a_damaged_session_file_loads_what_is_intact() {
     // The escape sequence of the garbage line is not in what is shown of it.
     assert!(d.items().iter().all(|i| !i.example.contains('\u{1b}')));
 }
+
+#[test]
+fn counts_are_calibrated_to_a_provider_that_tokenizes_otherwise() {
+    let mut s = load(SESSIONS[0].1);
+    // The recordings' model counted with o200k: checked, not applied.
+    let c = s.calibration.clone().expect("a Claude model is checked");
+    assert!(!c.applied && (c.factor - 1.0).abs() < 0.02, "{c:?}");
+    // The same session as if Claude's tokenizer had counted 25 % more of the conversation:
+    // the recorded prompts grow by that much beyond the system chunk.
+    let p = policy::load("claude-code", &[]).expect("policy");
+    let before = replay::replay_session(&s, &p, None);
+    let system = before.trace.system_segments[0].tokens;
+    for r in &mut s.trace.requests {
+        if r.prompt > 0 {
+            r.prompt = system + ((r.prompt - system) as f64 * 1.25).round() as u64;
+        }
+    }
+    let c = tierscope_engine::loaded::calibration::calibrate(&mut s).expect("fitted");
+    assert!(c.applied, "{c:?}");
+    assert!((c.factor - 1.25).abs() < 0.02, "{c:?}");
+    s.calibration = Some(c);
+    let after = replay::replay_session(&s, &p, None);
+    assert!(replay_text_mentions_calibration(&after));
+    let errors: Vec<f64> = after
+        .frames
+        .iter()
+        .filter(|f| !f.synthetic_call && f.recorded.prompt > 0 && f.request > 0)
+        .map(|f| err_pct(f.tokens, f.recorded.prompt))
+        .collect();
+    let (median, max) = median_max(&errors);
+    assert!(median <= 2.0 && max <= 10.0, "{median:.2} / {max:.2}");
+}
+
+fn replay_text_mentions_calibration(r: &replay::Replay) -> bool {
+    r.trace.calibration.as_ref().is_some_and(|c| c.applied)
+}

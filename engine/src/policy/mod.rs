@@ -29,6 +29,19 @@ pub fn builtins() -> Result<Vec<Policy>, PolicyError> {
         .collect()
 }
 
+/// The built-ins a session recorded by `agent` is compared under: every one but the flat
+/// baselines of other agents (the session's own agent's compaction is its baseline; every flat
+/// built-in where none names the agent).
+pub fn builtins_for_agent(agent: &str) -> Result<Vec<Policy>, PolicyError> {
+    let all = builtins()?;
+    let own = |p: &Policy| p.kind != PolicyKind::Flat || p.choice("rules") == agent;
+    if all.iter().any(|p| p.kind == PolicyKind::Flat && own(p)) {
+        Ok(all.into_iter().filter(own).collect())
+    } else {
+        Ok(all)
+    }
+}
+
 /// Load a policy by built-in name or TOML file path, then apply `KEY=VALUE` overrides.
 /// A name that is neither a built-in nor an existing file is an error that lists the built-ins.
 pub fn load(name_or_path: &str, overrides: &[(String, String)]) -> Result<Policy, PolicyError> {

@@ -207,6 +207,7 @@ pub fn replay(input: &Input<'_>, policy: &Policy, budget: Option<u64>) -> Replay
             episodes: input.episodes.len(),
             system_segments: prepared.prep.segments.clone(),
             pricing: prepared.pricing.clone(),
+            calibration: None,
         },
         policy: PolicyInfo {
             name: policy.name.clone(),
@@ -258,5 +259,7 @@ pub fn irreducible(input: &Input<'_>) -> Vec<u64> {
 
 /// Replay a loaded session (convenience for [`replay`]).
 pub fn replay_session(s: &LoadedSession, policy: &Policy, budget: Option<u64>) -> Replay {
-    replay(&Input::from(s), policy, budget)
+    let mut r = replay(&Input::from(s), policy, budget);
+    r.trace.calibration.clone_from(&s.calibration);
+    r
 }

@@ -395,6 +395,10 @@ pub struct TraceInfo {
     pub episodes: usize,
     pub system_segments: Vec<SystemSegment>,
     pub pricing: PricingInfo,
+    /// How the counts compare with the recorded usage where the model's provider tokenizes
+    /// otherwise (see [`crate::loaded::calibration`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<crate::loaded::calibration::Calibration>,
 }
 
 /// The policy part of the output: resolved knobs and where the budget came from.
