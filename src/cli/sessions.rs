@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::report::{self, Cell, Column, Format, Table, Text};
+use tierscope_engine::trace::load::AgentSession;
 use tierscope_engine::trace::SessionSummary;
 
 #[derive(Debug, Clone, Args)]
@@ -21,12 +22,14 @@ pub struct SessionsArgs {
 
 pub fn run(args: &SessionsArgs) -> anyhow::Result<()> {
     let source = tierscope_engine::trace::open(args.path.as_deref())?;
-    let sessions = source.list_sessions()?;
+    let tagged = source.list_sessions_by_agent()?;
+    let sessions: Vec<SessionSummary> = tagged.iter().map(|a| a.summary.clone()).collect();
     report::emit(
         Format::json_if(args.json),
         &SessionsReport {
             source: source.describe(),
             sessions: &sessions,
+            agents: &tagged,
         },
     )?;
     if !args.json {
@@ -45,7 +48,7 @@ pub fn run(args: &SessionsArgs) -> anyhow::Result<()> {
     }
     // A database of thousands of sessions: freeing them one by one would cost more than the
     // warm listing itself does to print them.
-    super::keep_until_exit((source, sessions));
+    super::keep_until_exit((source, sessions, tagged));
     Ok(())
 }
 
@@ -54,6 +57,8 @@ pub fn run(args: &SessionsArgs) -> anyhow::Result<()> {
 pub struct SessionsReport<'a> {
     pub source: String,
     pub sessions: &'a [SessionSummary],
+    /// The same lines with their agent: the JSON document (each line's fields, then `agent`).
+    pub agents: &'a [AgentSession],
 }
 
 impl report::Report for SessionsReport<'_> {
@@ -61,7 +66,7 @@ impl report::Report for SessionsReport<'_> {
         "sessions"
     }
     fn document(&self) -> impl serde::Serialize + '_ {
-        self.sessions
+        self.agents
     }
     fn text(&self) -> Text {
         let mut t = Text::new();

@@ -64,11 +64,22 @@ impl SessionSummary {
     }
 }
 
+/// A listing line with the agent whose data it comes from (`sessions --json`): the line's
+/// fields, then `agent`, the adapter's id.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AgentSession {
+    #[serde(flatten)]
+    pub summary: SessionSummary,
+    pub agent: &'static str,
+}
+
 /// Where sessions come from: one or more opened stores (one per agent's data). See the module
 /// docs.
 #[derive(Debug)]
 pub struct Source {
     stores: Vec<Box<dyn SessionStore>>,
+    /// The id of the adapter that opened each store.
+    agents: Vec<&'static str>,
     /// Every store's indexing diagnostics, in store order.
     diagnostics: Diagnostics,
 }
@@ -81,8 +92,12 @@ pub fn open(path: Option<&Path>) -> Result<Source, LoadError> {
 
 /// [`open`] with an explicit environment.
 pub fn open_with_env(path: Option<&Path>, env: &Env) -> Result<Source, LoadError> {
+    let open = |p: &Path| -> Result<(&'static str, Box<dyn SessionStore>), LoadError> {
+        let detected = adapter::detect(p)?;
+        Ok((detected.adapter.id(), detected.adapter.open(&detected)?))
+    };
     let stores = match path {
-        Some(p) => vec![adapter::open_path(p)?],
+        Some(p) => vec![open(p)?],
         None => {
             let found = adapter::discover(env)?;
             if found.is_empty() {
@@ -90,16 +105,19 @@ pub fn open_with_env(path: Option<&Path>, env: &Env) -> Result<Source, LoadError
             }
             found
                 .iter()
-                .map(|p| adapter::open_path(p))
+                .map(|p| open(p))
                 .collect::<Result<Vec<_>, _>>()?
         }
     };
     Ok(Source::of(stores))
 }
 
-/// The sample session compiled into the binary.
+/// The sample session compiled into the binary (an OpenCode export).
 pub fn open_bundled() -> Result<Source, LoadError> {
-    Ok(Source::of(vec![crate::formats::bundled_sample()?]))
+    Ok(Source::of(vec![(
+        "opencode",
+        crate::formats::bundled_sample()?,
+    )]))
 }
 
 /// Pick a session: exact id, else a unique id prefix.
@@ -122,13 +140,15 @@ pub(crate) fn resolve<'a>(
 }
 
 impl Source {
-    fn of(stores: Vec<Box<dyn SessionStore>>) -> Source {
+    fn of(stores: Vec<(&'static str, Box<dyn SessionStore>)>) -> Source {
         let mut diagnostics = Diagnostics::new();
-        for s in &stores {
+        for (_, s) in &stores {
             diagnostics.extend(s.diagnostics());
         }
+        let (agents, stores) = stores.into_iter().unzip();
         Source {
             stores,
+            agents,
             diagnostics,
         }
     }
@@ -175,11 +195,32 @@ impl Source {
     }
 
     fn list(&self, cache: Option<&ListingCache>) -> Result<Vec<SessionSummary>, LoadError> {
+        Ok(self
+            .list_tagged(cache)?
+            .into_iter()
+            .map(|a| a.summary)
+            .collect())
+    }
+
+    /// [`Source::list_sessions`], each line with the id of the agent whose data it comes from.
+    pub fn list_sessions_by_agent(&self) -> Result<Vec<AgentSession>, LoadError> {
+        self.list_tagged(Some(&ListingCache::Default))
+    }
+
+    fn list_tagged(&self, cache: Option<&ListingCache>) -> Result<Vec<AgentSession>, LoadError> {
         let mut out = Vec::new();
-        for s in &self.stores {
-            out.extend(s.list(cache)?);
+        for (s, &agent) in self.stores.iter().zip(&self.agents) {
+            out.extend(
+                s.list(cache)?
+                    .into_iter()
+                    .map(|summary| AgentSession { summary, agent }),
+            );
         }
-        out.sort_by(|a, b| b.updated.cmp(&a.updated).then_with(|| a.id.cmp(&b.id)));
+        out.sort_by(|a, b| {
+            (b.summary.updated)
+                .cmp(&a.summary.updated)
+                .then_with(|| a.summary.id.cmp(&b.summary.id))
+        });
         Ok(out)
     }
 
@@ -281,13 +322,18 @@ mod tests {
     /// session by default, any session by id, and children from the store that holds the parent.
     #[test]
     fn several_stores_act_as_one_source() {
-        let stores: Vec<Box<dyn SessionStore>> = ["B1.json", "M1.json", "C1.json"]
+        let stores: Vec<(&'static str, Box<dyn SessionStore>)> = ["B1.json", "M1.json", "C1.json"]
             .iter()
-            .map(|n| adapter::open_path(&sample(n)).expect("sample opens"))
+            .map(|n| {
+                (
+                    "opencode",
+                    adapter::open_path(&sample(n)).expect("sample opens"),
+                )
+            })
             .collect();
         let one_by_one: Vec<Trace> = stores
             .iter()
-            .map(|s| s.load_session(None).expect("loads"))
+            .map(|(_, s)| s.load_session(None).expect("loads"))
             .collect();
         let source = Source::of(stores);
         assert_eq!(
