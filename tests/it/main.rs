@@ -9,6 +9,7 @@ mod tui_common;
 mod adversarial;
 mod claude_code_transcript;
 mod codex_rollout;
+mod codex_trace;
 mod compaction_cliff;
 mod corrupt_input;
 mod damaged_exports;

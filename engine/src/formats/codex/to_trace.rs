@@ -680,15 +680,7 @@ impl<'a> Builder<'a> {
         };
         let mut diagnostics = rollout.diagnostics.clone();
         diagnostics.extend(&self.thread.diagnostics);
-        if !self.requests.is_empty() {
-            diagnostics.push_n(
-                DiagnosticKind::RuleTokenSemantics,
-                self.requests.len(),
-                "Codex records usage inclusive: input = input_tokens − cached_input_tokens, \
-                 cache_read = cached_input_tokens, output = output_tokens − \
-                 reasoning_output_tokens; the prompt is input_tokens",
-            );
-        }
+        // One rule note (a kind keeps its first example): how usage was read and priced.
         let mut unpriced: Vec<String> = Vec::new();
         for r in self.requests.iter().filter(|r| !r.usage.is_zero()) {
             let info = usage::pricing(
@@ -701,8 +693,20 @@ impl<'a> Builder<'a> {
                 }
             }
         }
-        for note in unpriced {
-            diagnostics.push(DiagnosticKind::RuleTokenSemantics, note);
+        if !self.requests.is_empty() {
+            let mut note = "Codex records usage inclusive: input = input_tokens − \
+                            cached_input_tokens, cache_read = cached_input_tokens, output = \
+                            output_tokens − reasoning_output_tokens; the prompt is input_tokens"
+                .to_owned();
+            for u in &unpriced {
+                note.push_str("; ");
+                note.push_str(u);
+            }
+            diagnostics.push_n(
+                DiagnosticKind::RuleTokenSemantics,
+                self.requests.len(),
+                note,
+            );
         }
         if self.rebuilt_compactions > 0 {
             diagnostics.push_n(
