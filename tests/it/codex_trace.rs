@@ -722,3 +722,38 @@ fn the_cli_lists_and_replays_a_codex_thread() {
         assert!(r.contains("2 compactions"), "{r}");
     }
 }
+
+/// A rollout Codex is still writing: followed through the registry, an answer whose usage is not
+/// written yet is a `cut` request, and once the rest is appended the thread is whole.
+#[test]
+fn a_rollout_being_written_is_followed_and_read_as_far_as_it_goes() {
+    let text = std::fs::read_to_string(rollout_path()).expect("rollout");
+    let lines: Vec<&str> = text.lines().collect();
+    let (_dir, home) = write_home(&[]);
+    let day = home.join("sessions/2026/12/02");
+    std::fs::create_dir_all(&day).expect("mkdir");
+    let file = day.join(rollout_path().file_name().expect("name"));
+    // Up to the call of the second response (line 22), before its usage record (line 23).
+    std::fs::write(&file, lines[..22].join("\n") + "\n").expect("write");
+    let target = tierscope_engine::watch::WatchTarget::for_path(&home).expect("watchable");
+    assert_eq!((target.agent(), target.kind()), ("codex", "codex home"));
+    assert!(target.is_relevant(&file));
+    let before = target.fingerprint();
+    let t = trace_of(&home);
+    let statuses: Vec<RequestStatus> = t.requests.iter().map(|r| r.status).collect();
+    assert_eq!(statuses, vec![RequestStatus::Ok, RequestStatus::Cut]);
+    assert!(t.messages[t.requests[1].message_index]
+        .tool_parts()
+        .next()
+        .is_some_and(|(_, tp)| tp.status == ToolStatus::Running));
+    let src = tierscope_engine::trace::open(Some(&home)).expect("opens");
+    assert_eq!(
+        src.list_sessions_with(&ListingCache::Off).expect("lists"),
+        src.list_sessions_by_full_load().expect("lists")
+    );
+    std::fs::write(&file, text).expect("append the rest");
+    assert_ne!(target.fingerprint(), before);
+    let t = trace_of(&home);
+    assert_eq!(t.requests.len(), 23);
+    assert!(t.requests.iter().all(|r| r.status == RequestStatus::Ok));
+}
