@@ -38,6 +38,9 @@ pub struct SessionOut {
     /// The release rules the session was read with, e.g. `0.5.29 (0.2-0.7)` (see
     /// docs/opencode-eras.md).
     pub rules: String,
+    /// The agent's name for people (`OpenCode`, `Codex CLI`), for the text report.
+    #[serde(skip)]
+    pub agent_name: &'static str,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -114,6 +117,8 @@ pub fn report(trace: &Trace, child_sessions: usize) -> InspectReport {
             parent_id: trace.session.parent_id.clone(),
             version: trace.session.version.clone(),
             rules: trace.origin.describe_rules(),
+            agent_name: tierscope_engine::trace::adapter::adapter(trace.origin.agent)
+                .map_or("OpenCode", |a| a.name()),
         },
         counts: Counts {
             messages: trace.messages.len(),
@@ -216,7 +221,10 @@ pub fn table(r: &InspectReport, source: &str) -> Table {
         "version",
         r.session.version.clone().unwrap_or_else(|| "-".into()),
     );
-    row("rules", format!("OpenCode {}", r.session.rules));
+    row(
+        "rules",
+        format!("{} {}", r.session.agent_name, r.session.rules),
+    );
     row(
         "messages",
         format!(

@@ -356,3 +356,30 @@ fn counts_are_calibrated_to_a_provider_that_tokenizes_otherwise() {
 fn replay_text_mentions_calibration(r: &replay::Replay) -> bool {
     r.trace.calibration.as_ref().is_some_and(|c| c.applied)
 }
+
+/// `claude-code` simulated at the recording's threshold (a 100,000 window at 55 %: 44,000)
+/// compacts before the same requests as the CLI (the /compact by hand falls where pressure
+/// would have compacted too), keeping the last step as the CLI kept its preserved segment.
+#[test]
+fn the_simulated_compaction_fires_where_claude_code_did() {
+    let s = load(SESSIONS[0].1);
+    let p = policy::load("claude-code", &[]).expect("policy");
+    let r = replay::replay_session(&s, &p, Some(44_000));
+    let run = r.policy.compaction.clone().expect("compaction run");
+    assert_eq!(run.trigger, "simulate");
+    let recorded: Vec<usize> = s
+        .trace
+        .compactions
+        .iter()
+        .filter_map(|c| c.summary_request.map(|x| x + 1))
+        .collect();
+    assert_eq!(run.compactions, recorded);
+    // The first kept the last step: the request after it is within 1 % of what was sent.
+    let f = &r.frames[recorded[0]];
+    assert!(
+        err_pct(f.tokens, f.recorded.prompt) < 1.0,
+        "{} vs {}",
+        f.tokens,
+        f.recorded.prompt
+    );
+}

@@ -533,7 +533,8 @@ fn the_listing_agrees_with_a_full_read() {
         assert_eq!(l.summary.directory, m["project_dir"].as_str().expect("dir"));
         assert_eq!(l.summary.requests, s.main.requests.responses.len());
         assert_eq!(l.summary.tokens, s.own_usage().to_usage());
-        assert_eq!(l.summary.cost, 0.0);
+        // Priced by the bundled table; ccusage's own figure is checked beside the trace's.
+        assert!(l.summary.cost > 0.0, "{name}");
         assert_eq!(l.unreadable_lines, 0);
         let first = m["turns"][0]["user"].as_str().expect("prompt");
         assert_eq!(l.summary.title, first);

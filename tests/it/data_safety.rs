@@ -264,8 +264,8 @@ fn outputs_inside_an_agent_data_dir_are_refused_and_nothing_is_created() {
         ("home/.claude/projects/fig.svg", "Claude Code's data dir"),
         ("claude-b/fig.svg", "Claude Code's data dir"),
         ("home/.config/claude/fig.svg", "Claude Code's data dir"),
-        ("codex/sessions/fig.svg", "Codex's data dir"),
-        ("home/.codex/fig.svg", "Codex's data dir"),
+        ("codex/sessions/fig.svg", "Codex CLI's data dir"),
+        ("home/.codex/fig.svg", "Codex CLI's data dir"),
         ("xdg/opencode/fig.svg", "OpenCode's data dir"),
         ("home/.local/share/opencode/fig.svg", "OpenCode's data dir"),
     ] {

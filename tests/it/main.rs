@@ -10,6 +10,7 @@ mod adversarial;
 mod claude_code_trace;
 mod claude_code_transcript;
 mod codex_rollout;
+mod codex_trace;
 mod compaction_cliff;
 mod corrupt_input;
 mod damaged_exports;

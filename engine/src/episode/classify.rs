@@ -1248,10 +1248,21 @@ pub fn sentence_spans(text: &str) -> Vec<(usize, usize)> {
     out
 }
 
-/// The main input of a tool call as one string (bash: the command).
+/// The main input of a tool call as one string (bash: the command; Codex's `exec_command` names
+/// it `cmd`, its older `shell` gives it as an argv, `["bash", "-lc", script]`).
 pub fn tool_command(t: &ToolPart) -> String {
+    if let Some(argv) = t.input.get("command").and_then(Value::as_array) {
+        let words: Vec<&str> = argv.iter().filter_map(Value::as_str).collect();
+        return match words.as_slice() {
+            [shell, flag, script] if is_shell(shell) && flag.starts_with('-') => {
+                (*script).to_owned()
+            }
+            _ => words.join(" "),
+        };
+    }
     for k in [
         "command",
+        "cmd",
         "filePath",
         "path",
         "pattern",
@@ -1281,7 +1292,59 @@ pub fn tool_files(t: &ToolPart) -> Vec<String> {
             v.push(s.to_owned());
         }
     }
+    if t.behaves_as() == "apply_patch" {
+        for f in patch_files(patch_text(&t.input)) {
+            if !v.contains(&f) {
+                v.push(f);
+            }
+        }
+    }
     v
+}
+
+/// A shell that runs its script argument (`bash -lc script`).
+fn is_shell(word: &str) -> bool {
+    let name = word.rsplit('/').next().unwrap_or(word);
+    matches!(
+        name,
+        "bash" | "sh" | "zsh" | "dash" | "fish" | "pwsh" | "powershell"
+    )
+}
+
+/// The patch of an `apply_patch` call: its freeform input (a string), or the string under
+/// `input` / `patchText` / `patch`.
+fn patch_text(input: &Value) -> &str {
+    if let Some(s) = input.as_str() {
+        return s;
+    }
+    ["input", "patchText", "patch"]
+        .iter()
+        .find_map(|k| input.get(*k).and_then(Value::as_str))
+        .unwrap_or("")
+}
+
+/// The files a patch in the `*** Begin Patch` format names: added, updated, deleted, and the
+/// target of a move.
+fn patch_files(patch: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for l in patch.lines() {
+        let l = l.trim_end();
+        let f = [
+            "*** Add File: ",
+            "*** Update File: ",
+            "*** Delete File: ",
+            "*** Move to: ",
+        ]
+        .iter()
+        .find_map(|p| l.strip_prefix(p))
+        .map(str::trim);
+        if let Some(f) = f.filter(|f| !f.is_empty()) {
+            if !out.iter().any(|x| x == f) {
+                out.push(f.to_owned());
+            }
+        }
+    }
+    out
 }
 
 /// The line that quotes a failure: the decisive line of the tool's error, else its output

@@ -89,11 +89,21 @@ pub fn todo_changes(trace: &Trace) -> Vec<TodoChange> {
             if t.behaves_as() != "todowrite" {
                 continue;
             }
-            let Some(todos) = t.input.get("todos").and_then(Value::as_array) else {
+            // Codex's `update_plan`: `plan: [{step, status}]`.
+            let Some(todos) = t
+                .input
+                .get("todos")
+                .or_else(|| t.input.get("plan"))
+                .and_then(Value::as_array)
+            else {
                 continue;
             };
             for todo in todos {
-                let content = todo.get("content").and_then(Value::as_str).unwrap_or("");
+                let content = todo
+                    .get("content")
+                    .or_else(|| todo.get("step"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
                 let status = todo.get("status").and_then(Value::as_str).unwrap_or("");
                 if content.is_empty() {
                     continue;

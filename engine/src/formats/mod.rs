@@ -11,7 +11,8 @@ pub mod codex;
 pub mod opencode;
 
 /// Every agent tierscope reads, in the order detection breaks ties and discovery lists them.
-pub static ADAPTERS: &[&dyn Adapter] = &[&opencode::OpenCode, &claude_code::ClaudeCode];
+pub static ADAPTERS: &[&dyn Adapter] =
+    &[&opencode::OpenCode, &claude_code::ClaudeCode, &codex::Codex];
 
 /// The sample session compiled into the binary (an OpenCode export of a dependency migration),
 /// opened when no agent data is found.

@@ -115,8 +115,8 @@ fn every_agent_data_dir_is_refused() {
         ("c1/out.svg", "Claude Code"),
         ("c2/out.svg", "Claude Code"),
         ("home/.config/claude/out.svg", "Claude Code"),
-        ("codex/sessions/out.svg", "Codex"),
-        ("home/.codex/out.svg", "Codex"),
+        ("codex/sessions/out.svg", "Codex CLI"),
+        ("home/.codex/out.svg", "Codex CLI"),
     ] {
         let c = refused(&g, &d.join(inside));
         assert!(

@@ -133,8 +133,9 @@ fn materialize(
         tokens: rq.sys_tokens,
         hash: rq.sys_key,
         text: format!(
-            "[system prompt and tool schemas for agent {agent:?}, model {model:?}: {} tokens, not stored by OpenCode]",
-            rq.sys_tokens
+            "[system prompt and tool schemas for agent {agent:?}, model {model:?}: {} tokens, not stored by {}]",
+            rq.sys_tokens,
+            crate::trace::adapter::adapter(p.trace.origin.agent).map_or("OpenCode", |a| a.name())
         ),
         changed_since_prev: false,
     });

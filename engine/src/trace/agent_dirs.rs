@@ -10,7 +10,7 @@ use super::adapter::{Adapter, Env};
 /// One agent's data dir.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentDir {
-    /// The agent, as named in messages ("OpenCode", "Claude Code", "Codex", "Magic Context").
+    /// The agent, as named in messages ("OpenCode", "Claude Code", "Codex CLI", "Magic Context").
     pub agent: &'static str,
     pub dir: PathBuf,
 }
@@ -25,7 +25,7 @@ pub struct AgentDir {
 /// - Magic Context: `$XDG_DATA_HOME/cortexkit/magic-context`, `~/.local/share/cortexkit/magic-context`;
 /// - Claude Code: `~/.claude`, every dir in `$CLAUDE_CONFIG_DIR` (a comma-separated list),
 ///   `$XDG_CONFIG_HOME/claude`, `~/.config/claude`;
-/// - Codex: `$CODEX_HOME`, `~/.codex`.
+/// - Codex CLI (registered): `$CODEX_HOME`, `~/.codex`.
 pub fn agent_data_dirs(env: &Env) -> Vec<AgentDir> {
     let mut out = Vec::new();
     let mut add = |agent: &'static str, dir: PathBuf| {
@@ -49,13 +49,10 @@ pub fn agent_data_dirs(env: &Env) -> Vec<AgentDir> {
         );
     }
 
-    // Not registered yet, but their data is theirs already: their adapters' own lists.
+    // Not registered yet, but its data is its already: its adapter's own list.
     let claude = crate::formats::claude_code::ClaudeCode;
     for d in claude.data_dirs(env) {
         add(claude.name(), d);
-    }
-    for d in crate::formats::codex::input::data_dirs(env) {
-        add("Codex", d);
     }
     out
 }
@@ -87,8 +84,8 @@ mod tests {
         assert!(has("Claude Code", "/c1"));
         assert!(has("Claude Code", "/c2"));
         assert!(has("Claude Code", "/h/.config/claude"));
-        assert!(has("Codex", "/cx"));
-        assert!(has("Codex", "/h/.codex"));
+        assert!(has("Codex CLI", "/cx"));
+        assert!(has("Codex CLI", "/h/.codex"));
         assert!(!dirs.iter().any(|(_, d)| d == "relative"));
     }
 }

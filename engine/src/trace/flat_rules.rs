@@ -12,6 +12,10 @@ pub enum TriggerCount {
     /// The previous request's prompt plus its output: after a request crosses, the next one
     /// compacts first (the crossing one was sent as it was).
     PreviousTotal,
+    /// The previous request's prompt and output plus an estimate of what was added since (its
+    /// text's bytes over `bytes_per_token`): the agent's own estimate before it sends, which a
+    /// large tool output can cross before the model ever counts it.
+    PreviousTotalPlusEstimate { bytes_per_token: u64 },
     /// The context the request is about to send: it compacts before it is sent.
     NextRequest,
 }
@@ -52,6 +56,8 @@ pub struct FlatRules {
     pub count: TriggerCount,
     pub trigger: TriggerRule,
     pub tail: KeptTail,
+    /// The share of the model's window the limit starts from (1 for most agents).
+    pub context_share: f64,
     /// The output reserve is the model's output limit, at most this.
     pub output_reserve_cap: u64,
     /// Tokens kept free below the usable limit besides the output reserve.
@@ -61,7 +67,7 @@ pub struct FlatRules {
 impl FlatRules {
     /// The usable input limit of a model with these context and output limits.
     pub fn usable(&self, context: u64, output: u64) -> u64 {
-        context
+        ((context as f64 * self.context_share) as u64)
             .saturating_sub(output.min(self.output_reserve_cap))
             .saturating_sub(self.buffer)
     }
@@ -84,6 +90,7 @@ impl FlatRules {
             count: TriggerCount::NextRequest,
             trigger: TriggerRule::AtLeast,
             tail: KeptTail::None,
+            context_share: 1.0,
             output_reserve_cap: u64::MAX,
             buffer: 0,
         }
@@ -104,6 +111,13 @@ mod tests {
         assert_eq!(r.usable(200_000, 64_000), 167_000);
         assert_eq!(r.usable(200_000, 8_000), 179_000);
         assert_eq!(r.usable(10_000, 64_000), 0);
+        let share = FlatRules {
+            context_share: 0.9,
+            output_reserve_cap: 0,
+            buffer: 0,
+            ..FlatRules::generic("x")
+        };
+        assert_eq!(share.usable(128_000, 32_000), 115_200);
     }
 
     #[test]

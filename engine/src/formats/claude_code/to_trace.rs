@@ -63,7 +63,8 @@ pub const WIRE: WireRules = WireRules {
 /// this one text block (1,219: the history had grown by the previous response).
 pub const SUMMARY_INSTRUCTION_TOKENS: u64 = 1_205;
 
-/// Claude Code's auto-compact: before a request is sent, when the context it would send reaches
+/// Claude Code's auto-compact: before a request is sent, when its estimate of the context (the
+/// last response's usage, prompt and output, plus the new messages at 4 bytes a token) reaches
 /// the threshold (the model's window less an output reserve of at most 20,000 and a 13,000
 /// token buffer), the history is summarised by a call of its own; the last step (the response
 /// and its tool results not yet sent) is kept verbatim after the summary (`preservedSegment`).
@@ -71,9 +72,10 @@ pub fn flat_rules() -> FlatRules {
     FlatRules {
         agent: "Claude Code",
         rules: RULES.to_owned(),
-        count: TriggerCount::NextRequest,
+        count: TriggerCount::PreviousTotalPlusEstimate { bytes_per_token: 4 },
         trigger: TriggerRule::AtLeast,
         tail: KeptTail::LastStep,
+        context_share: 1.0,
         output_reserve_cap: 20_000,
         buffer: 13_000,
     }

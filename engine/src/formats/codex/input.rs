@@ -1,7 +1,6 @@
 //! What a path is to Codex, where Codex keeps its data, and what reading an input touches: the
-//! parts of [`crate::trace::adapter::Adapter`] that do not need a loaded session. The `impl
-//! Adapter` for Codex waits for its sessions to be converted into the neutral model (see the
-//! parent module's docs); these functions are what it will call.
+//! parts of [`crate::trace::adapter::Adapter`] that do not need a loaded session, called by
+//! [`super::adapter::Codex`].
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

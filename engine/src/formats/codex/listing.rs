@@ -39,6 +39,10 @@ pub struct ThreadSummary {
     pub requests: Option<usize>,
     /// Usage (neutral form); `None` when not scanned.
     pub usage: Option<Usage>,
+    /// Messages of the loaded trace; `None` when not scanned.
+    pub messages: Option<usize>,
+    /// Cost by the pricing table ([`super::usage::cost`]); `None` when not scanned.
+    pub cost: Option<f64>,
     /// Codex's thread `total_tokens` (the index's `tokens_used`, else summed by the scan).
     pub total_tokens: u64,
     /// Listed from the index.
@@ -46,8 +50,7 @@ pub struct ThreadSummary {
 }
 
 impl ThreadSummary {
-    /// The neutral listing line: cost 0 (Codex's prices are not known here yet) and messages 0
-    /// (the scan does not count them); requests and tokens 0 when not scanned.
+    /// The neutral listing line; messages, requests, tokens and cost 0 when not scanned.
     pub fn to_session_summary(&self, children: Vec<String>) -> SessionSummary {
         SessionSummary {
             agent: "codex",
@@ -57,10 +60,10 @@ impl ThreadSummary {
             parent_id: self.parent_id.clone(),
             created: self.created,
             updated: self.updated,
-            messages: 0,
+            messages: self.messages.unwrap_or(0),
             requests: self.requests.unwrap_or(0),
             tokens: self.usage.unwrap_or_default(),
-            cost: 0.0,
+            cost: self.cost.unwrap_or(0.0),
             children,
         }
     }
@@ -150,9 +153,11 @@ pub fn list(home: &Path, depth: Depth, diags: &mut Diagnostics) -> Vec<ThreadSum
 }
 
 /// What the scan adds to a thread: its counts, and every field the index left empty.
-fn fill(t: &mut ThreadSummary, s: RolloutSummary) {
+pub fn fill(t: &mut ThreadSummary, s: RolloutSummary) {
     t.requests = Some(s.requests);
+    t.messages = Some(s.messages);
     t.usage = Some(s.usage);
+    t.cost = Some(s.cost);
     if !t.indexed {
         t.total_tokens = s.total_tokens;
     }

@@ -1,12 +1,11 @@
 //! Codex CLI (openai/codex): its rollout files, its thread index, and how its usage reads.
 //!
-//! **Not registered yet.** This is the foundation of the Codex adapter: a typed reader of the
-//! rollout files ([`rollout`]), the thread they make ([`thread`]: responses, turns, tool calls,
-//! compactions), and a cheap listing ([`listing`]). Codex sessions are not converted into the
-//! neutral [`crate::trace::model::Trace`] yet, and Codex is not in [`crate::formats::ADAPTERS`]:
-//! an agent read by halves must not reach users. What the `impl Adapter` will need besides the
-//! loading is here: input detection, data dirs and discovery, the parts a load reads
-//! ([`input`]) and what `--follow` watches ([`watch`]).
+//! Behind the adapter seam as [`Codex`] ([`adapter`]), registered in
+//! [`crate::formats::ADAPTERS`]: a typed reader of the rollout files ([`rollout`]), the thread
+//! they make ([`thread`]: responses, turns, tool calls, compactions), its conversion into the
+//! neutral [`crate::trace::model::Trace`] ([`to_trace`]), a cheap listing ([`listing`],
+//! [`scan`]), input detection, data dirs and discovery ([`input`]) and what `--follow` watches
+//! ([`watch`]).
 //!
 //! Where Codex keeps its data: `$CODEX_HOME` (default `~/.codex`), one rollout file per thread
 //! under `sessions/YYYY/MM/DD/rollout-<local time>-<thread id>.jsonl` (`codex exec resume`
@@ -18,6 +17,7 @@
 //! read, cache write 0, output without reasoning, reasoning. One figure per model response
 //! ([`thread`] says why `token_count` events are not summed).
 
+pub mod adapter;
 pub mod home;
 pub mod input;
 pub mod listing;
@@ -25,5 +25,8 @@ pub mod rollout;
 pub mod scan;
 pub mod state_db;
 pub mod thread;
+pub mod to_trace;
 pub mod usage;
 pub mod watch;
+
+pub use adapter::{Codex, CodexStore};

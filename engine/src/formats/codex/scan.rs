@@ -2,14 +2,18 @@
 //!
 //! Users' rollouts reach hundreds of MB, nearly all of it tool outputs and Codex's own copies of
 //! them (`item_completed`). Each line's `type` is read from its first bytes; only
-//! `session_meta`, `turn_context`, `token_usage_record`, `token_count` events and, until the
-//! title is found, user messages are parsed. Responses are counted by the rules of
-//! [`super::thread`] (records where present, else the `token_count` events whose total moved).
+//! `session_meta`, `turn_context`, `token_usage_record`, `compacted`, the `token_count`,
+//! `error` and `turn_aborted` events and, until the title is found, user messages are parsed;
+//! every other `response_item` is only told apart by its head (its payload type and role).
+//! Requests and messages are counted by the rules of [`super::thread`] and [`super::to_trace`]:
+//! one request per response (records where present, else the `token_count` events whose total
+//! moved), per failed request and per compaction without a response of its own; one message per
+//! user-role item and per request.
 
 use std::path::Path;
 
 use super::rollout::{self, Line, Record, ResponseItem};
-use super::thread::Thread;
+use super::thread::{is_output, Thread, OUTPUT_KINDS};
 use crate::trace::diagnostics::Diagnostics;
 use crate::trace::error::LoadError;
 use crate::trace::model::Usage;
@@ -29,14 +33,26 @@ pub struct RolloutSummary {
     /// The last line's timestamp, Unix ms.
     pub updated: Option<i64>,
     pub requests: usize,
+    /// Messages of the loaded trace: user-role items, and one assistant message per request.
+    pub messages: usize,
     pub usage: Usage,
+    /// Every response priced by its model ([`super::usage::cost`]), summed in file order.
+    pub cost: f64,
     /// Codex's `total_tokens` summed over the responses (what `threads.tokens_used` holds).
     pub total_tokens: u64,
     pub diagnostics: Diagnostics,
 }
 
 /// The line types a listing parses.
-const WANTED: &[&str] = &["session_meta", "turn_context", "token_usage_record"];
+const WANTED: &[&str] = &[
+    "session_meta",
+    "turn_context",
+    "token_usage_record",
+    "compacted",
+];
+
+/// The events a listing parses.
+const WANTED_EVENTS: &[&str] = &["token_count", "error", "turn_aborted"];
 
 /// Scan the rollout at `path` (see the module docs).
 pub fn scan_path(path: &Path) -> Result<RolloutSummary, LoadError> {
@@ -50,6 +66,7 @@ pub fn scan_path(path: &Path) -> Result<RolloutSummary, LoadError> {
     let mut title: Option<String> = None;
     let mut first_ts: Option<String> = None;
     let mut last_ts: Option<String> = None;
+    let mut user_messages = 0usize;
     rollout::each_line(file, rollout::MAX_LINE, &mut diags, |line, diags| {
         let raw = line.bytes;
         if let Some(ts) = head_timestamp(raw) {
@@ -61,9 +78,48 @@ pub fn scan_path(path: &Path) -> Result<RolloutSummary, LoadError> {
         let kind = head_type(raw);
         let wanted = match kind.as_deref() {
             Some(k) if WANTED.contains(&k) => true,
-            Some("event_msg") => head_payload_type(raw).as_deref() == Some("token_count"),
+            Some("event_msg") => head_payload_type(raw)
+                .as_deref()
+                .is_some_and(|t| WANTED_EVENTS.contains(&t)),
             Some("response_item") => {
-                title.is_none() && head_payload_type(raw).as_deref() == Some("message")
+                let ptype = head_payload_type(raw);
+                let role = head_payload_role(raw);
+                let output = match (ptype.as_deref(), role.as_deref()) {
+                    (Some("message"), Some(r)) => Some(r == "assistant"),
+                    (Some("message"), None) | (None, _) => None,
+                    (Some(t), _) => Some(
+                        matches!(t, "reasoning" | "function_call" | "custom_tool_call")
+                            || OUTPUT_KINDS.contains(&t),
+                    ),
+                };
+                match output {
+                    // Only whether the model's answer was under way matters.
+                    Some(true) => {
+                        lines.push(Line {
+                            number: line.number,
+                            timestamp: None,
+                            record: Record::ResponseItem(rollout::ResponseLine {
+                                item: ResponseItem::Reasoning {
+                                    id: None,
+                                    summary: String::new(),
+                                    encrypted: false,
+                                },
+                                compaction_output: false,
+                            }),
+                        });
+                        return;
+                    }
+                    Some(false) if ptype.as_deref() == Some("message") => {
+                        if title.is_some() {
+                            user_messages += 1;
+                            return;
+                        }
+                        true
+                    }
+                    Some(false) => return,
+                    // The head does not tell: read it whole.
+                    None => true,
+                }
             }
             Some(_) => false,
             // Keys in another order: read it whole.
@@ -76,10 +132,15 @@ pub fn scan_path(path: &Path) -> Result<RolloutSummary, LoadError> {
             return;
         };
         if let Record::ResponseItem(r) = &line.record {
-            if let ResponseItem::Message { role, text, .. } = &r.item {
-                if role == "user" && title.is_none() && is_user_text(text) {
-                    title = Some(text.trim().to_owned());
+            match &r.item {
+                ResponseItem::Message { role, text, .. } if role != "assistant" => {
+                    user_messages += 1;
+                    if role == "user" && title.is_none() && is_user_text(text) {
+                        title = Some(text.trim().to_owned());
+                    }
                 }
+                item if is_output(item) => lines.push(line),
+                _ => {}
             }
             return;
         }
@@ -111,8 +172,16 @@ pub fn scan_path(path: &Path) -> Result<RolloutSummary, LoadError> {
         parent_thread_id: thread.parent_thread_id(),
         created,
         updated: last_ts.as_deref().and_then(unix_ms).or(created),
-        requests: thread.responses.len(),
+        requests: requests_of(&thread),
+        messages: user_messages + requests_of(&thread),
         usage: thread.total_usage(),
+        cost: thread.responses.iter().fold(0.0, |acc, r| {
+            acc + super::usage::cost(
+                &r.usage,
+                meta.and_then(|m| m.model_provider.as_deref()),
+                r.model.as_deref(),
+            )
+        }),
         total_tokens: thread
             .responses
             .iter()
@@ -120,6 +189,18 @@ pub fn scan_path(path: &Path) -> Result<RolloutSummary, LoadError> {
             .fold(0u64, u64::saturating_add),
         diagnostics: diags,
     })
+}
+
+/// The requests of the trace a thread converts into: its responses, its failed requests, and
+/// its compactions that have no response of their own.
+pub fn requests_of(thread: &Thread) -> usize {
+    thread.responses.len()
+        + thread.failed_requests.len()
+        + thread
+            .compactions
+            .iter()
+            .filter(|c| c.request.is_none())
+            .count()
 }
 
 /// Whether a user message is what the user typed rather than context Codex adds as a user
@@ -177,6 +258,13 @@ fn head_payload_type(raw: &[u8]) -> Option<String> {
     let head = &raw[..raw.len().min(HEAD)];
     let at = head.windows(9).position(|w| w == b"\"payload\"")?;
     head_value(&raw[at..], "type")
+}
+
+/// The payload's `role` (a message's), from the head of the payload.
+fn head_payload_role(raw: &[u8]) -> Option<String> {
+    let head = &raw[..raw.len().min(HEAD)];
+    let at = head.windows(9).position(|w| w == b"\"payload\"")?;
+    head_value(&raw[at..], "role")
 }
 
 fn head_timestamp(raw: &[u8]) -> Option<String> {

@@ -50,6 +50,32 @@ pub struct Response {
     pub source: UsageSource,
     /// The summary request of a compaction (no tools; its answer became a `compacted` summary).
     pub is_compaction: bool,
+    /// The model of the `turn_context` in effect (`None` before the first one).
+    pub model: Option<String>,
+}
+
+/// A request the model was sent that left no usage: a turn's `error` (the request failed), or a
+/// turn interrupted (`turn_aborted`) after the model had streamed items of its answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedRequest {
+    /// The `error` / `turn_aborted` line.
+    pub line: usize,
+    pub timestamp: Option<String>,
+    pub turn_id: Option<String>,
+    pub kind: FailedKind,
+    /// The model of the `turn_context` in effect.
+    pub model: Option<String>,
+}
+
+/// How a [`FailedRequest`] ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FailedKind {
+    /// An `error` event: its message.
+    Error(String),
+    /// Interrupted: the `turn_aborted` reason.
+    Aborted(Option<String>),
+    /// The file ends in the answer before its usage (a running or killed Codex).
+    Cut,
 }
 
 /// How a turn ended.
@@ -142,6 +168,8 @@ pub struct Thread {
     pub turns: Vec<Turn>,
     pub tool_calls: Vec<ToolCall>,
     pub compactions: Vec<Compaction>,
+    /// Requests that left no usage (see [`FailedRequest`]), in file order.
+    pub failed_requests: Vec<FailedRequest>,
     /// Transient errors Codex retried (`stream_error`): retried requests leave no other trace.
     pub stream_errors: usize,
     /// Calls left without an output (`dangling_tool`) and outputs of no call (`orphan_part`).
@@ -188,12 +216,30 @@ struct Builder {
     record_pending: bool,
     /// Compactions waiting for the `turn_context` after them.
     awaiting_context: Option<usize>,
+    /// The model of the last `turn_context`.
+    model: Option<String>,
+    /// Items of the model's answer (text, reasoning, a call) read since the last response: a
+    /// request was under way.
+    pending_output: bool,
 }
 
 impl Builder {
     fn run(mut self, lines: &[Line]) -> Thread {
         for line in lines {
             self.line(line);
+        }
+        if self.pending_output {
+            if let Some(last) = lines.last() {
+                let line = Line {
+                    number: last.number,
+                    timestamp: None,
+                    record: Record::Other {
+                        kind: String::new(),
+                        payload: Value::Null,
+                    },
+                };
+                self.push_failed(&line, FailedKind::Cut);
+            }
         }
         let dangling: Vec<String> = self
             .t
@@ -238,11 +284,24 @@ impl Builder {
             usage: recorded.normalize(),
             source,
             is_compaction: false,
+            model: self.model.clone(),
         });
         if let Some(i) = self.current_turn {
             self.t.turns[i].responses.push(index);
         }
         self.awaiting_context = None;
+        self.pending_output = false;
+    }
+
+    fn push_failed(&mut self, line: &Line, kind: FailedKind) {
+        self.t.failed_requests.push(FailedRequest {
+            line: line.number,
+            timestamp: line.timestamp.clone(),
+            turn_id: self.turn_id(),
+            kind,
+            model: self.model.clone(),
+        });
+        self.pending_output = false;
     }
 
     fn line(&mut self, line: &Line) {
@@ -259,6 +318,9 @@ impl Builder {
                 }
                 if let Some(i) = self.current_turn {
                     self.t.turns[i].contexts.push(c.clone());
+                }
+                if c.model.is_some() {
+                    self.model = c.model.clone();
                 }
             }
             Record::TokenUsageRecord(r) => {
@@ -296,10 +358,16 @@ impl Builder {
                 self.current_turn = Some(self.t.turns.len() - 1);
             }
             Event::TaskComplete { .. } => self.end_turn(TurnStatus::Completed),
-            Event::TurnAborted { reason, .. } => self.end_turn(TurnStatus::Aborted {
-                reason: reason.clone(),
-            }),
+            Event::TurnAborted { reason, .. } => {
+                if self.pending_output {
+                    self.push_failed(line, FailedKind::Aborted(reason.clone()));
+                }
+                self.end_turn(TurnStatus::Aborted {
+                    reason: reason.clone(),
+                })
+            }
             Event::Error { message } => {
+                self.push_failed(line, FailedKind::Error(message.clone()));
                 if let Some(i) = self.current_turn {
                     self.t.turns[i].status = TurnStatus::Failed {
                         message: message.clone(),
@@ -340,7 +408,31 @@ impl Builder {
     }
 
     fn item(&mut self, line: &Line, item: &ResponseItem) {
+        if is_output(item) {
+            self.pending_output = true;
+        }
+        // The older local shell tool: `{call_id, action: {command: [..]}}`, answered by a
+        // `function_call_output`.
+        let local;
         let (call_id, name, kind, input) = match item {
+            ResponseItem::Other { kind, payload } if kind == "local_shell_call" => {
+                let Some(id) = payload
+                    .get("call_id")
+                    .or_else(|| payload.get("id"))
+                    .and_then(Value::as_str)
+                else {
+                    return;
+                };
+                local = (
+                    id.to_owned(),
+                    "local_shell".to_owned(),
+                    payload
+                        .get("action")
+                        .map(Value::to_string)
+                        .unwrap_or_default(),
+                );
+                (&local.0, &local.1, CallKind::Function, &local.2)
+            }
             ResponseItem::FunctionCall {
                 call_id,
                 name,
@@ -449,6 +541,29 @@ impl Builder {
         self.awaiting_context = Some(self.t.compactions.len() - 1);
     }
 }
+
+/// Whether an item is part of the model's answer (what a response produces) rather than its
+/// input.
+pub fn is_output(item: &ResponseItem) -> bool {
+    match item {
+        ResponseItem::Message { role, .. } => role == "assistant",
+        ResponseItem::Reasoning { .. }
+        | ResponseItem::FunctionCall { .. }
+        | ResponseItem::CustomToolCall { .. } => true,
+        ResponseItem::FunctionCallOutput { .. } | ResponseItem::CustomToolCallOutput { .. } => {
+            false
+        }
+        ResponseItem::Other { kind, .. } => OUTPUT_KINDS.contains(&kind.as_str()),
+    }
+}
+
+/// Item types of the model's answer besides messages, reasoning and calls.
+pub const OUTPUT_KINDS: &[&str] = &[
+    "local_shell_call",
+    "web_search_call",
+    "tool_search_call",
+    "image_generation_call",
+];
 
 /// The exit code an output states: "Process exited with code N" (`exec_command`) or
 /// "Exit code: N" (`apply_patch`, the older shell tool), in its first lines.

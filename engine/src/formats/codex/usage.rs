@@ -10,7 +10,36 @@
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use crate::trace::model::Usage;
+use crate::replay::cache_cost::{PricingInfo, PricingTable};
+use crate::trace::model::{ModelRef, Usage};
+
+/// The bundled pricing table, parsed once.
+fn table() -> &'static PricingTable {
+    static TABLE: std::sync::OnceLock<PricingTable> = std::sync::OnceLock::new();
+    TABLE.get_or_init(PricingTable::bundled)
+}
+
+/// The prices of a model by the replay's pricing table (`provider/model`, else the bare model
+/// id; a model the table does not know gets its default, and the answer says so in `note`).
+pub fn pricing(provider: Option<&str>, model: Option<&str>) -> PricingInfo {
+    let m = model.map(|m| ModelRef {
+        provider_id: provider.unwrap_or_default().to_owned(),
+        model_id: m.to_owned(),
+    });
+    table().lookup(m.as_ref())
+}
+
+/// What one response cost, dollars: uncached input at the input price, cached input at the
+/// cache-read price, output and reasoning at the output price (OpenAI bills reasoning as
+/// output; no cache writes).
+pub fn cost(u: &Usage, provider: Option<&str>, model: Option<&str>) -> f64 {
+    let p = pricing(provider, model).price;
+    (u.input as f64 * p.input
+        + u.cache_read as f64 * p.input * p.read_multiplier
+        + u.cache_write as f64 * p.input * p.write_multiplier
+        + u.output.saturating_add(u.reasoning) as f64 * p.output)
+        * 1e-6
+}
 
 /// One usage figure as Codex writes it (`usage`, `last_token_usage`, `total_token_usage`, …).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]

@@ -40,6 +40,7 @@ pub fn flat_rules(d: &Dialect) -> FlatRules {
         count: TriggerCount::PreviousTotal,
         trigger,
         tail,
+        context_share: 1.0,
         output_reserve_cap: OUTPUT_TOKEN_MAX,
         buffer: 0,
     }

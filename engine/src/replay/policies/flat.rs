@@ -218,6 +218,8 @@ pub(crate) struct Flat {
     in_effect: Option<usize>,
     /// Simulate: prompt + output of the conversation's last request.
     last_total: u64,
+    /// Simulate: where the conversation's last request stood.
+    last_pos: Option<(usize, u32)>,
     /// Requests from which a new summary is shown.
     shown_from: Vec<usize>,
     /// Simulate: where each summary's text came from.
@@ -279,6 +281,7 @@ impl Kind for Flat {
             rules,
             in_effect: None,
             last_total: 0,
+            last_pos: None,
             shown_from: Vec::new(),
             texts: Vec::new(),
             skipped_calls: 0,
@@ -300,6 +303,11 @@ impl Decide for Flat {
                 }
                 let count = match self.rules.count {
                     TriggerCount::PreviousTotal => self.last_total,
+                    TriggerCount::PreviousTotalPlusEstimate { bytes_per_token } => {
+                        let since = self.last_pos.unwrap_or((0, 0));
+                        self.last_total
+                            + bytes_between(st.p, since, rq.req.position()) / bytes_per_token.max(1)
+                    }
                     // What the request would send before any compaction.
                     TriggerCount::NextRequest => rq.base + st.summary_tokens() + st.applied_sum(),
                 };
@@ -319,6 +327,7 @@ impl Decide for Flat {
     fn after(&mut self, _st: &State<'_, '_>, rq: &RequestView<'_>, tokens: u64) {
         if !rq.req.synthetic_call {
             self.last_total = tokens + rq.req.usage.output;
+            self.last_pos = Some(rq.req.position());
         }
     }
     /// OpenCode's own summary calls are part of what it does, not a side call to hold through.
@@ -558,6 +567,32 @@ impl Flat {
         }
         Some(Compacted { history, text_from })
     }
+}
+
+/// Bytes of the full-tier text between two positions (from included, to excluded): what an
+/// agent adds to its estimate between two requests.
+fn bytes_between(
+    p: &crate::replay::prepare::Prep<'_>,
+    from: (usize, u32),
+    to: (usize, u32),
+) -> u64 {
+    let first = p.episodes.partition_point(|e| e.last_message < from.0);
+    let mut sum = 0u64;
+    for e in &p.episodes[first..] {
+        if e.first_message > to.0 {
+            break;
+        }
+        let Some(rep) = e.representation(Tier::Full) else {
+            continue;
+        };
+        sum += rep
+            .chunks
+            .iter()
+            .filter(|c| c.position() >= from && c.position() < to)
+            .map(|c| c.text.len() as u64)
+            .sum::<u64>();
+    }
+    sum
 }
 
 /// Where the last step starts: the response before the request (not a summary), as (episode,
