@@ -23,7 +23,8 @@ fn fixture_experiment(seed: u64, requests: usize, mode: BudgetMode) -> Experimen
         report.probes,
         "the probes sidecar is found beside the export"
     );
-    let policies = tierscope_engine::policy::builtins().unwrap();
+    // The built-ins as `experiment` runs them: the session's own agent's flat baseline only.
+    let policies = tierscope_engine::policy::builtins_for_agent(s.trace.origin.agent).unwrap();
     run(&s, &policies, mode)
 }
 
