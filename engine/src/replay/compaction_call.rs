@@ -21,6 +21,20 @@ pub(crate) fn divergence(prev: &Option<(u64, u64)>, sys_key: u64, sys: u64, toke
     }
 }
 
+/// What a summary call that continues the conversation shares with the conversation's previous
+/// request (`prev`: its system key and tokens): the history they both sent, up to where the
+/// call's instruction starts (`history`: the call's tokens before it).
+pub(crate) fn shared_with_conversation(
+    prev: &Option<(u64, u64)>,
+    sys_key: u64,
+    history: u64,
+) -> u64 {
+    match prev {
+        Some((key, prev_tokens)) if *key == sys_key => (*prev_tokens).min(history),
+        _ => 0,
+    }
+}
+
 /// Tier figures of a built call: its history once, in full.
 pub(crate) fn tiers(call_tokens: u64) -> TierStats {
     TierStats {
@@ -85,16 +99,28 @@ pub(crate) fn simulated_history(
 }
 
 /// Price a simulated call like a recorded one: the compaction agent's system chunk, the
-/// release's fixed prompt and the history, uncached (its own conversation, whose previous call
-/// is a whole compaction away), answered by the new summary (`output`).
+/// release's fixed prompt and the history, answered by the new summary (`output`). A call with
+/// its own system prompt is uncached (its own conversation, whose previous call is a whole
+/// compaction away); one that continues the conversation reads what it shares with the
+/// conversation's previous request (`prev`: its system key and tokens; `sys_key`: this one's).
 pub(crate) fn price_simulated(
     price: &Price,
     p: &Prep<'_>,
     call: Compacted,
     output: u64,
+    prev: (&Option<(u64, u64)>, u64),
 ) -> CompactionCallCost {
     let tokens = p.compaction_system_tokens() + p.compaction.prompt_tokens + call.history;
-    let cc = price_request(price, tokens, 0, false, output);
+    let shared = if p.trace.wire.summary_call_own_system {
+        0
+    } else {
+        shared_with_conversation(
+            prev.0,
+            prev.1,
+            tokens.saturating_sub(p.compaction.prompt_tokens),
+        )
+    };
+    let cc = price_request(price, tokens, shared, shared > 0, output);
     CompactionCallCost {
         tokens,
         history: call.history,

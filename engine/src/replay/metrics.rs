@@ -136,9 +136,11 @@ pub(crate) fn frame(
     let cc = cache_cost::price_request(price, m.tokens, m.divergence, m.cache_fresh, output);
     // The policy's own summary call before this request, answered by the summary it wrote
     // (now the one shown): billed in this frame.
-    let call = m
-        .compacted
-        .map(|c| compaction_call::price_simulated(price, st.p, c, st.summary_tokens()));
+    let prev = st.conv[0].prefix();
+    let sys_key = st.p.reqs.get(req.index).map_or(0, |r| r.sys_key);
+    let call = m.compacted.map(|c| {
+        compaction_call::price_simulated(price, st.p, c, st.summary_tokens(), (&prev, sys_key))
+    });
     let mut tiers = TierStats::default();
     let stats = st.tier_stats();
     for tier in Tier::ALL {

@@ -95,6 +95,13 @@ pub(crate) fn run(input: &PassInput<'_, '_>, policy: &mut dyn Decide) -> PassOut
         let rq = &p.reqs[t];
         let req = &p.trace.requests[t];
         let (bset, warm) = boundaries(p, t, &st.conv[rq.conv], common.ttl_ms);
+        // A summary call that continues the conversation finds the conversation's cache warm
+        // or cold, not a cache of its own.
+        let warm = if req.synthetic_call && !p.trace.wire.summary_call_own_system {
+            boundaries(p, t, &st.conv[0], common.ttl_ms).1
+        } else {
+            warm
+        };
         st.begin(t, bset);
         // A recorded summary call the policy does not make (it compacts on its own).
         let not_made = req.synthetic_call && policy.skips_recorded_summary_calls();
@@ -151,7 +158,7 @@ pub(crate) fn run(input: &PassInput<'_, '_>, policy: &mut dyn Decide) -> PassOut
         }
         // 4–5. Render and measure (the decision may have cut the active episode).
         let active_tok = active_tokens(&st);
-        // A recorded compaction call is its own request, sized as OpenCode built it.
+        // A recorded compaction call is its own request, sized as the agent built it.
         let built = if not_made {
             Some(0)
         } else {
@@ -163,6 +170,15 @@ pub(crate) fn run(input: &PassInput<'_, '_>, policy: &mut dyn Decide) -> PassOut
             None => context_tokens(&st, rq.sys_tokens, active_tok),
         };
         let div = match built {
+            // A call that continues the conversation (its system prompt and tools, the history,
+            // then the instruction) reads the conversation's cached prefix.
+            Some(_) if !p.trace.wire.summary_call_own_system => {
+                compaction_call::shared_with_conversation(
+                    &st.conv[0].prefix(),
+                    rq.sys_key,
+                    tokens.saturating_sub(p.compaction.prompt_tokens),
+                )
+            }
             Some(_) => compaction_call::divergence(
                 &st.conv[rq.conv].prefix(),
                 rq.sys_key,
