@@ -3,7 +3,7 @@
 //! model's log of every request (`log/*.mock.jsonl`, `prompt_tokens` = uncached input + cache
 //! read + cache write, true o200k counts).
 //!
-//! Under the flat policy following the recording (no budget), every request of a session and of
+//! Under the `claude-code` flat policy following the recording (no budget), every request of a session and of
 //! its sub-agents is sized within 2 % (median) and 10 % (max) of what the model received, the
 //! compaction calls the transcript does not record included. The request each system chunk is
 //! estimated from fits by construction and is left out of the figures.
@@ -89,7 +89,7 @@ fn pairs(name: &str, s: &LoadedSession) -> Vec<Pair> {
     for v in log.iter().filter(|v| v["kind"] == "sub") {
         subs.entry(logged(v)).or_default().push(v);
     }
-    let p = policy::load("opencode", &[]).expect("policy");
+    let p = policy::load("claude-code", &[]).expect("policy");
     let mut out = Vec::new();
     let mut seen = 0usize;
     for l in std::iter::once(s).chain(s.children.iter()) {

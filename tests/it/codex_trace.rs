@@ -314,8 +314,8 @@ fn median_max(v: &[f64]) -> (f64, f64) {
 fn the_replay_sizes_each_request_as_the_model_received_it() {
     let from_home = load(&home());
     let from_file = load(&rollout_path());
-    let pairs = replay_pairs(&from_home, "opencode");
-    assert_eq!(pairs, replay_pairs(&from_file, "opencode"));
+    let pairs = replay_pairs(&from_home, "codex");
+    assert_eq!(pairs, replay_pairs(&from_file, "codex"));
     println!("| request | kind | replay | model | error % |");
     println!("|---|---|---|---|---|");
     for (i, call, ours, theirs) in &pairs {
@@ -360,21 +360,23 @@ fn the_replay_sizes_each_request_as_the_model_received_it() {
     assert!(fm <= 2.0 && fx <= 10.0, "full: {fm:.2} / {fx:.2}");
 }
 
-/// Episodes: one per human turn (the injected context before the first in an episode of its
-/// own), investigation and edit kinds from Codex's commands and patch, a compaction as a
-/// milestone.
+/// Episodes: one per human turn (the injected context before the first belongs to the first,
+/// which is titled by its prompt), investigation and edit kinds from Codex's commands and
+/// patch, a compaction as a milestone.
 #[test]
 fn episodes_read_codex_tools() {
     let l = load(&home());
-    assert_eq!(l.episodes.len(), 7);
-    assert_eq!(
-        l.episodes
-            .iter()
-            .filter(|e| e.kinds.contains(&EpisodeKind::Turn))
-            .count(),
-        6
+    assert_eq!(l.episodes.len(), 6);
+    assert!(l
+        .episodes
+        .iter()
+        .all(|e| e.kinds.contains(&EpisodeKind::Turn)));
+    assert!(
+        l.episodes[0].title.starts_with("We had a 5xx spike"),
+        "{}",
+        l.episodes[0].title
     );
-    assert!(l.episodes[1..]
+    assert!(l.episodes[0..5]
         .iter()
         .all(|e| e.kinds.contains(&EpisodeKind::Investigation)));
     let last = l.episodes.last().expect("episodes");
@@ -554,13 +556,10 @@ fn failures_are_classified_and_failed_requests_kept() {
     let req_of = classify::request_of_message(&t);
     let todos = segment::todo_changes(&t);
     let segs = segment::segment(&t, Segmentation::UserTurn, None, &BTreeSet::new(), None);
-    // The injected environment before the first prompt is an episode of its own.
-    assert_eq!(segs.len(), 3);
-    assert_eq!(
-        t.messages[segs[0].last_message].user_kind,
-        Some(UserKind::Injected)
-    );
-    let cl = classify::classify_with_todos(&t, &segs[1], &rules, &req_of, &todos);
+    // The injected environment before the first prompt belongs to the first turn.
+    assert_eq!(segs.len(), 2);
+    assert_eq!(t.messages[0].user_kind, Some(UserKind::Injected));
+    let cl = classify::classify_with_todos(&t, &segs[0], &rules, &req_of, &todos);
     assert!(cl.kinds.contains(&EpisodeKind::Failure), "{:?}", cl.kinds);
     assert!(cl.kinds.contains(&EpisodeKind::Edit));
     let f = &cl.facts.failures;
@@ -717,8 +716,8 @@ fn the_cli_lists_and_replays_a_codex_thread() {
     let f = f.to_str().expect("utf-8");
     for p in [h, f] {
         let e = run(&["episodes", p]);
-        assert!(e.contains("7 episodes, 23 requests"), "{e}");
-        let r = run(&["replay", p, "--policy", "opencode"]);
+        assert!(e.contains("6 episodes, 23 requests"), "{e}");
+        let r = run(&["replay", p, "--policy", "codex"]);
         assert!(r.contains("2 compactions"), "{r}");
     }
 }

@@ -658,7 +658,7 @@ pub fn classify_with_todos(
     let mut facts = Facts::default();
 
     // Structure.
-    let first = &msgs[0];
+    let first = opening_message(msgs);
     match first.user_kind {
         Some(UserKind::Human) => {
             kinds.insert(EpisodeKind::Turn);
@@ -1248,6 +1248,14 @@ pub fn sentence_spans(text: &str) -> Vec<(usize, usize)> {
     out
 }
 
+/// The message an episode opens with, text the agent injected ahead of it skipped (a turn's
+/// kind and title are its prompt's).
+fn opening_message(msgs: &[Message]) -> &Message {
+    msgs.iter()
+        .find(|m| m.user_kind != Some(UserKind::Injected))
+        .unwrap_or(&msgs[0])
+}
+
 /// The main input of a tool call as one string (bash: the command; Codex's `exec_command` names
 /// it `cmd`, its older `shell` gives it as an argv, `["bash", "-lc", script]`).
 pub fn tool_command(t: &ToolPart) -> String {
@@ -1651,7 +1659,7 @@ fn title(
             if c.overflow { ", overflow" } else { "" }
         );
     }
-    let first = &msgs[0];
+    let first = opening_message(msgs);
     match first.user_kind {
         Some(UserKind::SyntheticContinue) => return "continue after compaction".to_owned(),
         Some(UserKind::OverflowReplay) => {

@@ -173,6 +173,19 @@ pub fn segment(
             }
         }
     }
+    // Text the agent injected before the first prompt (instructions, environment) belongs to
+    // the first turn.
+    if let Some((&first, _)) = starts.iter().find(|(&i, _)| i > 0) {
+        if !starts.contains_key(&0)
+            && trace.messages[..first]
+                .iter()
+                .all(|m| m.user_kind == Some(UserKind::Injected))
+        {
+            if let Some(reason) = starts.remove(&first) {
+                starts.insert(0, reason);
+            }
+        }
+    }
     starts
         .entry(0)
         .or_insert_with(|| "first message".to_owned());
