@@ -414,14 +414,13 @@ impl SessionStore for ClaudeCodeStore {
 /// The session id of a sub-agent: its file's name (`agent-<agentId>`).
 const AGENT_PREFIX: &str = "agent-";
 
-/// The id of a session: the one its records carry, else its file's name.
+/// The id of a session: its file's name (Claude Code names the file by the session's id; a
+/// resumed copy carries the old id on its records), else the one its records carry.
 fn session_id_of(session: &Session, path: &Path) -> String {
-    session
-        .main
-        .transcript
-        .session_id()
-        .map(str::to_owned)
-        .or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()))
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .filter(|s| !s.is_empty())
+        .or_else(|| session.main.transcript.session_id().map(str::to_owned))
         .unwrap_or_default()
 }
 

@@ -142,11 +142,14 @@ pub fn summarize_with(path: &Path, max_line: usize) -> Result<Listing, LoadError
         Line::Oversized { .. } => s.unreadable += 1,
     })
     .map_err(io)?;
-    let id = s.session_id.clone().unwrap_or_else(|| {
-        path.file_stem()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    });
+    // The file's name is the session's id: a session resumed into a new file carries the old
+    // `sessionId` on the records it copied, so the records' id is not unique to a file.
+    let id = path
+        .file_stem()
+        .map(|n| n.to_string_lossy().into_owned())
+        .filter(|n| !n.is_empty())
+        .or_else(|| s.session_id.clone())
+        .unwrap_or_default();
     // A summary record may be another session's: only one whose leaf is in this file counts.
     let summary = s
         .summaries
@@ -378,7 +381,8 @@ mod tests {
         std::fs::write(&p, prompt).expect("write");
         let l = summarize(&p).expect("listing");
         assert_eq!(l.summary.title, "Fix the bug");
-        assert_eq!(l.summary.id, "s1");
+        // The file's name is the id (a resumed copy carries its origin's `sessionId`).
+        assert_eq!(l.summary.id, "s");
         assert_eq!(l.summary.directory, "/p");
         assert_eq!(l.summary.created, 1_767_225_600_000);
         // Another session's summary is not this one's title; one of this file's is.
