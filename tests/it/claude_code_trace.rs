@@ -383,3 +383,26 @@ fn the_simulated_compaction_fires_where_claude_code_did() {
         f.recorded.prompt
     );
 }
+
+/// Cache entries Claude wrote for an hour (`cache_creation.ephemeral_1h_input_tokens`) are
+/// still warm after a pause that expires the 5-minute ones.
+#[test]
+fn a_one_hour_cache_write_outlives_a_pause_the_five_minute_one_does_not() {
+    let mut s = load(SESSIONS[2].1);
+    let p = policy::load("claude-code", &[]).expect("policy");
+    // A ten-minute pause before request 3.
+    let pause = 10 * 60 * 1000;
+    for r in s.trace.requests.iter_mut().skip(3) {
+        r.time_created += pause;
+    }
+    let expiry_at_3 = |s: &LoadedSession| {
+        let r = replay::replay_session(s, &p, None);
+        r.frames[3]
+            .boundaries
+            .iter()
+            .any(|b| *b == replay::BoundaryKind::CacheExpiry)
+    };
+    assert!(expiry_at_3(&s), "5 minutes: expired");
+    s.trace.requests[2].cache_ttl_s = Some(3_600);
+    assert!(!expiry_at_3(&s), "1 hour: warm");
+}

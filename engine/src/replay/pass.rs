@@ -61,6 +61,10 @@ pub(crate) fn context_tokens(st: &State<'_, '_>, sys: u64, active_tok: u64) -> u
 /// The boundary kinds at request `t` of conversation `conv`.
 fn boundaries(p: &Prep<'_>, t: usize, conv: &Conv, ttl_ms: i64) -> (Boundaries, bool) {
     let rq = &p.reqs[t];
+    // Entries the previous request wrote with a longer recorded lifetime outlive the knob's.
+    let ttl_ms = rq.prev_cache_ttl_s.map_or(ttl_ms, |s| {
+        ttl_ms.max(i64::try_from(s).unwrap_or(i64::MAX / 1000) * 1000)
+    });
     let warm = conv.has_prev && rq.time - conv.prev_time <= ttl_ms;
     let mut b = Boundaries::default();
     b.insert(BoundaryKind::Request);

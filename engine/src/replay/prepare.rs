@@ -86,6 +86,8 @@ pub(crate) struct ReqData {
     pub call_tokens: Option<u64>,
     /// Episodes whose keys this request touches (sorted).
     pub touched: Vec<u32>,
+    /// The recorded cache lifetime of the conversation's previous request, if any.
+    pub prev_cache_ttl_s: Option<u64>,
 }
 
 /// The precomputed view of one input under one filter.
@@ -548,6 +550,8 @@ fn requests(input: &Input<'_>, trace: &Trace, episodes: &[Episode]) -> Vec<ReqDa
         .map(|(i, m)| (m.id.as_str(), i))
         .collect();
     let mut out = Vec::with_capacity(trace.requests.len());
+    // The recorded cache lifetime of each conversation's last request so far.
+    let mut last_ttl: [Option<u64>; 2] = [None, None];
     for r in &trace.requests {
         let active = episodes
             .partition_point(|e| e.last_message < r.message_index)
@@ -611,7 +615,9 @@ fn requests(input: &Input<'_>, trace: &Trace, episodes: &[Episode]) -> Vec<ReqDa
             sys_tokens: 0,
             call_tokens: input.compaction.call(r.index).map(|c| c.tokens),
             touched,
+            prev_cache_ttl_s: last_ttl[usize::from(r.synthetic_call)],
         });
+        last_ttl[usize::from(r.synthetic_call)] = r.cache_ttl_s;
     }
     out
 }

@@ -260,6 +260,7 @@ pub fn generate(spec: &SynthSpec) -> Synth {
                 synthetic_call: false,
                 step: None,
                 prompt: recorded_prompt,
+                cache_ttl_s: None,
             });
             messages.push(Message {
                 id: aid.clone(),

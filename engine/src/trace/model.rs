@@ -432,6 +432,10 @@ pub struct Request {
     /// The prompt the model received by the recorded usage, read by the release's token
     /// semantics (see [`Request::recorded_prompt`]); 0 where the recording has no usage.
     pub prompt: u64,
+    /// The lifetime (seconds) of the cache entries the request wrote, where the recording says
+    /// (Anthropic's are 5 minutes or 1 hour); `None`: the replay's `ttl_s`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_ttl_s: Option<u64>,
 }
 
 impl Request {

@@ -387,6 +387,8 @@ pub fn thread_trace(
             synthetic_call,
             step: None,
             prompt: cu.prompt(),
+            // Entries written for an hour outlive the default 5 minutes.
+            cache_ttl_s: (cu.cache_write_1h > 0).then_some(3_600),
         });
     }
     let mut messages = b.messages;

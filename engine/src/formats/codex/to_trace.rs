@@ -505,6 +505,7 @@ impl<'a> Builder<'a> {
             synthetic_call: synthetic,
             step: None,
             prompt,
+            cache_ttl_s: None,
         });
         self.messages.push(m);
         mi

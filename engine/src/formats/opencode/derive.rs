@@ -100,6 +100,7 @@ pub fn build_trace(
                         synthetic_call: m.summary || m.agent.as_deref() == Some("compaction"),
                         step: st.step,
                         prompt,
+                        cache_ttl_s: None,
                     });
                 }
             }
