@@ -399,8 +399,7 @@ fn a_one_hour_cache_write_outlives_a_pause_the_five_minute_one_does_not() {
         let r = replay::replay_session(s, &p, None);
         r.frames[3]
             .boundaries
-            .iter()
-            .any(|b| *b == replay::BoundaryKind::CacheExpiry)
+            .contains(&replay::BoundaryKind::CacheExpiry)
     };
     assert!(expiry_at_3(&s), "5 minutes: expired");
     s.trace.requests[2].cache_ttl_s = Some(3_600);
