@@ -201,7 +201,10 @@ pub struct UserRecord {
     /// The summary that opens the context after a compaction.
     pub is_compact_summary: bool,
     pub is_visible_in_transcript_only: bool,
-    /// The tool's own structured result, beside the API form in `message.content`.
+    /// The tool's own structured result, beside the API form in `message.content`, with its
+    /// long texts left out ([`slim`]: a command's stdout or a file read is also in the
+    /// `tool_result` the model saw, and kept there).
+    #[serde(deserialize_with = "slim_value")]
     pub tool_use_result: Option<Value>,
     /// The assistant record whose tool call this answers.
     #[serde(rename = "sourceToolAssistantUUID")]
@@ -319,6 +322,27 @@ fn nearest_count(f: f64) -> u64 {
 /// A non-negative integer, else `None` (a status written as anything else is not read).
 fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     Ok(Value::deserialize(d)?.as_u64())
+}
+
+/// Strings longer than this in a structured tool result are left out.
+pub const SLIM_CHARS: usize = 1024;
+
+/// `v` with every string longer than [`SLIM_CHARS`] bytes replaced by a note of its length: a
+/// tool's structured result repeats the outputs the model saw (a session file's largest part),
+/// and only its small fields (ids, paths, sizes, flags) are read.
+pub fn slim(v: Value) -> Value {
+    match v {
+        Value::String(s) if s.len() > SLIM_CHARS => {
+            Value::String(format!("[{} bytes not kept]", s.len()))
+        }
+        Value::Array(a) => Value::Array(a.into_iter().map(slim).collect()),
+        Value::Object(o) => Value::Object(o.into_iter().map(|(k, v)| (k, slim(v))).collect()),
+        other => other,
+    }
+}
+
+fn slim_value<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Ok(Option::<Value>::deserialize(d)?.map(slim))
 }
 
 /// `true` only for JSON `true`; anything else (absent, `null`, a string) is false.
