@@ -224,10 +224,10 @@ fn quick_lines(path: &Path) -> Result<Vec<SessionSummary>, LoadError> {
 /// times: the first prompt's enqueue opens the session).
 fn full_lines(path: &Path) -> Result<Vec<SessionSummary>, LoadError> {
     let quick = quick_lines(path)?;
-    let session = Session::read(path)?;
+    let mut session = Session::read(path)?;
     let parent = session_id_of(&session, path);
     let mut traces = vec![load_main(path)?];
-    traces.extend(subagent_traces(&session, &parent));
+    traces.extend(subagent_traces(&mut session, &parent));
     let threads: Vec<&super::session::Thread> = std::iter::once(&session.main)
         .chain(session.subagents.iter().map(|s| &s.thread))
         .collect();
@@ -330,9 +330,9 @@ impl SessionStore for ClaudeCodeStore {
         if let Some(agent) = want.strip_prefix(AGENT_PREFIX) {
             for path in &self.sessions {
                 if agent_files(path).iter().any(|f| f.agent_id == agent) {
-                    let session = Session::read(path)?;
+                    let mut session = Session::read(path)?;
                     let parent = session_id_of(&session, path);
-                    return subagent_traces(&session, &parent)
+                    return subagent_traces(&mut session, &parent)
                         .into_iter()
                         .find(|t| t.session.id == want)
                         .ok_or_else(|| LoadError::SessionNotFound {
@@ -392,12 +392,12 @@ impl SessionStore for ClaudeCodeStore {
         if wanted.is_empty() {
             return Vec::new();
         }
-        let session = match Session::read(&path) {
+        let mut session = match Session::read(&path) {
             Ok(s) => s,
             Err(e) => return vec![Err(e)],
         };
         let parent = session_id_of(&session, &path);
-        let mut all = subagent_traces(&session, &parent);
+        let mut all = subagent_traces(&mut session, &parent);
         wanted
             .iter()
             .map(|id| match all.iter().position(|t| &t.session.id == id) {
@@ -444,12 +444,12 @@ fn spawned_by(session: &Session, agent: Option<&str>) -> Vec<(usize, String, Opt
 
 /// Load a session file as a trace (its sub-agents linked as children, not loaded).
 fn load_main(path: &Path) -> Result<Trace, LoadError> {
-    let session = Session::read(path)?;
+    let mut session = Session::read(path)?;
     let id = session_id_of(&session, path);
     let title = summarize(path).map(|l| l.summary.title).unwrap_or_default();
     let children = spawned_by(&session, None);
     let mut trace = thread_trace(
-        &session.main,
+        &mut session.main,
         ThreadInfo {
             id,
             title,
@@ -463,20 +463,25 @@ fn load_main(path: &Path) -> Result<Trace, LoadError> {
     Ok(trace)
 }
 
-/// Every sub-agent of a session as its own trace.
-fn subagent_traces(session: &Session, parent: &str) -> Vec<Trace> {
-    session
+/// Every sub-agent of a session as its own trace (their results' contents moved into them).
+fn subagent_traces(session: &mut Session, parent: &str) -> Vec<Trace> {
+    let children: Vec<Vec<(usize, String, Option<String>)>> = session
         .subagents
         .iter()
-        .map(|s| {
+        .map(|s| spawned_by(session, Some(&s.file.agent_id)))
+        .collect();
+    session
+        .subagents
+        .iter_mut()
+        .zip(children)
+        .map(|(s, children)| {
             let id = format!("{AGENT_PREFIX}{}", s.file.agent_id);
             let parent_id = match s.spawned_by.as_ref().and_then(|sp| sp.agent.as_deref()) {
                 Some(a) => format!("{AGENT_PREFIX}{a}"),
                 None => parent.to_owned(),
             };
-            let children = spawned_by(session, Some(&s.file.agent_id));
             thread_trace(
-                &s.thread,
+                &mut s.thread,
                 ThreadInfo {
                     id,
                     title: s

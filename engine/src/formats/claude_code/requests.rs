@@ -121,8 +121,45 @@ const INTERRUPT: &str = "[Request interrupted by user";
 const INTERRUPT_TOOL_USE: &str = "[Request interrupted by user for tool use";
 
 impl Requests {
-    /// Read the requests of `t`.
+    /// Read the requests of `t` (each result's content copied).
     pub fn of(t: &Transcript) -> Requests {
+        Requests::read(t, true)
+    }
+
+    /// Read the requests of `t`, moving each result's content out of the transcript's record
+    /// into its tool call (the record keeps `null`): a session's tool outputs are its bulk, and
+    /// a load holds them once.
+    pub fn take(t: &mut Transcript) -> Requests {
+        let mut out = Requests::read(t, false);
+        for call in &mut out.tool_calls {
+            let Some(result) = call.result.as_mut() else {
+                continue;
+            };
+            let Some(Record::User(u)) = t.entries.get_mut(result.entry).map(|e| &mut e.record)
+            else {
+                continue;
+            };
+            let super::record::Content::Blocks(blocks) = &mut u.message.content else {
+                continue;
+            };
+            for b in blocks.iter_mut() {
+                if let Block::Known(KnownBlock::ToolResult {
+                    tool_use_id,
+                    content,
+                    ..
+                }) = b
+                {
+                    if *tool_use_id == call.id {
+                        result.content = std::mem::take(content);
+                        break;
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn read(t: &Transcript, copy_contents: bool) -> Requests {
         let mut out = Requests::default();
         let mut by_key: HashMap<(String, Option<String>), usize> = HashMap::new();
         let mut by_call: HashMap<String, usize> = HashMap::new();
@@ -240,7 +277,11 @@ impl Requests {
                         out.tool_calls[c].result = Some(ToolResult {
                             entry: i,
                             is_error: *is_error,
-                            content: content.clone(),
+                            content: if copy_contents {
+                                content.clone()
+                            } else {
+                                Value::Null
+                            },
                             structured,
                             persisted,
                         });

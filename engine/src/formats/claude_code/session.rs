@@ -21,8 +21,9 @@ pub struct Thread {
 
 impl Thread {
     pub fn read(path: &Path, opts: ReadOptions) -> Result<Thread, LoadError> {
-        let transcript = Transcript::read_with(path, opts)?;
-        let requests = Requests::of(&transcript);
+        let mut transcript = Transcript::read_with(path, opts)?;
+        // The results' contents move into the requests: held once.
+        let requests = Requests::take(&mut transcript);
         let compactions = compactions(&transcript);
         Ok(Thread {
             transcript,

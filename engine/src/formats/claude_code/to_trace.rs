@@ -109,13 +109,26 @@ pub struct ThreadInfo<'a> {
     pub path: &'a Path,
 }
 
-/// Build the trace of one thread. `children` are the sub-agents it spawned: (the index of the
+/// Build the trace of one thread, moving its tool results' contents into the trace (the
+/// thread keeps `null`s: a session's outputs are held once). `children` are the sub-agents it
+/// spawned: (the index of the
 /// spawning call in its tool calls, the child's session id, a description).
 pub fn thread_trace(
-    thread: &Thread,
+    thread: &mut Thread,
     who: ThreadInfo<'_>,
     children: &[(usize, String, Option<String>)],
 ) -> Trace {
+    let mut contents: Vec<Value> = thread
+        .requests
+        .tool_calls
+        .iter_mut()
+        .map(|c| {
+            c.result
+                .as_mut()
+                .map_or(Value::Null, |r| std::mem::take(&mut r.content))
+        })
+        .collect();
+    let thread = &*thread;
     let t = &thread.transcript;
     let rq = &thread.requests;
     let prices = PricingTable::bundled();
@@ -213,7 +226,13 @@ pub fn thread_trace(
                                 continue;
                             };
                             let child = child_of_call.get(&c).map(|x| x.1.clone());
-                            PartKind::Tool(Box::new(tool_part(&rq.tool_calls[c], child, time)))
+                            let content = std::mem::take(&mut contents[c]);
+                            PartKind::Tool(Box::new(tool_part(
+                                &rq.tool_calls[c],
+                                content,
+                                child,
+                                time,
+                            )))
                         }
                         Block::Known(KnownBlock::RedactedThinking {}) => PartKind::Reasoning {
                             text: String::new(),
@@ -533,12 +552,16 @@ fn is_cli_text(text: &str) -> bool {
         || t.starts_with("<command-message>")
 }
 
-/// A tool call with its result, as the neutral tool part.
-fn tool_part(c: &ToolCall, child: Option<String>, time: i64) -> ToolPart {
+/// A tool call with its result (`content`: the result's, taken from the call), as the neutral
+/// tool part.
+fn tool_part(c: &ToolCall, content: Value, child: Option<String>, time: i64) -> ToolPart {
     let (status, output, error) = match &c.result {
         None => (ToolStatus::Running, None, None),
         Some(r) => {
-            let text = result_text(&r.content);
+            let text = match content {
+                Value::String(s) => s,
+                other => result_text(&other),
+            };
             if r.is_error {
                 (ToolStatus::Error, None, Some(text))
             } else {
