@@ -25,6 +25,7 @@ impl PickerState {
                 f.is_empty()
                     || s.title.to_lowercase().contains(&f)
                     || s.directory.to_lowercase().contains(&f)
+                    || s.agent.contains(&f)
                     || s.id.to_lowercase().contains(&f)
             })
             .map(|(i, _)| i)

@@ -191,6 +191,7 @@ pub fn session_entries(list: &[SessionSummary]) -> Vec<SessionEntry> {
         }
         let u = &s.tokens;
         out.push(SessionEntry {
+            agent: s.agent,
             id: s.id.clone(),
             title: safe_line(if s.title.trim().is_empty() {
                 &s.id

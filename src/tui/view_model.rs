@@ -380,6 +380,8 @@ pub struct ChunkRow {
 /// One line of the session picker.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SessionEntry {
+    /// The agent that recorded it (`opencode`, `claude-code`, `codex`).
+    pub agent: &'static str,
     pub id: String,
     pub title: String,
     pub directory: String,

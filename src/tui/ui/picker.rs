@@ -46,6 +46,13 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) -> usize {
     );
     // Narrow: no id column (a cut id is no use), and directories keep their end (the project).
     let wide = body.width >= 110;
+    // The agent column where there is room, and always when several agents' sessions are listed
+    // together (narrow, one agent's sessions need the room for their titles).
+    let agents = &state.picker.sessions;
+    let show_agent = wide
+        || agents
+            .iter()
+            .any(|s| Some(s.agent) != agents.first().map(|f| f.agent));
     let dir_w = 16usize;
     let inner_h = usize::from(body.height.saturating_sub(3));
     let sel = state.picker.selected.min(matches.len().saturating_sub(1));
@@ -65,13 +72,16 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) -> usize {
             } else {
                 clip_left(&s.directory, dir_w)
             };
-            let mut cells = vec![
-                Cell::from(format!("{indent}{tree}{}", s.title)),
+            let mut cells = vec![Cell::from(format!("{indent}{tree}{}", s.title))];
+            if show_agent {
+                cells.push(Cell::from(s.agent));
+            }
+            cells.extend([
                 Cell::from(Span::styled(dir, t.dim)),
                 Cell::from(date(s.updated)),
                 Cell::from(Line::from(s.requests.to_string()).right_aligned()),
                 Cell::from(Line::from(thousands(s.tokens)).right_aligned()),
-            ];
+            ]);
             if wide {
                 cells.push(Cell::from(Span::styled(s.id.clone(), t.dim)));
             }
@@ -102,6 +112,10 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) -> usize {
         Cell::from(Line::from("requests").right_aligned()),
         Cell::from(Line::from("tokens used").right_aligned()),
     ];
+    if show_agent {
+        widths.insert(1, Constraint::Length(11));
+        header.insert(1, Cell::from("agent"));
+    }
     if wide {
         widths.push(Constraint::Fill(1));
         header.push(Cell::from("id"));
