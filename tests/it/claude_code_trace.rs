@@ -405,3 +405,73 @@ fn a_one_hour_cache_write_outlives_a_pause_the_five_minute_one_does_not() {
     s.trace.requests[2].cache_ttl_s = Some(3_600);
     assert!(!expiry_at_3(&s), "1 hour: warm");
 }
+
+/// A session resumed into a new file that opens with copies of the earlier session's records
+/// (they keep its `sessionId`): each response is counted once, in the session it was billed
+/// in; the copies are history in the new file.
+#[test]
+fn a_resumed_copy_counts_each_response_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let project = dir.path().join("projects/-home-dev-src-greeter");
+    std::fs::create_dir_all(&project).expect("mkdir");
+    let old = SESSIONS[2].1;
+    let src = data_dir().join(format!("projects/-home-dev-src-greeter/{old}.jsonl"));
+    std::fs::copy(&src, project.join(format!("{old}.jsonl"))).expect("copy");
+    // The new file: the old records, then the same records again as if answered anew (fresh
+    // ids, the new session's id).
+    let text = std::fs::read_to_string(&src).expect("read");
+    let new = "00000000-0000-4000-8000-000000000001";
+    let mut out = text.clone();
+    // The new turn continues the copied history: its first record links to the last copy.
+    let last_old = text
+        .lines()
+        .rev()
+        .find_map(|l| {
+            let v: Value = serde_json::from_str(l).ok()?;
+            v.get("uuid")?.as_str().map(str::to_owned)
+        })
+        .expect("a uuid");
+    for line in text.lines() {
+        let mut v: Value = serde_json::from_str(line).expect("json");
+        if v.get("sessionId").is_some() {
+            v["sessionId"] = Value::String(new.into());
+        }
+        if let Some(u) = v.get("uuid").and_then(Value::as_str) {
+            v["uuid"] = Value::String(format!("new-{u}"));
+        }
+        match v.get("parentUuid").and_then(Value::as_str) {
+            Some(p) => v["parentUuid"] = Value::String(format!("new-{p}")),
+            None if v.get("parentUuid").is_some() => {
+                v["parentUuid"] = Value::String(last_old.clone())
+            }
+            None => {}
+        }
+        if let Some(id) = v.pointer("/message/id").and_then(Value::as_str) {
+            v["message"]["id"] = Value::String(format!("new-{id}"));
+        }
+        if let Some(r) = v.get("requestId").and_then(Value::as_str) {
+            v["requestId"] = Value::String(format!("new-{r}"));
+        }
+        out.push_str(&v.to_string());
+        out.push('\n');
+    }
+    std::fs::write(project.join(format!("{new}.jsonl")), out).expect("write");
+    let source = tierscope_engine::trace::open(Some(&project)).expect("open");
+    let list = source.list_sessions().expect("list");
+    let by_id = |id: &str| list.iter().find(|s| s.id == id).expect("listed").clone();
+    let (o, n) = (by_id(old), by_id(new));
+    assert_eq!(
+        o.tokens, n.tokens,
+        "the new file's own responses equal the old one's"
+    );
+    assert_eq!(o.requests, n.requests);
+    let t = source.load_session(Some(new)).expect("loads");
+    assert_eq!(t.total_usage(), o.tokens);
+    assert_eq!(
+        t.diagnostics.count(DiagnosticKind::RuleResumedCopy),
+        o.requests
+    );
+    // The copies are still the new session's history: twice the old session's messages.
+    let old_t = source.load_session(Some(old)).expect("loads");
+    assert!(t.messages.len() >= 2 * old_t.messages.len() - 1);
+}

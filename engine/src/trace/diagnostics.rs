@@ -42,6 +42,9 @@ pub enum DiagnosticKind {
     RuleActiveBranch,
     /// A transcript record written again with the same id: the last version is kept.
     RuleRewrittenRecord,
+    /// Responses a resumed session file copied from the session it resumed: history there,
+    /// counted (billed) in the session they came from.
+    RuleResumedCopy,
     /// Damaged JSON that was repaired (see [`crate::trace::lenient`]) or read piece by piece.
     RepairedJson,
     /// A token count that is not a non-negative integer (a string, negative, null, fractional
@@ -74,6 +77,7 @@ impl DiagnosticKind {
                 | DiagnosticKind::RuleCompaction
                 | DiagnosticKind::RuleActiveBranch
                 | DiagnosticKind::RuleRewrittenRecord
+                | DiagnosticKind::RuleResumedCopy
         )
     }
     pub fn as_str(&self) -> &'static str {
@@ -104,6 +108,7 @@ impl DiagnosticKind {
             DiagnosticKind::OversizedLine => "oversized_line",
             DiagnosticKind::RuleActiveBranch => "rule_active_branch",
             DiagnosticKind::RuleRewrittenRecord => "rule_rewritten_record",
+            DiagnosticKind::RuleResumedCopy => "rule_resumed_copy",
             DiagnosticKind::RepairedJson => "repaired_json",
             DiagnosticKind::BadTokenCount => "bad_token_count",
             DiagnosticKind::DatabaseDamage => "database_damage",

@@ -456,6 +456,7 @@ fn load_main(path: &Path) -> Result<Trace, LoadError> {
             parent_id: None,
             agent: None,
             path,
+            resumed: super::resume::Origins::of(path),
         },
         &children,
     );
@@ -492,6 +493,7 @@ fn subagent_traces(session: &mut Session, parent: &str) -> Vec<Trace> {
                     parent_id: Some(parent_id),
                     agent: s.meta.as_ref().and_then(|m| m.agent_type.clone()),
                     path: &s.file.path,
+                    resumed: super::resume::Origins::default(),
                 },
                 &children,
             )

@@ -166,7 +166,16 @@ pub fn summarize_with(path: &Path, max_line: usize) -> Result<Listing, LoadError
     let mut usage = ClaudeUsage::default();
     let mut cost = 0.0;
     let prices = crate::replay::cache_cost::PricingTable::bundled();
-    for (u, model) in s.order.iter().filter_map(|k| s.responses.get(k)) {
+    // Responses copied from another session's file (a resume) are counted there.
+    let origins = super::resume::Origins::of(path);
+    let mut requests = 0usize;
+    for (u, model, _) in s
+        .order
+        .iter()
+        .filter_map(|k| s.responses.get(k))
+        .filter(|r| !origins.copied(r.2.as_deref()))
+    {
+        requests += 1;
         usage.add(u);
         let model = model.clone().map(|m| crate::trace::model::ModelRef {
             provider_id: super::to_trace::PROVIDER.to_owned(),
@@ -188,7 +197,7 @@ pub fn summarize_with(path: &Path, max_line: usize) -> Result<Listing, LoadError
             created: s.first_ms.unwrap_or(0),
             updated: s.last_ms.unwrap_or(0),
             messages: s.messages.len(),
-            requests: s.responses.len(),
+            requests,
             tokens: usage.to_usage(),
             cost,
             children,
@@ -211,8 +220,8 @@ struct Scan {
     summaries: Vec<(String, String)>,
     /// Uuids of user and assistant records (a rewritten record counts once).
     messages: HashSet<String>,
-    /// Per response: its usage and model.
-    responses: HashMap<(String, Option<String>), (ClaudeUsage, Option<String>)>,
+    /// Per response: its usage, model and the session id its first record carries.
+    responses: HashMap<(String, Option<String>), (ClaudeUsage, Option<String>, Option<String>)>,
     /// Responses in the order first written (sums in file order, as a full read's).
     order: Vec<(String, Option<String>)>,
     unreadable: usize,
@@ -319,6 +328,7 @@ impl Scan {
                 slot.0 = slot.0.max(&usage);
                 if slot.1.is_none() {
                     slot.1 = string(get(&m, "model"));
+                    slot.2 = string(get(&f, "sessionId"));
                 }
             }
             _ => {}

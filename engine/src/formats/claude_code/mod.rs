@@ -31,6 +31,7 @@ pub mod discover;
 pub mod listing;
 pub mod record;
 pub mod requests;
+pub mod resume;
 pub mod session;
 pub mod subagents;
 pub mod to_trace;

@@ -107,6 +107,8 @@ pub struct ThreadInfo<'a> {
     /// The agent name its requests carry (`None`: the main agent).
     pub agent: Option<String>,
     pub path: &'a Path,
+    /// Other sessions whose records a resumed file may copy (their responses counted there).
+    pub resumed: super::resume::Origins,
 }
 
 /// Build the trace of one thread, moving its tool results' contents into the trace (the
@@ -163,6 +165,7 @@ pub fn thread_trace(
         children.iter().map(|c| (c.0, c)).collect();
     // Message index of each response.
     let mut message_of_resp: HashMap<usize, usize> = HashMap::new();
+    let mut copies = 0usize;
 
     for (i, e) in t.entries.iter().enumerate() {
         let on_branch = t.on_branch.get(i).copied().unwrap_or(true);
@@ -197,12 +200,24 @@ pub fn thread_trace(
                     continue;
                 };
                 let resp = &rq.responses[r];
+                // A response copied from the session this file resumed was billed there.
+                let copied = who.resumed.copied(
+                    resp.entries
+                        .first()
+                        .and_then(|&e| t.entries[e].record.common())
+                        .and_then(|c| c.session_id.as_deref()),
+                );
                 let mi = *message_of_resp.entry(r).or_insert_with(|| {
+                    copies += usize::from(copied);
                     let model = resp.model.clone().map(|m| ModelRef {
                         provider_id: PROVIDER.to_owned(),
                         model_id: m,
                     });
-                    let usage = resp.usage;
+                    let usage = if copied {
+                        ClaudeUsage::default()
+                    } else {
+                        resp.usage
+                    };
                     let mi = b.push(Message {
                         model,
                         tokens: Some(usage.to_usage()),
@@ -440,6 +455,13 @@ pub fn thread_trace(
     let rules_version = version.as_deref().and_then(parse_version);
     let mut diagnostics = Diagnostics::new();
     diagnostics.extend(&thread.diagnostics());
+    if copies > 0 {
+        diagnostics.push_n(
+            crate::trace::diagnostics::DiagnosticKind::RuleResumedCopy,
+            copies,
+            "responses copied from the session this file resumed: history here, counted there",
+        );
+    }
     Trace {
         session: SessionInfo {
             id: who.id.clone(),
