@@ -207,6 +207,9 @@ pub fn summarize_with(path: &Path, max_line: usize) -> Result<Listing, LoadError
     })
 }
 
+/// A response: (`message.id`, `requestId`).
+type ResponseKey = (String, Option<String>);
+
 #[derive(Default)]
 struct Scan {
     session_id: Option<String>,
@@ -221,9 +224,9 @@ struct Scan {
     /// Uuids of user and assistant records (a rewritten record counts once).
     messages: HashSet<String>,
     /// Per response: its usage, model and the session id its first record carries.
-    responses: HashMap<(String, Option<String>), (ClaudeUsage, Option<String>, Option<String>)>,
+    responses: HashMap<ResponseKey, (ClaudeUsage, Option<String>, Option<String>)>,
     /// Responses in the order first written (sums in file order, as a full read's).
-    order: Vec<(String, Option<String>)>,
+    order: Vec<ResponseKey>,
     unreadable: usize,
 }
 
