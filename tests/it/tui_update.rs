@@ -737,7 +737,9 @@ fn run_totals_show_before_and_after_a_knob_change() {
     let before = app.state.schedule.replay.as_ref().map(|r| r.totals);
     knobs_at(&mut app, "demote_at");
     type_value(&mut app, "1.5");
-    assert_eq!(app.state.schedule.before, before);
+    let base = app.state.schedule.baseline.as_ref().expect("a baseline");
+    assert_eq!(base.totals, before);
+    assert_eq!(base.shown_budget, 9000);
     let after = app.state.schedule.replay.as_ref().map(|r| r.totals);
     assert_ne!(before, after);
     app.key(KeyCode::Esc);
@@ -747,6 +749,8 @@ fn run_totals_show_before_and_after_a_knob_change() {
         screen.contains(&format!("chg {}→{}", b.changes, a.changes)),
         "{screen}"
     );
+    // The one baseline, named with its budget.
+    assert!(screen.contains("baseline retention @ 9,000"), "{screen}");
 }
 
 #[test]

@@ -147,9 +147,19 @@ fn header(state: &State, d: &DiffState, f: &mut Frame, area: Rect) {
     // Then the parts that fit whole (a number cut in half misleads), the title clipped last.
     let mut parts: Vec<Vec<Span>> = Vec::new();
     if let Some(m) = &d.model {
-        let src = if d.budget.is_some() { "set" } else { "default" };
+        let src = |s: Side| if d.budget(s).is_some() { "set" } else { "default" };
+        // Each side's budget: one figure when they agree, else both (B the baseline at its own).
+        let budget = if m.budget == m.budget_b {
+            format!("budget {} ({})", thousands(m.budget), src(Side::A))
+        } else {
+            format!(
+                "budget A {} · B {}",
+                thousands(m.budget),
+                thousands(m.budget_b)
+            )
+        };
         for text in [
-            format!("budget {} ({src})", thousands(m.budget)),
+            budget,
             format!("request {}/{}", d.cursor, m.requests.saturating_sub(1)),
             format!("{} of {} requests differ", m.differing.len(), m.requests),
         ] {
@@ -728,9 +738,10 @@ fn knobs(t: &Theme, d: &DiffState, k: super::KnobEdit, f: &mut Frame, rect: Rect
     let first = selected.saturating_sub(list_h.saturating_sub(1));
     let mut lines = Vec::new();
     for row in (first..rows).take(list_h) {
-        let (name, value, differs) = if row == 0 {
-            let b = d.budget.or(d.model.as_ref().map(|m| m.budget)).unwrap_or(0);
-            ("budget (both)".to_owned(), thousands(b), false)
+        let (name, value, theirs) = if row == 0 {
+            let b = super::shown_budget(d, side);
+            let o = super::shown_budget(d, side.other());
+            ("budget".to_owned(), thousands(b), (b != o).then(|| thousands(o)))
         } else {
             let spec = &p.specs[row - 1];
             let v = crate::tui::knobs::knob_value(p, spec);
@@ -740,7 +751,8 @@ fn knobs(t: &Theme, d: &DiffState, k: super::KnobEdit, f: &mut Frame, rect: Rect
             };
             // Only knobs both sides have can differ (each kind has its own knobs).
             let differs = other.knobs.get(&spec.name).is_some_and(|o| *o != v);
-            (spec.name.clone(), shown, differs)
+            let theirs = differs.then(|| other_value(other, &spec.name));
+            (spec.name.clone(), shown, theirs)
         };
         let st = if row == selected { t.selection } else { t.base };
         lines.push(Line::from(vec![
@@ -750,11 +762,7 @@ fn knobs(t: &Theme, d: &DiffState, k: super::KnobEdit, f: &mut Frame, rect: Rect
                 if row == selected { t.key } else { t.base },
             ),
             Span::styled(
-                if differs {
-                    format!("≠ {}", other_value(other, &name))
-                } else {
-                    String::new()
-                },
+                theirs.map(|o| format!("≠ {o}")).unwrap_or_default(),
                 side_style(t, side.other()),
             ),
         ]));

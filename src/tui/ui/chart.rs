@@ -55,6 +55,14 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
                 t.warn,
             ));
         }
+        // What the scale (the budget band) leaves out, and how it is drawn.
+        if state.main.chart == ChartKind::Pressure && rp.data_max > rp.y_max {
+            title.push(Span::styled("▲↑", t.warn));
+            title.push(Span::styled(
+                format!("off scale (to {}) ", short(rp.data_max as f64)),
+                t.dim,
+            ));
+        }
         if let Some(fr) = rp.frames.get(state.main.cursor) {
             let text = match state.main.chart {
                 ChartKind::Pressure => format!(
