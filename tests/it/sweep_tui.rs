@@ -261,7 +261,10 @@ fn the_grid_runs_moves_and_enter_loads_the_point_into_the_main_view() {
     app.key(KeyCode::Esc);
     // Diff mode offers the knobs before the sweep as the baseline.
     let before = app.state.schedule.baseline.as_ref().expect("baseline");
-    assert_eq!(before.policy.knobs.get("demote_at"), Some(&KnobValue::Num(0.9)));
+    assert_eq!(
+        before.policy.knobs.get("demote_at"),
+        Some(&KnobValue::Num(0.9))
+    );
 }
 
 #[test]

@@ -201,7 +201,10 @@ pub fn choices(state: &State) -> Vec<Choice> {
     if let Some(base) = state.schedule.differing_baseline() {
         let mut what = base.changed_knobs(current);
         if base.budget != state.schedule.budget {
-            what.insert(0, format!("budget {}", crate::tui::ui::thousands(base.shown_budget)));
+            what.insert(
+                0,
+                format!("budget {}", crate::tui::ui::thousands(base.shown_budget)),
+            );
         }
         out.push(Choice {
             label: format!("{BASELINE}: {}", base.name()),
@@ -426,6 +429,11 @@ fn on_pick(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
 }
 
 fn on_diff(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
+    if action == Some(Action::ToggleWrap) {
+        // One setting for every pane that wraps (the main screen's context and detail too).
+        crate::tui::main::navigate::toggle_wrap(state);
+        return;
+    }
     let page = state.geometry.diff_context;
     let Some(d) = state.diff.as_deref_mut() else {
         return;

@@ -44,7 +44,12 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) -> Scroll {
         return Scroll::default();
     };
     let lines = page(state, ep);
-    let para = Paragraph::new(lines).wrap(Wrap { trim: false });
+    // Wrapped unless the user clips long lines (`E`, shared with the context and diff panes).
+    let para = if state.main.context.clip {
+        Paragraph::new(lines)
+    } else {
+        Paragraph::new(lines).wrap(Wrap { trim: false })
+    };
     let inner_w = area.width.saturating_sub(2);
     let page_h = usize::from(area.height.saturating_sub(2));
     let total = para.line_count(inner_w);

@@ -169,7 +169,10 @@ fn totals_groups<'a>(state: &State, r: &ReplayModel, t: &Theme) -> Vec<Vec<Span<
     }
     if let Some(b) = base {
         if before.is_some_and(|b| b != r.totals) {
-            groups.push(vec![Span::styled(format!("(baseline {} → now)", b.name()), t.dim)]);
+            groups.push(vec![Span::styled(
+                format!("(baseline {} → now)", b.name()),
+                t.dim,
+            )]);
         }
     }
     for (k, v) in &r.summary {
