@@ -434,9 +434,11 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
                 state.main.context.pending = false;
                 match result {
                     Ok(c) => {
-                        let cv = &mut state.main.context;
                         let page = state.geometry.main.context_scroll.page;
-                        cv.scroll = navigate::context_home(&c, cv.expanded, page);
+                        let expanded = state.main.context.expanded;
+                        let layout = navigate::context_layout(state, &c, expanded);
+                        let cv = &mut state.main.context;
+                        cv.scroll = navigate::context_home(&c, &layout, expanded, page);
                         cv.model = Some(c);
                     }
                     Err(e) => state.flash(format!("render failed: {e}"), Level::Error),

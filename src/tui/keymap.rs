@@ -95,6 +95,8 @@ pub enum Action {
     NextTierText,
     PrevTierText,
     ToggleContextText,
+    /// Long lines wrapped / clipped at the border (context, detail, diff).
+    ToggleWrap,
     OpenKnobs,
     SwitchPolicy,
     SavePolicy,
@@ -473,6 +475,13 @@ pub static BINDINGS: &[Binding] = &[
         "context: every chunk's text / one line per chunk",
         "text",
         &[Pane::Context],
+    ),
+    bp(
+        &[C('E')],
+        A::ToggleWrap,
+        "context, detail and diff: wrap long lines / clip them at the border",
+        "wrap",
+        &[Pane::Context, Pane::Detail],
     ),
     bp(
         &[C('y')],
@@ -870,6 +879,13 @@ pub static BINDINGS: &[Binding] = &[
     ),
     b(Mode::Help, &[Ctrl('c')], A::ForceQuit, "quit at once", None),
     // diff mode
+    b(
+        Mode::Diff,
+        &[C('E')],
+        A::ToggleWrap,
+        "context diff: wrap long lines / clip them at the border",
+        None,
+    ),
     b(
         Mode::Diff,
         &[Code(K::Right), C('l')],

@@ -1,6 +1,7 @@
 //! The knobs feature: the knobs panel (every knob of the policy, plus the budget), the policy
-//! list, saving the knobs as a policy TOML (asking before it overwrites a file), and what the
-//! last edits changed (for diff mode's "before the last edits" and quitting with unsaved edits).
+//! list, saving the knobs as a policy TOML (asking before it overwrites a file), and whether
+//! the knobs are unsaved. What the last edits changed is the schedule's baseline
+//! ([`crate::tui::schedule::Baseline`]).
 
 use std::collections::BTreeMap;
 
@@ -8,29 +9,6 @@ use crate::tui::app::{Confirm, Effect, Input, InputPurpose, Level, Overlay, Stat
 use crate::tui::keymap::Action;
 use tierscope_engine::output_guard::{AtomicFile, OutputError, OutputGuard};
 use tierscope_engine::policy::{KnobSpec, KnobValue, Policy, PolicyKind};
-
-/// The policy before the last run of knob edits on the main screen, for "compare with before".
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Memo {
-    /// The policy as it was before the last run of edits.
-    pub before: Option<Policy>,
-    /// An edit run is under way (it ends when the knobs panel is opened again).
-    editing: bool,
-}
-
-impl Memo {
-    /// The knobs panel opened: the next edit starts a new run.
-    pub fn panel_opened(&mut self) {
-        self.editing = false;
-    }
-    /// A knob is about to change from `old`.
-    pub fn knob_changing(&mut self, old: &Policy) {
-        if !self.editing {
-            self.before = Some(old.clone());
-            self.editing = true;
-        }
-    }
-}
 
 pub struct KnobsState {
     /// The panel, open with a row selected (row 0 is the budget).
@@ -40,7 +18,6 @@ pub struct KnobsState {
     pub names: Vec<String>,
     /// One line per built-in policy, for the list.
     pub descs: Vec<String>,
-    pub memo: Memo,
     /// The policy's name and knobs as started, switched to or last saved: edits since are
     /// unsaved.
     pub saved: (String, BTreeMap<String, KnobValue>),
@@ -55,7 +32,6 @@ impl KnobsState {
             descs: tierscope_engine::policy::builtins()
                 .map(|v| v.into_iter().map(|p| p.description).collect())
                 .unwrap_or_default(),
-            memo: Memo::default(),
             saved: (policy.name.clone(), policy.knobs.clone()),
         }
     }
@@ -70,7 +46,6 @@ pub fn unsaved(state: &State) -> bool {
 
 /// `K`: the panel, budget row selected.
 pub fn open_panel(state: &mut State) {
-    state.knobs.memo.panel_opened();
     state.schedule.end_edits();
     state.knobs.panel = Some(0);
 }
@@ -234,7 +209,6 @@ pub fn set_policy(state: &mut State, p: Policy, fx: &mut Vec<Effect>) {
     if p.knobs == state.schedule.policy.knobs {
         return;
     }
-    state.knobs.memo.knob_changing(&state.schedule.policy);
     state.schedule.changing();
     state.schedule.policy = p;
     if state.session.is_some() {

@@ -283,7 +283,6 @@ pub fn tail_spans(r: &tierscope_engine::replay::Replay, rows: usize) -> Vec<Vec<
 pub fn replay_model(
     l: &LoadedSession,
     r: &tierscope_engine::replay::Replay,
-    thrash_window: usize,
     knobs: &tierscope_engine::policy::Policy,
 ) -> crate::tui::view_model::ReplayModel {
     use crate::tui::view_model::{ChangeRow, FrameRow, ReplayModel};
@@ -319,7 +318,7 @@ pub fn replay_model(
     let (mut change_requests, mut hold_requests, mut thrash_requests) =
         (Vec::new(), Vec::new(), Vec::new());
     let (mut cum, mut rec_cum) = (0.0f64, 0.0f64);
-    let mut data_max = 0u64;
+    let (mut tokens_max, mut recorded_max) = (0u64, 0u64);
     let mut prev_tokens: Option<u64> = None;
     for (i, f) in r.frames.iter().enumerate() {
         cum += f.cost;
@@ -329,7 +328,8 @@ pub fn replay_model(
             + rc.cache_write as f64 * price.input * price.write_multiplier
             + rc.output as f64 * price.output)
             / 1e6;
-        data_max = data_max.max(f.tokens).max(rc.prompt);
+        tokens_max = tokens_max.max(f.tokens);
+        recorded_max = recorded_max.max(rc.prompt);
         let cache_break = !f.synthetic_call && prev_tokens.is_some_and(|p| f.divergence < p);
         if !f.synthetic_call {
             prev_tokens = Some(f.tokens);
@@ -342,11 +342,9 @@ pub fn replay_model(
             if c.to < c.from {
                 bits |= cell::PROMOTE;
             }
-            // Thrash: this change reverses one of the same episode within the window.
-            let reverses = history[ep]
-                .last()
-                .is_some_and(|p| i.saturating_sub(p.request) <= thrash_window && p.from == c.to);
-            if reverses {
+            // Thrash as the engine counted it (any reversal within the window), so the marks
+            // and the counter are the same fact.
+            if c.thrash {
                 bits |= cell::THRASH;
             }
             grid.or(ep, i, bits);
@@ -359,7 +357,8 @@ pub fn replay_model(
                 applied: c.applied.to_string(),
             });
         }
-        for h in &f.held {
+        // Every held (episode, request), as `holds` counts them, not only where a hold starts.
+        for h in &f.holding {
             if let Some(&ep) = index.get(h.as_str()) {
                 grid.or(ep, i, cell::HOLD);
                 holds_of[ep].push(i);
@@ -386,7 +385,7 @@ pub fn replay_model(
             cum_cost: cum,
             recorded_cum_cost: rec_cum,
             changes: f.changes.len(),
-            deferred: f.deferred as usize,
+            deferred: (f.deferred + f.dwell_blocks) as usize,
             holds: f.holds as usize,
             thrash: f.thrash as usize,
             floor_violations: f.floor_violations as usize,
@@ -403,14 +402,7 @@ pub fn replay_model(
     };
     let pressure_driven = knobs.kind == tierscope_engine::policy::PolicyKind::Progressive
         && knobs.choice("driver") != "age";
-    // Scale the chart to the data; take the budget lines in only when the data gets near them
-    // (a budget 20× the context would flatten every bar).
-    let budget = r.policy.budget;
-    let y_max = if budget > 0 && budget <= data_max.saturating_mul(2) {
-        budget.max(data_max) + budget.max(data_max) / 20
-    } else {
-        data_max + data_max / 7
-    };
+    let y_max = chart_top(r.policy.budget, tokens_max, recorded_max);
     let s = &r.summary;
     let mut summary = vec![
         ("cost".to_owned(), format!("${:.4}", s.cost)),
@@ -458,6 +450,7 @@ pub fn replay_model(
         hold_requests,
         thrash_requests,
         y_max,
+        data_max: tokens_max.max(recorded_max),
         cost_max: cum.max(rec_cum),
         demote_at: if pressure_driven {
             knob("demote_at")
@@ -494,12 +487,29 @@ pub fn run_replay(
 ) {
     let input = tierscope_engine::replay::Input::from(l);
     let r = tierscope_engine::replay::replay(&input, policy, budget);
-    let window = match policy.knobs.get("thrash_window") {
-        Some(tierscope_engine::policy::KnobValue::Num(w)) if *w >= 0.0 => *w as usize,
-        _ => 20,
-    };
-    let model = replay_model(l, &r, window, policy);
+    let model = replay_model(l, &r, policy);
     (std::sync::Arc::new(r), model)
+}
+
+/// The pressure chart's top: the budget band when the replayed context comes near the budget
+/// (what the policy is judged against: the budget and its thresholds keep their rows however
+/// large the recorded prompt was; bars and dots above the top are drawn as off the scale), else
+/// the replayed context (a budget 20× the context would flatten every bar). The recorded prompt
+/// sets the scale only when there is no budget.
+pub fn chart_top(budget: u64, tokens_max: u64, recorded_max: u64) -> u64 {
+    if budget > 0 && budget <= tokens_max.saturating_mul(2) {
+        // Up to half the budget over it: an overflow (or a recorded prompt over the budget)
+        // still reads as one.
+        let top = tokens_max
+            .max(recorded_max)
+            .clamp(budget, budget + budget / 2);
+        top + top / 20
+    } else if budget > 0 {
+        tokens_max + tokens_max / 7
+    } else {
+        let m = tokens_max.max(recorded_max);
+        m + m / 7
+    }
 }
 
 /// Longest chunk preview kept (the pane shows one line per chunk).

@@ -1,6 +1,8 @@
 //! The schedule the main view shows: the policy with its knobs, the budget, the latest replay
-//! under them (latest wins by generation) and the run totals before the last change, for the
-//! metrics strip's before → after.
+//! under them (latest wins by generation) and the one baseline: what was on screen before the
+//! last run of edits (policy, knobs, budget and its totals). The metrics strip's before → after
+//! and diff mode's "baseline" choice both read it, so there is one "before", named with its
+//! budget, everywhere.
 
 use std::sync::Arc;
 
@@ -8,6 +10,43 @@ use crate::tui::app::Effect;
 use crate::tui::totals::RunTotals;
 use crate::tui::view_model::ReplayModel;
 use tierscope_engine::policy::Policy;
+
+/// The schedule before the last run of edits: the one "before" the explorer compares with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Baseline {
+    pub policy: Policy,
+    /// The budget as set (`None`: the recorded model's default).
+    pub budget: Option<u64>,
+    /// The budget its replay ran at (0 when no replay was on screen yet).
+    pub shown_budget: u64,
+    /// The totals of its replay, when one was on screen.
+    pub totals: Option<RunTotals>,
+}
+
+impl Baseline {
+    /// `retention @ 9,000`: how the strip, the diff list and the diff header name it.
+    pub fn name(&self) -> String {
+        if self.shown_budget > 0 {
+            format!(
+                "{} @ {}",
+                self.policy.name,
+                crate::tui::ui::thousands(self.shown_budget)
+            )
+        } else {
+            self.policy.name.clone()
+        }
+    }
+
+    /// The knobs that differ from `current`'s, as `k=v` (the baseline's values).
+    pub fn changed_knobs(&self, current: &Policy) -> Vec<String> {
+        self.policy
+            .knobs
+            .iter()
+            .filter(|(k, v)| current.knobs.get(*k) != Some(*v))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect()
+    }
+}
 
 pub struct Schedule {
     pub policy: Policy,
@@ -19,10 +58,9 @@ pub struct Schedule {
     pub gen: u64,
     pub pending: bool,
     pub error: Option<String>,
-    /// The totals of the replay that was on screen before the current run of edits (knobs or
-    /// budget since the knobs panel opened; a policy switch or a sweep point is a run of its
-    /// own).
-    pub before: Option<RunTotals>,
+    /// What was on screen before the current run of edits (knobs or budget since the knobs
+    /// panel opened; a policy switch or a sweep point is a run of its own).
+    pub baseline: Option<Baseline>,
     /// A run of edits is under way: further edits keep `before`.
     editing: bool,
 }
@@ -36,7 +74,7 @@ impl Schedule {
             gen: 0,
             pending: false,
             error: None,
-            before: None,
+            baseline: None,
             editing: false,
         }
     }
@@ -53,12 +91,26 @@ impl Schedule {
     }
 
     /// The policy, a knob or the budget is about to change: the first change of a run
-    /// remembers the totals on screen.
+    /// remembers what is on screen as the baseline.
     pub fn changing(&mut self) {
         if !self.editing {
-            self.before = self.replay.as_ref().map(|r| r.totals);
+            self.baseline = Some(Baseline {
+                policy: self.policy.clone(),
+                budget: self.budget,
+                shown_budget: self.effective_budget(),
+                totals: self.replay.as_ref().map(|r| r.totals),
+            });
             self.editing = true;
         }
+    }
+
+    /// The baseline when it differs from what is on screen (policy, knobs or budget).
+    pub fn differing_baseline(&self) -> Option<&Baseline> {
+        self.baseline.as_ref().filter(|b| {
+            b.policy.name != self.policy.name
+                || b.policy.knobs != self.policy.knobs
+                || b.budget != self.budget
+        })
     }
 
     /// The run of edits is over (the knobs panel opened again, a policy or a sweep point is
@@ -70,7 +122,7 @@ impl Schedule {
     /// Another session (or a new state of it) is shown: nothing of the old replay applies.
     pub fn session_changed(&mut self) {
         self.replay = None;
-        self.before = None;
+        self.baseline = None;
         self.editing = false;
         self.error = None;
     }

@@ -9,9 +9,10 @@ use tierscope_engine::replay::Replay;
 pub struct RunTotals {
     /// Tier changes applied.
     pub changes: u64,
-    /// Victims held at their floor.
+    /// (episode, request) pairs held at the floor: the heatmap's `⊥` cells.
     pub holds: u64,
-    /// Changes the policy wanted but did not apply yet (boundary or dwell).
+    /// (episode, request) pairs whose change waits (for a boundary or `min_dwell`): the
+    /// heatmap's `…` cells.
     pub deferrals: u64,
     /// Changes that reversed the same episode's previous change within the thrash window.
     pub thrash: u64,
@@ -26,7 +27,7 @@ impl RunTotals {
         RunTotals {
             changes: s.changes,
             holds: s.holds,
-            deferrals: s.deferred,
+            deferrals: s.deferred + s.dwell_blocks,
             thrash: s.thrash,
             overflow: r
                 .frames
@@ -36,14 +37,19 @@ impl RunTotals {
         }
     }
 
-    /// (short name, value) of each total, in the order the strip shows them.
-    pub fn items(&self) -> [(&'static str, u64); 5] {
+    /// The totals in the strip's groups, each group with the unit its values count:
+    /// (unit, [(short name, value)]).
+    pub fn groups(&self) -> [(&'static str, Vec<(&'static str, u64)>); 3] {
         [
-            ("chg", self.changes),
-            ("hold", self.holds),
-            ("def", self.deferrals),
-            ("thrash", self.thrash),
-            ("over", self.overflow),
+            (
+                "changes",
+                vec![("chg", self.changes), ("thrash", self.thrash)],
+            ),
+            (
+                "ep·req",
+                vec![("hold", self.holds), ("wait", self.deferrals)],
+            ),
+            ("req", vec![("over", self.overflow)]),
         ]
     }
 }
@@ -69,8 +75,12 @@ mod tests {
             thrash: 4,
             overflow: 5,
         };
-        let v: Vec<u64> = t.items().iter().map(|(_, v)| *v).collect();
-        assert_eq!(v, [1, 2, 3, 4, 5]);
+        let v: Vec<u64> = t
+            .groups()
+            .iter()
+            .flat_map(|(_, g)| g.iter().map(|(_, v)| *v))
+            .collect();
+        assert_eq!(v, [1, 4, 2, 3, 5]);
         assert_eq!(before_after(Some(12), 8), "12→8");
         assert_eq!(before_after(Some(8), 8), "8");
         assert_eq!(before_after(None, 8), "8");

@@ -218,8 +218,11 @@ pub struct ReplayModel {
     pub change_requests: Vec<usize>,
     pub hold_requests: Vec<usize>,
     pub thrash_requests: Vec<usize>,
-    /// Max over requests of tokens, budget and recorded prompt: the chart's y range.
+    /// The pressure chart's top ([`crate::tui::prepare::chart_top`]): the budget band, or the
+    /// replayed tokens when far below the budget.
     pub y_max: u64,
+    /// The largest replayed or recorded prompt: above `y_max`, the chart says it is off scale.
+    pub data_max: u64,
     pub cost_max: f64,
     /// The policy's `demote_at`, `promote_at` and `target` knobs, when it has them.
     pub demote_at: Option<f64>,

@@ -164,9 +164,10 @@ fn editing_either_side_reruns_both_replays_and_the_pre_edit_policy_is_offered() 
         .as_ref()
         .and_then(|d| d.picker.clone())
         .expect("chooser");
-    assert_eq!(sel, 0, "the pre-edit policy comes first and is preselected");
+    assert_eq!(sel, 0, "the baseline comes first and is preselected");
     assert!(
-        list[0].label.contains("before the last edits"),
+        list[0].label.contains("baseline: retention @ 9,000")
+            && list[0].desc.contains("before the last edits"),
         "{:?}",
         list[0]
     );

@@ -5,6 +5,7 @@ mod historian_common;
 mod loader_support;
 mod tmux_common;
 mod tui_common;
+mod tui_evidence;
 
 mod adversarial;
 mod claude_code_trace;

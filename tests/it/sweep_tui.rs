@@ -259,9 +259,12 @@ fn the_grid_runs_moves_and_enter_loads_the_point_into_the_main_view() {
     assert!(row("demote_at").contains("1.1"), "{t}");
     assert!(row("promote_at").contains("0.48"), "{t}");
     app.key(KeyCode::Esc);
-    // Diff mode offers the knobs before the sweep as "before the last edits".
-    let before = app.state.knobs.memo.before.as_ref().expect("memo");
-    assert_eq!(before.knobs.get("demote_at"), Some(&KnobValue::Num(0.9)));
+    // Diff mode offers the knobs before the sweep as the baseline.
+    let before = app.state.schedule.baseline.as_ref().expect("baseline");
+    assert_eq!(
+        before.policy.knobs.get("demote_at"),
+        Some(&KnobValue::Num(0.9))
+    );
 }
 
 #[test]

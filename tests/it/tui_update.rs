@@ -706,28 +706,34 @@ fn detail_scrolls_over_its_whole_page() {
 
 #[test]
 fn the_context_opens_filled_with_the_divergence_in_view() {
+    use tierscope::tui::main::navigate::context_layout;
     let mut app = m1();
     app.key(KeyCode::End);
     let c = app.context();
     let g = app.state.geometry.main.context_scroll;
-    let rows = c.rows(false).len();
+    // Rows wrap: the scroll counts screen lines.
+    let layout = context_layout(&app.state, &c, false);
+    let lines = layout.total();
     let top = app.state.main.context.scroll;
-    // Filled: as many rows as the pane holds (or all of them).
+    // Filled: as many lines as the pane holds (or all of them).
     assert!(
-        rows.saturating_sub(top) >= g.page.min(rows),
-        "{top} {rows} {g:?}"
+        lines.saturating_sub(top) >= g.page.min(lines),
+        "{top} {lines} {g:?}"
     );
-    let d = c
-        .divergence_row(false)
-        .unwrap_or_else(|| panic!("no divergence"));
+    let d = layout.line_of(
+        c.divergence_row(false)
+            .unwrap_or_else(|| panic!("no divergence")),
+    );
     assert!(top <= d && d < top + g.page.max(1), "{top} {d} {g:?}");
     // Every chunk's text (e): the divergence stays in view.
     app.key(KeyCode::Char('e'));
     let top = app.state.main.context.scroll;
     let page = app.state.geometry.main.context_scroll.page;
-    let d = c
-        .divergence_row(true)
-        .unwrap_or_else(|| panic!("no divergence"));
+    let layout = context_layout(&app.state, &c, true);
+    let d = layout.line_of(
+        c.divergence_row(true)
+            .unwrap_or_else(|| panic!("no divergence")),
+    );
     assert!(top <= d && d < top + page, "{top} {d} {page}");
 }
 
@@ -737,7 +743,9 @@ fn run_totals_show_before_and_after_a_knob_change() {
     let before = app.state.schedule.replay.as_ref().map(|r| r.totals);
     knobs_at(&mut app, "demote_at");
     type_value(&mut app, "1.5");
-    assert_eq!(app.state.schedule.before, before);
+    let base = app.state.schedule.baseline.as_ref().expect("a baseline");
+    assert_eq!(base.totals, before);
+    assert_eq!(base.shown_budget, 9000);
     let after = app.state.schedule.replay.as_ref().map(|r| r.totals);
     assert_ne!(before, after);
     app.key(KeyCode::Esc);
@@ -747,6 +755,8 @@ fn run_totals_show_before_and_after_a_knob_change() {
         screen.contains(&format!("chg {}→{}", b.changes, a.changes)),
         "{screen}"
     );
+    // The one baseline, named with its budget.
+    assert!(screen.contains("baseline retention @ 9,000"), "{screen}");
 }
 
 #[test]

@@ -233,6 +233,11 @@ pub(crate) fn frame(
         emergencies: counts.emergencies,
         holds: counts.holds,
         held: held.iter().map(|&e| st.p.episodes[e].id.clone()).collect(),
+        holding: counts
+            .holding
+            .iter()
+            .map(|&e| st.p.episodes[e].id.clone())
+            .collect(),
         floor_violations: st.floor_violations(),
         pin_violations: st.pin_violations(),
         violations,

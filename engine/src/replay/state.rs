@@ -33,6 +33,8 @@ pub(crate) struct RequestCounts {
     pub holds: u64,
     /// Held episodes whose hold began at this request.
     pub held_new: Vec<usize>,
+    /// Every episode held at this request (one per hold counted).
+    pub holding: Vec<usize>,
     /// Episodes whose cut began or moved at this request.
     pub cut_new: Vec<usize>,
 }
@@ -357,10 +359,10 @@ impl<'p, 'a> State<'p, 'a> {
         self.applied[e] = to;
         self.attach(e);
         let dir: i8 = if to > from { 1 } else { -1 };
-        if let Some(last) = self.last_change[e] {
-            if last.dir == -dir && self.now - last.at <= self.thrash_window {
-                self.counts.thrash += 1;
-            }
+        let thrash = self.last_change[e]
+            .is_some_and(|last| last.dir == -dir && self.now - last.at <= self.thrash_window);
+        if thrash {
+            self.counts.thrash += 1;
         }
         self.last_change[e] = Some(LastChange { at: self.now, dir });
         if how == Applied::Emergency {
@@ -372,6 +374,7 @@ impl<'p, 'a> State<'p, 'a> {
             to,
             reason: self.want_reason[e],
             applied: how,
+            thrash,
         });
     }
 
@@ -395,6 +398,7 @@ impl<'p, 'a> State<'p, 'a> {
         let continuing = self.now > 0 && self.held_stamp[e] == Some(self.now - 1);
         self.held_stamp[e] = Some(self.now);
         self.counts.holds += 1;
+        self.counts.holding.push(e);
         if !continuing {
             self.counts.held_new.push(e);
         }

@@ -48,6 +48,10 @@ pub struct Change {
     pub reason: Reason,
     /// `immediate`, `boundary:<kind>` or `emergency`.
     pub applied: Applied,
+    /// This change reverses the episode's previous change within `thrash_window` requests: one
+    /// of the frame's `thrash` (the same fact, so a mark on a change and the counter agree).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub thrash: bool,
 }
 
 /// Count and tokens of the episodes shown at one tier.
@@ -244,6 +248,10 @@ pub struct Frame {
     /// The held episodes whose hold began at this request (a hold that continues from the
     /// previous request is counted in `holds` but not listed again).
     pub held: Vec<String>,
+    /// Every episode held at this request: what `holds` counts, one per id (`held` lists only
+    /// the starts). Not in the JSON output, which has `holds` and `held`.
+    #[serde(skip)]
+    pub holding: Vec<String>,
     /// Closed episodes shown below their floor (every one in force at this request).
     pub floor_violations: u64,
     /// Pinned spans missing from the context (every one in force at this request).

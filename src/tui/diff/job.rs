@@ -10,7 +10,7 @@ use super::{DiffJob, DiffMsg};
 use crate::tui::app::Msg;
 use tierscope_engine::compare;
 use tierscope_engine::loaded::LoadedSession;
-use tierscope_engine::replay::Input;
+use tierscope_engine::replay::{self, Input};
 
 /// How long the line and word diff may search for a minimal diff before settling for a coarser
 /// one: the rendered contexts of a long session run to thousands of lines.
@@ -22,32 +22,38 @@ pub fn run(session: Option<&Arc<LoadedSession>>, job: DiffJob) -> Msg {
         return Msg::Diff(job.failed("no session loaded".to_owned()));
     };
     let input = Input::from(s.as_ref());
+    // Each side at its own budget (B is the baseline at the budget it had, or at A's).
     Msg::Diff(match job {
-        DiffJob::Replay { gen, a, b, budget } => DiffMsg::Replayed {
+        DiffJob::Replay { gen, a, b, budgets } => DiffMsg::Replayed {
             gen,
-            result: compare::compare_policies(&input, &a, &b, budget)
-                .map(|(ra, rb, c)| Arc::new(DiffModel::build(&a, &b, &ra, &rb, c)))
-                .map_err(|e| e.to_string()),
+            result: {
+                let ra = replay::replay(&input, &a, budgets[0]);
+                let rb = replay::replay(&input, &b, budgets[1]);
+                compare::compare(input.episodes, &ra, &rb)
+                    .map(|c| Arc::new(DiffModel::build(&a, &b, &ra, &rb, c)))
+                    .map_err(|e| e.to_string())
+            },
         },
         DiffJob::Context {
             gen,
             at,
             a,
             b,
-            budget,
+            budgets,
         } => DiffMsg::Context {
             gen,
             at,
-            result: compare::context_diff(
-                &input,
-                &a,
-                &b,
-                budget,
-                at,
-                Some(Instant::now() + TEXT_DIFF_BUDGET),
-            )
-            .map(|d| Arc::new(safe_context(d)))
-            .map_err(|e| e.to_string()),
+            result: replay::render_at(&input, &a, budgets[0], at)
+                .and_then(|ca| {
+                    let cb = replay::render_at(&input, &b, budgets[1], at)?;
+                    Ok(compare::context::diff_contexts(
+                        &ca,
+                        &cb,
+                        Some(Instant::now() + TEXT_DIFF_BUDGET),
+                    ))
+                })
+                .map(|d| Arc::new(safe_context(d)))
+                .map_err(|e| e.to_string()),
         },
     })
 }

@@ -49,9 +49,14 @@ pub struct Choice {
     pub label: String,
     pub desc: String,
     pub policy: Policy,
+    /// The budget B runs at when chosen (`None`: A's).
+    pub budget: Option<Option<u64>>,
 }
 
-/// The knobs panel of one side (row 0 is the shared budget).
+/// The label of the baseline's entry in the list (it starts with this).
+pub const BASELINE: &str = "baseline";
+
+/// The knobs panel of one side (row 0 is that side's budget).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KnobEdit {
     pub side: Side,
@@ -61,8 +66,10 @@ pub struct KnobEdit {
 pub struct DiffState {
     pub a: Policy,
     pub b: Policy,
-    /// Budget for both sides (`None` = the default budget).
+    /// A's budget (`None` = the default budget).
     pub budget: Option<u64>,
+    /// B's budget: A's unless B is the baseline, which runs at the budget it had.
+    pub budget_b: Option<u64>,
     pub cursor: usize,
     pub selected: usize,
     pub gen: u64,
@@ -99,6 +106,19 @@ impl DiffState {
             Side::B => &self.b,
         }
     }
+    /// The budget of a side, as set (`None` = the default budget).
+    pub fn budget(&self, s: Side) -> Option<u64> {
+        match s {
+            Side::A => self.budget,
+            Side::B => self.budget_b,
+        }
+    }
+    fn budget_mut(&mut self, s: Side) -> &mut Option<u64> {
+        match s {
+            Side::A => &mut self.budget,
+            Side::B => &mut self.budget_b,
+        }
+    }
     fn policy_mut(&mut self, s: Side) -> &mut Policy {
         match s {
             Side::A => &mut self.a,
@@ -121,7 +141,8 @@ pub enum DiffJob {
         gen: u64,
         a: Box<Policy>,
         b: Box<Policy>,
-        budget: Option<u64>,
+        /// The budgets of A and B.
+        budgets: [Option<u64>; 2],
     },
     /// The rendered-context diff at `at`.
     Context {
@@ -129,7 +150,8 @@ pub enum DiffJob {
         at: usize,
         a: Box<Policy>,
         b: Box<Policy>,
-        budget: Option<u64>,
+        /// The budgets of A and B.
+        budgets: [Option<u64>; 2],
     },
 }
 
@@ -171,29 +193,29 @@ pub enum DiffMsg {
     },
 }
 
-/// The list B is chosen from: the policy before the last knob edits (when it differs from the
-/// current one), then every built-in.
+/// The list B is chosen from: the baseline (what was on screen before the last edits, at its
+/// budget; when it differs from the current schedule), then every built-in at A's budget.
 pub fn choices(state: &State) -> Vec<Choice> {
     let mut out = Vec::new();
     let current = &state.schedule.policy;
-    if let Some(before) = &state.knobs.memo.before {
-        if before.name != current.name || before.knobs != current.knobs {
-            let changed: Vec<String> = before
-                .knobs
-                .iter()
-                .filter(|(k, v)| current.knobs.get(*k) != Some(*v))
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect();
-            out.push(Choice {
-                label: format!("{} before the last edits", before.name),
-                desc: if changed.is_empty() {
-                    format!("{} with its knobs as they were", before.name)
-                } else {
-                    changed.join(" ")
-                },
-                policy: before.clone(),
-            });
+    if let Some(base) = state.schedule.differing_baseline() {
+        let mut what = base.changed_knobs(current);
+        if base.budget != state.schedule.budget {
+            what.insert(
+                0,
+                format!("budget {}", crate::tui::ui::thousands(base.shown_budget)),
+            );
         }
+        out.push(Choice {
+            label: format!("{BASELINE}: {}", base.name()),
+            desc: if what.is_empty() {
+                format!("before the last edits: {}", base.policy.name)
+            } else {
+                format!("before the last edits: {}", what.join(" "))
+            },
+            policy: base.policy.clone(),
+            budget: Some(base.budget),
+        });
     }
     if let Ok(list) = tierscope_engine::policy::builtins() {
         for p in list {
@@ -201,6 +223,7 @@ pub fn choices(state: &State) -> Vec<Choice> {
                 label: p.name.clone(),
                 desc: p.description.clone(),
                 policy: p,
+                budget: None,
             });
         }
     }
@@ -221,7 +244,7 @@ pub fn open(state: &mut State) {
     // Preselect the most likely comparison: the pre-edit policy, else a different built-in.
     let pre = list
         .iter()
-        .position(|c| c.label.ends_with("before the last edits"))
+        .position(|c| c.label.starts_with(BASELINE))
         .or_else(|| {
             let want = if state.schedule.policy.name == "age" {
                 "retention"
@@ -235,6 +258,7 @@ pub fn open(state: &mut State) {
         a: state.schedule.policy.clone(),
         b: state.schedule.policy.clone(),
         budget: state.schedule.budget,
+        budget_b: state.schedule.budget,
         cursor: state.main.cursor,
         selected: state.main.selected,
         gen: 0,
@@ -257,7 +281,7 @@ fn request_replay(d: &mut DiffState, fx: &mut Vec<Effect>) {
         gen: d.gen,
         a: Box::new(d.a.clone()),
         b: Box::new(d.b.clone()),
-        budget: d.budget,
+        budgets: [d.budget, d.budget_b],
     }));
 }
 
@@ -271,7 +295,7 @@ fn request_context(d: &mut DiffState, fx: &mut Vec<Effect>) {
         at: d.cursor,
         a: Box::new(d.a.clone()),
         b: Box::new(d.b.clone()),
-        budget: d.budget,
+        budgets: [d.budget, d.budget_b],
     }));
 }
 
@@ -383,10 +407,11 @@ fn on_pick(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
         Some(Action::ListUp) => *sel = sel.saturating_sub(1),
         Some(Action::ListDown) => *sel = (*sel + 1).min(list.len().saturating_sub(1)),
         Some(Action::Accept) => {
-            let chosen = list.get(*sel).map(|c| c.policy.clone());
+            let chosen = list.get(*sel).map(|c| (c.policy.clone(), c.budget));
             d.picker = None;
-            if let Some(p) = chosen {
+            if let Some((p, budget)) = chosen {
                 d.b = p;
+                d.budget_b = budget.unwrap_or(d.budget);
                 d.context = None;
                 request_replay(d, fx);
             }
@@ -404,6 +429,11 @@ fn on_pick(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
 }
 
 fn on_diff(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
+    if action == Some(Action::ToggleWrap) {
+        // One setting for every pane that wraps (the main screen's context and detail too).
+        crate::tui::main::navigate::toggle_wrap(state);
+        return;
+    }
     let page = state.geometry.diff_context;
     let Some(d) = state.diff.as_deref_mut() else {
         return;
@@ -493,6 +523,7 @@ fn on_diff(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
         }
         Action::SwapSides => {
             std::mem::swap(&mut d.a, &mut d.b);
+            std::mem::swap(&mut d.budget, &mut d.budget_b);
             d.context = None;
             request_replay(d, fx);
         }
@@ -555,10 +586,15 @@ fn on_knobs(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
     }
 }
 
-/// The default budget of the current comparison (what row 0 steps from).
-fn shown_budget(d: &DiffState) -> u64 {
-    d.budget
-        .or_else(|| d.model.as_ref().map(|m| m.budget))
+/// The budget a side ran at (what its row 0 steps from).
+pub fn shown_budget(d: &DiffState, side: Side) -> u64 {
+    d.budget(side)
+        .or_else(|| {
+            d.model.as_ref().map(|m| match side {
+                Side::A => m.budget,
+                Side::B => m.budget_b,
+            })
+        })
         .unwrap_or(0)
 }
 
@@ -572,11 +608,11 @@ fn set_policy(d: &mut DiffState, side: Side, p: Policy, fx: &mut Vec<Effect>) {
 
 fn step(d: &mut DiffState, k: KnobEdit, steps: f64, fx: &mut Vec<Effect>) -> Result<(), String> {
     if k.selected == 0 {
-        let b = shown_budget(d);
+        let b = shown_budget(d, k.side);
         if b == 0 {
             return Ok(());
         }
-        d.budget = Some(crate::tui::knobs::stepped_budget(b, steps));
+        *d.budget_mut(k.side) = Some(crate::tui::knobs::stepped_budget(b, steps));
         request_replay(d, fx);
         return Ok(());
     }
@@ -596,8 +632,8 @@ fn step(d: &mut DiffState, k: KnobEdit, steps: f64, fx: &mut Vec<Effect>) -> Res
 
 fn reset(d: &mut DiffState, k: KnobEdit, fx: &mut Vec<Effect>) -> Result<(), String> {
     if k.selected == 0 {
-        if d.budget.is_some() {
-            d.budget = None;
+        if d.budget(k.side).is_some() {
+            *d.budget_mut(k.side) = None;
             request_replay(d, fx);
         }
         return Ok(());

@@ -19,6 +19,7 @@ use crate::tui::theme::Theme;
 use crate::tui::ui::{centered, hidden_rows, pane_block, rule_block, scrollbar, thousands};
 use crate::tui::view_model::cell;
 use crate::tui::widgets::heatmap::TAIL_GLYPH;
+use crate::tui::widgets::wrap;
 use crate::tui::widgets::Viewport;
 use tierscope_engine::compare::context::{RowKind, SideLine};
 use tierscope_engine::compare::delta::{signed, signed_f};
@@ -92,7 +93,7 @@ pub fn render(state: &State, d: &DiffState, f: &mut Frame, area: Rect) -> Scroll
             chart(t, d, m, f, r.chart);
             deltas(t, d, m, f, r.deltas);
             tiers(state, d, m, f, r.tiers);
-            scroll = context(t, d, f, r.context);
+            scroll = context(t, d, state.main.context.clip, f, r.context);
         }
         None => {
             let what = match (&d.error, d.pending) {
@@ -139,6 +140,19 @@ fn header(state: &State, d: &DiffState, f: &mut Frame, area: Rect) {
             .patch(t.header)
             .fg(side_style(t, s).fg.unwrap_or_default())
     };
+    // The budgets first: each side's label may be long, and a comparison is read at its budgets.
+    if let Some(m) = &d.model {
+        let budget = if m.budget == m.budget_b {
+            format!("budget {} │ ", thousands(m.budget))
+        } else {
+            format!(
+                "budget A {} · B {} │ ",
+                thousands(m.budget),
+                thousands(m.budget_b)
+            )
+        };
+        spans.push(Span::styled(budget, t.header));
+    }
     spans.push(Span::styled("A ", t.header));
     spans.push(Span::styled(a, hs(Side::A)));
     spans.push(Span::styled(" vs ", t.header));
@@ -147,9 +161,7 @@ fn header(state: &State, d: &DiffState, f: &mut Frame, area: Rect) {
     // Then the parts that fit whole (a number cut in half misleads), the title clipped last.
     let mut parts: Vec<Vec<Span>> = Vec::new();
     if let Some(m) = &d.model {
-        let src = if d.budget.is_some() { "set" } else { "default" };
         for text in [
-            format!("budget {} ({src})", thousands(m.budget)),
             format!("request {}/{}", d.cursor, m.requests.saturating_sub(1)),
             format!("{} of {} requests differ", m.differing.len(), m.requests),
         ] {
@@ -526,7 +538,10 @@ fn tiers(state: &State, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rect)
     f.render_widget(Paragraph::new(lines).style(t.base), inner);
 }
 
-fn context(t: &Theme, d: &DiffState, f: &mut Frame, area: Rect) -> Scroll {
+/// The context diff, A left and B right. Long lines wrap within their side (a row takes the
+/// lines of its longer side) unless clipped (`E`); the scroll counts rows, so hunks stay where
+/// `n` / `N` put them, and the last page is the rows that fit whole.
+fn context(t: &Theme, d: &DiffState, clip: bool, f: &mut Frame, area: Rect) -> Scroll {
     let title = match &d.context {
         Some(c) if c.request == d.cursor => {
             let hunk = match (d.hunk, c.hunks.len()) {
@@ -545,8 +560,38 @@ fn context(t: &Theme, d: &DiffState, f: &mut Frame, area: Rect) -> Scroll {
         _ => " context ".to_owned(),
     };
     let page = usize::from(area.height.saturating_sub(2));
-    let rows = d.context.as_ref().map_or(0, |c| c.rows.len());
-    let scroll = Scroll::of(rows, page);
+    let inner_w = area.width.saturating_sub(2);
+    let half = inner_w.saturating_sub(1) / 2;
+    let text_w = (
+        usize::from(half.saturating_sub(GUTTER)),
+        usize::from(inner_w.saturating_sub(half + 1).saturating_sub(GUTTER)),
+    );
+    let height = |row: &tierscope_engine::compare::context::DiffRow| -> usize {
+        if clip {
+            return 1;
+        }
+        let h = |l: Option<&SideLine>, w: usize| {
+            l.map_or(1, |l| {
+                let text: String = l.segments.iter().map(|(_, s)| s.as_str()).collect();
+                wrap::height(&text, 0, w, 0)
+            })
+        };
+        h(row.a.as_ref(), text_w.0).max(h(row.b.as_ref(), text_w.1))
+    };
+    // The furthest top row: from it to the end fills at most a page.
+    let max = d.context.as_ref().map_or(0, |c| {
+        let mut lines = 0;
+        let mut first = c.rows.len();
+        for (i, row) in c.rows.iter().enumerate().rev() {
+            lines += height(row);
+            if lines > page {
+                break;
+            }
+            first = i;
+        }
+        first
+    });
+    let scroll = Scroll { page, max };
     let top = d.context_scroll.min(scroll.max);
     let block = pane_block(title, false, t)
         .title_bottom(Line::from(Span::styled(hidden_rows(top, scroll), t.dim)).right_aligned());
@@ -559,7 +604,6 @@ fn context(t: &Theme, d: &DiffState, f: &mut Frame, area: Rect) -> Scroll {
     if inner.width < 10 || inner.height == 0 {
         return scroll;
     }
-    let half = (inner.width - 1) / 2;
     let (left, right) = (
         Rect::new(inner.x, inner.y, half, inner.height),
         Rect::new(
@@ -570,15 +614,11 @@ fn context(t: &Theme, d: &DiffState, f: &mut Frame, area: Rect) -> Scroll {
         ),
     );
     let buf = f.buffer_mut();
-    for (vis, row) in c
-        .rows
-        .iter()
-        .skip(top)
-        .take(usize::from(inner.height))
-        .enumerate()
-    {
-        let y = inner.y + vis as u16;
-        buf.set_string(inner.x + half, y, "│", t.border);
+    let mut y = inner.y;
+    for row in c.rows.iter().skip(top) {
+        if y >= inner.bottom() {
+            break;
+        }
         let (sa, sb) = match row.kind {
             RowKind::Equal => (t.base, t.base),
             RowKind::Changed => (t.gauge_over, t.gauge_ok),
@@ -591,54 +631,94 @@ fn context(t: &Theme, d: &DiffState, f: &mut Frame, area: Rect) -> Scroll {
             (RowKind::Changed | RowKind::Added, Side::B) => "+",
             _ => " ",
         };
-        side_line(buf, left, y, row.a.as_ref(), mark(row.kind, Side::A), sa);
-        side_line(buf, right, y, row.b.as_ref(), mark(row.kind, Side::B), sb);
+        let room = inner.bottom() - y;
+        let ha = side_line(
+            buf,
+            left,
+            y,
+            room,
+            clip,
+            row.a.as_ref(),
+            mark(row.kind, Side::A),
+            sa,
+        );
+        let hb = side_line(
+            buf,
+            right,
+            y,
+            room,
+            clip,
+            row.b.as_ref(),
+            mark(row.kind, Side::B),
+            sb,
+        );
+        let h = ha.max(hb).max(1);
+        for dy in 0..h {
+            buf.set_string(inner.x + half, y + dy, "│", t.border);
+        }
+        y += h;
     }
     scroll
 }
 
-/// One side of a row: gutter with the line number and mark, then the text, emphasised words
-/// bold and reversed (visible without colour too).
+/// Columns of a side's gutter (line number and mark).
+const GUTTER: u16 = 6;
+
+/// One side of a row from line `y`: gutter with the line number and mark, then the text,
+/// emphasised words bold and reversed (visible without colour too), wrapped to the side's width
+/// (at most `room` lines) unless `clip`. Returns the lines drawn.
+#[allow(clippy::too_many_arguments)]
 fn side_line(
     buf: &mut ratatui::buffer::Buffer,
     r: Rect,
     y: u16,
+    room: u16,
+    clip: bool,
     l: Option<&SideLine>,
     mark: &str,
     st: Style,
-) {
-    let gutter = 6u16;
+) -> u16 {
     let Some(l) = l else {
-        return;
+        return 1;
     };
-    if r.width <= gutter {
-        return;
+    if r.width <= GUTTER || room == 0 {
+        return 1;
     }
     buf.set_stringn(
         r.x,
         y,
         format!("{:>4}{mark} ", l.number),
-        usize::from(gutter),
+        usize::from(GUTTER),
         st.patch(Style::default().add_modifier(Modifier::DIM)),
     );
-    let mut x = r.x + gutter;
-    let end = r.x + r.width;
-    for (emph, s) in &l.segments {
-        if x >= end {
-            break;
-        }
-        // Emphasis flips reverse video (a theme may already draw changed lines reversed), so the
-        // changed words stand out with or without colour.
-        let sst = match (*emph, st.add_modifier.contains(Modifier::REVERSED)) {
-            (false, _) => st,
-            (true, false) => st.add_modifier(Modifier::BOLD | Modifier::REVERSED),
-            (true, true) => st
-                .remove_modifier(Modifier::REVERSED)
-                .add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
-        };
-        let (nx, _) = buf.set_stringn(x, y, s, usize::from(end - x), sst);
-        x = nx;
+    // Emphasis flips reverse video (a theme may already draw changed lines reversed), so the
+    // changed words stand out with or without colour.
+    let spans: Vec<Span> = l
+        .segments
+        .iter()
+        .map(|(emph, s)| {
+            let sst = match (*emph, st.add_modifier.contains(Modifier::REVERSED)) {
+                (false, _) => st,
+                (true, false) => st.add_modifier(Modifier::BOLD | Modifier::REVERSED),
+                (true, true) => st
+                    .remove_modifier(Modifier::REVERSED)
+                    .add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
+            };
+            Span::styled(s.as_str(), sst)
+        })
+        .collect();
+    let w = r.width - GUTTER;
+    let lines = if clip {
+        vec![Line::from(spans)]
+    } else {
+        wrap::wrap(Line::from(spans), usize::from(w), 0, None)
+    };
+    let mut drawn = 0;
+    for line in lines.iter().take(usize::from(room)) {
+        buf.set_line(r.x + GUTTER, y + drawn, line, w);
+        drawn += 1;
     }
+    drawn.max(1)
 }
 
 fn status(state: &State, d: &DiffState, f: &mut Frame, area: Rect) {
@@ -728,9 +808,14 @@ fn knobs(t: &Theme, d: &DiffState, k: super::KnobEdit, f: &mut Frame, rect: Rect
     let first = selected.saturating_sub(list_h.saturating_sub(1));
     let mut lines = Vec::new();
     for row in (first..rows).take(list_h) {
-        let (name, value, differs) = if row == 0 {
-            let b = d.budget.or(d.model.as_ref().map(|m| m.budget)).unwrap_or(0);
-            ("budget (both)".to_owned(), thousands(b), false)
+        let (name, value, theirs) = if row == 0 {
+            let b = super::shown_budget(d, side);
+            let o = super::shown_budget(d, side.other());
+            (
+                "budget".to_owned(),
+                thousands(b),
+                (b != o).then(|| thousands(o)),
+            )
         } else {
             let spec = &p.specs[row - 1];
             let v = crate::tui::knobs::knob_value(p, spec);
@@ -740,7 +825,8 @@ fn knobs(t: &Theme, d: &DiffState, k: super::KnobEdit, f: &mut Frame, rect: Rect
             };
             // Only knobs both sides have can differ (each kind has its own knobs).
             let differs = other.knobs.get(&spec.name).is_some_and(|o| *o != v);
-            (spec.name.clone(), shown, differs)
+            let theirs = differs.then(|| other_value(other, &spec.name));
+            (spec.name.clone(), shown, theirs)
         };
         let st = if row == selected { t.selection } else { t.base };
         lines.push(Line::from(vec![
@@ -750,11 +836,7 @@ fn knobs(t: &Theme, d: &DiffState, k: super::KnobEdit, f: &mut Frame, rect: Rect
                 if row == selected { t.key } else { t.base },
             ),
             Span::styled(
-                if differs {
-                    format!("≠ {}", other_value(other, &name))
-                } else {
-                    String::new()
-                },
+                theirs.map(|o| format!("≠ {o}")).unwrap_or_default(),
                 side_style(t, side.other()),
             ),
         ]));

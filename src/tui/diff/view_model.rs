@@ -15,7 +15,9 @@ pub struct DiffModel {
     /// Side labels: the policy name and the knobs that differ from the other side.
     pub a_label: String,
     pub b_label: String,
+    /// The budgets A and B ran at (B's is A's unless B is the baseline at its own).
     pub budget: u64,
+    pub budget_b: u64,
     pub budget_source: String,
     pub requests: usize,
     /// Episode ids and floors, in session order.
@@ -54,6 +56,7 @@ impl DiffModel {
             a_label: with_compaction(side_label(a, b), ra),
             b_label: with_compaction(side_label(b, a), rb),
             budget: ra.policy.budget,
+            budget_b: rb.policy.budget,
             budget_source: ra.policy.budget_source.clone(),
             requests: c.requests,
             episodes: c.episodes.iter().map(|e| (e.id.clone(), e.floor)).collect(),

@@ -42,7 +42,7 @@ pub enum Pane {
 impl Pane {
     pub const ORDER: [Pane; 4] = [Pane::Heatmap, Pane::Episodes, Pane::Context, Pane::Detail];
 
-    fn next(self, by: isize) -> Pane {
+    pub fn next(self, by: isize) -> Pane {
         let i = Pane::ORDER.iter().position(|p| *p == self).unwrap_or(0) as isize;
         let n = Pane::ORDER.len() as isize;
         Pane::ORDER[((i + by).rem_euclid(n)) as usize]
@@ -79,10 +79,12 @@ pub struct DetailView {
 pub struct ContextView {
     pub model: Option<Arc<ContextModel>>,
     pub pending: bool,
-    /// The top row (of [`ContextModel::rows`]).
+    /// The top screen line (rows wrap: see [`crate::tui::ui::context::ContextLayout`]).
     pub scroll: usize,
     /// Every chunk's text, or one line per chunk.
     pub expanded: bool,
+    /// Long lines clipped at the border instead of wrapped (`E`).
+    pub clip: bool,
 }
 
 /// A session the user drilled out of, to come back to.
@@ -98,6 +100,9 @@ pub struct MainState {
     pub cursor: usize,
     pub selected: usize,
     pub focus: Pane,
+    /// Which of the context and the detail a narrow terminal shows in their shared pane: the
+    /// one focused last, so it stays on screen when the focus moves to the heatmap or table.
+    pub side: Pane,
     /// The focused pane fills the screen between the header and the metrics.
     pub maximized: bool,
     pub heat: HeatView,
@@ -120,6 +125,7 @@ impl Default for MainState {
             cursor: 0,
             selected: 0,
             focus: Pane::Heatmap,
+            side: Pane::Detail,
             maximized: false,
             heat: HeatView::default(),
             table_top: 0,
@@ -299,8 +305,10 @@ pub fn on_action(state: &mut State, a: Action, fx: &mut Vec<Effect>) {
                 }
             }
         }
-        Action::FocusNext => state.main.focus = state.main.focus.next(1),
-        Action::FocusPrev => state.main.focus = state.main.focus.next(-1),
+        Action::FocusNext | Action::FocusPrev => {
+            let by = if a == Action::FocusNext { 1 } else { -1 };
+            focus(state, state.main.focus.next(by));
+        }
         Action::Maximize => {
             state.main.maximized = !state.main.maximized;
             let what = if state.main.maximized {
@@ -325,6 +333,7 @@ pub fn on_action(state: &mut State, a: Action, fx: &mut Vec<Effect>) {
             cycle_tier_text(state, a == Action::NextTierText)
         }
         Action::ToggleContextText => navigate::toggle_context_text(state),
+        Action::ToggleWrap => navigate::toggle_wrap(state),
         Action::OpenKnobs => crate::tui::knobs::open_panel(state),
         Action::OpenDiff => crate::tui::diff::open(state),
         Action::OpenSweep => crate::tui::sweep::open(state),
@@ -345,6 +354,15 @@ pub fn on_action(state: &mut State, a: Action, fx: &mut Vec<Effect>) {
         Action::Copy => copy_tier_text(state, fx),
         Action::ToggleFollow => crate::tui::follow::toggle(state, fx),
         _ => {}
+    }
+}
+
+/// Focuses pane `p` (the shared pane of a narrow terminal shows it when it is the context or
+/// the detail).
+pub fn focus(state: &mut State, p: Pane) {
+    state.main.focus = p;
+    if matches!(p, Pane::Context | Pane::Detail) {
+        state.main.side = p;
     }
 }
 
@@ -540,9 +558,9 @@ pub fn on_mouse(state: &mut State, m: MouseEvent, fx: &mut Vec<Effect>) {
                     move_cursor(state, r, fx);
                 }
             } else if inside(g.context) {
-                state.main.focus = Pane::Context;
+                focus(state, Pane::Context);
             } else if inside(g.detail) {
-                state.main.focus = Pane::Detail;
+                focus(state, Pane::Detail);
             } else if inside(g.table) {
                 state.main.focus = Pane::Episodes;
             }

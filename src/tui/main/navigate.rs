@@ -3,6 +3,7 @@
 //! view using the geometry the view last reported.
 
 use crate::tui::app::{Effect, State};
+use crate::tui::ui::context::ContextLayout;
 use crate::tui::view_model::ContextModel;
 use crate::tui::widgets::Viewport;
 
@@ -121,14 +122,24 @@ pub fn scroll_heat_rows(state: &mut State, by: isize) {
     state.main.heat.top = state.main.heat.top.saturating_add_signed(by).min(max);
 }
 
-/// The context pane's top row when a render arrives: the divergence marker a third of the way
+/// The context pane's layout at the width it was last drawn at.
+pub fn context_layout(state: &State, c: &ContextModel, expanded: bool) -> ContextLayout {
+    let w = usize::from(state.geometry.main.context.width.saturating_sub(2));
+    ContextLayout::of(c, expanded, state.main.context.clip, w, &state.theme)
+}
+
+/// The context pane's top line when a render arrives: the divergence marker a third of the way
 /// down (what broke the cache, with what came before it), the pane filled when it can be.
-pub fn context_home(c: &ContextModel, expanded: bool, page: usize) -> usize {
-    let rows = c.rows(expanded).len();
-    let max = rows.saturating_sub(page.max(1));
+pub fn context_home(
+    c: &ContextModel,
+    layout: &ContextLayout,
+    expanded: bool,
+    page: usize,
+) -> usize {
+    let max = layout.total().saturating_sub(page.max(1));
     let want = c
         .divergence_row(expanded)
-        .map_or(0, |d| d.saturating_sub(page / 3));
+        .map_or(0, |d| layout.line_of(d).saturating_sub(page / 3));
     want.min(max)
 }
 
@@ -136,23 +147,54 @@ pub fn context_home(c: &ContextModel, expanded: bool, page: usize) -> usize {
 /// stays in view if it was, else the chunk at the top stays at the top.
 pub fn toggle_context_text(state: &mut State) {
     let page = state.geometry.main.context_scroll.page;
-    let cv = &mut state.main.context;
-    if let Some(c) = &cv.model {
-        let top = cv.scroll.min(state.geometry.main.context_scroll.max);
-        let divergence_shown = c
-            .divergence_row(cv.expanded)
-            .is_some_and(|d| d >= top && d < top + page.max(1));
-        let chunk = c.chunk_at(top, cv.expanded);
-        cv.expanded = !cv.expanded;
+    if let Some(c) = state.main.context.model.clone() {
+        let expanded = state.main.context.expanded;
+        let old = context_layout(state, &c, expanded);
+        let new = context_layout(state, &c, !expanded);
+        let top = state
+            .main
+            .context
+            .scroll
+            .min(state.geometry.main.context_scroll.max);
+        let divergence_shown = c.divergence_row(expanded).is_some_and(|d| {
+            let l = old.line_of(d);
+            l >= top && l < top + page.max(1)
+        });
+        let chunk = c.chunk_at(old.row_at(top).0, expanded);
+        let cv = &mut state.main.context;
+        cv.expanded = !expanded;
         cv.scroll = if divergence_shown {
-            context_home(c, cv.expanded, page)
+            context_home(&c, &new, cv.expanded, page)
         } else {
-            c.chunk_row(chunk, cv.expanded).unwrap_or(0)
+            c.chunk_row(chunk, cv.expanded)
+                .map_or(0, |r| new.line_of(r))
         };
     } else {
-        cv.expanded = !cv.expanded;
+        state.main.context.expanded = !state.main.context.expanded;
     }
     state.main.focus = super::Pane::Context;
+    state.main.side = super::Pane::Context;
+}
+
+/// Wraps long lines of the context, detail and diff panes, or clips them at the border (`E`):
+/// the context keeps the row at its top.
+pub fn toggle_wrap(state: &mut State) {
+    let clip = !state.main.context.clip;
+    if let Some(c) = state.main.context.model.clone() {
+        let expanded = state.main.context.expanded;
+        let old = context_layout(state, &c, expanded);
+        let (row, _) = old.row_at(state.main.context.scroll);
+        state.main.context.clip = clip;
+        let new = context_layout(state, &c, expanded);
+        state.main.context.scroll = new.line_of(row);
+    }
+    state.main.context.clip = clip;
+    let what = if clip {
+        "long lines clipped at the border (E wraps them)"
+    } else {
+        "long lines wrapped (E clips them)"
+    };
+    state.flash(what, crate::tui::app::Level::Info);
 }
 
 /// Zooms the heatmap in (half the requests) or out (twice as many, up to the whole trace).
@@ -192,6 +234,19 @@ pub fn pan(state: &mut State, right: bool) {
 /// limits, and after a resize (or a pane maximised) the cursor and selection back in view.
 pub fn on_geometry(state: &mut State, old: &crate::tui::geometry::Geometry) {
     let g = state.geometry.main.clone();
+    // The context pane changed width (a resize, a pane maximised): its lines wrap anew, so the
+    // row at its top stays at the top.
+    if old.main.context.width != g.context.width && !state.main.context.clip {
+        if let Some(c) = state.main.context.model.clone() {
+            let (cv, t) = (&state.main.context, &state.theme);
+            let at = |w: u16| {
+                let w = usize::from(w.saturating_sub(2));
+                ContextLayout::of(&c, cv.expanded, cv.clip, w, t)
+            };
+            let (row, _) = at(old.main.context.width).row_at(cv.scroll);
+            state.main.context.scroll = at(g.context.width).line_of(row);
+        }
+    }
     let m = &mut state.main;
     m.detail.scroll = m.detail.scroll.min(g.detail_scroll.max);
     m.context.scroll = m.context.scroll.min(g.context_scroll.max);

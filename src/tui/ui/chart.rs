@@ -47,12 +47,21 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
             Span::styled("recorded ", t.dim),
         ],
     };
-    let mut at = Vec::new();
+    let (mut at, mut off): (Vec<Span>, Vec<Span>) = (Vec::new(), Vec::new());
     if let Some(rp) = replay {
         if state.main.chart == ChartKind::Pressure && rp.budget as f64 > rp.y_max as f64 {
             title.push(Span::styled(
                 format!("(budget {} off the scale) ", short(rp.budget as f64)),
                 t.warn,
+            ));
+        }
+        // What the scale (the budget band) leaves out, and how it is drawn: first after the
+        // figures at the cursor, so a narrow terminal keeps it.
+        if state.main.chart == ChartKind::Pressure && rp.data_max > rp.y_max {
+            off.push(Span::styled("▲↑", t.warn));
+            off.push(Span::styled(
+                format!("off scale (to {}) ", short(rp.data_max as f64)),
+                t.dim,
             ));
         }
         if let Some(fr) = rp.frames.get(state.main.cursor) {
@@ -70,6 +79,7 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
             at.push(Span::styled(text, t.key));
         }
     }
+    at.extend(off);
     title.splice(1..1, at);
     f.render_widget(rule_block(Line::from(title), false, t), r.chart_block);
     let (Some(replay), Some(s)) = (replay, &state.session) else {

@@ -17,8 +17,20 @@ use crate::tui::main::{applied_tier, shown_tier, Pane};
 use crate::tui::view_model::{cell, EpisodeRow};
 use tierscope_engine::episode::model::Tier;
 
-/// Most holds listed by request before "… (+n)".
+/// Most runs of holds listed before "… (+n runs)".
 const HOLDS_LISTED: usize = 24;
+
+/// Sorted requests as runs of consecutive ones: `(first, last)`.
+fn runs(requests: &[usize]) -> Vec<(usize, usize)> {
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for &r in requests {
+        match out.last_mut() {
+            Some((_, last)) if *last + 1 == r => *last = r,
+            _ => out.push((r, r)),
+        }
+    }
+    out
+}
 
 pub fn render(state: &State, f: &mut Frame, area: Rect) -> Scroll {
     let t = &state.theme;
@@ -32,7 +44,12 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) -> Scroll {
         return Scroll::default();
     };
     let lines = page(state, ep);
-    let para = Paragraph::new(lines).wrap(Wrap { trim: false });
+    // Wrapped unless the user clips long lines (`E`, shared with the context and diff panes).
+    let para = if state.main.context.clip {
+        Paragraph::new(lines)
+    } else {
+        Paragraph::new(lines).wrap(Wrap { trim: false })
+    };
     let inner_w = area.width.saturating_sub(2);
     let page_h = usize::from(area.height.saturating_sub(2));
     let total = para.line_count(inner_w);
@@ -150,21 +167,30 @@ fn page<'a>(state: &'a State, ep: &'a EpisodeRow) -> Vec<Line<'a>> {
         }
         let holds = rp.holds_of.get(sel).map(Vec::as_slice).unwrap_or(&[]);
         if !holds.is_empty() {
-            let listed: Vec<String> = holds
+            // One per held request (what the `hold` counter counts), listed as runs.
+            let runs = runs(holds);
+            let listed: Vec<String> = runs
                 .iter()
                 .take(HOLDS_LISTED)
-                .map(|r| format!("r{r}"))
+                .map(|&(a, b)| {
+                    if a == b {
+                        format!("r{a}")
+                    } else {
+                        format!("r{a}–{b}")
+                    }
+                })
                 .collect();
-            let more = if holds.len() > HOLDS_LISTED {
-                format!(" … (+{})", holds.len() - HOLDS_LISTED)
+            let more = if runs.len() > HOLDS_LISTED {
+                format!(" … (+{} runs)", runs.len() - HOLDS_LISTED)
             } else {
                 String::new()
             };
             lines.push(Line::from(Span::styled(
                 format!(
-                    "held at floor {} ({}×): {}{more}",
+                    "held at floor {} on {} request{}: {}{more}",
                     ep.floor,
                     holds.len(),
+                    if holds.len() == 1 { "" } else { "s" },
                     listed.join(" ")
                 ),
                 t.mark_hold,

@@ -87,12 +87,16 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
     let marks = vec![
         Span::styled("▼▲", t.mark_change),
         Span::styled("change ", t.dim),
+        // Each mark is one (episode, request) of the engine's counters: `⊥` every request an
+        // episode is held (Σ hold), `…` every request a change waits (Σ wait), `!` a change
+        // that reverses the previous one within thrash_window (Σ thrash).
         Span::styled("⊥", t.mark_hold),
-        Span::styled("hold ", t.dim),
+        Span::styled("held ", t.dim),
         Span::styled("…", t.mark_deferred),
-        Span::styled("deferred ", t.dim),
+        Span::styled("waiting ", t.dim),
         Span::styled("!", t.mark_thrash),
         Span::styled("thrash ", t.dim),
+        Span::styled("(per req) ", t.dim),
     ];
     let width = |v: &[Span]| v.iter().map(Span::width).sum::<usize>();
     let room = usize::from(r.heat.width).saturating_sub(info_w + 4);

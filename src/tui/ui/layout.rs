@@ -11,7 +11,8 @@
 //! status bar ──────────────────────────────────────────────────────────
 //! ```
 //! Below 150 columns the context and the detail share the right column; below 100 they share
-//! one pane (Tab switches). `+` gives the focused pane the whole body.
+//! one pane, which shows the one of them focused last (Tab / S-Tab reach the other; its border
+//! says so). `+` gives the focused pane the whole body.
 
 use ratatui::layout::{Constraint, Layout, Rect};
 
@@ -41,6 +42,8 @@ pub struct MainRects {
     /// Zero-sized when hidden (narrow terminals show context or detail).
     pub context: Rect,
     pub detail: Rect,
+    /// The context and the detail share one pane (a narrow terminal).
+    pub shared: bool,
     /// One line (this request) or two (and the run's totals).
     pub metrics: Rect,
     pub status: Rect,
@@ -154,7 +157,8 @@ pub fn main_rects(area: Rect, state: &State) -> MainRects {
             Constraint::Percentage(50),
             Constraint::Percentage(50),
         ]));
-        if m.focus == Pane::Context {
+        r.shared = true;
+        if m.side == Pane::Context {
             (t, right, Rect::default())
         } else {
             (t, Rect::default(), right)

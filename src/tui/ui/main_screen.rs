@@ -1,11 +1,14 @@
 //! The main screen: every pane in its rectangle; reports where they went and how far the
 //! scrollable ones scroll.
 
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
 use ratatui::Frame;
 
 use super::layout::{self, MainRects};
 use crate::tui::app::State;
 use crate::tui::geometry::MainGeometry;
+use crate::tui::main::Pane;
 
 pub fn render(state: &State, f: &mut Frame, r: &MainRects) -> MainGeometry {
     let mut g = MainGeometry {
@@ -36,7 +39,36 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) -> MainGeometry {
     if r.detail.area() > 0 {
         g.detail_scroll = super::detail::render(state, f, r.detail);
     }
+    if r.shared {
+        shared_hint(state, f, r);
+    }
     super::metrics::render(state, f, r.metrics);
     super::status::render(state, f, r.status);
     g
+}
+
+/// The pane the context and the detail share on a narrow terminal names the other one and the
+/// key that reaches it, in its bottom border.
+fn shared_hint(state: &State, f: &mut Frame, r: &MainRects) {
+    let (pane, other) = if r.context.area() > 0 {
+        (r.context, Pane::Detail)
+    } else {
+        (r.detail, Pane::Context)
+    };
+    let from = state.main.focus;
+    let key = if from.next(1) == other {
+        "Tab"
+    } else if from.next(-1) == other {
+        "S-Tab"
+    } else {
+        "Tab Tab"
+    };
+    let text = format!(" {}: {key} ", other.name());
+    let w = text.chars().count() as u16;
+    if pane.height < 2 || pane.width < w + 4 {
+        return;
+    }
+    let at = Rect::new(pane.x + 1, pane.bottom() - 1, w, 1);
+    let t = &state.theme;
+    f.render_widget(Line::from(Span::styled(text, t.key)), at);
 }

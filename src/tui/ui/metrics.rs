@@ -1,7 +1,7 @@
 //! The metrics strip: at the cursor the tokens / budget gauge, divergence, radius, cache, cost
-//! (request and cumulative), changes, deferrals, holds, thrash, probes; then the run's totals
-//! (Σ changes, holds, deferrals, thrash, requests over budget) and, after the policy, a knob or
-//! the budget changed, each total as before → after. One line when the terminal is short: the
+//! (request and cumulative), changes, waiting changes, holds, thrash, probes; then the run's
+//! totals by unit (changes and thrash; held and waiting episode × requests; requests over
+//! budget) and, after the policy, a knob or the budget changed, each total as baseline → now. One line when the terminal is short: the
 //! totals go where there is room.
 
 use ratatui::layout::Rect;
@@ -96,7 +96,7 @@ fn request_groups<'a>(fr: &FrameRow, t: &Theme) -> Vec<Vec<Span<'a>>> {
     let mut moves = [
         kv(t, "chg", fr.changes.to_string()),
         vec![Span::raw(" ")],
-        kv(t, "def", fr.deferred.to_string()),
+        kv(t, "wait", fr.deferred.to_string()),
         vec![
             Span::raw(" "),
             Span::styled("hold ", t.dim),
@@ -139,28 +139,41 @@ fn request_groups<'a>(fr: &FrameRow, t: &Theme) -> Vec<Vec<Span<'a>>> {
     groups
 }
 
-/// The run's totals, each `before→after` when the last change of policy, knobs or budget moved
-/// it; then the summary's cost and cache hit ratio.
+/// The run's totals in groups by unit (changes; episode × request pairs, as the heatmap marks
+/// them; requests), each `before→after` when it moved since the baseline (what was on screen
+/// before the last edits, named with its budget); then the summary's cost and cache hit ratio.
 fn totals_groups<'a>(state: &State, r: &ReplayModel, t: &Theme) -> Vec<Vec<Span<'a>>> {
-    let before = state.schedule.before;
-    let mut run = vec![Span::styled(" Σ run ", t.dim)];
-    let shown = r.totals.items();
-    let was = before.map(|b| b.items());
-    for (i, (name, v)) in shown.iter().enumerate() {
-        let old = was.map(|w| w[i].1);
-        let moved = old.is_some_and(|o| o != *v);
-        if i > 0 {
-            run.push(Span::raw(" "));
+    let base = state.schedule.differing_baseline();
+    let before = base.and_then(|b| b.totals);
+    let was = before.map(|b| b.groups());
+    let mut groups = Vec::new();
+    for (g, (unit, items)) in r.totals.groups().iter().enumerate() {
+        let mut run = Vec::new();
+        if g == 0 {
+            run.push(Span::styled(" Σ run ", t.dim));
         }
-        run.push(Span::styled(format!("{name} "), t.dim));
-        run.push(Span::styled(
-            before_after(old, *v),
-            if moved { t.key } else { t.base },
-        ));
+        for (i, (name, v)) in items.iter().enumerate() {
+            let old = was.as_ref().map(|w| w[g].1[i].1);
+            let moved = old.is_some_and(|o| o != *v);
+            if i > 0 {
+                run.push(Span::raw(" "));
+            }
+            run.push(Span::styled(format!("{name} "), t.dim));
+            run.push(Span::styled(
+                before_after(old, *v),
+                if moved { t.key } else { t.base },
+            ));
+        }
+        run.push(Span::styled(format!(" {unit}"), t.dim));
+        groups.push(run);
     }
-    let mut groups = vec![run];
-    if before.is_some() && before != Some(r.totals) {
-        groups.push(vec![Span::styled("(before → after the last edits)", t.dim)]);
+    if let Some(b) = base {
+        if before.is_some_and(|b| b != r.totals) {
+            groups.push(vec![Span::styled(
+                format!("(baseline {} → now)", b.name()),
+                t.dim,
+            )]);
+        }
     }
     for (k, v) in &r.summary {
         if k == "cost" || k == "cache hit" {

@@ -2,6 +2,9 @@
 //! the budget and the policy's `demote_at` / `target` / `promote_at` lines (each in the third of
 //! a row its value falls in, labelled with name and value), the recorded prompt as a dot, cache
 //! breaks (divergence points) on the bottom row, the cursor as a column.
+//! The scale is the budget band ([`crate::tui::prepare::chart_top`]); what is above it is drawn
+//! as off the scale (`▲` a bar, `↑` a recorded prompt). A chart too short to tell the lines
+//! apart from zero starts its axis just below the lowest line (the bottom label says where).
 //! The second view shows cumulative cost, replayed (bars) against recorded (dots).
 
 use ratatui::buffer::Buffer;
@@ -86,7 +89,7 @@ impl Widget for StripChart<'_> {
         let frames = &self.replay.frames;
         let plot_h = area.height - 1; // the bottom row holds the markers
         let x0 = area.x + self.label_width;
-        let (y_max, value, dot): (f64, Series, Series) = match self.kind {
+        let (y_top, value, dot): (f64, Series, Series) = match self.kind {
             ChartKind::Pressure => (
                 self.replay.y_max.max(1) as f64,
                 Box::new(|i| frames.get(i).map_or(0.0, |f| f.tokens as f64)),
@@ -103,27 +106,7 @@ impl Widget for StripChart<'_> {
                 Box::new(|i| frames.get(i).map_or(0.0, |f| f.recorded_cum_cost)),
             ),
         };
-        // Value → height in eighths of a row.
-        let eighths = |v: f64| -> u32 {
-            let h = (v / y_max).clamp(0.0, 1.0) * f64::from(plot_h) * 8.0;
-            h.round() as u32
-        };
-        let row_of = |v: f64| line_at(v, y_max, plot_h).map(|(r, _)| area.y + r);
-        // Labels on the left: the top value and zero; the lines label themselves.
-        let lw = usize::from(self.label_width.saturating_sub(1));
-        let top = match self.kind {
-            ChartKind::Pressure => format!("{} tok", short(y_max)),
-            ChartKind::Cost => money_label(y_max, lw),
-        };
-        let top = if top.chars().count() > lw {
-            top.trim_end_matches(" tok").to_owned()
-        } else {
-            top
-        };
-        buf.set_stringn(area.x, area.y, &top, lw, t.dim);
-        buf.set_stringn(area.x, area.y + plot_h - 1, "0", lw, t.dim);
-        // The budget and the policy's thresholds (pressure view), drawn first so bars cover
-        // them; each labelled in the label column with its name and value where room allows.
+        // The budget and the policy's thresholds (pressure view), lowest first.
         let mut lines: Vec<(f64, Style, &str, &str)> = Vec::new();
         if self.kind == ChartKind::Pressure && self.replay.budget > 0 {
             let b = self.replay.budget as f64;
@@ -138,10 +121,38 @@ impl Widget for StripChart<'_> {
                 }
             }
         }
+        let y_lo = axis_floor(&lines, y_top, plot_h);
+        let y_max = y_top - y_lo;
+        // Value → height in eighths of a row.
+        let eighths = |v: f64| -> u32 {
+            let h = ((v - y_lo) / y_max).clamp(0.0, 1.0) * f64::from(plot_h) * 8.0;
+            h.round() as u32
+        };
+        let row_of = |v: f64| line_at(v - y_lo, y_max, plot_h).map(|(r, _)| area.y + r);
+        // Labels on the left: the top value and zero; the lines label themselves.
+        let lw = usize::from(self.label_width.saturating_sub(1));
+        let top = match self.kind {
+            ChartKind::Pressure => format!("{} tok", short(y_top)),
+            ChartKind::Cost => money_label(y_top, lw),
+        };
+        let top = if top.chars().count() > lw {
+            top.trim_end_matches(" tok").to_owned()
+        } else {
+            top
+        };
+        buf.set_stringn(area.x, area.y, &top, lw, t.dim);
+        let floor = if y_lo > 0.0 {
+            format!("{}↓", short(y_lo))
+        } else {
+            "0".to_owned()
+        };
+        buf.set_stringn(area.x, area.y + plot_h - 1, floor, lw, t.dim);
+        // The lines are drawn first so bars cover them; each labelled in the label column with
+        // its name and value where room allows.
         let placed: Vec<(u16, Style, &str, String)> = lines
             .iter()
             .filter_map(|(v, st, name, long)| {
-                let (r, glyph) = line_at(*v, y_max, plot_h)?;
+                let (r, glyph) = line_at(*v - y_lo, y_max, plot_h)?;
                 let y = area.y + r;
                 for x in x0..area.right() {
                     buf.set_string(x, y, glyph, *st);
@@ -196,8 +207,13 @@ impl Widget for StripChart<'_> {
                 h -= e as u32;
                 buf.set_string(x, y, EIGHTHS[e], bar_style);
             }
-            if let Some(d) = self.bucket_max(cx, &dot) {
-                if d > 0.0 {
+            // Off the scale: the top row says so (the bar first, it is what is judged).
+            if v > y_top {
+                buf.set_string(x, area.y, "▲", bar_style);
+            } else if let Some(d) = self.bucket_max(cx, &dot) {
+                if d > y_top {
+                    buf.set_string(x, area.y, "↑", t.line_recorded);
+                } else if d > y_lo {
                     if let Some(y) = row_of(d) {
                         buf.set_string(x, y, "•", t.line_recorded);
                     }
@@ -232,6 +248,19 @@ impl Widget for StripChart<'_> {
         };
         buf.set_stringn(area.x, area.y + plot_h, legend, lw, t.divergence);
     }
+}
+
+/// Where the value axis starts: at zero, unless the plot is too short to give the budget and
+/// the thresholds rows of their own (then half a row's worth below the lowest of them, so each
+/// line keeps a row or a third of one).
+pub fn axis_floor(lines: &[(f64, Style, &str, &str)], top: f64, plot_h: u16) -> f64 {
+    const ROWS_FROM_ZERO: u16 = 6;
+    let lowest = lines.iter().map(|l| l.0).fold(f64::INFINITY, f64::min);
+    if plot_h >= ROWS_FROM_ZERO || lines.len() < 2 || !(lowest > 0.0 && lowest < top) {
+        return 0.0;
+    }
+    let row = (top - lowest) / f64::from(plot_h);
+    (lowest - row / 2.0).max(0.0)
 }
 
 /// A dollar amount in at most `width` chars for the cost chart's top label: `$0.05`, or in

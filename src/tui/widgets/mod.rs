@@ -4,6 +4,7 @@
 pub mod chart;
 pub mod heatmap;
 pub mod slider;
+pub mod wrap;
 
 /// Which requests the cells of a time-axis widget show: `span` requests from `first` spread over
 /// `width` cells, so the trace fills the width whatever its length. With fewer requests than
