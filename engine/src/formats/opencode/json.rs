@@ -243,34 +243,47 @@ enum Created<'f, 'a> {
 }
 
 impl<'a> RawMessage<'a> {
-    /// `user` or `assistant`; else the role found (a string, or none).
     fn role(&self) -> Result<Role, Option<&str>> {
-        match str_of(&self.role) {
-            Some("user") => Ok(Role::User),
-            Some("assistant") => Ok(Role::Assistant),
-            other => Err(other),
-        }
+        role_of(&self.role)
     }
-
-    /// Where `time.created` comes from: the row's `time_created` column when `time` is
-    /// missing or an object without `created` (the column mirrors it), else the JSON.
     fn created(&self, column: Option<i64>) -> Created<'_, 'a> {
-        match &self.time {
-            None => Created::Column(column),
-            Some(Json::Obj(t)) => match &t.created {
-                None => Created::Column(column),
-                Some(c) => Created::Json(c),
-            },
-            Some(_) => Created::NotAnObject,
-        }
+        created_of(&self.time, column)
     }
-
-    /// `path.cwd` when a non-empty string.
     fn cwd(&self) -> Option<&str> {
-        obj(&self.path)
-            .and_then(|p| str_of(&p.cwd))
-            .filter(|c| !c.is_empty())
+        cwd_of(&self.path)
     }
+}
+
+/// `user` or `assistant`; else the role found (a string, or none).
+fn role_of<'f>(role: &'f Option<Any<'_>>) -> Result<Role, Option<&'f str>> {
+    match str_of(role) {
+        Some("user") => Ok(Role::User),
+        Some("assistant") => Ok(Role::Assistant),
+        other => Err(other),
+    }
+}
+
+/// Where `time.created` comes from: the row's `time_created` column when `time` is missing or
+/// an object without `created` (the column mirrors it), else the JSON.
+fn created_of<'f, 'a>(
+    time: &'f Option<Json<'a, RawMessageTime<'a>>>,
+    column: Option<i64>,
+) -> Created<'f, 'a> {
+    match time {
+        None => Created::Column(column),
+        Some(Json::Obj(t)) => match &t.created {
+            None => Created::Column(column),
+            Some(c) => Created::Json(c),
+        },
+        Some(_) => Created::NotAnObject,
+    }
+}
+
+/// `path.cwd` when a non-empty string.
+fn cwd_of<'f>(path: &'f Option<Json<'_, RawPath<'_>>>) -> Option<&'f str> {
+    obj(path)
+        .and_then(|p| str_of(&p.cwd))
+        .filter(|c| !c.is_empty())
 }
 
 /// What the listing reads of one message row ([`super::listing`]): taken only where every field
@@ -282,19 +295,19 @@ pub fn listed_from_text(
     id: &str,
     time_column: Option<i64>,
 ) -> Result<Option<super::listing::ListedMessage>, NotTaken> {
-    let raw: RawMessage<'_> = serde_json::from_str(data).map_err(|_| NotTaken)?;
+    let raw: RawListed<'_> = serde_json::from_str(data).map_err(|_| NotTaken)?;
     if matches!(raw.role, Some(ref r) if !matches!(r, Json::Str(_))) {
         return Err(NotTaken);
     }
-    let time_created = match raw.created(time_column) {
+    let time_created = match created_of(&raw.time, time_column) {
         Created::Column(c) => c.unwrap_or(0),
         Created::Json(Json::Num(n)) => n.as_i64().ok_or(NotTaken)?,
         Created::Json(_) | Created::NotAnObject => return Err(NotTaken),
     };
-    let plain = |c: &Option<Value>| match c {
+    let plain = |c: &Option<Count>| match c {
         None => Ok(0),
-        Some(Value::Number(n)) => n.as_u64().filter(|n| *n <= MAX_TOKEN_COUNT).ok_or(NotTaken),
-        Some(_) => Err(NotTaken),
+        Some(Count::Plain(n)) => Ok(*n),
+        Some(Count::Odd(_)) => Err(NotTaken),
     };
     let tokens = match &raw.tokens {
         None => Usage::default(),
@@ -319,7 +332,7 @@ pub fn listed_from_text(
         Some(Json::Num(_)) => float(&raw.cost),
         Some(_) => return Err(NotTaken),
     };
-    let assistant = match raw.role() {
+    let assistant = match role_of(&raw.role) {
         Ok(r) => r == Role::Assistant,
         Err(_) => return Ok(None),
     };
@@ -329,7 +342,7 @@ pub fn listed_from_text(
         time_created,
         tokens,
         cost,
-        cwd: raw.cwd().map(str::to_owned),
+        cwd: cwd_of(&raw.path).map(str::to_owned),
     }))
 }
 
@@ -345,13 +358,15 @@ fn model_ref(m: &RawModel<'_>) -> Option<ModelRef> {
 /// fraction rounded down, a negative number, `null` or another type as 0, a count above
 /// [`MAX_TOKEN_COUNT`] as that — with a `bad_token_count` diagnostic naming `what` and the key.
 fn token_count(
-    x: Option<&Value>,
+    x: Option<&Count>,
     key: &str,
     what: &dyn Fn() -> String,
     diags: &mut Diagnostics,
 ) -> u64 {
-    let Some(x) = x else {
-        return 0;
+    let x = match x {
+        None => return 0,
+        Some(Count::Plain(n)) => return *n,
+        Some(Count::Odd(x)) => x,
     };
     let saturated = |n: u64| n.min(MAX_TOKEN_COUNT);
     let (n, problem) = match x {
@@ -651,6 +666,59 @@ pub(crate) enum Json<'a, T> {
 /// A field whose objects are only checked.
 type Any<'a> = Json<'a, Checked>;
 
+/// A token count: a plain one (a whole number up to [`MAX_TOKEN_COUNT`]), or any other value
+/// kept as its JSON, to be read as the nearest count and reported.
+pub(crate) enum Count {
+    Plain(u64),
+    Odd(Value),
+}
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Count;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<Count, E> {
+                Ok(if n <= MAX_TOKEN_COUNT {
+                    Count::Plain(n)
+                } else {
+                    Count::Odd(n.into())
+                })
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<Count, E> {
+                Ok(Count::Odd(n.into()))
+            }
+            fn visit_f64<E: de::Error>(self, x: f64) -> Result<Count, E> {
+                Number::from_f64(x)
+                    .map(|n| Count::Odd(Value::Number(n)))
+                    .ok_or_else(|| E::custom("not finite"))
+            }
+            fn visit_bool<E: de::Error>(self, b: bool) -> Result<Count, E> {
+                Ok(Count::Odd(Value::Bool(b)))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Count, E> {
+                Ok(Count::Odd(Value::String(s.to_owned())))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Count, E> {
+                Ok(Count::Odd(Value::Null))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Count, E> {
+                Ok(Count::Odd(Value::Null))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, a: A) -> Result<Count, A::Error> {
+                Value::deserialize(de::value::SeqAccessDeserializer::new(a)).map(Count::Odd)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, a: A) -> Result<Count, A::Error> {
+                Value::deserialize(MapAccessDeserializer::new(a)).map(Count::Odd)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Json<'de, T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V<T>(PhantomData<T>);
@@ -836,6 +904,21 @@ object!(RawMessage, "a message object", {
     "tokens" => tokens, "cost" => cost, "path" => path,
 });
 
+/// The keys of a message the listing reads ([`listed_from_text`]), read as [`RawMessage`] reads
+/// them; the others only checked (a listing reads tens of thousands of rows).
+#[derive(Default)]
+pub(crate) struct RawListed<'a> {
+    role: Option<Any<'a>>,
+    time: Option<Json<'a, RawMessageTime<'a>>>,
+    tokens: Option<Json<'a, RawTokens<'a>>>,
+    cost: Option<Any<'a>>,
+    path: Option<Json<'a, RawPath<'a>>>,
+}
+
+object!(RawListed, "a message object", {
+    "role" => role, "time" => time, "tokens" => tokens, "cost" => cost, "path" => path,
+});
+
 #[derive(Default)]
 pub(crate) struct RawMessageTime<'a> {
     created: Option<Any<'a>>,
@@ -871,13 +954,12 @@ pub(crate) struct RawErrorData<'a> {
 
 object!(RawErrorData, "an error's data", { "message" => message });
 
-/// Token counts are kept as `Value`s: a plain count is a number (nothing allocated), and an odd
-/// one is reported with its JSON.
+/// Token counts: see [`Count`].
 #[derive(Default)]
 pub(crate) struct RawTokens<'a> {
-    input: Option<Value>,
-    output: Option<Value>,
-    reasoning: Option<Value>,
+    input: Option<Count>,
+    output: Option<Count>,
+    reasoning: Option<Count>,
     cache: Option<Json<'a, RawCache<'a>>>,
 }
 
@@ -887,8 +969,8 @@ object!(RawTokens, "a tokens object", {
 
 #[derive(Default)]
 pub(crate) struct RawCache<'a> {
-    read: Option<Value>,
-    write: Option<Value>,
+    read: Option<Count>,
+    write: Option<Count>,
     _text: PhantomData<&'a ()>,
 }
 
