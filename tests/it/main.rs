@@ -48,6 +48,7 @@ mod loader_export;
 mod loader_recordings;
 mod loader_samples;
 mod loader_storage;
+mod opencode_json;
 mod policy_load;
 mod replay_laws;
 mod replay_recordings;

@@ -20,8 +20,9 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Row};
 use serde_json::{Map, Value};
 
+use super::json;
 use crate::formats::opencode::listing::Rows;
-use crate::formats::opencode::parse::{parse_message, parse_model_ref, parse_part};
+use crate::formats::opencode::parse::{parse_model_ref, parse_part};
 use crate::trace::diagnostics::{DiagnosticKind, Diagnostics};
 use crate::trace::error::LoadError;
 use crate::trace::model::{Message, Part, SessionInfo};
@@ -479,7 +480,7 @@ impl Database {
 
     /// Every session's messages without their parts, for the listing ([`crate::formats::opencode::listing`]):
     /// one pass over `message` whose `data` is read for the few fields a listing line needs
-    /// ([`super::message_row`]). A row that read cannot take exactly (not UTF-8, JSON the
+    /// ([`super::json::listed_from_text`]). A row that read cannot take exactly (not UTF-8, JSON the
     /// lenient parser would repair, a field of an odd type) sends its session to a full load, as
     /// does a row of the v2 `session_message` table. `None` when the pass cannot be made at all
     /// (no usable message table, a damaged page): then every line is loaded in full.
@@ -1055,7 +1056,7 @@ pub fn data_object(
 }
 
 /// One `message` row (`id`, its session, the `data` column, the `time_created` column) as a
-/// message without parts: the ids re-injected into the JSON, the time column filling in a
+/// message without parts: the columns win over the JSON's ids, the time column fills in a
 /// missing `time.created`. `None` (with a diagnostic) when it cannot be read.
 pub fn message_from_row(
     id: &str,
@@ -1064,37 +1065,19 @@ pub fn message_from_row(
     time_created: Option<i64>,
     diags: &mut Diagnostics,
 ) -> Option<Message> {
-    // The typed read takes the rows it reads exactly; the rest go the lenient way below.
+    let row = json::MessageRow {
+        id,
+        session_id,
+        time_created,
+    };
     if let Some(text) = data.and_then(|d| std::str::from_utf8(d).ok()) {
-        if let Ok(m) = super::message_full::read(text, id, session_id, time_created) {
-            return Some(m);
+        if let Ok(m) = json::message_from_text(text, &row, diags) {
+            return m;
         }
     }
-    message_from_row_lenient(id, session_id, data, time_created, diags)
-}
-
-/// [`message_from_row`] the lenient way alone (a `Value` document, repaired when damaged): what
-/// the typed read must agree with wherever it takes a row.
-pub fn message_from_row_lenient(
-    id: &str,
-    session_id: &str,
-    data: Option<&[u8]>,
-    time_created: Option<i64>,
-    diags: &mut Diagnostics,
-) -> Option<Message> {
-    let mut obj = data_object(data, &format!("message {id}"), diags)?;
-    obj.insert("id".into(), Value::String(id.to_owned()));
-    obj.insert("sessionID".into(), Value::String(session_id.to_owned()));
-    // The column mirrors `time.created`; fill it in when the JSON lacks it.
-    if let Some(t) = time_created {
-        let time = obj
-            .entry("time")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if let Some(time) = time.as_object_mut() {
-            time.entry("created").or_insert(Value::from(t));
-        }
-    }
-    parse_message(&Value::Object(obj), diags)
+    // Text serde_json rejects (or not UTF-8): repaired and reported, then read the same way.
+    let obj = data_object(data, &format!("message {id}"), diags)?;
+    json::message_from_value(&Value::Object(obj), Some(&row), diags)
 }
 
 /// One `part` row (`id`, `message_id`, its session, the `data` column) as a part.
@@ -1105,28 +1088,19 @@ pub fn part_from_row(
     data: Option<&[u8]>,
     diags: &mut Diagnostics,
 ) -> Option<Part> {
-    // The typed read takes the rows it reads exactly; the rest (rare types, odd fields, damage)
-    // are read the lenient way below.
+    let row = json::PartRow {
+        id,
+        message_id,
+        session_id,
+    };
     if let Some(text) = data.and_then(|d| std::str::from_utf8(d).ok()) {
-        if let Ok(p) = super::part_row::read(text, id, diags) {
-            return Some(p);
+        if let Ok(p) = json::part_from_text(text, &row, diags) {
+            return p;
         }
     }
-    part_from_row_lenient(id, message_id, session_id, data, diags)
-}
-
-/// [`part_from_row`] the lenient way alone (a `Value` document, repaired when damaged): what the
-/// typed read must agree with wherever it takes a row.
-pub fn part_from_row_lenient(
-    id: &str,
-    message_id: &str,
-    session_id: &str,
-    data: Option<&[u8]>,
-    diags: &mut Diagnostics,
-) -> Option<Part> {
-    let mut obj = data_object(data, &format!("part {id}"), diags)?;
-    obj.insert("sessionID".into(), Value::String(session_id.to_owned()));
-    part_from_object(obj, id, message_id, diags)
+    // Text serde_json rejects (or not UTF-8): repaired and reported, then read the same way.
+    let obj = data_object(data, &format!("part {id}"), diags)?;
+    json::part_from_value(&Value::Object(obj), Some(&row), diags)
 }
 
 /// Parts of a message rebuilt from rows (used by the v2 reader to share part parsing).

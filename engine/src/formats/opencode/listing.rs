@@ -3,7 +3,7 @@
 //! A listing line shows counts, recorded tokens and cost. Loading every message and part of every
 //! session for that (what [`crate::trace::load::Source::list_sessions`] did) costs the whole store; here
 //! each store gives its messages *without their parts* — a database one pass over `message`, each
-//! `data` read for the few fields a line needs ([`super::message_row`]), a JSON tree its
+//! `data` read for the few fields a line needs ([`super::json::listed_from_text`]), a JSON tree its
 //! message files and not its part files — and the line is derived by the loader's rules (one
 //! request per assistant message, message order, directory from `path.cwd`), so it equals the
 //! line of a full load.
@@ -22,8 +22,21 @@
 use std::collections::{HashMap, HashSet};
 
 use super::dialect::{parse_version, Era};
-pub use super::message_row::ListedMessage;
 use crate::trace::model::{Message, SessionInfo, SourceKind, Usage};
+
+/// What the listing reads of one message ([`super::json::listed_from_text`] from a row).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedMessage {
+    pub id: String,
+    pub assistant: bool,
+    /// `time.created`, else the row's `time_created` column (as the loader fills it in).
+    pub time_created: i64,
+    /// `tokens` (an assistant's usage; zero when it has none).
+    pub tokens: Usage,
+    pub cost: f64,
+    /// `path.cwd` when it is a non-empty string.
+    pub cwd: Option<String>,
+}
 
 /// What one line of the listing counts.
 #[derive(Debug, Clone, PartialEq)]

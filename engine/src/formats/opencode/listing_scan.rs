@@ -1,7 +1,7 @@
 //! From the `message` rows of one database to the listing's [`Rows`].
 //!
 //! [`read_all`] reads every row: SQLite steps on the calling thread, worker threads hash and
-//! parse the rows ([`message_row::read`]; the row pipeline of the loads) and the calling thread
+//! parse the rows ([`json::listed_from_text`]; the row pipeline of the loads) and the calling thread
 //! puts the listing together in row order, so the result is the one a row-by-row read gives.
 //! [`hash_all`] reads every row without parsing any (the listing cache's per-session check),
 //! [`read_sessions`] the rows of a few sessions.
@@ -15,9 +15,8 @@ use std::collections::HashSet;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::db::{Database, ListingRow, ListingRows};
-use super::listing::{self, Digest, Rows};
-use super::message_row::{self, ListedMessage};
-use super::part_row::NotTaken;
+use super::json::{self, NotTaken};
+use super::listing::{self, Digest, ListedMessage, Rows};
 use super::row_pipeline;
 use crate::trace::error::LoadError;
 
@@ -271,14 +270,14 @@ fn hash(id: &str, time: Option<i64>, data: Option<&[u8]>) -> u128 {
     h.digest128()
 }
 
-/// The quick read of one row (see [`message_row::read`]); data that is not UTF-8 text is not taken.
+/// The quick read of one row (see [`json::listed_from_text`]); data that is not UTF-8 text is not taken.
 fn read(
     id: &str,
     time: Option<i64>,
     data: Option<&[u8]>,
 ) -> Result<Option<ListedMessage>, NotTaken> {
     let data = std::str::from_utf8(data.ok_or(NotTaken)?).map_err(|_| NotTaken)?;
-    message_row::read(data, id, time)
+    json::listed_from_text(data, id, time)
 }
 
 /// The v2 sessions of `db` as a set; `None` when the listing's pass cannot be made.
