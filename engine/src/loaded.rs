@@ -613,7 +613,7 @@ fn link_continuations(trace: &Trace, episodes: &mut [Episode]) {
         let first = &trace.messages[episodes[k].first_message];
         let is_cont = matches!(
             first.user_kind,
-            Some(UserKind::SyntheticContinue) | Some(UserKind::OverflowReplay)
+            Some(UserKind::ContinueAfterCompaction) | Some(UserKind::PromptReplayed)
         );
         if !is_cont {
             continue;

@@ -188,7 +188,7 @@ fn the_thread_reads_as_a_session() {
     assert_eq!(t.compactions.len(), 2);
     let kept_users = [2usize, 4];
     for (c, kept) in t.compactions.iter().zip(kept_users) {
-        assert_eq!(c.style, CompactionStyle::CompactionMessage);
+        assert_eq!(c.style, CompactionStyle::BeforeTail);
         assert_eq!(c.user_message_id, None);
         assert!(c.auto && !c.overflow);
         assert!(c.summary_text.starts_with(SUMMARY_PREFIX));

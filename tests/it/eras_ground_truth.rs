@@ -382,7 +382,7 @@ fn v01_inline_parts_are_read_with_their_steps_and_directory() {
     assert!(t
         .compactions
         .iter()
-        .all(|c| c.style == CompactionStyle::SummaryMessage && c.user_message_id.is_none()));
+        .all(|c| c.style == CompactionStyle::FromSummary && c.user_message_id.is_none()));
     // Two failed edits (ruff missing), read from `metadata.tool[callID].error`.
     let errors = t
         .messages
@@ -425,12 +425,12 @@ fn v10_resume_messages_are_not_human_turns_and_summaries_cut() {
     let resumes = t
         .messages
         .iter()
-        .filter(|m| m.user_kind == Some(UserKind::SyntheticContinue))
+        .filter(|m| m.user_kind == Some(UserKind::ContinueAfterCompaction))
         .count();
     assert_eq!(resumes, 3);
     assert_eq!(t.compactions.len(), 3);
     for c in &t.compactions {
-        assert_eq!(c.style, CompactionStyle::SummaryMessage);
+        assert_eq!(c.style, CompactionStyle::FromSummary);
         assert!(c.continuation_message_id.is_some());
     }
 }
@@ -465,8 +465,12 @@ fn v2_loop_requests_see_only_v2_messages() {
     let data = format!("{RECORDINGS}/opencode-1.18.33-v2/data");
     let l = load_data(&data, "ses_dcf0eccc3ffe11n3XlDUwnWuOP");
     let t = &l.trace;
-    assert_eq!(t.messages.iter().filter(|m| m.v2).count(), 3);
-    let first_v2 = t.messages.iter().position(|m| m.v2).expect("v2 rows");
+    assert_eq!(t.messages.iter().filter(|m| m.own_history).count(), 3);
+    let first_v2 = t
+        .messages
+        .iter()
+        .position(|m| m.own_history)
+        .expect("v2 rows");
     assert_eq!(t.context_start(t.messages.len() - 1), first_v2);
     let e2v = load_data(&data, "ses_dcf0d6106ffe50152m4wE4FXeP");
     assert_eq!(e2v.trace.compactions.len(), 3);
@@ -487,7 +491,11 @@ fn the_v1_history_is_said_to_be_out_of_the_v2_loops_view() {
     let data = format!("{RECORDINGS}/opencode-1.18.33-v2/data");
     let l = load_data(&data, "ses_dcf0eccc3ffe11n3XlDUwnWuOP");
     let t = &l.trace;
-    let first_v2 = t.messages.iter().position(|m| m.v2).expect("v2 rows");
+    let first_v2 = t
+        .messages
+        .iter()
+        .position(|m| m.own_history)
+        .expect("v2 rows");
     let p = policy::load("full", &[]).expect("policy");
     let r = replay::replay_session(&l, &p, None);
     let f = r
@@ -525,8 +533,8 @@ fn v114_overflow_replay_and_kept_tails() {
     // 7 typed + 7 compaction + 6 synthetic continue + 1 replayed prompt.
     assert_eq!(kind(UserKind::Human), 7);
     assert_eq!(kind(UserKind::Compaction), 7);
-    assert_eq!(kind(UserKind::SyntheticContinue), 6);
-    assert_eq!(kind(UserKind::OverflowReplay), 1);
+    assert_eq!(kind(UserKind::ContinueAfterCompaction), 6);
+    assert_eq!(kind(UserKind::PromptReplayed), 1);
     assert_eq!(t.compactions.len(), 7);
     assert!(t.compactions.iter().all(|c| c.tail_start_id.is_some()));
     assert_eq!(t.compactions.iter().filter(|c| c.overflow).count(), 1);

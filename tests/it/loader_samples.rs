@@ -26,8 +26,8 @@ fn c1_compactions_replay_and_failed_requests() {
     assert_eq!(t.messages.len(), 38);
     assert_eq!(kinds(UserKind::Human), 7);
     assert_eq!(kinds(UserKind::Compaction), 3);
-    assert_eq!(kinds(UserKind::SyntheticContinue), 2);
-    assert_eq!(kinds(UserKind::OverflowReplay), 1);
+    assert_eq!(kinds(UserKind::ContinueAfterCompaction), 2);
+    assert_eq!(kinds(UserKind::PromptReplayed), 1);
     assert_eq!(t.requests.len(), 25);
     let summaries: Vec<usize> = t
         .compactions

@@ -663,7 +663,7 @@ pub fn classify_with_todos(
         Some(UserKind::Human) => {
             kinds.insert(EpisodeKind::Turn);
         }
-        Some(UserKind::SyntheticContinue) | Some(UserKind::OverflowReplay) => {
+        Some(UserKind::ContinueAfterCompaction) | Some(UserKind::PromptReplayed) => {
             kinds.insert(EpisodeKind::Continuation);
         }
         _ => {}
@@ -1661,8 +1661,8 @@ fn title(
     }
     let first = opening_message(msgs);
     match first.user_kind {
-        Some(UserKind::SyntheticContinue) => return "continue after compaction".to_owned(),
-        Some(UserKind::OverflowReplay) => {
+        Some(UserKind::ContinueAfterCompaction) => return "continue after compaction".to_owned(),
+        Some(UserKind::PromptReplayed) => {
             return format!(
                 "replayed after overflow: {}",
                 clip_chars(sentences(&first.text()).first().copied().unwrap_or(""), 60)

@@ -208,8 +208,8 @@ fn prev_assistant_is_user(trace: &Trace, i: usize) -> bool {
 fn user_reason(m: &Message) -> &'static str {
     match m.user_kind {
         Some(UserKind::Compaction) => "compaction",
-        Some(UserKind::SyntheticContinue) => "synthetic continue after compaction",
-        Some(UserKind::OverflowReplay) => "prompt replayed after overflow compaction",
+        Some(UserKind::ContinueAfterCompaction) => "synthetic continue after compaction",
+        Some(UserKind::PromptReplayed) => "prompt replayed after overflow compaction",
         Some(UserKind::Injected) => "text the agent injected",
         Some(UserKind::Human) | None => "human turn",
     }

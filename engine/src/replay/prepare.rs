@@ -17,7 +17,7 @@ use crate::trace::{Trace, UserKind};
 pub(crate) enum Filter {
     /// The counterfactual: every compaction artefact left out.
     NoArtefacts,
-    /// What OpenCode sent: compaction messages and summaries are shown as the summary piece,
+    /// What the agent sent: compaction messages and summaries are shown as the summary piece,
     /// so they are left out of the episodes; continue messages stay where they are.
     Recorded,
 }
@@ -81,7 +81,7 @@ pub(crate) struct ReqData {
     pub milestone: bool,
     pub sys_key: u64,
     pub sys_tokens: u64,
-    /// A recorded compaction call's own request, as OpenCode built it (tokens without the
+    /// A recorded compaction call's own request, as the agent built it (tokens without the
     /// system chunk).
     pub call_tokens: Option<u64>,
     /// Episodes whose keys this request touches (sorted).
@@ -107,8 +107,9 @@ pub(crate) struct Prep<'a> {
     /// Per episode, the share of its full-tier text a compaction call of this release shows
     /// (tool outputs clipped from 1.14.21; 1.0 before).
     pub compaction_keep: Vec<f64>,
-    /// The first message of OpenCode's v2 loop, if any (its requests see nothing before it).
-    first_v2: Option<usize>,
+    /// The first message of a loop with its own history (OpenCode's v2), if any: its requests
+    /// see nothing before it.
+    first_own_loop: Option<usize>,
 }
 
 fn tier_data(
@@ -136,17 +137,22 @@ fn tier_data(
 }
 
 /// The agent whose system chunk a request carries. A compaction (summary) call has its own
-/// system prompt in every release, whatever agent name it was stored under (OpenCode ≤1.0.68
+/// system prompt where the agent gives it one, whatever agent name it was stored under (OpenCode ≤1.0.68
 /// stored `build`).
-/// Requests of OpenCode's v2 loop carry that loop's own system prompt and tools.
+/// Requests of a loop with its own history (OpenCode's v2) carry that loop's own system prompt
+/// and tools.
 pub(crate) fn system_agent(trace: &Trace, r: &crate::trace::Request) -> String {
     let agent = if r.synthetic_call && trace.wire.summary_call_own_system {
         COMPACTION_AGENT
     } else {
         r.agent.as_deref().unwrap_or("")
     };
-    if trace.messages.get(r.message_index).is_some_and(|m| m.v2) {
-        format!("{agent} {V2_LOOP}")
+    if trace
+        .messages
+        .get(r.message_index)
+        .is_some_and(|m| m.own_history)
+    {
+        format!("{agent} {OWN_LOOP}")
     } else {
         agent.to_owned()
     }
@@ -154,8 +160,9 @@ pub(crate) fn system_agent(trace: &Trace, r: &crate::trace::Request) -> String {
 
 /// The agent name of compaction calls' system chunks.
 pub(crate) const COMPACTION_AGENT: &str = "compaction";
-/// Suffix of the system chunks of v2-loop requests.
-pub(crate) const V2_LOOP: &str = "(v2 loop)";
+/// Suffix of the system chunks of the requests of a loop with its own history (the name
+/// OpenCode's users know it by).
+pub(crate) const OWN_LOOP: &str = "(v2 loop)";
 
 /// Key of a system chunk: (agent, provider/model).
 pub(crate) fn sys_key(agent: &str, model: &str) -> u64 {
@@ -262,7 +269,7 @@ impl<'a> Prep<'a> {
             compaction_msgs,
             magic_context: input.magic_context,
             compaction: input.compaction,
-            first_v2: trace.messages.iter().position(|m| m.v2),
+            first_own_loop: trace.messages.iter().position(|m| m.own_history),
             compaction_keep: episodes
                 .iter()
                 .map(|e| super::compaction_call::keep_share(trace, e))
@@ -304,8 +311,8 @@ impl<'a> Prep<'a> {
     /// Where the view of a request at message `mi` starts ([`Trace::context_start`], without a
     /// scan per request).
     pub fn context_start(&self, mi: usize) -> usize {
-        match self.first_v2 {
-            Some(f) if self.trace.messages.get(mi).is_some_and(|m| m.v2) => f,
+        match self.first_own_loop {
+            Some(f) if self.trace.messages.get(mi).is_some_and(|m| m.own_history) => f,
             _ => 0,
         }
     }
@@ -349,7 +356,7 @@ impl<'a> Prep<'a> {
     }
 
     /// One system chunk per (agent, model): the first request of the pair with recorded usage,
-    /// its recorded prompt minus what OpenCode sent of the conversation (the recorded view).
+    /// its recorded prompt minus what the agent sent of the conversation (the recorded view).
     fn system_segments(&self, knob: Option<u64>) -> Vec<SystemSegment> {
         let mut out: Vec<SystemSegment> = Vec::new();
         for r in &self.trace.requests {
@@ -401,7 +408,7 @@ impl<'a> Prep<'a> {
     }
 
     /// What request `t` sent besides its system chunk: a compaction call's own request as
-    /// OpenCode built it, else the conversation ([`Prep::recorded_view_tokens`]).
+    /// the agent built it, else the conversation ([`Prep::recorded_view_tokens`]).
     fn conversation_tokens(&self, t: usize) -> u64 {
         match self.reqs.get(t).and_then(|r| r.call_tokens) {
             Some(c) if self.trace.requests[t].synthetic_call => c,
@@ -409,7 +416,7 @@ impl<'a> Prep<'a> {
         }
     }
 
-    /// Tokens of the conversation OpenCode sent at request `t`: the last compaction in effect
+    /// Tokens of the conversation the agent sent at request `t`: the last compaction in effect
     /// (its message and summary, then the kept tail), recorded prunes applied.
     pub fn recorded_view_tokens(&self, t: usize) -> u64 {
         match self.trace.requests.get(t) {
@@ -460,7 +467,7 @@ impl<'a> Prep<'a> {
 
     /// Where the kept tail of recorded compaction `ci` starts (message index), and the messages
     /// shown as its summary piece: its compaction message and summary, then those of earlier
-    /// compactions that lie inside the kept tail. OpenCode sends the earlier ones in place, in the
+    /// compactions that lie inside the kept tail. The agent (OpenCode) sends the earlier ones in place, in the
     /// middle of the tail; the piece puts them up front, which keeps every token count and only
     /// moves where a later change would diverge.
     pub fn recorded_summary(&self, ci: usize) -> (usize, Vec<usize>) {
@@ -473,7 +480,7 @@ impl<'a> Prep<'a> {
             .summary_message_id
             .as_deref()
             .and_then(|id| trace.message_index(id));
-        if c.style == crate::trace::CompactionStyle::SummaryMessage {
+        if c.style == crate::trace::CompactionStyle::FromSummary {
             // OpenCode ≤1.0.68 sent the history from the summary on, the summary first.
             return match summary {
                 Some(s) => (s + 1, vec![s]),

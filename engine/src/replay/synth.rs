@@ -183,7 +183,7 @@ pub fn generate(spec: &SynthSpec) -> Synth {
             finish: None,
             error: None,
             summary: false,
-            v2: false,
+            own_history: false,
             tokens: None,
             cost: 0.0,
             parts: vec![Part {
@@ -274,7 +274,7 @@ pub fn generate(spec: &SynthSpec) -> Synth {
                 finish: Some("tool-calls".into()),
                 error: None,
                 summary: false,
-                v2: false,
+                own_history: false,
                 tokens: None,
                 cost: 0.0,
                 parts: vec![Part {

@@ -43,12 +43,17 @@ pub enum Role {
 pub enum UserKind {
     /// Typed by a person.
     Human,
-    /// Holds a `compaction` part (OpenCode sends it as "What did we do so far?").
+    /// The agent's request for a compaction (OpenCode stores it as a message of its own, sent as
+    /// "What did we do so far?").
     Compaction,
-    /// OpenCode's synthetic "Continue if you have next steps…" after an auto compaction.
-    SyntheticContinue,
-    /// The last human prompt, replayed by OpenCode after an overflow compaction.
-    OverflowReplay,
+    /// The agent's own "continue" after it compacted (OpenCode's "Continue if you have next
+    /// steps…").
+    #[serde(rename = "synthetic_continue")]
+    ContinueAfterCompaction,
+    /// The last human prompt, sent again by the agent after a compaction it made because the
+    /// request overflowed (OpenCode's overflow compaction).
+    #[serde(rename = "overflow_replay")]
+    PromptReplayed,
     /// Text the agent added on its own and sent as a user message (a reminder, a command's
     /// output, an interrupt notice): part of the turn it falls in, never a turn of its own.
     Injected,
@@ -105,13 +110,14 @@ pub struct Message {
     pub tokens: Option<Usage>,
     pub cost: f64,
     pub parts: Vec<Part>,
-    /// Set by [`crate::formats::opencode::derive`] for user messages.
+    /// Set by the adapter for user messages.
     pub user_kind: Option<UserKind>,
-    /// Written by OpenCode's experimental v2 agent loop (a `session_message` row): its requests
-    /// have their own system prompt and tools and see only v2 messages.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub v2: bool,
-    /// `path.cwd` (assistant messages): the working directory OpenCode ran in. The message's
+    /// Written by a loop of the agent's own whose requests have their own system prompt and
+    /// tools and see only that loop's messages (OpenCode's experimental v2 loop, its
+    /// `session_message` rows).
+    #[serde(rename = "v2", skip_serializing_if = "std::ops::Not::not")]
+    pub own_history: bool,
+    /// The working directory the agent ran in (assistant messages; OpenCode's `path.cwd`). The message's
     /// other fields that this model does not name are not kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
@@ -189,7 +195,7 @@ impl Message {
             )
         })
     }
-    /// `path.cwd` of an assistant message (the working directory OpenCode ran in).
+    /// The working directory the agent ran in for an assistant message.
     pub fn cwd(&self) -> Option<&str> {
         self.cwd.as_deref()
     }
@@ -202,7 +208,7 @@ pub struct Part {
 }
 
 impl Part {
-    /// The part type as OpenCode names it (`text`, `tool`, …; the raw name for unknown types).
+    /// The part type's name (`text`, `tool`, `step-start`, …; the raw name for unknown types).
     pub fn type_name(&self) -> &str {
         self.kind.type_name()
     }
@@ -215,7 +221,10 @@ pub struct CompactionPart {
     pub tail_start_id: Option<String>,
 }
 
-/// All 12 OpenCode part types plus `Unknown`, which keeps the raw JSON of a type we do not know.
+/// The parts of a message, and `Unknown`, which keeps the raw JSON of a type no reader knows.
+/// Text, reasoning and tool calls are every agent's; the others are kinds one agent records
+/// (OpenCode writes all twelve: step marks of a multi-request message, workspace snapshots and
+/// the files a step changed, an agent mention, a sub-task, an API retry, a compaction marker).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum PartKind {
@@ -321,7 +330,7 @@ pub struct ToolPart {
     pub metadata: ToolMetadata,
     pub time_start: Option<i64>,
     pub time_end: Option<i64>,
-    /// Set when OpenCode pruned the output (`state.time.compacted`): the model was then sent
+    /// Set when the agent pruned the output (OpenCode's `state.time.compacted`): the model was then sent
     /// "[Old tool result content cleared]" instead of the output.
     pub time_compacted: Option<i64>,
 }
@@ -354,35 +363,12 @@ impl ToolPart {
 /// checked as JSON but not kept, so a session's memory does not grow with it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ToolMetadata {
-    /// `exit`: a bash call's exit code.
+    /// A shell call's exit code.
     pub exit: Option<i64>,
-    /// `sessionId`: the child session a `task` call spawned.
+    /// The child session a sub-agent call spawned.
     pub session_id: Option<String>,
-    /// The v2 loop answered the call in `structured` (`opencode::v2::STRUCTURED_OUTPUT`).
+    /// The call answered with the agent's structured output (OpenCode's v2 loop).
     pub structured_output: bool,
-}
-
-impl ToolMetadata {
-    /// The kept fields of a `metadata` value (anything but an object keeps none).
-    pub fn of(v: &Value) -> ToolMetadata {
-        ToolMetadata::from_fields(
-            v.get("exit"),
-            v.get("sessionId"),
-            v.get(crate::formats::opencode::v2::STRUCTURED_OUTPUT),
-        )
-    }
-    /// The kept fields from the values of their keys, read as [`ToolMetadata::of`] reads them.
-    pub(crate) fn from_fields(
-        exit: Option<&Value>,
-        session_id: Option<&Value>,
-        structured: Option<&Value>,
-    ) -> ToolMetadata {
-        ToolMetadata {
-            exit: exit.and_then(Value::as_i64),
-            session_id: session_id.and_then(Value::as_str).map(str::to_owned),
-            structured_output: structured.is_some_and(|v| v == true),
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -452,20 +438,25 @@ impl Request {
     }
 }
 
-/// How a recorded compaction was stored.
+/// What a recorded compaction's summary replaced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CompactionStyle {
-    /// OpenCode ≥1.0.69: a user message with a `compaction` part, then the summary.
-    CompactionMessage,
-    /// OpenCode ≤1.0.68: only a `summary: true` assistant; the conversation continues after it.
-    SummaryMessage,
+    /// The summary (and the request message that asked for it, where the agent stores one)
+    /// replaces the history before a kept tail (`tail_start_id`; none: everything before it).
+    /// OpenCode ≥1.0.69, Claude Code (the records it kept verbatim), Codex (no tail).
+    #[serde(rename = "compaction_message")]
+    BeforeTail,
+    /// The history is sent from the summary on, the summary first, the conversation
+    /// continuing after it. OpenCode ≤1.0.68 (a `summary: true` assistant message).
+    #[serde(rename = "summary_message")]
+    FromSummary,
 }
 
 /// One recorded compaction: the compaction user message, the summary call, and what followed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CompactionEvent {
-    /// The compaction user message (none for [`CompactionStyle::SummaryMessage`]).
+    /// The compaction user message (none for [`CompactionStyle::FromSummary`]).
     pub user_message_id: Option<String>,
     pub style: CompactionStyle,
     pub summary_message_id: Option<String>,
@@ -490,7 +481,7 @@ pub struct ChildLink {
     pub description: Option<String>,
 }
 
-/// A tool output OpenCode pruned (`state.time.compacted`).
+/// A tool output the agent pruned (OpenCode's `state.time.compacted`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PrunedOutput {
     pub message_id: String,
@@ -655,22 +646,27 @@ impl Trace {
         );
         ms
     }
-    /// Whether the model saw a compaction's kept tail as the messages themselves (v1) rather than
-    /// inside the summary (the v2 loop serializes it into its checkpoint message).
+    /// Whether the model saw a compaction's kept tail as the messages themselves rather than
+    /// inside the summary (a loop with its own history, OpenCode's v2, serializes it into its
+    /// checkpoint message).
     pub fn tail_as_messages(&self, c: &CompactionEvent) -> bool {
         !c.user_message_id
             .as_deref()
             .and_then(|id| self.message(id))
-            .is_some_and(|m| m.v2)
+            .is_some_and(|m| m.own_history)
     }
     /// Where the model's view of the conversation can start for a request at message `mi`: a
-    /// request of OpenCode's v2 loop sees only v2 messages (a v2 prompt on a v1 session starts
-    /// from an empty history), so its view starts at the session's first v2 message.
+    /// request of a loop with its own history sees only that loop's messages (OpenCode's v2
+    /// prompt on a v1 session starts from an empty history), so its view starts at the loop's
+    /// first message.
     pub fn context_start(&self, mi: usize) -> usize {
-        if !self.messages.get(mi).is_some_and(|m| m.v2) {
+        if !self.messages.get(mi).is_some_and(|m| m.own_history) {
             return 0;
         }
-        self.messages.iter().position(|m| m.v2).unwrap_or(0)
+        self.messages
+            .iter()
+            .position(|m| m.own_history)
+            .unwrap_or(0)
     }
     /// Messages that are human turns (MODEL §1).
     pub fn human_turns(&self) -> impl Iterator<Item = &Message> {

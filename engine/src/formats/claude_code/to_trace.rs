@@ -364,7 +364,7 @@ pub fn thread_trace(
                 b.uuid(uuid, mi);
                 b.compactions.push(CompactionEvent {
                     user_message_id: None,
-                    style: CompactionStyle::CompactionMessage,
+                    style: CompactionStyle::BeforeTail,
                     summary_message_id: Some(id),
                     summary_request: None,
                     auto: c.trigger == Trigger::Auto,
@@ -533,7 +533,7 @@ impl Builder {
             cost: 0.0,
             parts: Vec::new(),
             user_kind: None,
-            v2: false,
+            own_history: false,
             cwd: None,
             dropped_after_own_requests: false,
         }

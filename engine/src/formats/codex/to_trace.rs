@@ -294,7 +294,7 @@ impl<'a> Builder<'a> {
             cost: 0.0,
             parts: Vec::new(),
             user_kind: None,
-            v2: false,
+            own_history: false,
             cwd,
             dropped_after_own_requests: false,
         })
@@ -399,7 +399,7 @@ impl<'a> Builder<'a> {
             } else {
                 UserKind::Injected
             }),
-            v2: false,
+            own_history: false,
             cwd: None,
             dropped_after_own_requests: false,
         });
@@ -604,7 +604,7 @@ impl<'a> Builder<'a> {
         m.parts = parts;
         self.compactions.push(CompactionEvent {
             user_message_id: None,
-            style: CompactionStyle::CompactionMessage,
+            style: CompactionStyle::BeforeTail,
             summary_message_id: Some(m.id.clone()),
             summary_request,
             auto: !manual,

@@ -137,7 +137,7 @@ pub fn build(trace: &Trace, ci: usize) -> Option<CompactionRequest> {
         .as_deref()
         .and_then(|id| trace.message_index(id));
     // The v2 loop (1.18.33) sends the text form without any system prompt.
-    let v2 = compaction_msg.is_some_and(|i| trace.messages[i].v2);
+    let v2 = compaction_msg.is_some_and(|i| trace.messages[i].own_history);
     let shape = if v2 {
         CompactionShape::HeadAsText
     } else {
@@ -244,8 +244,8 @@ pub fn view_before(trace: &Trace, end: usize) -> Vec<usize> {
         return (start..end).collect();
     };
     match c.style {
-        CompactionStyle::SummaryMessage => (s..end).collect(),
-        CompactionStyle::CompactionMessage => {
+        CompactionStyle::FromSummary => (s..end).collect(),
+        CompactionStyle::BeforeTail => {
             let cu = c
                 .user_message_id
                 .as_deref()
@@ -271,10 +271,10 @@ pub fn view_before(trace: &Trace, end: usize) -> Vec<usize> {
 /// no error; an old-style summary counts even when it failed, as 0.x did).
 fn summary_completed(trace: &Trace, style: CompactionStyle, m: &Message) -> bool {
     match style {
-        CompactionStyle::SummaryMessage => true,
-        CompactionStyle::CompactionMessage => {
+        CompactionStyle::FromSummary => true,
+        CompactionStyle::BeforeTail => {
             // A v2 compaction row is written once it has its summary.
-            let finished = m.finish.is_some() || m.time_completed.is_some() || m.v2;
+            let finished = m.finish.is_some() || m.time_completed.is_some() || m.own_history;
             let errorless =
                 m.error.is_none() || Dialect::of(&trace.origin).era < super::dialect::Era::Sqlite;
             finished && errorless
@@ -297,7 +297,7 @@ fn completed_pairs(trace: &Trace, view: &[usize]) -> Vec<(usize, usize)> {
             continue;
         };
         let m = &trace.messages[s];
-        let finished = m.finish.is_some() || m.v2;
+        let finished = m.finish.is_some() || m.own_history;
         if view.contains(&u) && view.contains(&s) && m.error.is_none() && finished {
             out.push((u, s));
         }

@@ -355,7 +355,7 @@ fn is_continue_message(m: &Message) -> bool {
             .any(|(t, _, cc)| *cc || t.contains(CONTINUE_PREFIX) || t.contains(RESUME_PREFIX))
 }
 
-/// Mark each user message Human / Compaction / SyntheticContinue / OverflowReplay (docs/opencode-eras.md, "Human turns").
+/// Mark each user message Human / Compaction / ContinueAfterCompaction / PromptReplayed (docs/opencode-eras.md, "Human turns").
 fn classify_user_messages(messages: &mut [Message]) {
     let mut last_human_text: Option<String> = None;
     // Set after an overflow compaction's summary: the next user message is a replay.
@@ -374,7 +374,7 @@ fn classify_user_messages(messages: &mut [Message]) {
             UserKind::Compaction
         } else if is_continue_message(m) {
             expect_replay = false;
-            UserKind::SyntheticContinue
+            UserKind::ContinueAfterCompaction
         } else if expect_replay {
             expect_replay = false;
             let text = m.text();
@@ -382,7 +382,7 @@ fn classify_user_messages(messages: &mut [Message]) {
                 .as_deref()
                 .is_some_and(|h| h.trim() == text.trim() || text.contains(h.trim()));
             if dup {
-                UserKind::OverflowReplay
+                UserKind::PromptReplayed
             } else {
                 UserKind::Human
             }
@@ -438,7 +438,7 @@ fn compaction_events(messages: &[Message], requests: &[Request]) -> Vec<Compacti
                 .filter(|x| {
                     matches!(
                         x.user_kind,
-                        Some(UserKind::SyntheticContinue) | Some(UserKind::OverflowReplay)
+                        Some(UserKind::ContinueAfterCompaction) | Some(UserKind::PromptReplayed)
                     )
                 })
                 .map(|x| x.id.clone())
@@ -446,9 +446,9 @@ fn compaction_events(messages: &[Message], requests: &[Request]) -> Vec<Compacti
         out.push(CompactionEvent {
             user_message_id: user_id,
             style: if is_old_style_summary {
-                CompactionStyle::SummaryMessage
+                CompactionStyle::FromSummary
             } else {
-                CompactionStyle::CompactionMessage
+                CompactionStyle::BeforeTail
             },
             summary_message_id: summary.map(|s| s.id.clone()),
             summary_request: summary.and_then(|s| req_of(&s.id)),

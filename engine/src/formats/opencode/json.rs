@@ -227,7 +227,7 @@ fn message(
         cost: float(&raw.cost),
         parts: Vec::new(),
         user_kind: None,
-        v2: false,
+        own_history: false,
         cwd,
         id,
         dropped_after_own_requests: false,

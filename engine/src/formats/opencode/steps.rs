@@ -216,7 +216,7 @@ mod tests {
             cost: 0.0,
             parts,
             user_kind: None,
-            v2: false,
+            own_history: false,
             cwd: None,
             dropped_after_own_requests: false,
         }

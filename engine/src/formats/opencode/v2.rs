@@ -141,7 +141,7 @@ pub fn messages_from_rows(
         }
     }
     for m in &mut out {
-        m.v2 = true;
+        m.own_history = true;
     }
     out
 }
