@@ -60,7 +60,7 @@ fn a_global_json_tree_loads_with_ids_from_paths() {
         assert_eq!(t.requests[0].usage.input, 100);
         assert_eq!(t.requests[0].usage.cache_write, 3);
         assert_eq!(t.requests[0].agent.as_deref(), Some("build"));
-        assert!(matches!(t.source, SourceKind::Storage(_)));
+        assert!(matches!(t.source, SourceKind::FileTree(_)));
         assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
     }
 }
@@ -130,7 +130,7 @@ fn database_wins_over_storage_and_storage_only_rows_are_merged() {
     assert_eq!(t.messages[0].parts.len(), 1);
     assert_eq!(t.messages.len(), 3);
     assert!(t.diagnostics.count(DiagnosticKind::MergedFromStorage) >= 2);
-    assert!(matches!(t.source, SourceKind::Merged(_)));
+    assert!(matches!(t.source, SourceKind::DatabaseAndFileTree(_)));
     assert_eq!(source.list_sessions().expect("list").len(), 1);
 }
 

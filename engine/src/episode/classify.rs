@@ -744,7 +744,7 @@ pub fn classify_with_todos(
         for p in &m.parts {
             // OpenCode does not send patch parts to the model: name their files the way the
             // model saw them, relative to the session directory.
-            if let PartKind::Patch { files, .. } = &p.kind {
+            if let PartKind::FilesChanged { files, .. } = &p.kind {
                 for f in files {
                     push_unique(&mut facts.files, relative_to(f, &trace.session.directory));
                 }

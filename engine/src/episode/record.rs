@@ -768,8 +768,8 @@ fn provenance(trace: &Trace, msgs: &[Message], ids: &Ids) -> Provenance {
                             p.kind,
                             PartKind::StepStart { .. }
                                 | PartKind::StepFinish { .. }
-                                | PartKind::Snapshot { .. }
-                                | PartKind::Patch { .. }
+                                | PartKind::WorkspaceSnapshot { .. }
+                                | PartKind::FilesChanged { .. }
                                 | PartKind::Retry { .. }
                         )
                     })

@@ -420,7 +420,7 @@ fn render(m: &Message, how: Fidelity, parts: std::ops::Range<usize>, json_result
                     line(&mut out, s);
                 }
             }
-            PartKind::Agent { name } if full => line(&mut out, &format!("[agent {name}]")),
+            PartKind::AgentMention { name } if full => line(&mut out, &format!("[agent {name}]")),
             PartKind::Subtask {
                 prompt,
                 description,

@@ -245,19 +245,26 @@ pub enum PartKind {
         /// Inlined text of the source, if any.
         source_text: Option<String>,
     },
-    Agent {
+    /// A user's choice of the agent to answer (OpenCode's `@agent` mention).
+    #[serde(rename = "agent")]
+    AgentMention {
         name: String,
     },
+    /// A compaction marker on the message that asked for one.
     Compaction(CompactionPart),
+    /// A task handed to a sub-agent by the user.
     Subtask {
         prompt: String,
         description: String,
         agent: String,
     },
+    /// An API call retried after an error.
     Retry {
         attempt: u64,
         error: Option<String>,
     },
+    /// A message holding several model calls: where the next one starts (with the workspace
+    /// snapshot taken then) and ends (with its usage).
     StepStart {
         snapshot: Option<String>,
     },
@@ -266,10 +273,14 @@ pub enum PartKind {
         cost: f64,
         tokens: Option<Usage>,
     },
-    Snapshot {
+    /// A workspace snapshot the agent took.
+    #[serde(rename = "snapshot")]
+    WorkspaceSnapshot {
         snapshot: String,
     },
-    Patch {
+    /// The files a step changed (against a workspace snapshot).
+    #[serde(rename = "patch")]
+    FilesChanged {
         hash: String,
         files: Vec<String>,
     },
@@ -288,14 +299,14 @@ impl PartKind {
             PartKind::Text { .. } => "text",
             PartKind::Reasoning { .. } => "reasoning",
             PartKind::File { .. } => "file",
-            PartKind::Agent { .. } => "agent",
+            PartKind::AgentMention { .. } => "agent",
             PartKind::Compaction(_) => "compaction",
             PartKind::Subtask { .. } => "subtask",
             PartKind::Retry { .. } => "retry",
             PartKind::StepStart { .. } => "step-start",
             PartKind::StepFinish { .. } => "step-finish",
-            PartKind::Snapshot { .. } => "snapshot",
-            PartKind::Patch { .. } => "patch",
+            PartKind::WorkspaceSnapshot { .. } => "snapshot",
+            PartKind::FilesChanged { .. } => "patch",
             PartKind::Tool(_) => "tool",
             PartKind::Unknown { type_name, .. } => type_name,
         }
@@ -559,10 +570,16 @@ impl Origin {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "path")]
 pub enum SourceKind {
+    /// A database file (OpenCode's `opencode.db`).
     Database(String),
-    Storage(String),
+    /// A tree of JSON files, one per record (OpenCode's storage dir).
+    #[serde(rename = "storage")]
+    FileTree(String),
+    /// One file exported whole (`opencode export`).
     Export(String),
-    Merged(String),
+    /// A database and a tree of JSON files merged by id (a migration in between).
+    #[serde(rename = "merged")]
+    DatabaseAndFileTree(String),
     /// One file an agent appends a session to (a transcript, a rollout).
     SessionFile(String),
 }
@@ -605,9 +622,9 @@ impl SourceKind {
     pub fn format(&self) -> &'static str {
         match self {
             SourceKind::Database(_) => "database",
-            SourceKind::Storage(_) => "JSON storage",
+            SourceKind::FileTree(_) => "JSON storage",
             SourceKind::Export(_) => "export",
-            SourceKind::Merged(_) => "database + JSON storage",
+            SourceKind::DatabaseAndFileTree(_) => "database + JSON storage",
             SourceKind::SessionFile(_) => "session file",
         }
     }

@@ -462,7 +462,7 @@ fn part(
                 _ => None,
             },
         },
-        "agent" => PartKind::Agent {
+        "agent" => PartKind::AgentMention {
             name: s(raw.name).unwrap_or_default(),
         },
         "compaction" => PartKind::Compaction(CompactionPart {
@@ -492,10 +492,10 @@ fn part(
             cost: float(&raw.cost),
             tokens: obj(&raw.tokens).map(|t| usage(t, &format!("part {id}"), diags)),
         },
-        "snapshot" => PartKind::Snapshot {
+        "snapshot" => PartKind::WorkspaceSnapshot {
             snapshot: s(raw.snapshot).unwrap_or_default(),
         },
-        "patch" => PartKind::Patch {
+        "patch" => PartKind::FilesChanged {
             hash: s(raw.hash).unwrap_or_default(),
             files: match raw.files {
                 Some(Json::Seq(files)) => files.into_iter().map(Cow::into_owned).collect(),

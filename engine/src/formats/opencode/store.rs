@@ -290,11 +290,11 @@ impl Store {
     /// Where a session's messages came from (it decides their order, see `derive`).
     fn source_kind(&self, from_db: bool, from_tree: bool) -> SourceKind {
         if from_db && from_tree {
-            SourceKind::Merged(self.describe_paths())
+            SourceKind::DatabaseAndFileTree(self.describe_paths())
         } else if let (Some(db), false) = (self.dbs.first(), from_tree) {
             SourceKind::Database(db.path().display().to_string())
         } else {
-            SourceKind::Storage(
+            SourceKind::FileTree(
                 self.trees
                     .first()
                     .map_or_else(String::new, |t| t.root().display().to_string()),
