@@ -87,8 +87,16 @@ struct Knobs {
     rules: Option<&'static str>,
 }
 
-/// The agents whose rules the `rules` knob names (`trace`: the trace's own).
-pub(crate) const RULES_CHOICES: &[&str] = &["trace", "opencode", "claude-code", "codex"];
+/// The choices of the `rules` knob: `trace` (the trace's own agent), then every registered
+/// agent's id (the registry is the one list: a new adapter is a choice here too).
+pub(crate) fn rules_choices() -> &'static [&'static str] {
+    static CHOICES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    CHOICES.get_or_init(|| {
+        std::iter::once("trace")
+            .chain(crate::formats::ADAPTERS.iter().map(|a| a.id()))
+            .collect()
+    })
+}
 
 impl Knobs {
     fn from_policy(p: &Policy) -> Knobs {
@@ -106,7 +114,7 @@ impl Knobs {
             preserve_min: uint(p.num("preserve_recent_min")),
             preserve_max: uint(p.num("preserve_recent_max")),
             summary_tokens: uint(p.num("summary_tokens")),
-            rules: RULES_CHOICES
+            rules: rules_choices()
                 .iter()
                 .copied()
                 .find(|c| *c == p.choice("rules"))
@@ -233,7 +241,7 @@ impl Kind for Flat {
         v.extend([
             choice("trigger", "auto", &["auto", "recorded", "simulate"],
                 "auto = simulate the agent's compaction with an explicit budget as its usable limit, else follow the recording; recorded = compact where the agent did; simulate = compact at the budget, else at the model's usable limit"),
-            choice("rules", "trace", RULES_CHOICES,
+            choice("rules", "trace", rules_choices(),
                 "whose compaction a simulation follows: trace = the agent that recorded the trace; or an agent by name (its release's rules: trigger, kept tail, usable limit)"),
             num("context_limit", 0.0, 0.0, 10_000_000.0, 1000.0,
                 "model context window in tokens for simulate without a budget; 0 = the model-limits table"),
