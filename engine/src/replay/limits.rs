@@ -1,5 +1,6 @@
 //! Model limits as data (`data/model_limits.toml`) and the default budget (MODEL §3 "Budget"):
-//! the usable input limit = context − output (output capped at OpenCode's 32,000), looked up by
+//! the usable input limit = context − output (output capped at 32,000, as OpenCode reserves;
+//! each agent reckons its own through its adapter's flat rules), looked up by
 //! session (recordings made with a mock model configured per session), then by model, else a
 //! documented fallback (128,000 − 32,000 = 96,000).
 
@@ -7,8 +8,9 @@ use serde::Deserialize;
 
 use crate::trace::Trace;
 
-/// OpenCode's `OUTPUT_TOKEN_MAX`: the output reserve never exceeds this.
-pub const OUTPUT_TOKEN_MAX: u64 = 32_000;
+/// The default cap on the output reserve (for a trace whose agent states no rules of its own;
+/// OpenCode's `OUTPUT_TOKEN_MAX`).
+pub const DEFAULT_OUTPUT_RESERVE_CAP: u64 = 32_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 struct Limit {
@@ -55,7 +57,7 @@ impl ModelLimits {
     /// Usable input: context − min(output, 32,000).
     pub fn usable(&self) -> u64 {
         self.context
-            .saturating_sub(self.output.min(OUTPUT_TOKEN_MAX))
+            .saturating_sub(self.output.min(DEFAULT_OUTPUT_RESERVE_CAP))
     }
 }
 

@@ -56,7 +56,7 @@ pub struct Input<'a> {
     pub milestones: &'a BTreeSet<usize>,
     /// The Magic Context compartments behind the episodes, if they come from a `context.db`.
     pub magic_context: Option<&'a crate::episode::magic_context::MagicContextSession>,
-    /// The recorded compaction calls as OpenCode built them, and the release's compaction
+    /// The recorded compaction calls as the agent built them, and its compaction
     /// prompt, sized at load (see [`crate::formats::opencode::compaction_request`]).
     pub compaction: &'a CompactionSizes,
 }
@@ -229,7 +229,7 @@ pub fn replay(input: &Input<'_>, policy: &Policy, budget: Option<u64>) -> Replay
 }
 
 /// The irreducible part of each request: what no schedule can remove — the system chunk plus
-/// the active episode so far at `full` (for a recorded summary call, the call as OpenCode built
+/// the active episode so far at `full` (for a recorded summary call, the call as the agent built
 /// it). An overflow above it is the schedule's; the rest is the request's own. Counted as
 /// `full` renders it (no compaction artefacts, recorded prunes not applied).
 pub fn irreducible(input: &Input<'_>) -> Vec<u64> {

@@ -6,8 +6,8 @@
 //! The rendered context of a request is: the system chunk of its (agent, model), the compaction
 //! summary if one is shown, each closed episode at its applied tier, then the active episode's
 //! chunks before the request's position ([`context_tokens`] is the one place it is sized). A
-//! request of OpenCode's v2 loop sees nothing before the loop's first message. A recorded
-//! compaction call is its own request: the system chunk plus what OpenCode's builder sent
+//! request of a loop with its own history (OpenCode's v2) sees nothing before the loop's first message. A recorded
+//! compaction call is its own request: the system chunk plus what the agent's builder sent
 //! ([`super::compaction_call`]).
 //! Closing an episode at `full` only appends, so the state keeps running sums (a Fenwick tree
 //! over closed episodes) and divergence starts from the first episode changed since the
@@ -118,7 +118,7 @@ pub(crate) fn run(input: &PassInput<'_, '_>, policy: &mut dyn Decide) -> PassOut
             st.close(e);
             policy.on_close(&st, e);
         }
-        // A request of OpenCode's v2 loop never saw the session's v1 history.
+        // A request of a loop with its own history never saw the session's earlier history.
         st.view_from(p.context_start(rq.msg));
         // Prunes recorded up to this request's start.
         let mut prunes = 0u64;

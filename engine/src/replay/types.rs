@@ -302,7 +302,7 @@ pub struct CompactionCallCost {
 /// How `opencode` compacted in one replay, and why (MODEL §4; issue 19).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CompactionRun {
-    /// `recorded` (where OpenCode compacted) or `simulate` (at the usable limit).
+    /// `recorded` (where the agent compacted) or `simulate` (at the usable limit).
     pub trigger: String,
     /// Why this trigger ran (the `trigger` knob and whether a budget was given).
     pub why: String,
@@ -561,7 +561,7 @@ pub struct RenderState {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SummaryPiece {
     /// The recorded compaction `index` of `Trace::compactions` (its compaction message and
-    /// summary, as OpenCode sent them).
+    /// summary, as the agent sent them).
     Recorded { compaction: usize },
     /// The policy's own summary: recorded summary text of compaction `text_from` if any, else
     /// the compact tiers of episodes `shown` (`tokens` in all).

@@ -338,7 +338,7 @@ impl Decide for Flat {
             self.last_pos = Some(rq.req.position());
         }
     }
-    /// OpenCode's own summary calls are part of what it does, not a side call to hold through.
+    /// The agent's own summary calls are part of what it does, not a side call to hold through.
     fn holds_through_summary_calls(&self) -> bool {
         false
     }
