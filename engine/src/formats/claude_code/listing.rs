@@ -166,8 +166,18 @@ pub fn summarize_with(path: &Path, max_line: usize) -> Result<Listing, LoadError
     let mut usage = ClaudeUsage::default();
     let mut cost = 0.0;
     let prices = crate::replay::cache_cost::PricingTable::bundled();
-    // Responses copied from another session's file (a resume) are counted there.
-    let origins = super::resume::Origins::of(path);
+    // Responses copied from another session's file (a resume) are counted there. Only a file
+    // holding another session's records looks at its neighbours (a project dir of thousands of
+    // sessions is not read once per file).
+    let foreign = s
+        .responses
+        .values()
+        .any(|r| r.2.as_deref().is_some_and(|sid| sid != id));
+    let origins = if foreign {
+        super::resume::Origins::of(path)
+    } else {
+        super::resume::Origins::default()
+    };
     let mut requests = 0usize;
     for (u, model, _) in s
         .order
