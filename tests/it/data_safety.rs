@@ -451,3 +451,57 @@ fn a_write_that_fails_midway_leaves_the_previous_file_and_no_temporary() {
     names.sort();
     assert_eq!(names, ["M1.json", "M1.svg"], "a temporary file was left");
 }
+
+/// A Claude Code session file or a Codex rollout read from a copy of the agent's data (not a
+/// default data dir): nothing is written inside the data it lies in, beside the session file
+/// (a new `.jsonl` there would be a session of Claude Code's) or into the Codex home around the
+/// rollout (its thread index, the index's side files); nothing is created or changed.
+#[test]
+fn outputs_inside_the_agent_data_an_input_lies_in_are_refused() {
+    let sb = Sandbox::new();
+    let copy = sb.path("copies");
+    let recs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/recordings");
+    let cp = |from: &Path, to: &Path| {
+        let ok = Command::new("cp")
+            .args(["-a", s(from), s(to)])
+            .status()
+            .expect("cp");
+        assert!(ok.success());
+    };
+    std::fs::create_dir_all(&copy).expect("mkdir");
+    cp(
+        &recs.join("claude-code-2.1.197/dot-claude"),
+        &copy.join("dc"),
+    );
+    cp(&recs.join("codex-0.171.0/dot-codex"), &copy.join("cx"));
+    let before = snapshot(&copy);
+    let project = copy.join("dc/projects/-home-dev-src-greeter");
+    let session = project.join("d8678dc4-f11f-4ee6-bd2a-05a966d9ea36.jsonl");
+    for (out, names) in [
+        (
+            project.join("x.jsonl"),
+            "project dir of the input session file",
+        ),
+        (
+            copy.join("dc/new.jsonl"),
+            "Claude Code data dir holding the input",
+        ),
+        (session.clone(), "input session file"),
+    ] {
+        let o = sb.run(&["replay", s(&session), "--records", s(&out)]);
+        assert_refused(&o, &out, names);
+    }
+    let rollout = copy.join(
+        "cx/sessions/2026/12/02/rollout-2026-12-02T05-58-56-01a23555-a9c3-78b2-acc5-cacf3e71aa76.jsonl",
+    );
+    for out in [
+        copy.join("cx/out.jsonl"),
+        copy.join("cx/state_5.sqlite-wal"),
+        copy.join("cx/sessions/2026/out.jsonl"),
+        rollout.clone(),
+    ] {
+        let o = sb.run(&["replay", s(&rollout), "--records", s(&out)]);
+        assert_refused(&o, &out, "");
+    }
+    assert_eq!(snapshot(&copy), before, "nothing created or changed");
+}

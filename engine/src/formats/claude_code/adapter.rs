@@ -99,45 +99,17 @@ impl Adapter for ClaudeCode {
         Ok(Box::new(ClaudeCodeStore::open(detected.path)?))
     }
 
-    /// A session file with its sub-agent transcripts and meta files and its session folder
-    /// (persisted tool outputs); a directory as a whole.
+    /// A session file with its sub-agent transcripts and meta files, its session folder
+    /// (persisted tool outputs) and its project dir (read for the sessions it may have resumed);
+    /// a directory as a whole; and the Claude Code data dir the input lies in, whose files the
+    /// CLI owns (a file created there would be a session of Claude Code's).
     fn read_parts(&self, detected: &Detected<'_>) -> Vec<ReadPart> {
         let path = detected.path;
-        let kind = discover::detect(path, path.is_dir());
-        match kind {
-            Some(InputKind::SessionFile) => {
-                let mut parts = vec![ReadPart::File {
-                    path: path.to_owned(),
-                    what: "input session file",
-                }];
-                for f in agent_files(path) {
-                    parts.push(ReadPart::File {
-                        path: f.path,
-                        what: "input sub-agent transcript",
-                    });
-                    parts.push(ReadPart::File {
-                        path: f.meta_path,
-                        what: "input sub-agent meta file",
-                    });
-                }
-                if let Some(folder) = subagents_dir(path).as_deref().and_then(Path::parent) {
-                    parts.push(ReadPart::Dir {
-                        path: folder.to_owned(),
-                        what: "input session folder",
-                    });
-                }
-                parts
-            }
-            Some(k) => vec![ReadPart::Dir {
-                path: path.to_owned(),
-                what: match k {
-                    InputKind::DataDir => "input Claude Code data dir",
-                    InputKind::ProjectsDir => "input Claude Code projects dir",
-                    _ => "input Claude Code project dir",
-                },
-            }],
-            None => Vec::new(),
+        let mut parts = self.own_parts(path);
+        if let Some(root) = enclosing_data(path) {
+            parts.push(root);
         }
+        parts
     }
 
     /// Claude Code's summary call is the conversation's own request with its summary
@@ -160,6 +132,71 @@ impl Adapter for ClaudeCode {
     fn watch_spec(&self, detected: &Detected<'_>) -> Box<dyn WatchSpec> {
         Box::new(ClaudeCodeWatch::new(detected.path, detected.path.is_dir()))
     }
+}
+
+impl ClaudeCode {
+    /// What a load of `path` reads itself (see [`Adapter::read_parts`]).
+    fn own_parts(&self, path: &Path) -> Vec<ReadPart> {
+        match discover::detect(path, path.is_dir()) {
+            Some(InputKind::SessionFile) => {
+                let mut parts = vec![ReadPart::File {
+                    path: path.to_owned(),
+                    what: "input session file",
+                }];
+                for f in agent_files(path) {
+                    parts.push(ReadPart::File {
+                        path: f.path,
+                        what: "input sub-agent transcript",
+                    });
+                    parts.push(ReadPart::File {
+                        path: f.meta_path,
+                        what: "input sub-agent meta file",
+                    });
+                }
+                if let Some(project) = path.parent() {
+                    parts.push(ReadPart::Dir {
+                        path: project.to_owned(),
+                        what: "project dir of the input session file",
+                    });
+                }
+                if let Some(folder) = subagents_dir(path).as_deref().and_then(Path::parent) {
+                    parts.push(ReadPart::Dir {
+                        path: folder.to_owned(),
+                        what: "input session folder",
+                    });
+                }
+                parts
+            }
+            Some(k) => vec![ReadPart::Dir {
+                path: path.to_owned(),
+                what: match k {
+                    InputKind::DataDir => "input Claude Code data dir",
+                    InputKind::ProjectsDir => "input Claude Code projects dir",
+                    _ => "input Claude Code project dir",
+                },
+            }],
+            None => Vec::new(),
+        }
+    }
+}
+
+/// The Claude Code data dir (else projects dir) that `path` lies inside, if any.
+fn enclosing_data(path: &Path) -> Option<ReadPart> {
+    let ancestors: Vec<&Path> = path.ancestors().skip(1).collect();
+    let data = ancestors
+        .iter()
+        .find(|a| discover::detect(a, true) == Some(InputKind::DataDir))
+        .map(|a| (a, "Claude Code data dir holding the input"));
+    let projects = || {
+        ancestors
+            .iter()
+            .find(|a| discover::detect(a, true) == Some(InputKind::ProjectsDir))
+            .map(|a| (a, "Claude Code projects dir holding the input"))
+    };
+    data.or_else(projects).map(|(a, what)| ReadPart::Dir {
+        path: a.to_path_buf(),
+        what,
+    })
 }
 
 /// The session files of an opened Claude Code input.

@@ -160,19 +160,51 @@ pub fn read_parts(input: &Input) -> Vec<ReadPart> {
             parts.extend(index(home));
             parts
         }
+        // The home the input lies in is the CLI's: a file created there could be taken for
+        // one of its own (a rollout, a database's side file).
         Input::Sessions { dir, home } => {
-            let mut parts = vec![ReadPart::Dir {
-                path: dir.clone(),
-                what: "input Codex sessions dir",
-            }];
+            let mut parts = vec![
+                ReadPart::Dir {
+                    path: dir.clone(),
+                    what: "input Codex sessions dir",
+                },
+                ReadPart::Dir {
+                    path: home.clone(),
+                    what: "Codex home holding the input",
+                },
+            ];
             parts.extend(index(home));
             parts
         }
-        Input::Rollout(p) => vec![ReadPart::File {
-            path: p.clone(),
-            what: "input rollout",
-        }],
+        Input::Rollout(p) => {
+            let mut parts = vec![ReadPart::File {
+                path: p.clone(),
+                what: "input rollout",
+            }];
+            if let Some(home) = home_of_rollout(p) {
+                parts.extend(index(&home));
+                parts.push(ReadPart::Dir {
+                    path: home,
+                    what: "Codex home holding the input",
+                });
+            }
+            parts
+        }
     }
+}
+
+/// The Codex home a rollout lies in: the parent of the `sessions` (or `archived_sessions`) dir
+/// above it.
+fn home_of_rollout(rollout: &Path) -> Option<PathBuf> {
+    rollout
+        .ancestors()
+        .skip(1)
+        .find(|a| {
+            a.file_name()
+                .is_some_and(|n| n == "sessions" || n == "archived_sessions")
+        })
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
 }
 
 #[cfg(test)]
