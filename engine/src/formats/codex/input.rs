@@ -292,12 +292,19 @@ mod tests {
                 what: "input Codex home"
             }]
         );
+        // A rollout protects the home it lies in (here without a thread index).
         assert_eq!(
             read_parts(&Input::Rollout(file.clone())),
-            vec![ReadPart::File {
-                path: file,
-                what: "input rollout"
-            }]
+            vec![
+                ReadPart::File {
+                    path: file,
+                    what: "input rollout"
+                },
+                ReadPart::Dir {
+                    path: home.clone(),
+                    what: "Codex home holding the input"
+                }
+            ]
         );
     }
 }
