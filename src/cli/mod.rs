@@ -31,7 +31,7 @@ pub use load_args::LoadArgs;
 #[command(
     name = "tierscope",
     version,
-    about = "Explore recorded OpenCode sessions and the tier schedules that decide how much of an old episode an agent still sees",
+    about = "Explore recorded AI coding-agent sessions (OpenCode, Claude Code, Codex CLI) and the tier schedules that decide how much of an old episode an agent still sees",
     args_conflicts_with_subcommands = true
 )]
 pub struct Cli {

@@ -227,6 +227,10 @@ fn an_episode_split_by_the_kept_tail_is_shown_from_the_cut_and_says_so() {
                 }
                 cuts.insert(e, (c.hidden, c.chunks));
             }
+            // A summary call shows the call it was, not the conversation's episodes.
+            if f.synthetic_call {
+                continue;
+            }
             let ctx = render_at(&Input::from(&s), &p, budget, f.request).expect("renders");
             for (&e, &(hidden, chunks)) in &cuts {
                 if r.applied.get(f.request, e) != Cell::Tier(Tier::Full) {

@@ -68,7 +68,7 @@ fn opencode_at_the_budget_shows_its_cliff_in_diff_mode() {
         text.contains("B opencode [simulate@9000: 8 compactions from req 12]"),
         "{text}"
     );
-    assert!(text.contains("── summary · 550 tokens ──"), "{text}");
+    assert!(text.contains("── summary · 605 tokens ──"), "{text}");
     assert!(text.contains("[simulated compaction 1:"), "{text}");
     snap(&format!("diff_opencode_dark_{w}x{h}"), styled(&buf));
 }

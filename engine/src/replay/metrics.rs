@@ -290,6 +290,11 @@ pub(crate) fn summary(out: &PassOutput, baseline: Option<(u64, f64)>) -> Summary
         err.mean_abs_pct = pct_sum / err.requests as f64;
     }
     err.total_delta = delta;
+    err.follows_recording = frames.iter().all(|f| {
+        // A recorded call left out shows as an empty frame where the agent sent something.
+        let call_left_out = f.synthetic_call && f.tokens == 0 && f.recorded.prompt > 0;
+        !f.compaction && !call_left_out && f.changes.iter().all(|c| c.reason == Reason::Compaction)
+    });
     let pr = &out.probes;
     Summary {
         requests: n,

@@ -35,7 +35,7 @@ pub mod types;
 
 use std::collections::BTreeSet;
 
-pub use render::{render_at, RenderedChunk, RenderedContext};
+pub use render::{render_at, render_requests, RenderedChunk, RenderedContext};
 pub use types::*;
 
 use crate::episode::sidecar::Probe;

@@ -163,14 +163,11 @@ pub(crate) fn run(input: &PassInput<'_, '_>, policy: &mut dyn Decide) -> PassOut
         // 4–5. Render and measure (the decision may have cut the active episode).
         let active_tok = active_tokens(&st);
         // A recorded compaction call is its own request, sized as the agent built it.
-        let built = if not_made {
-            Some(0)
-        } else {
-            rq.call_tokens.filter(|_| req.synthetic_call)
-        };
-        let tokens = match built {
-            Some(_) if not_made => 0,
-            Some(call) => rq.sys_tokens + call,
+        let call = compaction_call::recorded_call(p, t, not_made);
+        let built = call.map(|(c, n)| c.tokens(n));
+        let tokens = match call {
+            Some((compaction_call::RecordedCall::NotMade, _)) => 0,
+            Some((c, n)) => rq.sys_tokens + c.tokens(n),
             None => context_tokens(&st, rq.sys_tokens, active_tok),
         };
         let div = match built {
@@ -248,6 +245,7 @@ pub(crate) fn run(input: &PassInput<'_, '_>, policy: &mut dyn Decide) -> PassOut
             render_states.push(RenderState {
                 summary: st.summary().clone(),
                 cuts: st.cuts_list().to_vec(),
+                call_not_made: not_made,
             });
         }
     }

@@ -77,6 +77,9 @@ pub(crate) struct State<'p, 'a> {
     summary: Option<SummaryPiece>,
     summary_id: u64,
     summary_tokens: u64,
+    /// Every summary shown so far as chunks, by id (0: none), so a request can be compared
+    /// with one that showed an earlier summary.
+    summary_chunks: Vec<Vec<(u64, u64, usize)>>,
     /// Episodes replaced by the current summary, with the pins the summary text lacks.
     summarised: BTreeMap<usize, u64>,
     violations: BTreeMap<usize, (bool, u64)>,
@@ -131,6 +134,7 @@ impl<'p, 'a> State<'p, 'a> {
             summary: None,
             summary_id: 0,
             summary_tokens: 0,
+            summary_chunks: vec![Vec::new()],
             summarised: BTreeMap::new(),
             violations: BTreeMap::new(),
             floor_count: 0,
@@ -407,9 +411,19 @@ impl<'p, 'a> State<'p, 'a> {
 
     /// Show `piece` (of `tokens` tokens) after the system chunk from now on.
     pub fn set_summary(&mut self, piece: SummaryPiece, tokens: u64) {
+        self.summary_chunks
+            .push(self.p.summary_chunk_list(&piece, tokens));
         self.summary = Some(piece);
         self.summary_id += 1;
         self.summary_tokens = tokens;
+    }
+
+    /// The chunks of summary `id` ([`State::summary_id`]; 0: none).
+    pub fn summary_chunks(&self, id: u64) -> &[(u64, u64, usize)] {
+        usize::try_from(id)
+            .ok()
+            .and_then(|i| self.summary_chunks.get(i))
+            .map_or(&[], Vec::as_slice)
     }
 
     /// Record that `e` is replaced by the current summary, whose text lacks `missing_pins` of

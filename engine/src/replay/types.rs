@@ -445,6 +445,11 @@ pub struct RecordedError {
     pub max_abs_pct: f64,
     /// Σ replayed − Σ recorded, in tokens.
     pub total_delta: i64,
+    /// The policy sent what the agent sent (no tier changed but by the recording's own
+    /// compactions, no compaction simulated, no recorded call left out): the figures measure the
+    /// replay's accuracy. Otherwise they measure how far the policy's counterfactual context is
+    /// from what was sent, which is no error.
+    pub follows_recording: bool,
 }
 
 /// The session summary (MODEL §3.6).
@@ -555,6 +560,8 @@ pub struct RenderState {
     /// The episodes shown at `full` from a chunk on (a compaction's kept tail starts inside
     /// them, or the view starts after their head), by episode. Sparse.
     pub cuts: Vec<Cut>,
+    /// A recorded summary call the policy does not make (it compacts on its own).
+    pub call_not_made: bool,
 }
 
 /// A compaction summary standing in for the episodes before it.
