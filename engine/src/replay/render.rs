@@ -316,7 +316,7 @@ fn materialize(
                 })
                 .collect();
             let mut text = format!(
-                "[simulated compaction {number}: replaces {} closed episodes{heads}; compact tiers of {}]\n",
+                "[simulated compaction {number}: replaces {} closed episodes{heads}; compact tiers of {} (a stand-in for a written summary: an upper bound on what one keeps)]\n",
                 covers.len(),
                 shown
                     .iter()

@@ -365,6 +365,13 @@ impl CompactionRun {
             let mut kinds: Vec<&str> = self.summary_text.iter().map(String::as_str).collect();
             kinds.dedup();
             s.push_str(&format!("; summary text: {}", kinds.join(", ")));
+            if kinds.contains(&"compact-tiers") {
+                // Our own tiers stand in for a summary no model wrote: it keeps what they keep,
+                // so the cliff (a summary that drops the reason) cannot show through it.
+                s.push_str(
+                    " (compact-tiers: our compact tiers stand in for a written summary, an upper bound on what one keeps)",
+                );
+            }
         }
         if self.recorded_calls_skipped > 0 {
             s.push_str(&format!(

@@ -496,7 +496,6 @@ impl Flat {
     fn compact(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>) -> Option<Compacted> {
         let p = st.p;
         let k = &self.knobs;
-        let t = rq.t;
         let active = rq.rq.active;
         let n = st.n();
         // (first kept episode, its first kept chunk); without a tail the request's own
@@ -535,10 +534,11 @@ impl Flat {
             &covered,
         );
         let trace = p.trace;
-        let text_from = trace
-            .compactions
-            .iter()
-            .position(|c| c.summary_request.is_some_and(|s| s >= t))
+        // The n-th compaction takes the n-th recorded summary (at the recorded limits it
+        // fires where the agent did, one request after its call); past the recorded ones, the
+        // last recorded summary stands in for its size.
+        let text_from = (self.shown_from.len() < trace.compactions.len())
+            .then_some(self.shown_from.len())
             .or_else(|| trace.compactions.len().checked_sub(1));
         // The episodes the new summary stands for: the covered ones and a split turn's.
         let mut summarised = covers.clone();
