@@ -96,7 +96,7 @@ fn tier_function_matches_magic_contexts_golden_file() {
 
 /// A `context.db` at schema `version`: the v17 base, then each migration's DDL in order
 /// (ADD COLUMN as an ensure-column), with `schema_migrations` rows as Magic Context records them.
-fn build_db(path: &Path, version: i64) -> Connection {
+pub(crate) fn build_db(path: &Path, version: i64) -> Connection {
     let schema = json("schema.json");
     let c = Connection::open(path).unwrap();
     let add_column = regex::Regex::new(r"(?i)^\s*ALTER TABLE (\w+) ADD COLUMN (\w+)").unwrap();
