@@ -4,7 +4,9 @@
 //!
 //! ```text
 //! cargo run --example magic_context_fold -- --ids N          # message ids for N compartments
-//! cargo run --example magic_context_fold -- DB 20,40,…,400 [TAIL]  # {"estimator", "folds": {budget: tiers}}
+//! cargo run --example magic_context_fold -- DB 20,40,…,400 [TAIL]
+//!     # {"estimator", "folds": {budget: tiers at the last fold},
+//!     #  "every": {budget: [[request, tiers of the compartments closed then], …]}}
 //! ```
 //!
 //! The compartments of `DB` must be those of session `ses_synth_3`, compartment `i` covering the
@@ -46,12 +48,21 @@ fn run(args: &[String]) -> Result<serde_json::Value, String> {
                 None => 0,
             };
             let (l, n) = common::load(Path::new(db), tail)?;
-            let mut folds = serde_json::Map::new();
+            let (mut folds, mut every) = (serde_json::Map::new(), serde_json::Map::new());
             for b in budgets.split(',') {
                 let hb: u64 = b.parse().map_err(|_| format!("not a budget: {b}"))?;
                 folds.insert(b.to_owned(), common::fold_tiers(&l, n, hb)?.into());
+                let all = common::every_fold(&l, n, hb)?;
+                every.insert(
+                    b.to_owned(),
+                    serde_json::to_value(all).map_err(|e| e.to_string())?,
+                );
             }
-            Ok(serde_json::json!({ "estimator": common::estimator(), "folds": folds }))
+            Ok(serde_json::json!({
+                "estimator": common::estimator(),
+                "folds": folds,
+                "every": every,
+            }))
         }
         _ => Err("usage: magic_context_fold --ids N | DB BUDGET,BUDGET,… [TAIL]".into()),
     }

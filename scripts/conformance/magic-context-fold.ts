@@ -297,6 +297,8 @@ async function run(args: string[]) {
     mkdirSync(work, { recursive: true });
     let agree = 0;
     let total = 0;
+    let everyAgree = 0;
+    let everyTotal = 0;
     const golden: Record<string, unknown>[] = [];
     for (const c of list) {
         const db = join(work, `${c.name}.db`);
@@ -312,7 +314,11 @@ async function run(args: string[]) {
         const rows = readRows(db);
         const proc = Bun.spawnSync([bin, db, budgets.join(","), String(c.tail_turns ?? 0)], { stderr: "inherit" });
         if (proc.exitCode !== 0) throw new Error(`${bin} failed on ${db}`);
-        const ours = JSON.parse(proc.stdout.toString()) as { estimator: string; folds: Record<string, number[]> };
+        const ours = JSON.parse(proc.stdout.toString()) as {
+            estimator: string;
+            folds: Record<string, number[]>;
+            every: Record<string, [number, number[]][]>;
+        };
         if (!ours.estimator.startsWith(tokenizer)) {
             throw new Error(`tierscope counts with ${ours.estimator}, Magic Context with ${tokenizer}`);
         }
@@ -341,10 +347,23 @@ async function run(args: string[]) {
                 if (t.length > 1) ties[String(i)] = t.join("");
             });
             results[String(b)] = { tiers: show(theirs), ties, retries: f.attempts, slice_tokens: f.sliceTokens };
+            // ttl_s = 0: every request after a response folds, over the compartments closed by
+            // then; Magic Context renders that prefix of the rows.
+            for (const [request, prefix] of ours.every[String(b)]) {
+                const part = rows.slice(0, prefix.length);
+                const p = parseTiers(mc, part, mcFold(mc, part, b).body);
+                const ok = p !== null && prefix.every((t, i) => p[i].includes(t));
+                everyTotal += 1;
+                everyAgree += ok ? 1 : 0;
+                if (!ok) {
+                    console.log(`        every fold: request ${request}, ${prefix.length} compartments: Magic Context ${p ? show(p.map((t) => t[0])) : "?"}, tierscope ${show(prefix)} DISAGREE`);
+                }
+            }
         }
         golden.push({ name: c.name, tail_turns: c.tail_turns ?? 0, compartments: c.compartments, folds: results });
     }
-    console.log(`\n${agree}/${total} (set, budget) folds agree (tiers 1 = full … 4 = anchor, 5 = archived)`);
+    console.log(`\n${agree}/${total} (set, budget) folds agree at the last request (tiers 1 = full … 4 = anchor, 5 = archived)`);
+    console.log(`${everyAgree}/${everyTotal} folds agree over every request (ttl_s = 0: each request folds the compartments closed by then)`);
     const out = arg(args, "--golden");
     if (out) {
         const source = {
@@ -360,7 +379,7 @@ async function run(args: string[]) {
                 (_m, t, ties, r, st) => `{ "tiers": ${t} "ties": { ${ties.replace(/\n\s*/g, " ")} }, "retries": ${r}, "slice_tokens": ${st} }`);
         writeFileSync(out, `${lines}\n`);
     }
-    if (agree !== total) process.exitCode = 1;
+    if (agree !== total || everyAgree !== everyTotal) process.exitCode = 1;
 }
 
 const [cmd, ...rest] = process.argv.slice(2);

@@ -82,6 +82,29 @@ pub fn load(db: &Path, tail: usize) -> Result<(LoadedSession, usize), String> {
     Ok((l, n))
 }
 
+/// Every fold of the replay at history budget `hb` with the compartments closed by then: (request,
+/// the tier of each of the first compartments); the first render, with none, is left out.
+#[allow(dead_code)] // the golden test reads the last fold only
+pub fn every_fold(l: &LoadedSession, n: usize, hb: u64) -> Result<Vec<(usize, Vec<u8>)>, String> {
+    let r = replay::replay(&Input::from(l), &decay_at(hb)?, None);
+    let mut out = Vec::new();
+    for (j, f) in r.frames.iter().enumerate() {
+        if !f.boundaries.contains(&BoundaryKind::Fold) {
+            continue;
+        }
+        let tiers: Vec<u8> = (0..n)
+            .map_while(|e| match r.applied.get(j, e) {
+                Cell::Tier(t) => Some(t.depth() as u8 + 1),
+                Cell::Active | Cell::Future => None,
+            })
+            .collect();
+        if !tiers.is_empty() {
+            out.push((f.request, tiers));
+        }
+    }
+    Ok(out)
+}
+
 /// The tier of each of the `n` compartments at the last request's fold, at history budget `hb`.
 pub fn fold_tiers(l: &LoadedSession, n: usize, hb: u64) -> Result<Vec<u8>, String> {
     let r = replay::replay(&Input::from(l), &decay_at(hb)?, None);
