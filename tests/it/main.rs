@@ -3,6 +3,7 @@
 mod follow_common;
 mod historian_common;
 mod loader_support;
+mod mc_fold_common;
 mod tmux_common;
 mod tui_common;
 mod tui_evidence;
@@ -17,6 +18,7 @@ mod corrupt_input;
 mod damaged_exports;
 mod data_safety;
 mod decay_conformance;
+mod decay_fold_golden;
 mod diff_cli;
 mod diff_compare;
 mod diff_tui;
