@@ -8,7 +8,7 @@
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Clear, Paragraph, Wrap};
+use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
 use super::grid::{Metric, SweepGrid};
@@ -54,7 +54,7 @@ fn selected(t: &Theme, s: Style) -> Style {
 /// Draws the sweep pane over the whole area.
 pub fn render(state: &State, s: &SweepState, f: &mut Frame, area: Rect) {
     let t = &state.theme;
-    f.render_widget(Clear, area);
+    crate::tui::ui::clear(f, area, t.base);
     f.buffer_mut().set_style(area, t.base);
     let wide = area.width >= 110;
     let [header, form, body, status] = Layout::vertical([
@@ -454,7 +454,7 @@ fn metric_fields(m: &Metrics) -> Vec<(&'static str, String)> {
         (
             "divergence",
             format!(
-                "{} tok ({})",
+                "{} tok ({}) vs full",
                 signed(m.divergence_tokens as f64),
                 dollars(m.divergence_dollars)
             ),

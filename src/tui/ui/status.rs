@@ -50,8 +50,20 @@ pub fn idle_hint(state: &State) -> Option<String> {
 pub fn render(state: &State, f: &mut Frame, area: Rect) {
     let t = &state.theme;
     let mut lead = flash_spans(state);
+    // In full where the main keys still fit beside it, else in a few words.
+    let unmeetable = state.schedule.replay.as_deref().and_then(|r| {
+        let long = r.budget_warning.clone()?;
+        if long.chars().count() + 44 <= usize::from(area.width) {
+            Some(long)
+        } else {
+            r.budget_warning_short.clone()
+        }
+    });
     if lead.is_empty() {
-        if let Some(h) = idle_hint(state) {
+        if let Some(w) = unmeetable {
+            lead.push(Span::styled(format!(" ⚠ {w} "), t.error));
+            lead.push(Span::styled("│", t.status));
+        } else if let Some(h) = idle_hint(state) {
             lead.push(Span::styled(format!(" {h} "), t.warn));
             lead.push(Span::styled("│", t.status));
         }
