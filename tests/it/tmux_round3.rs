@@ -22,8 +22,12 @@ fn long_line_end(inner: usize) -> String {
         .map(|(_, l)| l.trim())
         .filter(|l| l.chars().count() > inner + 10)
         .filter_map(|l| l.split_whitespace().last())
-        // A distinctive word, one a wrap cannot split (shorter than the pane).
-        .find(|w| (6..20).contains(&w.chars().count()) && w.chars().all(|c| !c.is_control()))
+        // A distinctive word, one a wrap cannot split (shorter than the pane), and whole (a
+        // line the model cut ends in "…").
+        .find(|w| {
+            (6..20).contains(&w.chars().count())
+                && w.chars().all(|c| c.is_ascii_alphanumeric() || ".,;:]})\"'`".contains(c))
+        })
         .expect("a long line with a distinctive last word");
     line.to_owned()
 }
@@ -41,8 +45,13 @@ fn end_of_long_line_is_shown(w: u16, h: u16) {
     t.keys(&["e"]);
     t.keys(&["+"]);
     t.wait("the context maximised", |s| {
-        s.contains("Context r23") && !s.contains("rendering")
+        s.contains("Context r23") && !s.contains("rendering") && !s.contains("Episodes")
     });
+    // From the top (the pane opens at the divergence).
+    for _ in 0..80 {
+        t.keys(&["PageUp"]);
+    }
+    t.wait("the top of the context", |s| !s.contains("▲ "));
     for _ in 0..200 {
         let s = t.screen();
         if s.contains(&word) {
@@ -194,18 +203,21 @@ fn at_80x24_the_layout_keeps_what_matters() {
     }
     // Detail: its position, a page per PgDn, and the whole screen with +.
     t.keys(&["Tab", "Tab", "Tab"]);
-    let s = t.wait("the detail focused", |s| s.contains("┏ Detail E"));
-    let title = s
-        .lines()
-        .find(|l| l.contains("┏ Detail E"))
-        .unwrap_or_default()
-        .to_owned();
-    assert!(title.contains(" 1/"), "{title}");
-    t.keys(&["PageDown"]);
-    t.wait("the next page", |s| {
+    // The Detail pane's title (right of the table's on the same row).
+    let detail_title = |s: &str| {
         s.lines()
-            .any(|l| l.contains("┏ Detail E") && !l.contains(" 1/"))
-    });
+            .find_map(|l| l.find("┏ Detail E").map(|i| l[i..].to_owned()))
+            .unwrap_or_default()
+    };
+    let s = t.wait("the detail focused", |s| s.contains("┏ Detail E"));
+    let title = detail_title(&s);
+    assert!(
+        title.contains("lines 1–7 of ") || title.contains(" 1/"),
+        "{title}"
+    );
+    t.keys(&["PageDown"]);
+    let s = t.wait("the next page", |s| detail_title(s).contains("lines 7–13 of "));
+    assert!(s.contains("▲ 6 ·"), "the lines above are counted: {s}");
     t.keys(&["+"]);
     let s = t.wait("the detail maximised", |s| !s.contains("Episodes"));
     let rows = s.lines().filter(|l| l.starts_with('┃')).count();
