@@ -26,7 +26,8 @@ fn long_line_end(inner: usize) -> String {
         // line the model cut ends in "…").
         .find(|w| {
             (6..20).contains(&w.chars().count())
-                && w.chars().all(|c| c.is_ascii_alphanumeric() || ".,;:]})\"'`".contains(c))
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || ".,;:]})\"'`".contains(c))
         })
         .expect("a long line with a distinctive last word");
     line.to_owned()
@@ -216,7 +217,9 @@ fn at_80x24_the_layout_keeps_what_matters() {
         "{title}"
     );
     t.keys(&["PageDown"]);
-    let s = t.wait("the next page", |s| detail_title(s).contains("lines 7–13 of "));
+    let s = t.wait("the next page", |s| {
+        detail_title(s).contains("lines 7–13 of ")
+    });
     assert!(s.contains("▲ 6 ·"), "the lines above are counted: {s}");
     t.keys(&["+"]);
     let s = t.wait("the detail maximised", |s| !s.contains("Episodes"));

@@ -195,7 +195,13 @@ fn intro(t: &Theme, s: &SweepState, f: &mut Frame, area: Rect) {
             t.dim,
         )),
         Line::from(Span::styled(
-            " The proposed ranges hold the current values and keep the policy's constraints; only the knobs its driver reads are offered.",
+            " The proposed ranges hold the current values and keep the policy's constraints; only the knobs its driver reads are offered, and only those that tune the schedule (not system_tokens, the recording's, nor thrash_window, what thrash counts). A pressure threshold ends at 1.0: above the budget it acts only once the context overflows.",
+            t.dim,
+        )),
+        Line::from(Span::styled(
+            format!(
+                " {PARETO} marks the Pareto front: a point with no request over the budget beats any that has one, then lower cost, thrash and overflow and higher probe survival."
+            ),
             t.dim,
         )),
         Line::from(Span::styled(

@@ -111,7 +111,7 @@ pub fn input(state: &State, f: &mut Frame, area: Rect, input: &Input) {
             let n = state.main.search.hits.len();
             format!(" {n} match · Enter keeps, C-u clears, Esc cancels ")
         }
-        InputPurpose::Goto => " 42, t42 or E3 · Enter goes, Esc cancels ".to_owned(),
+        InputPurpose::Goto => " 42, r42 or E3 · Enter goes, Esc cancels ".to_owned(),
         _ => " Enter accepts, C-u clears, Esc cancels ".to_owned(),
     };
     f.render_widget(para.block(pane_block(title, true, t)), rect);
