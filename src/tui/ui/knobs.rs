@@ -24,7 +24,7 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     let rows = 1 + p.specs.len();
     // Docked over the bottom panes so the heatmap, the chart and the metrics stay in view
     // while knobs change (that is the point of turning them).
-    let rect = dock(state, area, rows as u16 + 4);
+    let rect = dock(state, area, rows as u16 + 6);
     crate::tui::ui::clear(f, rect, t.base);
     let status = if state.schedule.pending {
         "replaying…"
@@ -53,7 +53,33 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     let val_w: u16 = (widest as u16 + 1).clamp(12, inner.width.saturating_sub(name_w + 2).max(12));
     let slider_w = inner.width.saturating_sub(name_w + val_w + 2).min(40);
     // Rows visible: leave two lines for the help of the selected knob.
-    let list_h = usize::from(inner.height.saturating_sub(2));
+    let help = if selected == 0 {
+        "tokens the rendered context may use; ←/→ move by 1 %, Enter types it, r resets to the model's limit"
+            .to_owned()
+    } else {
+        p.specs
+            .get(selected - 1)
+            .map(|s| {
+                let range = match (s.min, s.max, s.step) {
+                    (Some(a), Some(b), Some(st)) => format!(" [{a} … {b}, step {st}]"),
+                    _ if !s.choices.is_empty() => format!(" [{}]", s.choices.join(" | ")),
+                    _ => String::new(),
+                };
+                let unread = if p.reads(&s.name) {
+                    ""
+                } else {
+                    " (not read with these settings: moving it changes nothing)"
+                };
+                format!("{}{range}{unread}", s.help)
+            })
+            .unwrap_or_default()
+    };
+    // The selected knob's help, wrapped whole (up to four rows), below the list.
+    let help_para = Paragraph::new(Line::from(Span::styled(help, t.dim))).wrap(Wrap { trim: true });
+    let help_h = (help_para.line_count(inner.width) as u16)
+        .clamp(2, 4)
+        .min(inner.height.saturating_sub(3));
+    let list_h = usize::from(inner.height.saturating_sub(help_h));
     let first = selected.saturating_sub(list_h.saturating_sub(1));
     let list_scroll = crate::tui::geometry::Scroll::of(rows, list_h);
     for (vis, row) in (first..rows).take(list_h).enumerate() {
@@ -140,35 +166,16 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
             }
         }
     }
-    let help = if selected == 0 {
-        "tokens the rendered context may use; ←/→ move by 1 %, Enter types it, r resets to the model's limit"
-            .to_owned()
-    } else {
-        p.specs
-            .get(selected - 1)
-            .map(|s| {
-                let range = match (s.min, s.max, s.step) {
-                    (Some(a), Some(b), Some(st)) => format!(" [{a} … {b}, step {st}]"),
-                    _ if !s.choices.is_empty() => format!(" [{}]", s.choices.join(" | ")),
-                    _ => String::new(),
-                };
-                let unread = if p.reads(&s.name) {
-                    ""
-                } else {
-                    " (not read with these settings: moving it changes nothing)"
-                };
-                format!("{}{range}{unread}", s.help)
-            })
-            .unwrap_or_default()
-    };
     let list_rect = Rect::new(rect.x, rect.y, rect.width, list_h as u16 + 2);
     super::scrollbar(f, list_rect, first, list_scroll, t);
-    let help_area = Rect::new(inner.x, inner.bottom().saturating_sub(2), inner.width, 2);
-    crate::tui::ui::clear(f, help_area, t.base);
-    f.render_widget(
-        Paragraph::new(Line::from(Span::styled(help, t.dim))).wrap(Wrap { trim: true }),
-        help_area,
+    let help_area = Rect::new(
+        inner.x,
+        inner.bottom().saturating_sub(help_h),
+        inner.width,
+        help_h,
     );
+    crate::tui::ui::clear(f, help_area, t.base);
+    f.render_widget(help_para, help_area);
 }
 
 /// The knobs panel's rectangle: the bottom panes' area (right-aligned, at most 100 wide; on a

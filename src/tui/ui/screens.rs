@@ -176,16 +176,16 @@ pub fn confirm(state: &State, f: &mut Frame, area: Rect, c: &Confirm) {
             "y overwrite · n / Esc keep it",
         ),
     };
-    let rect = centered(area, area.width.saturating_sub(4).min(70), 5);
+    let w = area.width.saturating_sub(4).min(70);
+    let para = Paragraph::new(vec![
+        Line::from(Span::styled(body, t.base)),
+        Line::raw(""),
+        Line::from(Span::styled(keys, t.key)),
+    ])
+    .wrap(Wrap { trim: true });
+    // As tall as its wrapped text (a long path stays whole).
+    let h = para.line_count(w.saturating_sub(2)) as u16 + 2;
+    let rect = centered(area, w, h);
     crate::tui::ui::clear(f, rect, t.base);
-    f.render_widget(
-        Paragraph::new(vec![
-            Line::from(Span::styled(body, t.base)),
-            Line::raw(""),
-            Line::from(Span::styled(keys, t.key)),
-        ])
-        .wrap(Wrap { trim: true })
-        .block(pane_block(title, true, t)),
-        rect,
-    );
+    f.render_widget(para.block(pane_block(title, true, t)), rect);
 }
