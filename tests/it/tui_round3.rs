@@ -203,10 +203,15 @@ fn ctrl_t_switches_the_theme_and_light_sets_its_background() {
     let white = Color::Rgb(255, 255, 255);
     let mid = &buf[(60, 30)];
     assert_eq!(mid.bg, white, "{mid:?}");
+    assert!(
+        buf.content.iter().all(|c| c.bg != Color::Reset),
+        "a cell without the light background"
+    );
     app.key(KeyCode::Char('K'));
     let buf = app.draw();
     let r = app.state.geometry.main.table;
     assert_eq!(buf[(r.x + r.width - 3, r.y + 3)].bg, white);
+    snap("round3_knobs_light_120x40", styled(&buf));
     app.key(KeyCode::Esc);
     // Round the built-ins and back.
     for _ in 0..3 {
