@@ -265,6 +265,26 @@ fn zoom_in_twice_then_out_twice_shows_the_whole_session() {
         assert_eq!(app.state.main.heat.level, 0);
         assert_eq!(text(&app.draw()), whole, "at {w}×{h}");
     }
+    // A long session of an odd length (671 requests, as in the issue): the view only (zoom
+    // reads the request count and the cells, not the replay).
+    let mut app = m1(160, 45);
+    let mut view = (**app.state.session.as_ref().unwrap()).clone();
+    let first = view.model.requests[0].clone();
+    view.model.requests.resize(671, first);
+    app.state.session = Some(std::sync::Arc::new(view));
+    app.keys("zz");
+    assert!(app.state.main.heat.span.is_some_and(|s| s < 671));
+    app.keys("ZZ");
+    assert_eq!(
+        app.state.main.heat.span, None,
+        "671 requests: not back to all"
+    );
+    app.key(KeyCode::Char('Z'));
+    assert!(app
+        .state
+        .flash
+        .as_ref()
+        .is_some_and(|f| f.0.contains("whole session")));
     // Three levels deep and back, on another session (halving and doubling a span drifted:
     // 671 → 335 → 670, short of the whole).
     let mut app = open(
