@@ -388,7 +388,13 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
             }
         }
         Msg::Paste(text) => on_paste(state, &text),
-        Msg::Mouse(m) => on_mouse(state, m, &mut fx),
+        Msg::Mouse(m) => {
+            // A click is an action too: it retires the last message, as a key does.
+            if matches!(m.kind, ratatui::crossterm::event::MouseEventKind::Down(_)) {
+                state.flash = None;
+            }
+            on_mouse(state, m, &mut fx)
+        }
         Msg::Resize(w, h) => {
             state.width = w;
             state.height = h;

@@ -251,6 +251,21 @@ fn a_message_lasts_until_the_next_key() {
     // Stepping says nothing: the old message does not stay behind.
     app.key(KeyCode::Char('l'));
     assert!(app.state.flash.is_none(), "{:?}", app.state.flash);
+    // A click is an action too.
+    app.key(KeyCode::Char('T'));
+    assert!(app.state.flash.is_some());
+    let d = app.state.geometry.main.detail;
+    app.msg(tierscope::tui::app::Msg::Mouse(
+        ratatui::crossterm::event::MouseEvent {
+            kind: ratatui::crossterm::event::MouseEventKind::Down(
+                ratatui::crossterm::event::MouseButton::Left,
+            ),
+            column: d.x + 2,
+            row: d.y + 2,
+            modifiers: KeyModifiers::NONE,
+        },
+    ));
+    assert!(app.state.flash.is_none(), "{:?}", app.state.flash);
 }
 
 #[test]
