@@ -54,7 +54,7 @@ pub enum Command {
     Fixture(fixture::FixtureArgs),
     /// Compare policies on one trace at matched budgets: size, tiers, violations, thrash, cost, probe survival.
     Experiment(experiment::ExperimentArgs),
-    /// Replay one policy over a grid of knob values; mark the Pareto front (cost, thrash, survival).
+    /// Replay one policy over a grid of knob values; mark the Pareto front (within the budget; cost, thrash, overflow, survival).
     Sweep(sweep::SweepArgs),
     /// Audit tiers: needle survival per token, non-monotonic, unsupported, contradictory and dominated tiers.
     Audit(audit::AuditArgs),

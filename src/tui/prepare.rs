@@ -388,6 +388,7 @@ pub fn replay_model(
             deferred: (f.deferred + f.dwell_blocks) as usize,
             holds: f.holds as usize,
             thrash: f.thrash as usize,
+            emergencies: f.emergencies as usize,
             floor_violations: f.floor_violations as usize,
             pin_violations: f.pin_violations as usize,
             probes_ok: f.probes_ok as usize,
@@ -435,6 +436,16 @@ pub fn replay_model(
         ));
     }
     let peak_pressure = r.frames.iter().map(|f| f.pressure).fold(0.0, f64::max);
+    let price = &r.trace.pricing.price;
+    let prices = format!(
+        "${} in, ${} out per M tok",
+        tidy_price(price.input),
+        tidy_price(price.output)
+    );
+    let (budget_warning, budget_warning_short) = match budget_warning(r) {
+        Some((long, short)) => (Some(long), Some(short)),
+        None => (None, None),
+    };
     ReplayModel {
         policy: r.policy.name.clone(),
         budget: r.policy.budget,
@@ -471,9 +482,54 @@ pub fn replay_model(
         totals: crate::tui::totals::RunTotals::of(r),
         peak_pressure,
         pricing_note,
+        prices,
+        budget_warning,
+        budget_warning_short,
         notes,
         compaction,
     }
+}
+
+/// A price as the header prints it: `1.25`, `10`.
+fn tidy_price(v: f64) -> String {
+    let s = format!("{v:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// Why no schedule can keep `r` within its budget, if none can: the system chunk (which no
+/// tier shrinks) alone is over it, or else every request went over it. In full and in a few
+/// words.
+pub fn budget_warning(r: &tierscope_engine::replay::Replay) -> Option<(String, String)> {
+    use crate::tui::widgets::chart::short;
+    let budget = r.policy.budget;
+    if budget == 0 || r.frames.is_empty() {
+        return None;
+    }
+    let system = r.trace.system_segments.iter().map(|s| s.tokens).max();
+    if let Some(sys) = system.filter(|s| *s >= budget) {
+        return Some((
+            format!(
+                "budget unmeetable: the system chunk alone is {} tok, over the budget {}: every request overflows (K raises it)",
+                crate::tui::ui::thousands(sys),
+                crate::tui::ui::thousands(budget)
+            ),
+            format!(
+                "budget unmeetable: system {} > {}",
+                short(sys as f64),
+                short(budget as f64)
+            ),
+        ));
+    }
+    if r.frames.iter().all(|f| f.overflow > 0) {
+        return Some((
+            format!(
+                "budget unmeetable: every request is over the budget {} (K raises it)",
+                crate::tui::ui::thousands(budget)
+            ),
+            format!("budget unmeetable: all over {}", short(budget as f64)),
+        ));
+    }
+    None
 }
 
 /// Replays the session and prepares the result.

@@ -268,12 +268,9 @@ fn the_header_says_which_trigger_opencode_ran() {
     for (budget, want) in [
         (
             Some(9_000),
-            "policy opencode [simulate@9000: 8 compactions from req 5]",
+            "opencode [simulate@9000: 8 compactions from req 5]",
         ),
-        (
-            None,
-            "policy opencode [recorded: 3 compactions from req 13]",
-        ),
+        (None, "opencode [recorded: 3 compactions from req 13]"),
     ] {
         let app = open(sample("C1.json"), "dark", 160, 45, "opencode", budget);
         let buf = app.draw();
