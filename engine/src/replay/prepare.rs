@@ -559,12 +559,19 @@ impl<'a> Prep<'a> {
             SummaryPiece::Recorded { compaction } => Some(self.recorded_summary(*compaction).1),
             SummaryPiece::Simulated {
                 text_from: Some(ci),
+                kept_earlier,
                 ..
-            } => self
-                .trace
-                .compactions
-                .get(*ci)
-                .map(|c| self.trace.compaction_message_indices(c)),
+            } => {
+                let of = |ci: &usize| {
+                    self.trace
+                        .compactions
+                        .get(*ci)
+                        .map(|c| self.trace.compaction_message_indices(c))
+                };
+                let mut ms = of(ci)?;
+                ms.extend(kept_earlier.iter().filter_map(of).flatten());
+                Some(ms)
+            }
             SummaryPiece::Simulated { .. } => None,
         }
     }

@@ -587,6 +587,9 @@ pub enum SummaryPiece {
         /// newest of those summarised so far, within `summary_tokens`).
         shown: Vec<usize>,
         text_from: Option<usize>,
+        /// Recorded summaries standing for earlier simulated ones that lie inside this one's
+        /// kept tail (sent in place, after it), newest last.
+        kept_earlier: Vec<usize>,
         tokens: u64,
     },
 }
