@@ -234,15 +234,20 @@ pub fn session_entries(list: &[SessionSummary]) -> Vec<SessionEntry> {
 pub fn applied_grid(r: &tierscope_engine::replay::Replay, rows: usize, cols: usize) -> Grid {
     use tierscope_engine::replay::Cell as RCell;
     let mut grid = Grid::new(rows, cols);
-    for req in 0..cols.min(r.applied.requests) {
-        for ep in 0..rows.min(r.applied.episodes) {
-            let v = match r.applied.get(req, ep) {
+    // Span by span: the matrix keeps runs, so filling is linear in the cells drawn.
+    for ep in 0..rows.min(r.applied.episodes) {
+        for (from, to, c) in r.applied.spans(ep) {
+            let v = match c {
                 RCell::Tier(t) => cell::TIER0 + t.depth() as u8,
                 RCell::Active => cell::ACTIVE,
                 RCell::Future => cell::NONE,
             };
-            grid.set(ep, req, v);
+            for req in from..=to.min(cols.saturating_sub(1)) {
+                grid.set(ep, req, v);
+            }
         }
+    }
+    for req in 0..cols.min(r.applied.requests) {
         for c in r.tail_only_cuts(req) {
             // The active episode keeps its own mark.
             if grid.tier(c.episode, req) == Some(Tier::Full) {
@@ -299,12 +304,19 @@ pub fn replay_model(
     let mut grid = applied_grid(r, n_ep, n_req);
     let tail_only = tail_spans(r, n_ep);
     let mut desired = std::collections::BTreeMap::new();
-    for req in 0..n_req.min(r.applied.requests) {
-        for ep in 0..n_ep.min(r.applied.episodes) {
-            if let (RCell::Tier(a), RCell::Tier(d)) =
-                (r.applied.get(req, ep), r.desired.get(req, ep))
-            {
-                if a != d {
+    // Where the desired tier differs from the applied one: walk both episodes' spans together.
+    for ep in 0..n_ep.min(r.applied.episodes) {
+        let applied: Vec<_> = r.applied.spans(ep).collect();
+        for (from, to, dc) in r.desired.spans(ep) {
+            let RCell::Tier(d) = dc else { continue };
+            // The applied spans overlapping this one, each overlap marked where they differ.
+            let first = applied.partition_point(|s| s.1 < from);
+            for &(af, at, ac) in applied[first..].iter().take_while(|s| s.0 <= to) {
+                let RCell::Tier(a) = ac else { continue };
+                if a == d {
+                    continue;
+                }
+                for req in af.max(from)..=at.min(to).min(n_req.saturating_sub(1)) {
                     grid.or(ep, req, cell::DEFERRED);
                     desired.insert((ep, req), d);
                 }

@@ -65,7 +65,7 @@ fn opencode_at_the_budget_shows_its_cliff_in_diff_mode() {
     assert_inert(&buf);
     let text = text(&buf);
     assert!(
-        text.contains("B opencode [simulate@9000: 8 compactions from req 12]"),
+        text.contains("B opencode [simulate@9000: 11 compactions from req 12]"),
         "{text}"
     );
     assert!(text.contains("── summary · 605 tokens ──"), "{text}");
@@ -268,7 +268,7 @@ fn the_header_says_which_trigger_opencode_ran() {
     for (budget, want) in [
         (
             Some(9_000),
-            "opencode [simulate@9000: 8 compactions from req 5]",
+            "opencode [simulate@9000: 8 compactions from req 6]",
         ),
         (None, "opencode [recorded: 3 compactions from req 13]"),
     ] {

@@ -238,16 +238,18 @@ pub(crate) fn run(input: &PassInput<'_, '_>, policy: &mut dyn Decide) -> PassOut
         if active < n && active >= st.k() {
             st.row_applied[active] = TierMatrix::ACTIVE_CODE;
             st.row_desired[active] = TierMatrix::ACTIVE_CODE;
+            st.row_touched.push(active);
         }
         if input.keep_views {
-            applied_m.push_raw(&st.row_applied);
-            desired_m.push_raw(&st.row_desired);
+            applied_m.push_touched(&st.row_applied, &st.row_touched);
+            desired_m.push_touched(&st.row_desired, &st.row_touched);
             render_states.push(RenderState {
                 summary: st.summary().clone(),
                 cuts: st.cuts_list().to_vec(),
                 call_not_made: not_made,
             });
         }
+        st.row_touched.clear();
     }
     PassOutput {
         frames,

@@ -58,6 +58,8 @@ pub(crate) struct State<'p, 'a> {
     /// The matrix rows in the making (tier codes, active, future).
     pub(crate) row_applied: Vec<u8>,
     pub(crate) row_desired: Vec<u8>,
+    /// Episodes whose `row_*` bytes were written since the pass last read them.
+    pub(crate) row_touched: Vec<usize>,
     /// First rendered chunk of the full tier (a recorded compaction's kept tail, the start of
     /// OpenCode's v2 loop).
     cut: Vec<usize>,
@@ -119,6 +121,7 @@ impl<'p, 'a> State<'p, 'a> {
             want_reason: vec![Reason::Pressure; n],
             row_applied: vec![TierMatrix::FUTURE_CODE; n],
             row_desired: vec![TierMatrix::FUTURE_CODE; n],
+            row_touched: Vec::new(),
             cut: vec![0; n],
             context_from: 0,
             closed_at: vec![0; n],
@@ -334,6 +337,7 @@ impl<'p, 'a> State<'p, 'a> {
         self.desired_sum -= self.des_tok[e];
         self.desired[e] = t;
         self.row_desired[e] = TierMatrix::code(t);
+        self.row_touched.push(e);
         self.des_tok[e] = self.tokens_at(e, t, None);
         self.desired_sum += self.des_tok[e];
         self.want_reason[e] = reason;
@@ -559,6 +563,7 @@ impl<'p, 'a> State<'p, 'a> {
     fn attach(&mut self, e: usize) {
         self.row_applied[e] = TierMatrix::code(self.applied[e]);
         self.row_desired[e] = TierMatrix::code(self.desired[e]);
+        self.row_touched.push(e);
         let tok = self.tokens_at(e, self.applied[e], None);
         let dtok = self.tokens_at(e, self.desired[e], None);
         self.ep_tok[e] = tok;
