@@ -148,10 +148,14 @@ fn after_a_budget_edit_the_strip_and_diff_mode_name_one_baseline() {
         s.contains("budget 12,000") && !s.contains("replaying")
     });
     t.keys(&["Escape"]);
-    let s = t.wait("the strip's baseline", |s| {
-        !s.contains("Knobs:") && s.contains("baseline retention @ 9,000")
-    });
-    assert!(s.contains("budget 12,000 (set)"), "{s}");
+    t.wait(
+        "the strip's baseline beside the budget it was edited to",
+        |s| {
+            !s.contains("Knobs:")
+                && s.contains("baseline retention @ 9,000")
+                && s.contains("budget 12,000 (set)")
+        },
+    );
     // Diff mode offers that baseline first and runs it at its own budget.
     t.keys(&["d"]);
     t.wait("the list of B", |s| {
@@ -217,17 +221,18 @@ fn at_80x24_the_layout_keeps_what_matters() {
         "{title}"
     );
     t.keys(&["PageDown"]);
-    let s = t.wait("the next page", |s| {
-        detail_title(s).contains("lines 7–13 of ")
+    t.wait("the next page, the lines above it counted", |s| {
+        detail_title(s).contains("lines 7–13 of ") && s.contains("▲ 6 ·")
     });
-    assert!(s.contains("▲ 6 ·"), "the lines above are counted: {s}");
     t.keys(&["+"]);
     let s = t.wait("the detail maximised", |s| !s.contains("Episodes"));
     let rows = s.lines().filter(|l| l.starts_with('┃')).count();
     assert!(rows >= 16, "{s}");
     // The context only behind Tab: its name and key in the shared pane's border.
     t.keys(&["+"]);
-    let s = t.wait("every pane again", |s| s.contains("Episodes"));
-    assert!(s.contains("context: S-Tab"), "{s}");
+    // Waited for together: the screen may be caught between two draws.
+    t.wait("every pane again, the context named behind Tab", |s| {
+        s.contains("Episodes") && s.contains("context: S-Tab")
+    });
     t.quit_and_check_restored();
 }

@@ -8,8 +8,9 @@
 //!   when the target is not reached). A victim whose demotion to its floor is only pending is
 //!   not held: its change is a deferral or a dwell block.
 //! - **Promote** only when p measured before this request's changes (the applied context) is
-//!   below `promote_at`: the most relevant, then the newest, one tier at a time while the
-//!   projection stays ≤ `target`.
+//!   below `promote_at`: compressible before discardable (the reverse of the victims' order),
+//!   then the most relevant, then the newest, one tier at a time while the projection stays ≤
+//!   `target`.
 //! - **Hysteresis**: a request that needs room gives none back. When it demotes, pending
 //!   promotions are withdrawn; when it promotes, pending demotions for pressure are withdrawn;
 //!   between `promote_at` and `demote_at`, pending promotions for pressure are withdrawn (their
@@ -176,8 +177,12 @@ impl Retention {
         if cands.is_empty() {
             return;
         }
+        // The reverse of the victims' order: the class pressure takes last comes back first
+        // (a discardable episode, first to go, is last to return), then the most relevant,
+        // then the newest.
         cands.sort_by_key(|&e| {
             (
+                std::cmp::Reverse(self.class_rank[e]),
                 std::cmp::Reverse(self.relevance.touches(e)),
                 std::cmp::Reverse(e),
             )
