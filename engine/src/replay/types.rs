@@ -192,9 +192,10 @@ pub struct TailOnly {
     pub by: CutBy,
 }
 
-/// One probe's result at one request.
+/// A probe that became due at a request (with its answer there), or a due probe whose answer
+/// changed there: `ok` = the rendered context now answers it, else it is now lost.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ProbeResult {
+pub struct ProbeChange {
     pub id: String,
     pub ok: bool,
 }
@@ -273,9 +274,13 @@ pub struct Frame {
     /// is included in this frame's `cost`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compaction_call: Option<CompactionCallCost>,
+    /// Probes due at this request (`due_from_request` ≤ request), and those of them answered.
     pub probes_due: u64,
     pub probes_ok: u64,
-    pub probes: Vec<ProbeResult>,
+    /// The probes that became due here and the due probes whose answer changed here, by
+    /// position in the sidecar: every probe's answer at every request follows from them (a
+    /// probe keeps its answer until it is listed again).
+    pub probe_changes: Vec<ProbeChange>,
     pub recorded: Recorded,
 }
 
