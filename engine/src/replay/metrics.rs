@@ -342,11 +342,7 @@ pub(crate) fn frame(
         emergencies: counts.emergencies,
         holds: counts.holds,
         held: held.iter().map(|&e| st.p.episodes[e].id.clone()).collect(),
-        holding: counts
-            .holding
-            .iter()
-            .map(|&e| st.p.episodes[e].id.clone())
-            .collect(),
+        holding: counts.holding.clone(),
         floor_violations: st.floor_violations(),
         pin_violations: st.pin_violations(),
         violations,

@@ -249,10 +249,11 @@ pub struct Frame {
     /// The held episodes whose hold began at this request (a hold that continues from the
     /// previous request is counted in `holds` but not listed again).
     pub held: Vec<String>,
-    /// Every episode held at this request: what `holds` counts, one per id (`held` lists only
-    /// the starts). Not in the JSON output, which has `holds` and `held`.
+    /// Every episode held at this request: what `holds` counts, one per episode, by index
+    /// (`held` lists only the starts, by id; indices keep this list cheap, as it is rebuilt at
+    /// every request). Not in the JSON output, which has `holds` and `held`.
     #[serde(skip)]
-    pub holding: Vec<String>,
+    pub holding: Vec<usize>,
     /// Closed episodes shown below their floor (every one in force at this request).
     pub floor_violations: u64,
     /// Pinned spans missing from the context (every one in force at this request).
