@@ -19,7 +19,7 @@ use crate::episode::sidecar::{Needle, Probe, ProbeKind};
 use crate::episode::Tier;
 
 /// What one probe needs of one episode.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct EpHits {
     episode: usize,
     /// Answered by the whole text of each tier (full, dense, compact, anchor).
@@ -447,6 +447,112 @@ mod tests {
             kind,
             dimension: Dimension::Trap,
             question: None,
+        }
+    }
+
+    /// The index as it was built before the matcher: every probe asked of every text.
+    fn brute_force(p: &Prep<'_>, probes: &[Probe]) -> Vec<(Vec<EpHits>, Vec<bool>)> {
+        let trace = p.trace;
+        let texts: Vec<[Option<String>; 4]> = (0..p.episodes.len())
+            .map(|e| {
+                Tier::TIERS.map(|t| {
+                    let td = p.eps[e].tiers[t.depth()].as_ref()?;
+                    let rep = p.episodes[e].representation(t)?;
+                    let parts: Vec<&str> = td
+                        .idx
+                        .iter()
+                        .map(|&i| rep.chunks[i as usize].text.as_str())
+                        .collect();
+                    Some(parts.join("\n"))
+                })
+            })
+            .collect();
+        let summary_texts: Vec<String> = trace
+            .compactions
+            .iter()
+            .map(|c| {
+                let mut s: Vec<String> = trace
+                    .compaction_message_indices(c)
+                    .iter()
+                    .flat_map(|&m| p.message_chunks(m).map(|c| c.text.clone()))
+                    .collect();
+                s.push(c.summary_text.clone());
+                s.join("\n")
+            })
+            .collect();
+        probes
+            .iter()
+            .map(|pr| {
+                let mut hits = Vec::new();
+                for (e, tx) in texts.iter().enumerate() {
+                    let Some(full) = &tx[0] else { continue };
+                    if !pr.is_answered_by(full) {
+                        continue;
+                    }
+                    let by_tier = [0, 1, 2, 3]
+                        .map(|d| tx[d].as_deref().is_some_and(|s| pr.is_answered_by(s)));
+                    let (mut chunks, mut len) = (Vec::new(), 0);
+                    if let (Some(td), Some(rep)) =
+                        (&p.eps[e].tiers[0], p.episodes[e].representation(Tier::Full))
+                    {
+                        len = td.len();
+                        for (pos, &ci) in td.idx.iter().enumerate() {
+                            if pr.is_answered_by(&rep.chunks[ci as usize].text) {
+                                chunks.push(pos);
+                            }
+                        }
+                    }
+                    hits.push(EpHits {
+                        episode: e,
+                        by_tier,
+                        chunks,
+                        len,
+                    });
+                }
+                let summaries = summary_texts.iter().map(|s| pr.is_answered_by(s)).collect();
+                (hits, summaries)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_index_is_the_brute_force_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cfg = crate::fixture::FixtureConfig {
+            seed: 3,
+            requests: 400,
+            episodes: Some(80),
+            probe_density: 1.0,
+            name: Some("fx".into()),
+            ..crate::fixture::FixtureConfig::default()
+        };
+        crate::fixture::write_fixture(&cfg, dir.path()).expect("fixture");
+        let m1 = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sample-traces/M1.json");
+        for path in [m1, dir.path().join("fx.json")] {
+            let s = crate::loaded::load(&crate::loaded::LoadOptions {
+                path: Some(path.clone()),
+                token_cache_dir: Some(dir.path().to_owned()),
+                ..crate::loaded::LoadOptions::default()
+            })
+            .expect("load");
+            assert!(!s.probes.is_empty());
+            for name in ["retention", "opencode"] {
+                let policy = crate::policy::load(name, &[]).expect("policy");
+                let input = crate::replay::Input::from(&s);
+                let prepared = crate::replay::Prepared::new(&input, &policy, false);
+                let want = brute_force(&prepared.prep, &s.probes);
+                let got: Vec<(Vec<EpHits>, Vec<bool>)> = prepared
+                    .probes
+                    .probes
+                    .iter()
+                    .map(|pe| (pe.hits.clone(), pe.summaries.clone()))
+                    .collect();
+                assert_eq!(got, want, "{}: {name}", path.display());
+                assert!(
+                    got.iter().any(|(h, _)| !h.is_empty()),
+                    "some probe is answered"
+                );
+            }
         }
     }
 
