@@ -1,5 +1,6 @@
-//! Knob change → next drawn frame, on a synthetic 2,000-request session (the fixture generator's
-//! export, loaded like any recording). One iteration is what the explorer does for a slider step:
+//! Knob change → next drawn frame, on a synthetic session of 2,000 requests (or
+//! `TIERSCOPE_BENCH_REQUESTS`, e.g. 10000 or 100000: `bench/run.sh` runs those; the fixture
+//! generator's export, loaded like any recording). One iteration is what the explorer does for a slider step:
 //! `update` (the key) → the replay job → `update` (result) → draw; and, for the second figure,
 //! also the context job → `update` → draw. The worker runs inline here, so thread hand-off (a
 //! channel send, microseconds) is not included. Results are in BENCHMARKS.md.
@@ -12,24 +13,30 @@ use tierscope::tui::app::{update, Effect, Msg, StartOptions, State};
 use tierscope::tui::jobs::{run_sync, Worker};
 use tierscope::tui::theme::Theme;
 
-const REQUESTS: usize = 2000;
+/// Requests of the session: 2,000 unless `TIERSCOPE_BENCH_REQUESTS` says otherwise.
+fn requests() -> usize {
+    std::env::var("TIERSCOPE_BENCH_REQUESTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000)
+}
 
 fn setup() -> (State, Worker) {
     let cfg = tierscope_engine::fixture::FixtureConfig {
-        requests: REQUESTS,
+        requests: requests(),
         ..Default::default()
     };
     let (bytes, _, _) =
         tierscope_engine::fixture::generate_in_memory(&cfg).unwrap_or_else(|e| panic!("{e}"));
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let path = dir.path().join("bench-2000.json");
+    let path = dir.path().join(format!("bench-{}.json", requests()));
     std::fs::write(&path, bytes).unwrap_or_else(|e| panic!("{e}"));
     let args = tierscope_engine::loaded::LoadOptions {
         path: Some(path),
         ..Default::default()
     };
     let loaded = tierscope_engine::loaded::load(&args).unwrap_or_else(|e| panic!("{e}"));
-    assert!(loaded.trace.requests.len() >= REQUESTS);
+    assert!(loaded.trace.requests.len() >= requests());
     let policy = tierscope_engine::policy::load("retention", &[]).unwrap_or_else(|e| panic!("{e}"));
     let theme = Theme::builtin("dark").unwrap_or_else(|| panic!("no theme"));
     let mut state = State::new(theme, policy, Some(60_000), StartOptions::default());
@@ -63,8 +70,9 @@ fn bench(c: &mut Criterion) {
     let (mut state, mut worker) = setup();
     let mut term = Terminal::new(TestBackend::new(160, 48)).unwrap_or_else(|e| panic!("{e}"));
     let mut up = true;
-    let mut g = c.benchmark_group("tui_knob_2000_requests");
-    g.sample_size(30);
+    let n = requests();
+    let mut g = c.benchmark_group(format!("tui_knob_{n}_requests"));
+    g.sample_size(if n > 20_000 { 10 } else { 30 });
     g.bench_function("knob_step_to_replayed_frame", |b| {
         b.iter_custom(|iters| {
             let mut total = std::time::Duration::ZERO;

@@ -577,6 +577,7 @@ fn size_compaction_calls(trace: &Trace, tokenizer: &Tokenizer) -> CompactionSize
             .collect(),
         shape: trace.wire.compaction_shape,
         prompt_tokens,
+        prompt_text: calls.fixed_prompt,
     }
 }
 

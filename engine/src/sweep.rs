@@ -1,6 +1,7 @@
 //! Threshold sweeps: one policy replayed over a grid of knob values, each point measured (cost,
 //! divergence cost, mean tokens, overflow, thrash, holds, violations, probe survival) and the
-//! Pareto front marked (lower cost and thrash, higher survival).
+//! Pareto front marked: staying within the budget first (a point with no request over the budget
+//! beats any that has one), then lower cost, thrash and overflow, higher survival.
 //!
 //! Ranges are inclusive: `KEY=FROM:TO:STEP` has round((TO − FROM) / STEP) + 1 values. A grid point
 //! whose knobs break the policy's constraints (e.g. `promote_at ≥ target`) is kept in the result
@@ -150,7 +151,8 @@ pub struct Point {
     pub reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metrics: Option<Metrics>,
-    /// On the Pareto front (lower cost, lower thrash, higher survival).
+    /// On the Pareto front (within the budget where any point is; lower cost, thrash and
+    /// overflow, higher survival).
     pub pareto: bool,
 }
 
@@ -328,13 +330,20 @@ pub fn run_with(
     })
 }
 
-/// `a` dominates `b`: no worse in cost, thrash and survival, and better in one of them.
-/// Without probes survival is equal everywhere and only cost and thrash count.
+/// `a` dominates `b`. The budget is a constraint: a point with no request over it dominates
+/// any point with one. Otherwise `a` is no worse in cost, thrash, requests over the budget and
+/// survival, and better in one of them. Without probes survival is equal everywhere and does
+/// not count.
 pub fn dominates(a: &Metrics, b: &Metrics) -> bool {
+    let (fa, fb) = (a.overflow_requests == 0, b.overflow_requests == 0);
+    if fa != fb {
+        return fa;
+    }
     let sa = a.probe_survival.unwrap_or(0.0);
     let sb = b.probe_survival.unwrap_or(0.0);
-    let no_worse = a.cost <= b.cost && a.thrash <= b.thrash && sa >= sb;
-    let better = a.cost < b.cost || a.thrash < b.thrash || sa > sb;
+    let (oa, ob) = (a.overflow_requests, b.overflow_requests);
+    let no_worse = a.cost <= b.cost && a.thrash <= b.thrash && oa <= ob && sa >= sb;
+    let better = a.cost < b.cost || a.thrash < b.thrash || oa < ob || sa > sb;
     no_worse && better
 }
 
@@ -378,13 +387,17 @@ mod tests {
     }
 
     fn m(cost: f64, thrash: u64, surv: f64) -> Metrics {
+        over(cost, thrash, surv, 0)
+    }
+
+    fn over(cost: f64, thrash: u64, surv: f64, overflow_requests: u64) -> Metrics {
         Metrics {
             cost,
             divergence_tokens: 0,
             divergence_dollars: 0.0,
             mean_tokens: 0.0,
-            max_overflow: 0,
-            overflow_requests: 0,
+            max_overflow: overflow_requests * 100,
+            overflow_requests,
             thrash,
             holds: 0,
             violations: 0,
@@ -427,5 +440,37 @@ mod tests {
             .map(|p| p.knobs[0].0.as_str())
             .collect();
         assert_eq!(front, vec!["a", "b", "d", "e"]);
+    }
+
+    #[test]
+    fn overflow_keeps_a_point_off_the_front() {
+        let mk = |name: &str, metrics: Metrics| Point {
+            knobs: vec![(name.into(), 0.0)],
+            status: "ok".into(),
+            reason: None,
+            metrics: Some(metrics),
+            pareto: false,
+        };
+        let front = |pts: &mut Vec<Point>| {
+            mark_pareto(pts);
+            pts.iter()
+                .filter(|p| p.pareto)
+                .map(|p| p.knobs[0].0.clone())
+                .collect::<Vec<_>>()
+        };
+        // cheap: cheapest but 9 requests over the budget; safe: dearer, none over, no thrash.
+        let mut pts = vec![
+            mk("cheap", over(1.0, 0, 0.0, 9)),
+            mk("safe", over(1.2, 0, 0.0, 0)),
+            mk("thrashy", over(1.1, 3, 0.0, 0)),
+        ];
+        assert_eq!(front(&mut pts), ["safe", "thrashy"]);
+        // When every point overflows, fewer requests over the budget is an objective.
+        let mut pts = vec![
+            mk("a", over(1.0, 0, 0.0, 9)),
+            mk("b", over(1.2, 0, 0.0, 2)),
+            mk("c", over(1.3, 0, 0.0, 5)),
+        ];
+        assert_eq!(front(&mut pts), ["a", "b"]);
     }
 }

@@ -140,13 +140,12 @@ fn run_tier_sources(
             "no probes sidecar found; probe survival and the oracles' yardsticks are empty",
         );
     }
-    let own;
-    let policies = if policies.is_empty() {
-        own = policy::builtins_for_agent(loads[0].trace.origin.agent)?;
-        &own
-    } else {
-        policies
-    };
+    let chosen = policies_for(
+        policies,
+        loads[0].trace.origin.agent,
+        !loads[0].probes.is_empty(),
+    )?;
+    let policies = &chosen;
     let refs: Vec<_> = loads.iter().collect();
     let c = compare(&refs, policies, mode);
     report::emit(
@@ -156,6 +155,45 @@ fn run_tier_sources(
             policies: policies.len(),
         },
     )
+}
+
+/// The policies to run: those given, else the built-ins for the session's agent. The oracles
+/// choose by the probes; without any they keep nothing, so they are left out of the default set
+/// and, asked for by name, marked in their row.
+fn policies_for(
+    given: &[policy::Policy],
+    agent: &str,
+    have_probes: bool,
+) -> anyhow::Result<Vec<policy::Policy>> {
+    let is_oracle = |p: &policy::Policy| p.kind == policy::PolicyKind::Oracle;
+    if given.is_empty() {
+        let mut all = policy::builtins_for_agent(agent)?;
+        if !have_probes {
+            let left: Vec<String> = all
+                .iter()
+                .filter(|p| is_oracle(p))
+                .map(|p| p.name.clone())
+                .collect();
+            if !left.is_empty() {
+                report::stderr::note(&format!(
+                    "{} left out: an oracle chooses by the probes, and this session has none",
+                    left.join(", ")
+                ));
+            }
+            all.retain(|p| !is_oracle(p));
+        }
+        return Ok(all);
+    }
+    Ok(given
+        .iter()
+        .cloned()
+        .map(|mut p| {
+            if is_oracle(&p) && !have_probes {
+                p.name = format!("{} (no probes: keeps nothing)", p.name);
+            }
+            p
+        })
+        .collect())
 }
 
 /// The output of `experiment`: the comparison (JSON), one line per tier source and policy (JSON

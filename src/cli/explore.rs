@@ -79,6 +79,9 @@ pub fn run_explorer(a: &ExploreArgs) -> anyhow::Result<()> {
         }]
     };
     let mut state = State::new(theme, policy, a.budget, start);
+    // C-t cycles the built-ins as the user's theme files patch them.
+    let dir = config_dir();
+    state.themes = builtin_themes(dir.as_deref());
     state.follow.enabled = a.follow;
     if let Some(p) = &a.load.path {
         state.source = p.display().to_string();
@@ -92,4 +95,12 @@ pub fn run_explorer(a: &ExploreArgs) -> anyhow::Result<()> {
         },
     )
     .context("explorer")
+}
+
+/// The built-in themes, each patched by the user's file of that name when it loads.
+fn builtin_themes(dir: Option<&std::path::Path>) -> Vec<Theme> {
+    crate::tui::theme::BUILTIN
+        .iter()
+        .filter_map(|(name, _)| Theme::load(Some(name), dir).ok())
+        .collect()
 }

@@ -8,8 +8,9 @@ use tierscope_engine::loaded::LoadOptions;
 
 #[derive(Debug, Clone, Default, Args)]
 pub struct LoadArgs {
-    /// An opencode.db file, an OpenCode data dir, a storage dir or an export file
-    /// (default: the OpenCode data dir, else the bundled sample session).
+    /// A session's data: OpenCode's opencode.db, data dir, storage dir or export file; Claude
+    /// Code's data dir, project dir or session file; Codex's home, sessions dir or rollout file
+    /// (default: every agent's data dir found, else the bundled sample session).
     pub path: Option<PathBuf>,
     /// Session id (default: the most recently updated main session).
     #[arg(long)]

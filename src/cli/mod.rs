@@ -31,7 +31,7 @@ pub use load_args::LoadArgs;
 #[command(
     name = "tierscope",
     version,
-    about = "Explore recorded OpenCode sessions and the tier schedules that decide how much of an old episode an agent still sees",
+    about = "Explore recorded AI coding-agent sessions (OpenCode, Claude Code, Codex CLI) and the tier schedules that decide how much of an old episode an agent still sees",
     args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
@@ -54,7 +54,7 @@ pub enum Command {
     Fixture(fixture::FixtureArgs),
     /// Compare policies on one trace at matched budgets: size, tiers, violations, thrash, cost, probe survival.
     Experiment(experiment::ExperimentArgs),
-    /// Replay one policy over a grid of knob values; mark the Pareto front (cost, thrash, survival).
+    /// Replay one policy over a grid of knob values; mark the Pareto front (within the budget; cost, thrash, overflow, survival).
     Sweep(sweep::SweepArgs),
     /// Audit tiers: needle survival per token, non-monotonic, unsupported, contradictory and dominated tiers.
     Audit(audit::AuditArgs),

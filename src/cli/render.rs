@@ -67,6 +67,9 @@ pub fn text(ctx: &RenderedContext, diff_prev: bool) -> Text {
         ctx.tokens,
         ctx.chunks.len()
     ));
+    if let Some(note) = &ctx.note {
+        out.line(format!("({note})"));
+    }
     for (i, c) in ctx.chunks.iter().enumerate() {
         if diff_prev && ctx.divergence_index == Some(i) {
             out.line(format!(

@@ -511,8 +511,16 @@ fn summary_lines(out: &mut Text, s: &Summary) {
         None => out
             .line("         no probes sidecar: probe survival and oracle yardsticks not measured"),
     };
-    out.line(format!(
-        "         vs recorded prompt: mean |error| {:.2}% · max {:.2}% over {} requests (Σ delta {} tokens)",
-        s.recorded_error.mean_abs_pct, s.recorded_error.max_abs_pct, s.recorded_error.requests, s.recorded_error.total_delta
-    ));
+    let e = &s.recorded_error;
+    out.line(if e.follows_recording {
+        format!(
+            "         replay accuracy (this policy sends what the agent sent): vs the recorded prompt mean |error| {:.2}% · max {:.2}% over {} requests (Σ delta {} tokens)",
+            e.mean_abs_pct, e.max_abs_pct, e.requests, e.total_delta
+        )
+    } else {
+        format!(
+            "         vs what the agent sent (a counterfactual: this policy changes the context, so this is no error): mean |difference| {:.2}% · max {:.2}% over {} requests (Σ {:+} tokens)",
+            e.mean_abs_pct, e.max_abs_pct, e.requests, e.total_delta
+        )
+    });
 }

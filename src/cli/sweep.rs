@@ -100,7 +100,7 @@ impl report::Report for SweepReport<'_> {
         let result = self.0;
         let mut out = Text::new();
         out.line(format!(
-            "sweep of {} at budget {} ({}); * = Pareto front (lower cost and thrash, higher survival)",
+            "sweep of {} at budget {} ({}); * = Pareto front (within the budget first; lower cost, thrash and overflow, higher survival)",
             result.policy,
             thousands(result.budget as i64),
             result.budget_source

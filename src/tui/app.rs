@@ -148,6 +148,9 @@ pub struct SessionView {
 pub struct State {
     pub screen: Screen,
     pub theme: Theme,
+    /// The themes `C-t` cycles through (the built-ins, as the user's theme files patch them;
+    /// loaded before the loop starts, so switching reads no file).
+    pub themes: Vec<Theme>,
     pub width: u16,
     pub height: u16,
     /// What the view reported about its last frame.
@@ -276,9 +279,14 @@ impl Effect {
 
 impl State {
     pub fn new(theme: Theme, policy: Policy, budget: Option<u64>, start: StartOptions) -> State {
+        let themes = crate::tui::theme::BUILTIN
+            .iter()
+            .filter_map(|(name, _)| Theme::builtin(name))
+            .collect();
         State {
             screen: Screen::Loading("opening…".to_owned()),
             theme,
+            themes,
             width: 80,
             height: 24,
             geometry: Geometry::default(),
@@ -349,6 +357,21 @@ impl State {
     pub fn flash(&mut self, text: impl Into<String>, level: Level) {
         self.flash = Some((text.into(), level));
     }
+
+    /// `C-t`: the next theme of [`State::themes`] (after a theme of its own, the first).
+    pub fn cycle_theme(&mut self) {
+        if self.themes.is_empty() {
+            return;
+        }
+        let next = self
+            .themes
+            .iter()
+            .position(|t| t.name == self.theme.name)
+            .map_or(0, |i| (i + 1) % self.themes.len());
+        self.theme = self.themes[next].clone();
+        let msg = format!("theme {} (C-t: the next one)", self.theme.name);
+        self.flash(msg, Level::Info);
+    }
 }
 
 /// The one transition function.
@@ -358,16 +381,20 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
         Msg::Key(k) => {
             // Some terminals report releases too; act on presses (and repeats) only.
             if k.kind != KeyEventKind::Release {
-                let (mode, flash) = (state.mode(), state.flash.clone());
+                // A message answers the last key: the next key retires it (what that key says,
+                // if anything, takes its place), so no message outlives what it was about.
+                state.flash = None;
                 on_key(state, k, &mut fx);
-                // A message belongs to where it was said: leaving that mode retires it.
-                if state.mode() != mode && state.flash == flash {
-                    state.flash = None;
-                }
             }
         }
         Msg::Paste(text) => on_paste(state, &text),
-        Msg::Mouse(m) => on_mouse(state, m, &mut fx),
+        Msg::Mouse(m) => {
+            // A click is an action too: it retires the last message, as a key does.
+            if matches!(m.kind, ratatui::crossterm::event::MouseEventKind::Down(_)) {
+                state.flash = None;
+            }
+            on_mouse(state, m, &mut fx)
+        }
         Msg::Resize(w, h) => {
             state.width = w;
             state.height = h;
@@ -699,6 +726,7 @@ fn accept_input(state: &mut State, input: &Input, fx: &mut Vec<Effect>) -> Resul
             search::accept(state, text);
             Ok(())
         }
+        InputPurpose::Goto if state.diff.is_some() => crate::tui::diff::goto(state, text, fx),
         InputPurpose::Goto => search::goto(state, text, fx),
         InputPurpose::KnobValue => crate::tui::knobs::type_knob(state, text, fx),
         InputPurpose::Budget => crate::tui::knobs::type_budget(state, text, fx),

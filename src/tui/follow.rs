@@ -195,6 +195,8 @@ fn on_reloaded(
     state.main.selected = state.main.selected.min(episodes.saturating_sub(1));
     crate::tui::main::navigate::follow_cursor(state);
     state.schedule.request(fx);
+    // Diff mode compares the grown session too (its cursor keeps up when at the newest).
+    crate::tui::diff::on_session_changed(state, fx);
 }
 
 /// Status-bar spans: `● following 12:03:41 · 3 new requests · W pause`.

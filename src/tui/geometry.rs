@@ -32,6 +32,16 @@ impl Scroll {
     pub fn half_page(&self) -> isize {
         (self.page / 2).max(1) as isize
     }
+
+    /// What PgUp / PgDn move a text pane by: half a page, but on a short pane (fewer than ten
+    /// rows, as at 80×24) all but one row, so a long page is read in a few keys.
+    pub fn text_step(&self) -> isize {
+        if self.page < 10 {
+            self.page.saturating_sub(1).max(1) as isize
+        } else {
+            self.half_page()
+        }
+    }
 }
 
 /// The main screen's panes as last drawn. Zero-sized rectangles are panes not on screen.

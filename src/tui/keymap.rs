@@ -111,6 +111,8 @@ pub enum Action {
     Copy,
     /// Follow the session live (pause / resume); see `tui::follow`.
     ToggleFollow,
+    /// The next built-in theme (dark, light, high-contrast, mono).
+    CycleTheme,
     // knobs panel
     KnobUp,
     KnobDown,
@@ -388,7 +390,7 @@ pub static BINDINGS: &[Binding] = &[
     bp(
         &[Code(K::PageDown), Ctrl('d')],
         A::ScrollDown,
-        "scroll the focused pane down (half a page)",
+        "scroll the focused pane down (half a page; a short pane: a page)",
         "scroll",
         TEXTS,
     ),
@@ -396,7 +398,7 @@ pub static BINDINGS: &[Binding] = &[
         Mode::Main,
         &[Code(K::PageUp), Ctrl('u')],
         A::ScrollUp,
-        "scroll the focused pane up (half a page)",
+        "scroll the focused pane up (half a page; a short pane: a page)",
         None,
     ),
     bp(
@@ -501,7 +503,7 @@ pub static BINDINGS: &[Binding] = &[
         Mode::Main,
         &[Code(K::Backspace)],
         A::Back,
-        "back to the parent session (or to the session picker)",
+        "back to the parent session (from a sub-agent session opened with Enter)",
         None,
     ),
     bp(
@@ -565,6 +567,13 @@ pub static BINDINGS: &[Binding] = &[
         &[C(crate::tui::follow::TOGGLE_KEY)],
         A::ToggleFollow,
         "follow the session live as OpenCode writes it (pause / resume)",
+        None,
+    ),
+    b(
+        Mode::Main,
+        &[Ctrl('t')],
+        A::CycleTheme,
+        "next theme: dark, light, high-contrast, mono (--theme picks the first)",
         None,
     ),
     b(
@@ -930,6 +939,13 @@ pub static BINDINGS: &[Binding] = &[
     ),
     b(
         Mode::Diff,
+        &[C(':')],
+        A::Goto,
+        "go to a request (42) or an episode (E3)",
+        None,
+    ),
+    b(
+        Mode::Diff,
         &[C('c')],
         A::NextChange,
         "next request where A and B differ",
@@ -1006,6 +1022,13 @@ pub static BINDINGS: &[Binding] = &[
         Some("policy B"),
     ),
     b(Mode::Diff, &[C('s')], A::SwapSides, "swap A and B", None),
+    b(
+        Mode::Diff,
+        &[Ctrl('t')],
+        A::CycleTheme,
+        "next theme: dark, light, high-contrast, mono",
+        None,
+    ),
     b(
         Mode::Diff,
         &[C('?'), Code(K::F(1))],

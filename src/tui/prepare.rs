@@ -234,15 +234,20 @@ pub fn session_entries(list: &[SessionSummary]) -> Vec<SessionEntry> {
 pub fn applied_grid(r: &tierscope_engine::replay::Replay, rows: usize, cols: usize) -> Grid {
     use tierscope_engine::replay::Cell as RCell;
     let mut grid = Grid::new(rows, cols);
-    for req in 0..cols.min(r.applied.requests) {
-        for ep in 0..rows.min(r.applied.episodes) {
-            let v = match r.applied.get(req, ep) {
+    // Span by span: the matrix keeps runs, so filling is linear in the cells drawn.
+    for ep in 0..rows.min(r.applied.episodes) {
+        for (from, to, c) in r.applied.spans(ep) {
+            let v = match c {
                 RCell::Tier(t) => cell::TIER0 + t.depth() as u8,
                 RCell::Active => cell::ACTIVE,
                 RCell::Future => cell::NONE,
             };
-            grid.set(ep, req, v);
+            for req in from..=to.min(cols.saturating_sub(1)) {
+                grid.set(ep, req, v);
+            }
         }
+    }
+    for req in 0..cols.min(r.applied.requests) {
         for c in r.tail_only_cuts(req) {
             // The active episode keeps its own mark.
             if grid.tier(c.episode, req) == Some(Tier::Full) {
@@ -299,12 +304,19 @@ pub fn replay_model(
     let mut grid = applied_grid(r, n_ep, n_req);
     let tail_only = tail_spans(r, n_ep);
     let mut desired = std::collections::BTreeMap::new();
-    for req in 0..n_req.min(r.applied.requests) {
-        for ep in 0..n_ep.min(r.applied.episodes) {
-            if let (RCell::Tier(a), RCell::Tier(d)) =
-                (r.applied.get(req, ep), r.desired.get(req, ep))
-            {
-                if a != d {
+    // Where the desired tier differs from the applied one: walk both episodes' spans together.
+    for ep in 0..n_ep.min(r.applied.episodes) {
+        let applied: Vec<_> = r.applied.spans(ep).collect();
+        for (from, to, dc) in r.desired.spans(ep) {
+            let RCell::Tier(d) = dc else { continue };
+            // The applied spans overlapping this one, each overlap marked where they differ.
+            let first = applied.partition_point(|s| s.1 < from);
+            for &(af, at, ac) in applied[first..].iter().take_while(|s| s.0 <= to) {
+                let RCell::Tier(a) = ac else { continue };
+                if a == d {
+                    continue;
+                }
+                for req in af.max(from)..=at.min(to).min(n_req.saturating_sub(1)) {
                     grid.or(ep, req, cell::DEFERRED);
                     desired.insert((ep, req), d);
                 }
@@ -388,6 +400,7 @@ pub fn replay_model(
             deferred: (f.deferred + f.dwell_blocks) as usize,
             holds: f.holds as usize,
             thrash: f.thrash as usize,
+            emergencies: f.emergencies as usize,
             floor_violations: f.floor_violations as usize,
             pin_violations: f.pin_violations as usize,
             probes_ok: f.probes_ok as usize,
@@ -435,6 +448,16 @@ pub fn replay_model(
         ));
     }
     let peak_pressure = r.frames.iter().map(|f| f.pressure).fold(0.0, f64::max);
+    let price = &r.trace.pricing.price;
+    let prices = format!(
+        "${} in, ${} out per M tok",
+        tidy_price(price.input),
+        tidy_price(price.output)
+    );
+    let (budget_warning, budget_warning_short) = match budget_warning(r) {
+        Some((long, short)) => (Some(long), Some(short)),
+        None => (None, None),
+    };
     ReplayModel {
         policy: r.policy.name.clone(),
         budget: r.policy.budget,
@@ -471,9 +494,54 @@ pub fn replay_model(
         totals: crate::tui::totals::RunTotals::of(r),
         peak_pressure,
         pricing_note,
+        prices,
+        budget_warning,
+        budget_warning_short,
         notes,
         compaction,
     }
+}
+
+/// A price as the header prints it: `1.25`, `10`.
+fn tidy_price(v: f64) -> String {
+    let s = format!("{v:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// Why no schedule can keep `r` within its budget, if none can: the system chunk (which no
+/// tier shrinks) alone is over it, or else every request went over it. In full and in a few
+/// words.
+pub fn budget_warning(r: &tierscope_engine::replay::Replay) -> Option<(String, String)> {
+    use crate::tui::widgets::chart::short;
+    let budget = r.policy.budget;
+    if budget == 0 || r.frames.is_empty() {
+        return None;
+    }
+    let system = r.trace.system_segments.iter().map(|s| s.tokens).max();
+    if let Some(sys) = system.filter(|s| *s >= budget) {
+        return Some((
+            format!(
+                "budget unmeetable: the system chunk alone is {} tok, over the budget {}: every request overflows (K raises it)",
+                crate::tui::ui::thousands(sys),
+                crate::tui::ui::thousands(budget)
+            ),
+            format!(
+                "budget unmeetable: system {} > {}",
+                short(sys as f64),
+                short(budget as f64)
+            ),
+        ));
+    }
+    if r.frames.iter().all(|f| f.overflow > 0) {
+        return Some((
+            format!(
+                "budget unmeetable: every request is over the budget {} (K raises it)",
+                crate::tui::ui::thousands(budget)
+            ),
+            format!("budget unmeetable: all over {}", short(budget as f64)),
+        ));
+    }
+    None
 }
 
 /// Replays the session and prepares the result.

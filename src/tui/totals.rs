@@ -18,6 +18,9 @@ pub struct RunTotals {
     pub thrash: u64,
     /// Requests whose rendered context went over the budget.
     pub overflow: u64,
+    /// Changes applied off schedule (between boundaries or inside `min_dwell`) because the
+    /// context would otherwise overflow the budget.
+    pub emergencies: u64,
 }
 
 impl RunTotals {
@@ -29,6 +32,7 @@ impl RunTotals {
             holds: s.holds,
             deferrals: s.deferred + s.dwell_blocks,
             thrash: s.thrash,
+            emergencies: s.emergencies,
             overflow: r
                 .frames
                 .iter()
@@ -43,7 +47,11 @@ impl RunTotals {
         [
             (
                 "changes",
-                vec![("chg", self.changes), ("thrash", self.thrash)],
+                vec![
+                    ("chg", self.changes),
+                    ("thrash", self.thrash),
+                    ("emerg", self.emergencies),
+                ],
             ),
             (
                 "ep·req",
@@ -74,13 +82,14 @@ mod tests {
             deferrals: 3,
             thrash: 4,
             overflow: 5,
+            emergencies: 6,
         };
         let v: Vec<u64> = t
             .groups()
             .iter()
             .flat_map(|(_, g)| g.iter().map(|(_, v)| *v))
             .collect();
-        assert_eq!(v, [1, 4, 2, 3, 5]);
+        assert_eq!(v, [1, 4, 6, 2, 3, 5]);
         assert_eq!(before_after(Some(12), 8), "12→8");
         assert_eq!(before_after(Some(8), 8), "8");
         assert_eq!(before_after(None, 8), "8");

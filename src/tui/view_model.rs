@@ -188,6 +188,8 @@ pub struct FrameRow {
     pub deferred: usize,
     pub holds: usize,
     pub thrash: usize,
+    /// Changes applied off schedule because the context would overflow the budget.
+    pub emergencies: usize,
     pub floor_violations: usize,
     pub pin_violations: usize,
     pub probes_ok: usize,
@@ -236,6 +238,13 @@ pub struct ReplayModel {
     pub peak_pressure: f64,
     /// Set when the prices are an assumption: the model is not in the pricing table.
     pub pricing_note: Option<String>,
+    /// The prices the costs use: `$1.25 in, $10 out per M tok`.
+    pub prices: String,
+    /// Set when no schedule can keep to the budget: the system chunk alone is over it, or
+    /// every request is (the explorer warns in the chart and the status bar).
+    pub budget_warning: Option<String>,
+    /// The same in a few words (the chart's title, a narrow footer).
+    pub budget_warning_short: Option<String>,
     pub notes: Vec<String>,
     /// `opencode`: which trigger ran and where it compacted, in a few words (the header).
     pub compaction: Option<String>,

@@ -227,6 +227,10 @@ fn an_episode_split_by_the_kept_tail_is_shown_from_the_cut_and_says_so() {
                 }
                 cuts.insert(e, (c.hidden, c.chunks));
             }
+            // A summary call shows the call it was, not the conversation's episodes.
+            if f.synthetic_call {
+                continue;
+            }
             let ctx = render_at(&Input::from(&s), &p, budget, f.request).expect("renders");
             for (&e, &(hidden, chunks)) in &cuts {
                 if r.applied.get(f.request, e) != Cell::Tier(Tier::Full) {
@@ -244,6 +248,50 @@ fn an_episode_split_by_the_kept_tail_is_shown_from_the_cut_and_says_so() {
         assert!(
             checked > 0,
             "{name}: no request shows an episode from its tail"
+        );
+    }
+}
+
+/// At the recorded limits, the simulation reproduces OpenCode compaction by compaction: it
+/// compacts where OpenCode did, keeps the tail OpenCode kept (sized, as OpenCode sizes it, by
+/// characters ÷ 4 of the messages, a turn split at the message OpenCode split it at), keeps an
+/// earlier summary its tail still holds, and sizes each request after within 2 % of what the
+/// model received. Recorded: `opencode-1.18.33/exports/E2.json` (context 14,000, output 3,000;
+/// tails from the middle of turns 3 and 5).
+#[test]
+fn simulated_compaction_at_the_recorded_limits_reproduces_the_recording() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/recordings/opencode-1.18.33/exports/E2.json");
+    let s = load(&LoadOptions {
+        path: Some(path),
+        ..LoadOptions::default()
+    })
+    .expect("E2 loads");
+    let recorded = opencode(&s, &[("trigger", "recorded")], None);
+    let sim = opencode(&s, &[("trigger", "simulate")], None);
+    let at = compacted_at(&sim);
+    let shown_from: Vec<usize> = recorded
+        .policy
+        .compaction
+        .as_ref()
+        .expect("a compaction run")
+        .compactions
+        .clone();
+    assert_eq!(at, shown_from, "compacts where OpenCode did");
+    assert_eq!(at.len(), 2);
+    for &t in &at {
+        let cut = |r: &Replay| r.frames[t].tail_only.clone();
+        assert_eq!(cut(&sim), cut(&recorded), "the kept tail at request {t}");
+        assert!(!cut(&sim).is_empty(), "a split turn at request {t}");
+    }
+    for f in sim.frames.iter().filter(|f| !f.synthetic_call) {
+        let rec = f.recorded.prompt as f64;
+        let err = (f.tokens as f64 - rec).abs() / rec * 100.0;
+        assert!(
+            err < 2.0,
+            "request {}: {} vs {rec} ({err:.2} %)",
+            f.request,
+            f.tokens
         );
     }
 }

@@ -96,7 +96,7 @@ fn tier_function_matches_magic_contexts_golden_file() {
 
 /// A `context.db` at schema `version`: the v17 base, then each migration's DDL in order
 /// (ADD COLUMN as an ensure-column), with `schema_migrations` rows as Magic Context records them.
-fn build_db(path: &Path, version: i64) -> Connection {
+pub(crate) fn build_db(path: &Path, version: i64) -> Connection {
     let schema = json("schema.json");
     let c = Connection::open(path).unwrap();
     let add_column = regex::Regex::new(r"(?i)^\s*ALTER TABLE (\w+) ADD COLUMN (\w+)").unwrap();
@@ -847,6 +847,40 @@ fn backstop_only_on_cache_busting_passes() {
     // the history budget).
     let busy = run(100);
     assert!(busy.contains("backstop"), "{busy}");
+}
+
+/// Turns after the last compartment are Magic Context's raw live tail: no fold tiers them and
+/// m[1] does not count them. With two compartments and a history budget of 3 tokens, the first
+/// cache-busting pass (request 5) refolds for those two, and the nine uncovered turns stay full
+/// through it and the `ttl_idle` fold at the end.
+#[test]
+fn turns_after_the_last_compartment_are_not_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = session(12);
+    let db = dir.path().join("context.db");
+    write_rows(&db, 98, &t, &[row(1, "a"), row(2, "b")]);
+    let l = load(&t, &db);
+    let sets = vec![
+        ("context_limit".to_owned(), "100".to_owned()),
+        ("history_budget_percentage".to_owned(), "0.05".to_owned()),
+    ];
+    let r = replay::replay(
+        &Input::from(&l),
+        &policy::load("decay", &sets).unwrap(),
+        None,
+    );
+    let note = r.policy.note.clone().unwrap_or_default();
+    assert!(note.contains("backstop 1,"), "{note}");
+    assert_eq!(fold_requests(&r), vec![0, 5, 11], "{note}");
+    let last = r.frames.len() - 1;
+    for e in 2..11 {
+        assert_eq!(
+            r.applied.get(last, e),
+            Cell::Tier(Tier::Full),
+            "{}",
+            l.episodes[e].id
+        );
+    }
 }
 
 /// A sub-agent session gets no history from Magic Context: nothing is decayed.

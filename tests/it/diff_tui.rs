@@ -65,10 +65,10 @@ fn opencode_at_the_budget_shows_its_cliff_in_diff_mode() {
     assert_inert(&buf);
     let text = text(&buf);
     assert!(
-        text.contains("B opencode [simulate@9000: 8 compactions from req 12]"),
+        text.contains("B opencode [simulate@9000: 11 compactions from req 12]"),
         "{text}"
     );
-    assert!(text.contains("── summary · 550 tokens ──"), "{text}");
+    assert!(text.contains("── summary · 605 tokens ──"), "{text}");
     assert!(text.contains("[simulated compaction 1:"), "{text}");
     snap(&format!("diff_opencode_dark_{w}x{h}"), styled(&buf));
 }
@@ -268,12 +268,9 @@ fn the_header_says_which_trigger_opencode_ran() {
     for (budget, want) in [
         (
             Some(9_000),
-            "policy opencode [simulate@9000: 8 compactions from req 5]",
+            "opencode [simulate@9000: 8 compactions from req 6]",
         ),
-        (
-            None,
-            "policy opencode [recorded: 3 compactions from req 13]",
-        ),
+        (None, "opencode [recorded: 3 compactions from req 13]"),
     ] {
         let app = open(sample("C1.json"), "dark", 160, 45, "opencode", budget);
         let buf = app.draw();

@@ -434,3 +434,36 @@ fn pruned_variant_replaces_pruned_outputs() {
     // Other chunks have none.
     assert!(full.chunks.iter().filter(|c| c.pruned.is_some()).count() == 1);
 }
+
+/// A compaction summary inside an episode (OpenCode 1.0.61 keeps it in the turn it cut) restates
+/// earlier turns: its words ("rows are read and then rejected") reject no approach of the
+/// episode and are not its outcome. Recorded: `opencode-1.0.61/exports/S2.json`, E4 reproduces
+/// the bug in a failing test, then the summary follows.
+#[test]
+fn a_summary_inside_an_episode_speaks_for_no_approach() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/recordings/opencode-1.0.61/exports/S2.json");
+    let l = tierscope_engine::loaded::load(&tierscope_engine::loaded::LoadOptions {
+        path: Some(path.clone()),
+        ..Default::default()
+    })
+    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let e4 = l.episodes.iter().find(|e| e.id == "E4").expect("E4 in S2");
+    assert!(
+        l.trace.messages[e4.first_message..=e4.last_message]
+            .iter()
+            .any(|m| m.summary),
+        "E4 holds the compaction summary"
+    );
+    assert!(!e4.kinds.contains(&EpisodeKind::Rejected), "{:?}", e4.kinds);
+    assert!(e4.kinds.contains(&EpisodeKind::Failure), "{:?}", e4.kinds);
+    let compact = e4
+        .representation(Tier::Compact)
+        .expect("a compact tier")
+        .text();
+    assert!(
+        !compact.contains("Summary of our conversation"),
+        "{compact}"
+    );
+    assert!(!compact.contains("an approach"), "{compact}");
+}

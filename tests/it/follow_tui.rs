@@ -186,3 +186,73 @@ fn following_a_database_without_sessions_waits_and_shows_the_first() {
     assert_eq!(app.state.follow.session.as_deref(), Some(E1));
     assert!(app.state.flash.is_none(), "{:?}", app.state.flash);
 }
+
+/// Diff mode keeps up with follow: the followed session grows while A and B are compared, both
+/// replays rerun on it, and a diff cursor at the newest request moves to the new newest (it
+/// stayed at 22/22 while the session grew to 29).
+#[test]
+fn diff_mode_keeps_up_with_a_growing_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = copy_recording(dir.path());
+    let w = writer(&db);
+    let rest = truncate(&w, E2, 10);
+    let full = fresh_load(std::path::Path::new(RECORDING), E2);
+
+    let policy = tierscope_engine::policy::load("retention", &[]).unwrap();
+    let theme = Theme::builtin("dark").unwrap();
+    let mut state = State::new(theme, policy, Some(9000), StartOptions::default());
+    state.width = 120;
+    state.height = 40;
+    state.follow.enabled = true;
+    let args = LoadOptions {
+        path: Some(db.clone()),
+        session: Some(E2.to_owned()),
+        ..LoadOptions::default()
+    };
+    let mut worker = Worker::new(args);
+    let (tx, rx) = mpsc::channel();
+    worker.enable_follow(Arc::new(move |m| {
+        let _ = tx.send(Msg::Follow(m));
+    }));
+    let fx = vec![Effect::LoadSession {
+        id: Some(E2.to_owned()),
+    }];
+    let mut app = App { state, worker, rx };
+    run_sync(&mut app.state, &mut app.worker, fx);
+    assert!(app.until(Duration::from_secs(10), |s| {
+        s.follow.status == Some(FollowStatus::Following)
+    }));
+    let early = app.state.requests();
+    // Diff mode against `age`, its cursor at the newest request.
+    app.key('d');
+    let pick = app
+        .state
+        .diff
+        .as_ref()
+        .and_then(|d| d.picker.as_ref())
+        .and_then(|(list, _)| list.iter().position(|c| c.label == "age"))
+        .unwrap();
+    if let Some((_, sel)) = app.state.diff.as_mut().and_then(|d| d.picker.as_mut()) {
+        *sel = pick;
+    }
+    app.handle(Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)));
+    app.key('G');
+    let diff_at = |s: &State| {
+        s.diff
+            .as_ref()
+            .map(|d| (d.cursor, d.model.as_ref().map(|m| m.requests)))
+    };
+    assert_eq!(diff_at(&app.state), Some((early - 1, Some(early))));
+
+    append_like_opencode(&w, &rest, Duration::from_millis(5));
+    let n = full.requests.len();
+    assert!(n > early);
+    assert!(
+        app.until(Duration::from_secs(20), |s| diff_at(s)
+            == Some((n - 1, Some(n)))),
+        "diff mode stayed at {:?} while the session grew to {n}",
+        diff_at(&app.state)
+    );
+    // Still comparing, at the new newest request.
+    assert_eq!(app.state.mode(), tierscope::tui::keymap::Mode::Diff);
+}

@@ -191,3 +191,124 @@ fn replayed_tokens_track_the_recorded_prompt() {
         }
     }
 }
+
+/// What a request sent is one thing: `render` prints the context whose size `replay` reports,
+/// at every request of every recording (summary calls, simulated compactions and calls a
+/// policy does not make included), under policies that follow the recording, compact on their
+/// own or demote under a tight budget.
+#[test]
+fn render_and_replay_agree_on_every_request() {
+    let cc = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/recordings/claude-code-2.1.197/dot-claude"
+    );
+    let codex = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/recordings/codex-0.171.0/dot-codex"
+    );
+    let oc = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/recordings");
+    let mut inputs: Vec<(String, LoadOptions)> = recordings()
+        .into_iter()
+        .map(|(name, path)| {
+            (
+                name,
+                LoadOptions {
+                    path: Some(path),
+                    ..LoadOptions::default()
+                },
+            )
+        })
+        .collect();
+    for id in [
+        "927b1170-f977-416a-aabb-46039b7eb22a",
+        "f1757de4-c270-45a4-a408-d101959666e3",
+    ] {
+        inputs.push((
+            format!("claude-code {id}"),
+            LoadOptions {
+                path: Some(PathBuf::from(cc)),
+                session: Some(id.to_owned()),
+                ..LoadOptions::default()
+            },
+        ));
+    }
+    for (name, rel) in [
+        ("codex", codex.to_owned()),
+        ("0.1.174", format!("{oc}/opencode-0.1.174/data")),
+        ("1.1.65", format!("{oc}/opencode-1.1.65/data")),
+    ] {
+        assert!(Path::new(&rel).exists(), "{rel} is missing");
+        inputs.push((
+            name.to_owned(),
+            LoadOptions {
+                path: Some(PathBuf::from(rel)),
+                ..LoadOptions::default()
+            },
+        ));
+    }
+    for dir in ["opencode-1.14.41/exports", "opencode-1.0.61/exports"] {
+        let d = PathBuf::from(oc).join(dir);
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&d)
+            .unwrap_or_else(|e| panic!("{}: {e}", d.display()))
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.extension().is_some_and(|x| x == "json")
+                    && !p.to_string_lossy().contains(".child")
+            })
+            .collect();
+        files.sort();
+        assert!(!files.is_empty(), "{} holds no export", d.display());
+        for f in files {
+            inputs.push((
+                f.display().to_string(),
+                LoadOptions {
+                    path: Some(f),
+                    ..LoadOptions::default()
+                },
+            ));
+        }
+    }
+    /// A policy, its `--set`s and a budget.
+    type Run = (
+        &'static str,
+        &'static [(&'static str, &'static str)],
+        Option<u64>,
+    );
+    let policies: [Run; 6] = [
+        ("retention", &[], None),
+        ("retention", &[], Some(9000)),
+        ("opencode", &[], None),
+        ("opencode", &[], Some(9000)),
+        ("opencode", &[("trigger", "simulate")], None),
+        ("claude-code", &[], None),
+    ];
+    let mut calls = 0;
+    for (name, opts) in inputs {
+        let s = loaded::load(&opts).unwrap_or_else(|e| panic!("loading {name}: {e}"));
+        let all: Vec<usize> = (0..s.trace.requests.len()).collect();
+        for (p, sets, budget) in policies {
+            let sets: Vec<(String, String)> = sets
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+            let pol = policy::load(p, &sets).unwrap_or_else(|e| panic!("{p}: {e}"));
+            let r = replay::replay_session(&s, &pol, budget);
+            let ctxs = replay::render_requests(&(&s).into(), &pol, budget, &all)
+                .unwrap_or_else(|e| panic!("{name} {p}: {e}"));
+            for (f, c) in r.frames.iter().zip(&ctxs) {
+                calls += usize::from(f.synthetic_call);
+                assert_eq!(
+                    c.tokens, f.tokens,
+                    "{name} {p} {sets:?} {budget:?}: request {} rendered {} tokens, replayed {}",
+                    f.request, c.tokens, f.tokens
+                );
+                assert_eq!(
+                    c.divergence, f.divergence,
+                    "{name} {p} {sets:?} {budget:?}: request {} divergence rendered {}, replayed {}",
+                    f.request, c.divergence, f.divergence
+                );
+            }
+        }
+    }
+    assert!(calls > 20, "the recordings hold summary calls ({calls})");
+}

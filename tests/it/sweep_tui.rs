@@ -66,12 +66,10 @@ fn setup_form_chooses_knobs_ranges_and_metric() {
                 let s = sw(a);
                 assert_eq!(s.x_knob().map(|k| k.name.as_str()), Some("demote_at"));
                 assert_eq!(s.y_knob().map(|k| k.name.as_str()), Some("promote_at"));
-                // Inside promote_at < target (0.75) < demote_at: no point of the default grid
-                // breaks the constraint, and both hold the current value.
-                assert_eq!(
-                    s.x_axis.values(),
-                    vec![0.81, 0.9, 0.99, 1.08, 1.17, 1.26, 1.35]
-                );
+                // Inside promote_at < target (0.75) < demote_at ≤ 1 (the budget): no point of
+                // the default grid breaks the constraint or overflows by construction, and both
+                // hold the current value.
+                assert_eq!(s.x_axis.values(), vec![0.78, 0.82, 0.86, 0.9, 0.94, 0.98]);
                 assert_eq!(
                     s.y_axis.values(),
                     vec![0.36, 0.42, 0.48, 0.54, 0.6, 0.66, 0.72]
@@ -110,7 +108,7 @@ fn setup_form_chooses_knobs_ranges_and_metric() {
                 assert_eq!(a.state.mode(), Mode::SweepEdit);
                 assert_eq!(
                     sw(a).edit.as_ref().map(|e| e.0.as_str()),
-                    Some("0.81:1.35:0.09")
+                    Some("0.78:0.98:0.04")
                 );
             },
         ),
@@ -165,19 +163,19 @@ fn the_grid_runs_moves_and_enter_loads_the_point_into_the_main_view() {
     let gen_before = app.state.schedule.gen;
     let steps: Vec<Step> = vec![
         (
-            "Enter runs the 7×7 grid, every point valid",
+            "Enter runs the 7×6 grid, every point valid",
             vec![KeyCode::Char('S'), KeyCode::Enter],
             |a| {
                 assert_eq!(a.state.mode(), Mode::Sweep);
                 let s = sw(a);
                 assert_eq!(s.phase, Phase::Grid);
                 let g = s.grid.as_ref().expect("grid");
-                assert_eq!((g.rows(), g.cols()), (7, 7));
-                assert_eq!(g.result.valid(), 49);
+                assert_eq!((g.rows(), g.cols()), (7, 6));
+                assert_eq!(g.result.valid(), 42);
                 assert!(g.result.points.iter().any(|p| p.pareto));
                 // The current knobs (0.9, 0.6) are on the grid, and the selection starts there.
-                assert_eq!(g.current, Some((4, 1)));
-                assert_eq!(s.sel, (4, 1));
+                assert_eq!(g.current, Some((4, 3)));
+                assert_eq!(s.sel, (4, 3));
             },
         ),
         (
@@ -188,7 +186,7 @@ fn the_grid_runs_moves_and_enter_loads_the_point_into_the_main_view() {
                 v
             },
             |a| {
-                assert_eq!(sw(a).sel, (3, 6));
+                assert_eq!(sw(a).sel, (3, 5));
             },
         ),
         ("m recolours without rerunning", keys("m"), |a| {
@@ -201,16 +199,16 @@ fn the_grid_runs_moves_and_enter_loads_the_point_into_the_main_view() {
             {
                 let mut v = vec![KeyCode::Char('s'), KeyCode::Char('e')];
                 v.extend([KeyCode::Backspace; 20]);
-                v.extend(keys("0.6:1.2:0.1"));
+                v.extend(keys("0.6:1:0.1"));
                 v.extend([KeyCode::Enter, KeyCode::Enter]);
                 v
             },
             |a| {
                 let s = sw(a);
                 let g = s.grid.as_ref().expect("grid");
-                assert_eq!((g.rows(), g.cols()), (7, 7));
+                assert_eq!((g.rows(), g.cols()), (7, 5));
                 // demote_at 0.6 and 0.7 are below target 0.75.
-                assert_eq!(g.result.valid(), 35);
+                assert_eq!(g.result.valid(), 21);
                 assert!(!g.result.at(&[0, 0]).expect("cell").is_valid());
                 assert!(g.reasons[0]
                     .as_deref()
@@ -231,14 +229,14 @@ fn the_grid_runs_moves_and_enter_loads_the_point_into_the_main_view() {
             "Enter on a valid point loads its knobs and returns",
             {
                 let mut v = vec![KeyCode::Down, KeyCode::Down];
-                v.extend([KeyCode::Right; 5]);
+                v.extend([KeyCode::Right; 2]);
                 v.push(KeyCode::Enter);
                 v
             },
             |a| {
                 assert!(a.state.sweep.is_none());
                 assert_eq!(a.state.mode(), Mode::Main);
-                assert_eq!((num(a, "demote_at"), num(a, "promote_at")), (1.1, 0.48));
+                assert_eq!((num(a, "demote_at"), num(a, "promote_at")), (0.8, 0.48));
             },
         ),
     ];
@@ -256,7 +254,7 @@ fn the_grid_runs_moves_and_enter_loads_the_point_into_the_main_view() {
             .unwrap_or_default()
             .to_owned()
     };
-    assert!(row("demote_at").contains("1.1"), "{t}");
+    assert!(row("demote_at").contains("0.8"), "{t}");
     assert!(row("promote_at").contains("0.48"), "{t}");
     app.key(KeyCode::Esc);
     // Diff mode offers the knobs before the sweep as the baseline.
@@ -281,9 +279,9 @@ fn esc_cancels_a_running_sweep_and_its_late_result_is_ignored() {
         other => panic!("{other:?}"),
     };
     assert_eq!(job.job_key(), tierscope::tui::app::JobKey::Sweep);
-    assert_eq!(sw(&app).phase, Phase::Running { done: 0, total: 49 });
+    assert_eq!(sw(&app).phase, Phase::Running { done: 0, total: 42 });
     let buf = app.draw();
-    assert!(text(&buf).contains("0 of 49 points done"), "{}", text(&buf));
+    assert!(text(&buf).contains("0 of 42 points done"), "{}", text(&buf));
     assert_inert(&buf);
     snap("sweep_running_dark_80x24", styled(&buf));
     app.key(KeyCode::Esc);
@@ -316,7 +314,7 @@ fn snapshots() {
         let buf = app.draw();
         assert_inert(&buf);
         let t = text(&buf);
-        assert!(t.contains("demote_at = 0.99"), "{t}");
+        assert!(t.contains("demote_at = 0.94"), "{t}");
         assert!(t.contains("best") && t.contains("worst"), "legend: {t}");
         assert!(t.contains('×') && t.contains('*') && t.contains('●'), "{t}");
         snap(&format!("sweep_grid_{theme}_{w}x{h}"), styled(&buf));

@@ -21,7 +21,7 @@ fn real_binary_in_tmux_opens_diff_mode_and_edits_b() {
     );
     t.start(&cmd);
     t.wait("the main screen", |s| {
-        s.contains("Episodes") && s.contains("t 0 / 23")
+        s.contains("Episodes") && s.contains("r0/23")
     });
 
     // `d` opens the chooser with `age` preselected (the current policy is retention).
@@ -40,7 +40,7 @@ fn real_binary_in_tmux_opens_diff_mode_and_edits_b() {
         t.keys(&["l"]);
     }
     let s = t.wait("request 18 with its context diff", |s| {
-        s.contains("request 18/23") && s.contains("context at r18") && s.contains("hunk 1/")
+        s.contains("r18/23") && s.contains("context at r18") && s.contains("hunk 1/")
     });
     assert!(s.contains("anchor!"), "E0 below its floor in B:\n{s}");
     assert!(s.contains("floor-viol +1"), "{s}");

@@ -21,17 +21,17 @@ fn real_binary_in_tmux_steps_changes_a_knob_and_restores_the_terminal() {
     );
     t.start(&cmd);
     let first = t.wait("the main screen", |s| {
-        s.contains("Episodes") && s.contains("t 0 / 23")
+        s.contains("Episodes") && s.contains("r0/23")
     });
     assert!(first.contains("Migrate confmerge"), "{first}");
     assert_eq!(t.display("#{alternate_on}"), "1");
 
     // Step forward twice.
     t.keys(&["l", "l"]);
-    t.wait("the cursor at request 2", |s| s.contains("t 2 / 23"));
+    t.wait("the cursor at request 2", |s| s.contains("r2/23"));
     t.keys(&["End"]);
     let before = t.wait("the cursor at the end", |s| {
-        s.contains("t 23 / 23") && s.contains("Context t 23")
+        s.contains("r23/23") && s.contains("Context r23")
     });
 
     // Change a knob: demote_at typed as 1.5 in the knobs panel.

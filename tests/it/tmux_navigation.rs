@@ -12,7 +12,7 @@ fn open(prefix: &str, w: u16, h: u16) -> Tmux {
     let t = Tmux::new(prefix);
     t.start_sized(w, h, &explorer("M1.json", "--budget 9000"));
     t.wait("the main screen", |s| {
-        s.contains("Episodes") && s.contains("t 0 / 23") && s.contains("Σ run")
+        s.contains("Episodes") && s.contains("r0/23") && s.contains(" run ")
     });
     t
 }
@@ -25,7 +25,7 @@ fn detail_scrolls_to_the_change_history() {
     // 80×24: the detail pane holds a few lines; E0's history is below them.
     let t = open("tierscope-nav-detail", 80, 24);
     t.keys(&["End"]);
-    t.wait("the last request", |s| s.contains("t 23 / 23"));
+    t.wait("the last request", |s| s.contains("r23/23"));
     let first = t.screen();
     assert!(!first.contains("full→compact  pressure"), "{first}");
     // Focus the detail pane (heatmap → episodes → detail at this width).
@@ -64,9 +64,9 @@ fn context_opens_filled_with_the_divergence_in_view() {
     let t = open("tierscope-nav-context", 120, 40);
     t.keys(&["End"]);
     let s = t.wait("the context at the last request", |s| {
-        s.contains("Context t 23:") && !s.contains("rendering")
+        s.contains("Context r23:") && !s.contains("rendering")
     });
-    let rows = box_rows(&s, "Context t 23:");
+    let rows = box_rows(&s, "Context r23:");
     assert!(rows.len() >= 5, "{s}");
     // Every row of the pane holds something: 14 chunks in 12 rows, no empty tail.
     let empty: Vec<&String> = rows.iter().filter(|r| r.trim().is_empty()).collect();
@@ -115,7 +115,7 @@ fn goto_moves_to_a_request_and_an_episode() {
     });
     t.keys(&["1", "2", "Enter"]);
     t.wait("request 12", |s| {
-        s.contains("t 12 / 23") && s.contains("Context t 12")
+        s.contains("r12/23") && s.contains("Context r12")
     });
     t.keys(&[":", "E", "2", "Enter"]);
     t.wait("episode E2", |s| {
@@ -123,7 +123,7 @@ fn goto_moves_to_a_request_and_an_episode() {
     });
     t.keys(&[":", "9", "9", "Enter"]);
     t.wait("the end, said", |s| {
-        s.contains("t 23 / 23") && s.contains("past the end")
+        s.contains("r23/23") && s.contains("past the end")
     });
     t.quit_and_check_restored();
 }

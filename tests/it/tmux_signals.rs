@@ -25,7 +25,7 @@ fn signal_restores_the_terminal(name: &str, number: i32) {
     );
     t.start(&cmd);
     t.wait("the main screen", |s| {
-        s.contains("Episodes") && s.contains("t 0 / 23")
+        s.contains("Episodes") && s.contains("r0/23")
     });
     assert_eq!(t.display("#{alternate_on}"), "1");
     assert_eq!(

@@ -27,7 +27,7 @@ fn explorer_as_a_job(t: &Tmux, dir: &std::path::Path) -> String {
     );
     t.keys(&[&cmd, "Enter"]);
     t.wait("the main screen", |s| {
-        s.contains("Episodes") && s.contains("t 0 / 23")
+        s.contains("Episodes") && s.contains("r0/23")
     });
     assert_eq!(
         t.display("#{alternate_on} #{mouse_any_flag}"),
@@ -63,7 +63,7 @@ fn check_suspended(t: &Tmux, how: &str) {
 fn check_resumed(t: &Tmux, how: &str, at: usize) {
     t.keys(&["fg", "Enter"]);
     let screen = t.wait("the explorer redrawn", |s| {
-        s.contains("Episodes") && s.contains(&format!("t {at} / 23")) && !s.contains("Stopped")
+        s.contains("Episodes") && s.contains(&format!("r{at}/23")) && !s.contains("Stopped")
     });
     assert!(
         !screen.contains(PROMPT),
@@ -76,7 +76,7 @@ fn check_resumed(t: &Tmux, how: &str, at: usize) {
     );
     t.keys(&["Right"]);
     t.wait("one key stepping (raw mode)", |s| {
-        s.contains(&format!("t {} / 23", at + 1))
+        s.contains(&format!("r{}/23", at + 1))
     });
 }
 
@@ -139,11 +139,11 @@ fn ctrl_z_without_job_control_does_not_stop_the_explorer() {
     let t = Tmux::new("tierscope-nojobs");
     t.start(&tmux_common::explorer("M1.json", "--budget 9000"));
     t.wait("the main screen", |s| {
-        s.contains("Episodes") && s.contains("t 0 / 23")
+        s.contains("Episodes") && s.contains("r0/23")
     });
     t.keys(&["C-z"]);
     t.keys(&["Right"]);
-    t.wait("the explorer still stepping", |s| s.contains("t 1 / 23"));
+    t.wait("the explorer still stepping", |s| s.contains("r1/23"));
     assert_eq!(t.display("#{alternate_on} #{mouse_any_flag}"), "1 1");
     t.quit_and_check_restored();
 }

@@ -59,8 +59,12 @@ fn every_mark_is_a_counted_engine_fact() {
     assert_eq!(cells_with(&app, cell::HOLD), t.holds);
     assert_eq!(cells_with(&app, cell::DEFERRED), t.deferrals);
     let screen = text(&app.draw());
+    let run = screen
+        .lines()
+        .find(|l| l.starts_with(" run "))
+        .unwrap_or_default();
     assert!(
-        screen.contains(&format!("→{} changes", t.thrash)),
+        run.contains(" thrash ") && run.contains(&format!("→{} emerg", t.thrash)),
         "{screen}"
     );
     assert!(screen.contains("ep·req"), "the unit is said: {screen}");

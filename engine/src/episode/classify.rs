@@ -102,6 +102,8 @@ struct FailureIn {
     query_commands: Option<Vec<String>>,
     #[serde(default)]
     operational_tools: Option<Vec<String>>,
+    #[serde(default)]
+    reason_lines: Option<Vec<String>>,
     #[serde(flatten)]
     vote: Vote,
 }
@@ -273,6 +275,7 @@ pub struct Rules {
     passing_lines: Patterns,
     query_commands: Vec<Regex>,
     operational_tools: Vec<String>,
+    reason_lines: Patterns,
     rationale: Patterns,
     open: RegexSet,
     uncertain: RegexSet,
@@ -394,6 +397,7 @@ impl Rules {
             passing_lines: Patterns::new(&newer(|f| &f.passing_lines)?, false, &bad)?,
             query_commands: re(&newer(|f| &f.query_commands)?)?,
             operational_tools: newer(|f| &f.operational_tools)?,
+            reason_lines: Patterns::new(&newer(|f| &f.reason_lines)?, false, &bad)?,
             rationale: Patterns::new(&record.rationale, false, &bad)?,
             open: set(&record.open)?,
             uncertain: set(&record.uncertain)?,
@@ -429,6 +433,12 @@ impl Rules {
     /// An editing tool (`[kinds.edit] tools`).
     pub fn is_edit_tool(&self, tool: &str) -> bool {
         self.edit_tools.iter().any(|t| t == tool)
+    }
+
+    /// A line after an error that states why (`versions that meet the requirements …`,
+    /// `previously selected package …`): the failure rule's `reason_lines`.
+    pub fn is_reason_line(&self, l: &str) -> bool {
+        self.reason_lines.is_match(l)
     }
 
     /// A runner's summary of a failure reported above it (`error: test failed, …`).
@@ -498,6 +508,8 @@ pub struct Failure {
     pub line: String,
     /// The rank of the error pattern that chose `line` (lower = stronger).
     pub rank: usize,
+    /// Lines after `line` that state its reason ([`super::evidence::Decisive::reasons`]).
+    pub reasons: Vec<String>,
     pub kind: FailureKind,
 }
 
@@ -568,7 +580,7 @@ impl Rejection {
     pub fn quote(&self) -> Option<String> {
         self.killed_by
             .as_ref()
-            .map(|k| format!("`{}` ({}): \"{}\"", k.command, k.what(), k.line))
+            .map(|k| format!("`{}` ({}): {}", k.command, k.what(), k.quoted()))
     }
 }
 
@@ -582,6 +594,16 @@ pub struct Attempt {
     pub text: Option<String>,
     /// Files edited from the previous rejection (or the episode start) to the rejecting message.
     pub files: Vec<String>,
+}
+
+/// How a rejected approach is named: what the assistant said it tried, else the files it
+/// changed for it, else (nothing recorded names it) "an approach".
+pub fn approach_name(text: Option<&str>, files: &[String]) -> String {
+    match text {
+        Some(t) if !t.trim().is_empty() => t.to_owned(),
+        _ if !files.is_empty() => format!("the change to {}", files.join(", ")),
+        _ => "an approach".to_owned(),
+    }
 }
 
 /// A sentence of assistant text that states a choice.
@@ -807,6 +829,7 @@ pub fn classify_with_todos(
                     exit: t.exit_code(),
                     line: d.line,
                     rank: d.rank,
+                    reasons: d.reasons,
                     kind: evidence::failure_kind(t, rules),
                 });
             }
@@ -828,6 +851,10 @@ pub fn classify_with_todos(
     let mut claimed: Option<usize> = None; // failures in steps up to this one are spoken for
     for (si, st) in steps.iter().enumerate() {
         let m = &msgs[st.off];
+        // A compaction summary restates earlier turns; its words give up nothing here.
+        if m.summary {
+            continue;
+        }
         let mi = seg.first_message + st.off;
         let parts = &m.parts[st.parts.clone()];
         let revert = parts.iter().find_map(|p| {
@@ -1127,18 +1154,29 @@ fn evidence(k: EpisodeKind, ev: &Evidence<'_>) -> String {
         ref failed_request,
     } = *ev;
     match k {
-        EpisodeKind::Failure => facts
-            .failures
-            .first()
-            .map(|f| {
-                let more = facts.failures.len() - 1;
-                if more > 0 {
-                    format!("{} (+{more} more)", f.describe())
-                } else {
-                    f.describe()
-                }
-            })
-            .unwrap_or_default(),
+        EpisodeKind::Failure => {
+            // Every failure is named: the first few quoted, the rest by where they are.
+            const QUOTED: usize = 3;
+            let mut s = facts
+                .failures
+                .iter()
+                .take(QUOTED)
+                .map(Failure::describe)
+                .collect::<Vec<_>>()
+                .join("; ");
+            let rest = &facts.failures[QUOTED.min(facts.failures.len())..];
+            if !rest.is_empty() {
+                let at: Vec<String> = rest
+                    .iter()
+                    .map(|f| {
+                        f.request
+                            .map_or_else(|| f.what(), |r| format!("{} in request {r}", f.what()))
+                    })
+                    .collect();
+                s.push_str(&format!("; and {} more: {}", rest.len(), at.join(", ")));
+            }
+            s
+        }
         EpisodeKind::Rejected => facts
             .rejections
             .first()
@@ -1507,7 +1545,8 @@ fn outcome(msgs: &[Message], first: usize, facts: &Facts) -> (String, Option<(us
         .iter()
         .enumerate()
         .rev()
-        .filter(|(_, m)| m.is_assistant())
+        // A compaction summary restates earlier turns: not this episode's outcome.
+        .filter(|(_, m)| m.is_assistant() && !m.summary)
         .find(|(_, m)| !m.text().trim().is_empty());
     match last_text {
         Some((off, m)) => {

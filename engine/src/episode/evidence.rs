@@ -88,10 +88,22 @@ pub struct Killing {
     pub failed: bool,
     /// The decisive line, exactly as recorded (trailing whitespace trimmed).
     pub line: String,
+    /// Lines after it that state its reason ([`Decisive::reasons`]).
+    pub reasons: Vec<String>,
     pub rule: KillRule,
 }
 
 impl Killing {
+    /// The decisive line quoted, then its reasons: `"…" — "…"; "…"`.
+    pub fn quoted(&self) -> String {
+        let mut s = format!("\"{}\"", self.line);
+        if !self.reasons.is_empty() {
+            let r: Vec<String> = self.reasons.iter().map(|r| format!("\"{r}\"")).collect();
+            s.push_str(&format!(" — {}", r.join("; ")));
+        }
+        s
+    }
+
     /// e.g. `bash exit 101` or `bash exit 0` (a quoted passing result) or `edit error`.
     pub fn what(&self) -> String {
         match self.exit {
@@ -108,6 +120,34 @@ impl Killing {
 pub struct Decisive {
     pub line: String,
     pub rank: usize,
+    /// Lines after `line` that state why it failed (a resolver's conflicting requirements, an
+    /// expected value), at most [`MAX_REASONS`]: a quote of the error alone can drop its reason.
+    pub reasons: Vec<String>,
+}
+
+/// At most this many reason lines follow a quoted error.
+pub const MAX_REASONS: usize = 3;
+/// Reason lines are looked for this many lines after the quoted one.
+const REASON_WINDOW: usize = 12;
+
+/// The lines of `text` after its line `line` that match the rules' `reason_lines` (see
+/// [`Decisive::reasons`]), in order, each once.
+pub fn reason_lines(text: &str, line: &str, rules: &Rules) -> Vec<String> {
+    let lines = output_lines(text);
+    let Some(at) = lines.iter().position(|l| *l == line) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = Vec::new();
+    for l in lines.iter().skip(at + 1).take(REASON_WINDOW) {
+        let l = l.trim();
+        if l != line.trim() && rules.is_reason_line(l) && !out.iter().any(|o| o == l) {
+            out.push(crate::text::clip_chars(l, 160));
+            if out.len() == MAX_REASONS {
+                break;
+            }
+        }
+    }
+    out
 }
 
 /// What a tool call printed or failed with: the error of a failed call, else its output.
@@ -136,6 +176,7 @@ pub fn decisive_line(text: &str, rules: &Rules) -> Decisive {
                 .last()
                 .map_or_else(|| "(no output)".to_owned(), |l| (*l).to_owned()),
             rank: rules.error_line_count(),
+            reasons: Vec::new(),
         };
     }
     let kept: Vec<&str> = {
@@ -154,6 +195,7 @@ pub fn decisive_line(text: &str, rules: &Rules) -> Decisive {
         return Decisive {
             line: l.to_owned(),
             rank,
+            reasons: reason_lines(text, l, rules),
         };
     }
     Decisive {
@@ -161,6 +203,7 @@ pub fn decisive_line(text: &str, rules: &Rules) -> Decisive {
             .last()
             .map_or_else(|| "(no output)".to_owned(), |l| (*l).to_owned()),
         rank: rules.error_line_count(),
+        reasons: Vec::new(),
     }
 }
 
@@ -410,7 +453,13 @@ pub fn killing_evidence(
                 if best.as_ref().is_none_or(|(b, _)| key > *b) {
                     best = Some((
                         key,
-                        killing(first + st.off, p.id.as_str(), t, line, KillRule::Quoted),
+                        killing(
+                            first + st.off,
+                            p.id.as_str(),
+                            t,
+                            (line, reason_lines(result_text(t), line, rules)),
+                            KillRule::Quoted,
+                        ),
                     ));
                 }
             }
@@ -433,11 +482,18 @@ pub fn killing_evidence(
         exit: f.exit,
         failed: true,
         line: f.line.clone(),
+        reasons: f.reasons.clone(),
         rule: KillRule::Strongest,
     })
 }
 
-fn killing(mi: usize, part_id: &str, t: &ToolPart, line: &str, rule: KillRule) -> Killing {
+fn killing(
+    mi: usize,
+    part_id: &str,
+    t: &ToolPart,
+    (line, reasons): (&str, Vec<String>),
+    rule: KillRule,
+) -> Killing {
     Killing {
         message_index: mi,
         part_id: part_id.to_owned(),
@@ -447,6 +503,7 @@ fn killing(mi: usize, part_id: &str, t: &ToolPart, line: &str, rule: KillRule) -
         exit: t.exit_code(),
         failed: t.failed(),
         line: line.to_owned(),
+        reasons,
         rule,
     }
 }
@@ -494,6 +551,25 @@ mod tests {
             decisive_line(out, &rules()).line,
             "thread 'a::b' panicked at crates/n/src/i.rs:208:23:"
         );
+    }
+
+    #[test]
+    fn a_resolver_error_keeps_the_requirements_that_conflict() {
+        let out = "error: failed to select a version for `tomlette`.\n    ... required by package `cfgkit v0.3.0`\n    ... which satisfies dependency `cfgkit = \"^0.3\"` of package `confmerge v0.6.2`\nversions that meet the requirements `~1.2` are: 1.2.5\n\nall possible versions conflict with previously selected packages.\n\n  previously selected package `tomlette v1.4.0`\n    ... which satisfies dependency `tomlette = \"^1.4\"` of package `confmerge v0.6.2`\n\nfailed to select a version for `tomlette` which could resolve this conflict\n";
+        let d = decisive_line(out, &rules());
+        assert_eq!(d.line, "error: failed to select a version for `tomlette`.");
+        assert_eq!(
+            d.reasons,
+            [
+                "... required by package `cfgkit v0.3.0`",
+                "versions that meet the requirements `~1.2` are: 1.2.5",
+                "previously selected package `tomlette v1.4.0`",
+            ]
+        );
+        // A one-line error has no reasons to keep.
+        assert!(decisive_line("error: no such file", &rules())
+            .reasons
+            .is_empty());
     }
 
     #[test]

@@ -176,10 +176,10 @@ fn body(r: &EpisodeRecord, v: View) -> String {
     if !r.rejected.is_empty() {
         push(&mut out, "rejected:");
         for x in &r.rejected {
-            let approach = x
-                .approach
-                .as_ref()
-                .map_or_else(|| "an approach".to_owned(), |a| a.text.clone());
+            let approach = super::classify::approach_name(
+                x.approach.as_ref().map(|a| a.text.as_str()),
+                &x.files,
+            );
             let at = x.approach.as_ref().map_or(&x.cite, |a| &a.cite);
             push(&mut out, &format!("- {approach} {}", cite(at, v)));
             if dense && !x.files.is_empty() {
@@ -364,9 +364,9 @@ fn anchor(r: &EpisodeRecord) -> String {
                 .join(" / "),
         )
     } else if let Some(x) = r.rejected.first() {
-        let approach = x.approach.as_ref().map_or_else(
-            || "an approach".to_owned(),
-            |a| clip_words(&a.text, ANCHOR_APPROACH),
+        let approach = clip_words(
+            &super::classify::approach_name(x.approach.as_ref().map(|a| a.text.as_str()), &x.files),
+            ANCHOR_APPROACH,
         );
         Some(match &x.killed_by {
             Some(e) => format!("not: {approach} — {}", evidence_core(e)),

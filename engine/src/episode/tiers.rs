@@ -611,11 +611,10 @@ fn source_compact(id: &str, cl: &Classified, full_text: &str) -> String {
     if !f.rejections.is_empty() {
         line(&mut out, "rejected:");
         for r in &f.rejections {
-            let approach = r
-                .attempt
-                .as_ref()
-                .and_then(|a| a.text.clone())
-                .unwrap_or_else(|| "an approach".to_owned());
+            let approach = r.attempt.as_ref().map_or_else(
+                || "an approach".to_owned(),
+                |a| super::classify::approach_name(a.text.as_deref(), &a.files),
+            );
             let killed = r.quote().map_or_else(
                 || "no failing command decided it".to_owned(),
                 |q| format!("killed by {q}"),

@@ -10,7 +10,55 @@ use super::prepare::Prep;
 use super::types::{CompactionCallCost, TierStat, TierStats};
 use crate::episode::{Episode, Tier};
 use crate::trace::model::CompactionShape;
+use crate::trace::summary_call::CompactionCall;
 use crate::trace::Trace;
+
+/// What a recorded summary call sent in the replay, beside its system chunk: the one answer
+/// both the pass (which sizes it) and `render` (which prints it) read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum RecordedCall<'a> {
+    /// The policy compacts on its own and does not make the recording's call: nothing sent.
+    NotMade,
+    /// Built by the agent's adapter as the agent sent it.
+    Built(&'a CompactionCall),
+    /// The conversation's own request with the instruction appended: the recorded history
+    /// before `until` (message, step), then the fixed instruction.
+    Continues { until: (usize, u32) },
+}
+
+impl RecordedCall<'_> {
+    /// Tokens besides the system chunk (`call_tokens`: the prepared count of the call).
+    pub(crate) fn tokens(&self, call_tokens: u64) -> u64 {
+        match self {
+            RecordedCall::NotMade => 0,
+            RecordedCall::Built(_) | RecordedCall::Continues { .. } => call_tokens,
+        }
+    }
+}
+
+/// The recorded summary call at request `t`, if `t` is one the agent built or continued (a
+/// call sized neither way is rendered like any request, from the conversation).
+pub(crate) fn recorded_call<'a>(
+    p: &Prep<'a>,
+    t: usize,
+    not_made: bool,
+) -> Option<(RecordedCall<'a>, u64)> {
+    let req = p.trace.requests.get(t)?;
+    if !req.synthetic_call {
+        return None;
+    }
+    if not_made {
+        return Some((RecordedCall::NotMade, 0));
+    }
+    let call_tokens = p.reqs.get(t)?.call_tokens?;
+    let call = match p.compaction.call(t) {
+        Some(c) => RecordedCall::Built(c),
+        None => RecordedCall::Continues {
+            until: p.continued_history_end(t)?,
+        },
+    };
+    Some((call, call_tokens))
+}
 
 /// Divergence of a built call from the previous call of its conversation (`prev`: its system
 /// key and tokens): the shared system chunk, nothing after it (each call's history differs).

@@ -100,7 +100,13 @@ pub(crate) fn divergence(st: &State<'_, '_>, apply_prunes: bool, cur: &Current) 
         return 0;
     }
     if c.prev_summary != st.summary_id() {
-        return cur.sys.min(c.prev_tokens).min(cur.tokens);
+        // A new summary: the two share the system chunk and what the summaries begin with
+        // (the agent's compaction message reads the same each time).
+        let shared = common_prefix(
+            st.summary_chunks(c.prev_summary),
+            st.summary_chunks(st.summary_id()),
+        );
+        return (cur.sys + shared).min(c.prev_tokens).min(cur.tokens);
     }
     let d = match c.pending {
         None => c.prev_tokens,

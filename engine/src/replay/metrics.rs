@@ -393,6 +393,8 @@ pub(crate) struct SummaryAcc {
     err: RecordedError,
     pct_sum: f64,
     delta: i64,
+    /// Every frame so far sends what the agent sent (see [`RecordedError::follows_recording`]).
+    follows_recording: bool,
 }
 
 impl Default for SummaryAcc {
@@ -418,6 +420,7 @@ impl Default for SummaryAcc {
             err: RecordedError::default(),
             pct_sum: 0.0,
             delta: 0,
+            follows_recording: true,
         }
     }
 }
@@ -450,6 +453,11 @@ impl SummaryAcc {
             self.err.max_abs_pct = self.err.max_abs_pct.max(pct);
             self.delta += f.tokens as i64 - f.recorded.prompt as i64;
         }
+        // A recorded call left out shows as an empty frame where the agent sent something.
+        let call_left_out = f.synthetic_call && f.tokens == 0 && f.recorded.prompt > 0;
+        self.follows_recording &= !f.compaction
+            && !call_left_out
+            && f.changes.iter().all(|c| c.reason == Reason::Compaction);
     }
 
     /// (Σ radius, Σ cost) so far: what a replay measures its `full` baseline by.
@@ -467,6 +475,7 @@ impl SummaryAcc {
             err.mean_abs_pct = self.pct_sum / err.requests as f64;
         }
         err.total_delta = self.delta;
+        err.follows_recording = self.follows_recording;
         let pr = &out.probes;
         Summary {
             requests: n,

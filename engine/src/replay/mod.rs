@@ -36,7 +36,7 @@ pub mod types;
 use std::collections::BTreeSet;
 use std::ops::ControlFlow;
 
-pub use render::{render_at, RenderedChunk, RenderedContext};
+pub use render::{render_at, render_requests, RenderedChunk, RenderedContext};
 pub use types::*;
 
 use crate::episode::sidecar::Probe;
@@ -138,7 +138,7 @@ impl<'a> Prepared<'a> {
     }
 
     /// Run the pass of `policy` at `budget` (its own common knobs; the view must have been built
-    /// with the same chunk filter, prunes and system chunk); its frames are not kept.
+    /// with the same chunk filter, prunes and system chunk), its frames kept.
     pub fn run(
         &self,
         policy: &Policy,
@@ -147,13 +147,19 @@ impl<'a> Prepared<'a> {
         keep_views: bool,
     ) -> pass::PassOutput {
         let mut decide = self.decide(policy, budget, budget_source);
-        self.run_into(
+        let mut frames = Vec::with_capacity(self.prep.reqs.len());
+        let mut out = self.run_into(
             policy,
             decide.as_mut(),
             budget,
             (keep_views, &self.probes),
-            &mut |_| ControlFlow::Continue(()),
-        )
+            &mut |f| {
+                frames.push(f);
+                ControlFlow::Continue(())
+            },
+        );
+        out.frames = frames;
+        out
     }
 
     /// The decision of `policy` for one pass.

@@ -31,6 +31,8 @@ use crate::policy::knobs::Common;
 /// The output of one pass (before the summary is assembled); its frames went to the pass's
 /// `emit`, one at a time, so a long replay need not hold them.
 pub(crate) struct PassOutput {
+    /// The frames, where the caller kept them (`Prepared::run`); empty when they were streamed.
+    pub frames: Vec<Frame>,
     /// `emit` asked to stop (the reader went away): the frames stop short.
     pub stopped: bool,
     pub applied: TierMatrix,
@@ -174,14 +176,11 @@ pub(crate) fn run(
         // 4–5. Render and measure (the decision may have cut the active episode).
         let active_tok = active_tokens(&st);
         // A recorded compaction call is its own request, sized as the agent built it.
-        let built = if not_made {
-            Some(0)
-        } else {
-            rq.call_tokens.filter(|_| req.synthetic_call)
-        };
-        let tokens = match built {
-            Some(_) if not_made => 0,
-            Some(call) => rq.sys_tokens + call,
+        let call = compaction_call::recorded_call(p, t, not_made);
+        let built = call.map(|(c, n)| c.tokens(n));
+        let tokens = match call {
+            Some((compaction_call::RecordedCall::NotMade, _)) => 0,
+            Some((c, n)) => rq.sys_tokens + c.tokens(n),
             None => context_tokens(&st, rq.sys_tokens, active_tok),
         };
         let div = match built {
@@ -252,17 +251,21 @@ pub(crate) fn run(
         if active < n && active >= st.k() {
             st.row_applied[active] = TierMatrix::ACTIVE_CODE;
             st.row_desired[active] = TierMatrix::ACTIVE_CODE;
+            st.row_touched.push(active);
         }
         if input.keep_views {
-            applied_m.push_raw(&st.row_applied);
-            desired_m.push_raw(&st.row_desired);
+            applied_m.push_touched(&st.row_applied, &st.row_touched);
+            desired_m.push_touched(&st.row_desired, &st.row_touched);
             render_states.push(RenderState {
                 summary: st.summary().clone(),
                 cuts: st.cuts_list().to_vec(),
+                call_not_made: not_made,
             });
         }
+        st.row_touched.clear();
     }
     PassOutput {
+        frames: Vec::new(),
         stopped,
         applied: applied_m,
         desired: desired_m,

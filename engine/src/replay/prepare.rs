@@ -280,16 +280,7 @@ impl<'a> Prep<'a> {
         // the fixed instruction.
         if !trace.wire.summary_call_own_system {
             for t in 0..prep.reqs.len() {
-                if trace.requests[t].synthetic_call && prep.reqs[t].call_tokens.is_none() {
-                    // The call summarised what lay before the records the compaction kept.
-                    let until = trace
-                        .compactions
-                        .iter()
-                        .find(|c| c.summary_request == Some(t))
-                        .and_then(|c| c.tail_start_id.as_deref())
-                        .and_then(|id| trace.message_index(id))
-                        .filter(|&mi| mi < trace.requests[t].message_index)
-                        .map_or(trace.requests[t].position(), |mi| (mi, 0));
+                if let Some(until) = prep.continued_history_end(t) {
                     prep.reqs[t].call_tokens = Some(
                         prep.recorded_view_tokens_until(t, until) + prep.compaction.prompt_tokens,
                     );
@@ -425,44 +416,95 @@ impl<'a> Prep<'a> {
         }
     }
 
+    /// Where the history of summary call `t` ends, for a call that is the conversation's own
+    /// request with the instruction appended (the agent built none of its own): before the
+    /// records the compaction kept, else before the call. `None` for any other request.
+    pub(crate) fn continued_history_end(&self, t: usize) -> Option<(usize, u32)> {
+        let trace = self.trace;
+        let req = trace.requests.get(t)?;
+        if !req.synthetic_call
+            || trace.wire.summary_call_own_system
+            || self.compaction.call(t).is_some()
+        {
+            return None;
+        }
+        Some(
+            trace
+                .compactions
+                .iter()
+                .find(|c| c.summary_request == Some(t))
+                .and_then(|c| c.tail_start_id.as_deref())
+                .and_then(|id| trace.message_index(id))
+                .filter(|&mi| mi < req.message_index)
+                .map_or(req.position(), |mi| (mi, 0)),
+        )
+    }
+
     /// [`Prep::recorded_view_tokens`] of the conversation before position `pos` (message,
     /// step) rather than before the request's own.
     pub fn recorded_view_tokens_until(&self, t: usize, pos: (usize, u32)) -> u64 {
+        self.recorded_view_until(t, pos).map(|c| c.tokens).sum()
+    }
+
+    /// The conversation the agent sent at request `t` before position `pos`, piece by piece:
+    /// the summary piece of the last compaction in effect, then the full-tier chunks of the
+    /// kept tail, recorded prunes applied. What [`Prep::recorded_view_tokens_until`] counts and
+    /// `render` prints.
+    pub(crate) fn recorded_view_until(
+        &self,
+        t: usize,
+        pos: (usize, u32),
+    ) -> impl Iterator<Item = RecordedPiece<'a>> + '_ {
         let trace = self.trace;
-        let Some(req) = trace.requests.get(t) else {
-            return 0;
-        };
+        let req = trace.requests.get(t);
         let mut start = 0usize;
-        let mut summary = 0u64;
-        if let Some(ci) = trace
-            .compactions
-            .iter()
-            .rposition(|c| c.summary_request.is_some_and(|s| s < t))
-        {
+        let mut summary = Vec::new();
+        if let Some(ci) = req.and_then(|_| {
+            trace
+                .compactions
+                .iter()
+                .rposition(|c| c.summary_request.is_some_and(|s| s < t))
+        }) {
             let (st, msgs) = self.recorded_summary(ci);
             start = st;
-            summary = msgs.iter().map(|&m| self.message_tokens(m)).sum();
+            summary = msgs;
         }
-        let mut body = 0u64;
-        let start = start.max(self.context_start(req.message_index));
-        for e in self.episodes {
-            let Some(rep) = e.representation(Tier::Full) else {
-                continue;
-            };
-            for c in &rep.chunks {
-                if c.message_index < start
-                    || c.position() >= pos
-                    || self.compaction_msgs.contains(&c.message_index)
-                {
-                    continue;
-                }
-                body += match &c.pruned {
-                    Some(p) if p.time_compacted <= req.time_created => u64::from(p.tokens),
-                    _ => u64::from(c.tokens),
-                };
-            }
-        }
-        summary + body
+        let start = start.max(req.map_or(0, |r| self.context_start(r.message_index)));
+        let summary = summary
+            .into_iter()
+            .flat_map(move |m| self.message_chunks(m))
+            .map(|c| RecordedPiece {
+                chunk: c,
+                summary: true,
+                pruned: false,
+                tokens: u64::from(c.tokens),
+            });
+        let body = req.into_iter().flat_map(move |req| {
+            self.episodes
+                .iter()
+                .filter_map(|e| e.representation(Tier::Full))
+                .flat_map(|rep| rep.chunks.iter())
+                .filter(move |c| {
+                    c.message_index >= start
+                        && c.position() < pos
+                        && !self.compaction_msgs.contains(&c.message_index)
+                })
+                .map(move |c| match &c.pruned {
+                    Some(p) if p.time_compacted <= req.time_created => RecordedPiece {
+                        chunk: c,
+                        summary: false,
+                        pruned: true,
+                        tokens: u64::from(p.tokens),
+                    },
+                    _ => RecordedPiece {
+                        chunk: c,
+                        summary: false,
+                        pruned: false,
+                        tokens: u64::from(c.tokens),
+                    },
+                })
+        });
+        summary.chain(body)
     }
 
     /// Where the kept tail of recorded compaction `ci` starts (message index), and the messages
@@ -506,6 +548,62 @@ impl<'a> Prep<'a> {
         (start, msgs)
     }
 
+    /// The messages a summary piece shows (a recorded compaction's, or the recorded text a
+    /// simulated one reuses); `None` for a simulated summary made of compact tiers.
+    pub(crate) fn summary_messages(
+        &self,
+        piece: &super::types::SummaryPiece,
+    ) -> Option<Vec<usize>> {
+        use super::types::SummaryPiece;
+        match piece {
+            SummaryPiece::Recorded { compaction } => Some(self.recorded_summary(*compaction).1),
+            SummaryPiece::Simulated {
+                text_from: Some(ci),
+                kept_earlier,
+                ..
+            } => {
+                let of = |ci: &usize| {
+                    self.trace
+                        .compactions
+                        .get(*ci)
+                        .map(|c| self.trace.compaction_message_indices(c))
+                };
+                let mut ms = of(ci)?;
+                ms.extend(kept_earlier.iter().filter_map(of).flatten());
+                Some(ms)
+            }
+            SummaryPiece::Simulated { .. } => None,
+        }
+    }
+
+    /// A summary piece as (hash, tokens, index) chunks, for divergence: its messages' chunks,
+    /// or one chunk standing for a summary made of compact tiers (unique to it).
+    pub(crate) fn summary_chunk_list(
+        &self,
+        piece: &super::types::SummaryPiece,
+        tokens: u64,
+    ) -> Vec<(u64, u64, usize)> {
+        match self.summary_messages(piece) {
+            Some(ms) => ms
+                .into_iter()
+                .flat_map(|m| self.message_chunks(m))
+                .enumerate()
+                .map(|(i, c)| (c.hash, u64::from(c.tokens), i))
+                .collect(),
+            None => {
+                let n = match piece {
+                    super::types::SummaryPiece::Simulated { number, .. } => *number as u64,
+                    super::types::SummaryPiece::Recorded { compaction } => *compaction as u64,
+                };
+                vec![(
+                    xxh3_64(format!("simulated summary {n}").as_bytes()),
+                    tokens,
+                    0,
+                )]
+            }
+        }
+    }
+
     /// Full-tier tokens of one message (all its chunks).
     pub fn message_tokens(&self, mi: usize) -> u64 {
         self.message_chunks(mi).map(|c| u64::from(c.tokens)).sum()
@@ -523,6 +621,17 @@ impl<'a> Prep<'a> {
             .into_iter()
             .flat_map(move |r| r.chunks.iter().filter(move |c| c.message_index == mi))
     }
+}
+
+/// One piece of a conversation as the agent sent it ([`Prep::recorded_view_until`]): a
+/// full-tier chunk, shown as its pruned stand-in where a recorded prune had replaced it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RecordedPiece<'a> {
+    pub chunk: &'a crate::episode::Chunk,
+    /// Part of the compaction's summary piece.
+    pub summary: bool,
+    pub pruned: bool,
+    pub tokens: u64,
 }
 
 /// Recorded prompt of a request (MODEL §3.5), read by its release's token semantics (see

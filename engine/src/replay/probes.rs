@@ -281,8 +281,12 @@ impl ProbeIndex {
                 pe.summaries.get(*compaction).copied().unwrap_or(false)
             }
             Some(SummaryPiece::Simulated {
-                text_from: Some(c), ..
-            }) => pe.summaries.get(*c).copied().unwrap_or(false),
+                text_from: Some(c),
+                kept_earlier,
+                ..
+            }) => std::iter::once(c)
+                .chain(kept_earlier)
+                .any(|c| pe.summaries.get(*c).copied().unwrap_or(false)),
             Some(SummaryPiece::Simulated { shown, .. }) => pe
                 .hits
                 .iter()

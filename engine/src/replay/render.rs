@@ -6,6 +6,7 @@
 use serde::Serialize;
 use xxhash_rust::xxh3::xxh3_64;
 
+use super::compaction_call::RecordedCall;
 use super::divergence::chunk_list;
 use super::prepare::Prep;
 use super::types::{Cell, CutBy, RenderState, SummaryPiece};
@@ -16,7 +17,9 @@ use crate::policy::Policy;
 /// One chunk of a rendered context.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RenderedChunk {
-    /// `system`, `summary`, `episode` (closed) or `active`.
+    /// `system`, `summary`, `episode` (closed) or `active`; in a recorded summary call, `call`
+    /// (the request the agent built) or `history` and `instruction` (the conversation as the
+    /// agent sent it, then the summary instruction).
     pub kind: String,
     /// Episode id, for episode and active chunks.
     pub episode: Option<String>,
@@ -46,6 +49,10 @@ pub struct RenderedContext {
     pub divergence: u64,
     /// The previous request's chunks from the divergence point on (what changed there).
     pub replaced: Vec<RenderedChunk>,
+    /// What the request is besides its chunks, where that needs saying: a recorded summary
+    /// call, or one the policy does not make; the policy's own summary call billed here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Errors of [`render_at`].
@@ -63,8 +70,22 @@ pub fn render_at(
     budget: Option<u64>,
     request: usize,
 ) -> Result<RenderedContext, RenderError> {
+    let mut v = render_requests(input, policy, budget, &[request])?;
+    v.pop().ok_or(RenderError::OutOfRange {
+        request,
+        count: input.trace.requests.len(),
+    })
+}
+
+/// [`render_at`] for several requests from one pass.
+pub fn render_requests(
+    input: &Input<'_>,
+    policy: &Policy,
+    budget: Option<u64>,
+    requests: &[usize],
+) -> Result<Vec<RenderedContext>, RenderError> {
     let count = input.trace.requests.len();
-    if request >= count {
+    if let Some(&request) = requests.iter().find(|&&r| r >= count) {
         return Err(RenderError::OutOfRange { request, count });
     }
     let explicit = budget.is_some();
@@ -73,40 +94,94 @@ pub fn render_at(
     let pass = prepared.run(policy, budget, &budget_source, true);
     let prep = &prepared.prep;
     let prunes = prepared.common.apply_prunes;
-    let chunks = materialize(
-        prep,
-        prunes,
-        &pass.applied,
-        &pass.render_states[request],
-        request,
-    );
-    let conv = prep.reqs[request].conv;
-    let prev_request = (0..request).rev().find(|&r| prep.reqs[r].conv == conv);
-    let mut ctx = RenderedContext {
-        request,
-        tokens: chunks.iter().map(|c| c.tokens).sum(),
-        chunks,
-        prev_request,
-        divergence_index: None,
-        divergence: 0,
-        replaced: Vec::new(),
+    let context = |request: usize| {
+        materialize(
+            prep,
+            prunes,
+            &pass.applied,
+            &pass.render_states[request],
+            request,
+        )
     };
-    if let Some(pr) = prev_request {
-        let prev = materialize(prep, prunes, &pass.applied, &pass.render_states[pr], pr);
-        let d = ctx
-            .chunks
-            .iter()
-            .zip(prev.iter())
-            .take_while(|(a, b)| a.hash == b.hash)
-            .count();
-        ctx.divergence_index = Some(d);
-        ctx.divergence = ctx.chunks[..d].iter().map(|c| c.tokens).sum();
-        for c in &mut ctx.chunks[d..] {
-            c.changed_since_prev = true;
+    let mut out = Vec::with_capacity(requests.len());
+    for &request in requests {
+        let chunks = context(request);
+        let rs = &pass.render_states[request];
+        let call = super::compaction_call::recorded_call(prep, request, rs.call_not_made);
+        // A summary call that continues the conversation follows the conversation's last
+        // request; one with its own system prompt, the previous call.
+        let conv = match call {
+            Some(_) if !prep.trace.wire.summary_call_own_system => 0,
+            _ => prep.reqs[request].conv,
+        };
+        let prev_request = (0..request).rev().find(|&r| {
+            prep.reqs[r].conv == conv
+                && !(prep.trace.requests[r].synthetic_call && pass.render_states[r].call_not_made)
+        });
+        let mut ctx = RenderedContext {
+            request,
+            tokens: chunks.iter().map(|c| c.tokens).sum(),
+            chunks,
+            prev_request,
+            divergence_index: None,
+            divergence: 0,
+            replaced: Vec::new(),
+            note: note(prep, &pass.frames[request], &pass.render_states[request]),
+        };
+        if let Some(pr) = prev_request {
+            let prev = context(pr);
+            let d = if call.is_some() {
+                // A call's prefix is the pass's figure ([`super::compaction_call`]): the chunks
+                // it covers whole.
+                ctx.divergence = pass.frames[request].divergence;
+                let mut sum = 0;
+                ctx.chunks
+                    .iter()
+                    .take_while(|c| {
+                        sum += c.tokens;
+                        sum <= ctx.divergence
+                    })
+                    .count()
+            } else {
+                let d = ctx
+                    .chunks
+                    .iter()
+                    .zip(prev.iter())
+                    .take_while(|(a, b)| a.hash == b.hash)
+                    .count();
+                ctx.divergence = ctx.chunks[..d].iter().map(|c| c.tokens).sum();
+                d
+            };
+            ctx.divergence_index = Some(d);
+            for c in &mut ctx.chunks[d..] {
+                c.changed_since_prev = true;
+            }
+            ctx.replaced = prev[d.min(prev.len())..].to_vec();
         }
-        ctx.replaced = prev[d.min(prev.len())..].to_vec();
+        out.push(ctx);
     }
-    Ok(ctx)
+    Ok(out)
+}
+
+fn note(p: &Prep<'_>, frame: &super::types::Frame, rs: &RenderState) -> Option<String> {
+    let t = frame.request;
+    if let Some(c) = &frame.compaction_call {
+        return Some(format!(
+            "the policy compacted before this request: its summary call sent {} tokens ({} of history) and wrote a {}-token summary, billed in this request",
+            c.tokens, c.history, c.output
+        ));
+    }
+    match super::compaction_call::recorded_call(p, t, rs.call_not_made)? {
+        (RecordedCall::NotMade, _) => Some(
+            "a recorded summary call this policy does not make (it compacts on its own): nothing sent".into(),
+        ),
+        (RecordedCall::Built(_), _) => Some(
+            "a recorded summary call, as the agent built it: the compaction agent's system chunk, then its request".into(),
+        ),
+        (RecordedCall::Continues { .. }, _) => Some(
+            "a recorded summary call: the conversation as the agent sent it, then its summary instruction".into(),
+        ),
+    }
 }
 
 fn materialize(
@@ -139,8 +214,62 @@ fn materialize(
         ),
         changed_since_prev: false,
     });
-    let trace = p.trace;
-    let summary_msgs = |ci: usize| trace.compaction_message_indices(&trace.compactions[ci]);
+    match super::compaction_call::recorded_call(p, t, rs.call_not_made) {
+        Some((RecordedCall::NotMade, _)) => return Vec::new(),
+        Some((RecordedCall::Built(call), _)) => {
+            out.push(RenderedChunk {
+                kind: "call".into(),
+                episode: None,
+                tier: None,
+                message_id: None,
+                tokens: call.tokens,
+                hash: xxh3_64(call.text.as_bytes()),
+                text: call.text.clone(),
+                changed_since_prev: false,
+            });
+            return out;
+        }
+        Some((RecordedCall::Continues { until }, _)) => {
+            for piece in p.recorded_view_until(t, until) {
+                let c = piece.chunk;
+                let (text, hash) = match &c.pruned {
+                    Some(pc) if piece.pruned => (pc.text.clone(), pc.hash),
+                    _ => (c.text.clone(), c.hash),
+                };
+                out.push(RenderedChunk {
+                    kind: if piece.summary { "summary" } else { "history" }.into(),
+                    episode: None,
+                    tier: None,
+                    message_id: Some(c.message_id.clone()),
+                    tokens: piece.tokens,
+                    hash,
+                    text,
+                    changed_since_prev: false,
+                });
+            }
+            let prompt = &p.compaction.prompt_text;
+            let text = if prompt.is_empty() {
+                format!(
+                    "[the agent's summary instruction: {} tokens, not stored by it]",
+                    p.compaction.prompt_tokens
+                )
+            } else {
+                prompt.clone()
+            };
+            out.push(RenderedChunk {
+                kind: "instruction".into(),
+                episode: None,
+                tier: None,
+                message_id: None,
+                tokens: p.compaction.prompt_tokens,
+                hash: xxh3_64(text.as_bytes()),
+                text,
+                changed_since_prev: false,
+            });
+            return out;
+        }
+        None => {}
+    }
     let push_msgs = |out: &mut Vec<RenderedChunk>, ms: Vec<usize>| {
         for m in ms {
             for c in p.message_chunks(m) {
@@ -157,14 +286,12 @@ fn materialize(
             }
         }
     };
+    let shown_messages = rs.summary.as_ref().and_then(|s| p.summary_messages(s));
     match &rs.summary {
-        Some(SummaryPiece::Recorded { compaction }) => {
-            push_msgs(&mut out, p.recorded_summary(*compaction).1)
+        Some(_) if shown_messages.is_some() => {
+            push_msgs(&mut out, shown_messages.unwrap_or_default())
         }
-        Some(SummaryPiece::Simulated {
-            text_from: Some(ci),
-            ..
-        }) => push_msgs(&mut out, summary_msgs(*ci)),
+        Some(SummaryPiece::Recorded { .. }) => {}
         Some(SummaryPiece::Simulated {
             covers,
             shown,
@@ -189,7 +316,7 @@ fn materialize(
                 })
                 .collect();
             let mut text = format!(
-                "[simulated compaction {number}: replaces {} closed episodes{heads}; compact tiers of {}]\n",
+                "[simulated compaction {number}: replaces {} closed episodes{heads}; compact tiers of {} (a stand-in for a written summary: an upper bound on what one keeps)]\n",
                 covers.len(),
                 shown
                     .iter()

@@ -58,6 +58,8 @@ pub(crate) struct State<'p, 'a> {
     /// The matrix rows in the making (tier codes, active, future).
     pub(crate) row_applied: Vec<u8>,
     pub(crate) row_desired: Vec<u8>,
+    /// Episodes whose `row_*` bytes were written since the pass last read them.
+    pub(crate) row_touched: Vec<usize>,
     /// First rendered chunk of the full tier (a recorded compaction's kept tail, the start of
     /// OpenCode's v2 loop).
     cut: Vec<usize>,
@@ -77,6 +79,9 @@ pub(crate) struct State<'p, 'a> {
     summary: Option<SummaryPiece>,
     summary_id: u64,
     summary_tokens: u64,
+    /// Every summary shown so far as chunks, by id (0: none), so a request can be compared
+    /// with one that showed an earlier summary.
+    summary_chunks: Vec<Vec<(u64, u64, usize)>>,
     /// Episodes replaced by the current summary, with the pins the summary text lacks.
     summarised: BTreeMap<usize, u64>,
     violations: BTreeMap<usize, (bool, u64)>,
@@ -119,6 +124,7 @@ impl<'p, 'a> State<'p, 'a> {
             want_reason: vec![Reason::Pressure; n],
             row_applied: vec![TierMatrix::FUTURE_CODE; n],
             row_desired: vec![TierMatrix::FUTURE_CODE; n],
+            row_touched: Vec::new(),
             cut: vec![0; n],
             context_from: 0,
             closed_at: vec![0; n],
@@ -134,6 +140,7 @@ impl<'p, 'a> State<'p, 'a> {
             summary: None,
             summary_id: 0,
             summary_tokens: 0,
+            summary_chunks: vec![Vec::new()],
             summarised: BTreeMap::new(),
             violations: BTreeMap::new(),
             floor_count: 0,
@@ -334,6 +341,7 @@ impl<'p, 'a> State<'p, 'a> {
         self.desired_sum -= self.des_tok[e];
         self.desired[e] = t;
         self.row_desired[e] = TierMatrix::code(t);
+        self.row_touched.push(e);
         self.des_tok[e] = self.tokens_at(e, t, None);
         self.desired_sum += self.des_tok[e];
         self.want_reason[e] = reason;
@@ -411,9 +419,19 @@ impl<'p, 'a> State<'p, 'a> {
 
     /// Show `piece` (of `tokens` tokens) after the system chunk from now on.
     pub fn set_summary(&mut self, piece: SummaryPiece, tokens: u64) {
+        self.summary_chunks
+            .push(self.p.summary_chunk_list(&piece, tokens));
         self.summary = Some(piece);
         self.summary_id += 1;
         self.summary_tokens = tokens;
+    }
+
+    /// The chunks of summary `id` ([`State::summary_id`]; 0: none).
+    pub fn summary_chunks(&self, id: u64) -> &[(u64, u64, usize)] {
+        usize::try_from(id)
+            .ok()
+            .and_then(|i| self.summary_chunks.get(i))
+            .map_or(&[], Vec::as_slice)
     }
 
     /// Record that `e` is replaced by the current summary, whose text lacks `missing_pins` of
@@ -556,6 +574,7 @@ impl<'p, 'a> State<'p, 'a> {
     fn attach(&mut self, e: usize) {
         self.row_applied[e] = TierMatrix::code(self.applied[e]);
         self.row_desired[e] = TierMatrix::code(self.desired[e]);
+        self.row_touched.push(e);
         let tok = self.tokens_at(e, self.applied[e], None);
         let dtok = self.tokens_at(e, self.desired[e], None);
         self.ep_tok[e] = tok;

@@ -371,6 +371,13 @@ impl CompactionRun {
             let mut kinds: Vec<&str> = self.summary_text.iter().map(String::as_str).collect();
             kinds.dedup();
             s.push_str(&format!("; summary text: {}", kinds.join(", ")));
+            if kinds.contains(&"compact-tiers") {
+                // Our own tiers stand in for a summary no model wrote: it keeps what they keep,
+                // so the cliff (a summary that drops the reason) cannot show through it.
+                s.push_str(
+                    " (compact-tiers: our compact tiers stand in for a written summary, an upper bound on what one keeps)",
+                );
+            }
         }
         if self.recorded_calls_skipped > 0 {
             s.push_str(&format!(
@@ -451,6 +458,11 @@ pub struct RecordedError {
     pub max_abs_pct: f64,
     /// Σ replayed − Σ recorded, in tokens.
     pub total_delta: i64,
+    /// The policy sent what the agent sent (no tier changed but by the recording's own
+    /// compactions, no compaction simulated, no recorded call left out): the figures measure the
+    /// replay's accuracy. Otherwise they measure how far the policy's counterfactual context is
+    /// from what was sent, which is no error.
+    pub follows_recording: bool,
 }
 
 /// The session summary (MODEL §3.6).
@@ -503,28 +515,49 @@ pub enum Cell {
     Future,
 }
 
-/// Applied tiers per request and episode, one byte a cell (cheap for a heatmap).
+/// Applied tiers per request and episode, kept as runs per episode: an episode's cell changes
+/// a few times over a session (future, active, a handful of tier changes), so the matrix holds
+/// what changed, not requests × episodes cells (at 100k requests and 20k episodes that would be
+/// 2 GB a matrix).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TierMatrix {
     pub requests: usize,
     pub episodes: usize,
-    cells: Vec<u8>,
+    /// Per episode: (first request, raw cell) of each run, in request order; before the first
+    /// run the episode is in the future.
+    runs: Vec<Vec<(u32, u8)>>,
 }
 
 const ACTIVE: u8 = 5;
 const FUTURE: u8 = 6;
 
 impl TierMatrix {
-    pub(crate) fn with_capacity(episodes: usize, requests: usize) -> TierMatrix {
+    pub(crate) fn with_capacity(episodes: usize, _requests: usize) -> TierMatrix {
         TierMatrix {
             requests: 0,
             episodes,
-            cells: Vec::with_capacity(episodes.saturating_mul(requests)),
+            runs: vec![Vec::new(); episodes],
         }
     }
-    /// Append one request's row given as raw bytes (0..=4 tiers, 5 active, 6 future).
-    pub(crate) fn push_raw(&mut self, row: &[u8]) {
-        self.cells.extend_from_slice(row);
+    /// Append one request's row: `row` holds every episode's raw byte (0..=4 tiers, 5 active,
+    /// 6 future), `touched` the episodes whose byte may have changed since the last row (the
+    /// others are read as unchanged).
+    pub(crate) fn push_touched(&mut self, row: &[u8], touched: &[usize]) {
+        let t = u32::try_from(self.requests).unwrap_or(u32::MAX);
+        for &e in touched {
+            let (Some(runs), Some(&v)) = (self.runs.get_mut(e), row.get(e)) else {
+                continue;
+            };
+            let last = runs.last().map_or(FUTURE, |r| r.1);
+            if last == v {
+                continue;
+            }
+            match runs.last_mut() {
+                // Changed twice within this request: the last value stands.
+                Some(r) if r.0 == t => r.1 = v,
+                _ => runs.push((t, v)),
+            }
+        }
         self.requests += 1;
     }
     /// Raw byte of a closed tier.
@@ -533,23 +566,38 @@ impl TierMatrix {
     }
     pub(crate) const ACTIVE_CODE: u8 = ACTIVE;
     pub(crate) const FUTURE_CODE: u8 = FUTURE;
-    /// The cell at (request, episode); `Future` outside the matrix.
-    pub fn get(&self, request: usize, episode: usize) -> Cell {
-        if request >= self.requests || episode >= self.episodes {
-            return Cell::Future;
-        }
-        match self.cells[request * self.episodes + episode] {
+    fn cell(v: u8) -> Cell {
+        match v {
             ACTIVE => Cell::Active,
             FUTURE => Cell::Future,
             d => Tier::from_depth(usize::from(d)).map_or(Cell::Future, Cell::Tier),
         }
     }
-    /// One request's row as raw bytes: 0..=4 = full..dropped, 5 = active, 6 = future.
-    pub fn row(&self, request: usize) -> &[u8] {
+    /// The cell at (request, episode); `Future` outside the matrix.
+    pub fn get(&self, request: usize, episode: usize) -> Cell {
         if request >= self.requests {
-            return &[];
+            return Cell::Future;
         }
-        &self.cells[request * self.episodes..(request + 1) * self.episodes]
+        let Some(runs) = self.runs.get(episode) else {
+            return Cell::Future;
+        };
+        let t = u32::try_from(request).unwrap_or(u32::MAX);
+        match runs.partition_point(|r| r.0 <= t) {
+            0 => Cell::Future,
+            i => Self::cell(runs[i - 1].1),
+        }
+    }
+    /// An episode's cells as spans `(first request, last request, cell)`, in request order,
+    /// the future before its first span left out: what a heatmap row draws, without a lookup
+    /// per cell.
+    pub fn spans(&self, episode: usize) -> impl Iterator<Item = (usize, usize, Cell)> + '_ {
+        let runs = self.runs.get(episode).map_or(&[][..], Vec::as_slice);
+        let end = self.requests;
+        runs.iter().enumerate().filter_map(move |(i, &(from, v))| {
+            let from = from as usize;
+            let to = runs.get(i + 1).map_or(end, |r| r.0 as usize);
+            (from < to && from < end).then(|| (from, to - 1, Self::cell(v)))
+        })
     }
 }
 
@@ -561,6 +609,8 @@ pub struct RenderState {
     /// The episodes shown at `full` from a chunk on (a compaction's kept tail starts inside
     /// them, or the view starts after their head), by episode. Sparse.
     pub cuts: Vec<Cut>,
+    /// A recorded summary call the policy does not make (it compacts on its own).
+    pub call_not_made: bool,
 }
 
 /// A compaction summary standing in for the episodes before it.
@@ -579,6 +629,9 @@ pub enum SummaryPiece {
         /// newest of those summarised so far, within `summary_tokens`).
         shown: Vec<usize>,
         text_from: Option<usize>,
+        /// Recorded summaries standing for earlier simulated ones that lie inside this one's
+        /// kept tail (sent in place, after it), newest last.
+        kept_earlier: Vec<usize>,
         tokens: u64,
     },
 }
@@ -637,5 +690,40 @@ impl Replay {
                 self.applied.get(request, c.episode),
                 Cell::Tier(Tier::Full) | Cell::Active
             )
+    }
+}
+
+#[cfg(test)]
+mod tier_matrix_tests {
+    use super::*;
+
+    /// The runs read back as the dense rows they stand for, cell by cell and span by span.
+    #[test]
+    fn runs_read_back_as_the_rows_pushed() {
+        let (f, a) = (TierMatrix::FUTURE_CODE, TierMatrix::ACTIVE_CODE);
+        let rows: [[u8; 3]; 5] = [[a, f, f], [a, f, f], [0, a, f], [2, a, f], [2, 0, a]];
+        let mut m = TierMatrix::with_capacity(3, rows.len());
+        let mut prev = [f; 3];
+        for row in &rows {
+            let touched: Vec<usize> = (0..3).filter(|&e| row[e] != prev[e]).collect();
+            m.push_touched(row, &touched);
+            prev = *row;
+        }
+        for (t, row) in rows.iter().enumerate() {
+            for (e, &v) in row.iter().enumerate() {
+                assert_eq!(m.get(t, e), TierMatrix::cell(v), "r{t} E{e}");
+            }
+        }
+        assert_eq!(m.get(9, 0), Cell::Future);
+        let spans: Vec<_> = m.spans(0).collect();
+        assert_eq!(
+            spans,
+            [
+                (0, 1, Cell::Active),
+                (2, 2, Cell::Tier(Tier::Full)),
+                (3, 4, Cell::Tier(Tier::Compact)),
+            ]
+        );
+        assert_eq!(m.spans(2).collect::<Vec<_>>(), [(4, 4, Cell::Active)]);
     }
 }

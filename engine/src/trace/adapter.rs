@@ -166,8 +166,23 @@ pub trait Adapter: Sync {
     fn flat_rules(&self, _trace: &Trace) -> FlatRules {
         FlatRules::generic(self.name())
     }
+    /// Where the agent sizes a kept tail by an estimate of its own rather than the model's
+    /// tokens: each message's size in its units (characters), and the conversion to estimated
+    /// tokens. `None`: the tail is sized in the model's tokens.
+    fn tail_estimate(&self, _trace: &Trace) -> Option<TailEstimate> {
+        None
+    }
     /// What makes up the source at a path this adapter detected, for `--follow`.
     fn watch_spec(&self, detected: &Detected<'_>) -> Box<dyn WatchSpec>;
+}
+
+/// An agent's own estimate of each message's size, for choosing a kept tail.
+#[derive(Debug, Clone)]
+pub struct TailEstimate {
+    /// Per message of the trace, its size in the agent's units (characters).
+    pub message_units: Vec<u64>,
+    /// Units to estimated tokens.
+    pub to_tokens: fn(u64) -> u64,
 }
 
 /// An opened source of one agent: its sessions, listed and loaded into the neutral model.

@@ -36,6 +36,7 @@ impl BuiltSummaryCall {
             clipped_outputs: self.clipped_outputs,
             previous_summary: self.previous_summary,
             tokens,
+            text: self.text.clone(),
         }
     }
 }
@@ -64,6 +65,10 @@ pub struct CompactionCall {
     pub previous_summary: bool,
     /// Tokens of [`BuiltSummaryCall::text`].
     pub tokens: u64,
+    /// The call's text, kept so that what the replay sized is what `render` prints (not in the
+    /// JSON: a session's worth of history per call).
+    #[serde(skip)]
+    pub text: String,
 }
 
 /// Everything the replay needs to size summary calls: the recorded ones as the agent built them,
@@ -74,6 +79,9 @@ pub struct CompactionSizes {
     pub shape: CompactionShape,
     /// Tokens of the fixed summary prompt (system prompt, instruction, template).
     pub prompt_tokens: u64,
+    /// Its text where the adapter ships it (empty where it knows only the count).
+    #[serde(skip)]
+    pub prompt_text: String,
 }
 
 impl CompactionSizes {
@@ -82,6 +90,7 @@ impl CompactionSizes {
         calls: Vec::new(),
         shape: CompactionShape::HeadAsText,
         prompt_tokens: 0,
+        prompt_text: String::new(),
     };
     /// The recorded call whose summary request is `request`.
     pub fn call(&self, request: usize) -> Option<&CompactionCall> {

@@ -86,6 +86,9 @@ pub struct DiffState {
     pub picker: Option<(Vec<Choice>, usize)>,
     /// The knobs panel (open: keys go to it).
     pub knobs: Option<KnobEdit>,
+    /// The session grew (follow) while the cursor was at its newest request: the next replay
+    /// puts it at the new newest.
+    pub at_newest: bool,
 }
 
 impl DiffState {
@@ -271,6 +274,7 @@ pub fn open(state: &mut State) {
         hunk: None,
         picker: Some((list, pre)),
         knobs: None,
+        at_newest: false,
     }));
 }
 
@@ -313,13 +317,42 @@ fn move_cursor(d: &mut DiffState, to: usize, fx: &mut Vec<Effect>) {
 }
 
 /// The session was (re)loaded (a follow update, or another session): rerun both sides on it.
+/// A cursor at the newest request stays at the newest (diff mode keeps up with follow).
 pub fn on_session_changed(state: &mut State, fx: &mut Vec<Effect>) {
     if let Some(d) = state.diff.as_deref_mut() {
         if d.picker.is_none() || d.model.is_some() {
+            d.at_newest |= d.model.is_some() && d.cursor + 1 >= d.requests();
             d.context = None;
             request_replay(d, fx);
         }
     }
+}
+
+/// `:` in diff mode: a request moves diff mode's cursor, an episode selects its row.
+pub fn goto(state: &mut State, text: &str, fx: &mut Vec<Effect>) -> Result<(), String> {
+    let Some(s) = state.session.clone() else {
+        return Ok(());
+    };
+    let Some(d) = state.diff.as_deref_mut() else {
+        return Ok(());
+    };
+    match crate::tui::main::search::parse_goto(&s.model, text)? {
+        crate::tui::main::search::Target::Episode(i) => {
+            d.selected = i.min(d.episodes().saturating_sub(1));
+        }
+        crate::tui::main::search::Target::Request(r) => {
+            let n = d.requests();
+            if n == 0 {
+                return Err("nothing compared yet".to_owned());
+            }
+            move_cursor(d, r, fx);
+            if r >= n {
+                let msg = format!("request {r} is past the end: at r{} (the last)", n - 1);
+                state.flash(msg, Level::Warn);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Results from the worker.
@@ -335,7 +368,12 @@ pub fn on_msg(state: &mut State, msg: DiffMsg, fx: &mut Vec<Effect>) {
             d.pending = false;
             match result {
                 Ok(m) => {
-                    d.cursor = d.cursor.min(m.requests.saturating_sub(1));
+                    let last = m.requests.saturating_sub(1);
+                    d.cursor = if std::mem::take(&mut d.at_newest) {
+                        last
+                    } else {
+                        d.cursor.min(last)
+                    };
                     d.selected = d.selected.min(m.episodes.len().saturating_sub(1));
                     d.model = Some(m);
                     d.error = None;
@@ -429,10 +467,26 @@ fn on_pick(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
 }
 
 fn on_diff(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
-    if action == Some(Action::ToggleWrap) {
-        // One setting for every pane that wraps (the main screen's context and detail too).
-        crate::tui::main::navigate::toggle_wrap(state);
-        return;
+    match action {
+        Some(Action::ToggleWrap) => {
+            // One setting for every pane that wraps (the main screen's context and detail too).
+            crate::tui::main::navigate::toggle_wrap(state);
+            return;
+        }
+        Some(Action::CycleTheme) => {
+            state.cycle_theme();
+            return;
+        }
+        Some(Action::Goto) => {
+            // The same field as on the main screen; Enter moves diff mode's cursor.
+            state.input = Some(crate::tui::app::Input {
+                purpose: crate::tui::app::InputPurpose::Goto,
+                text: String::new(),
+                error: None,
+            });
+            return;
+        }
+        _ => {}
     }
     let page = state.geometry.diff_context;
     let Some(d) = state.diff.as_deref_mut() else {

@@ -8,7 +8,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Axis, Chart, Clear, Dataset, GraphType, Paragraph};
+use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
 use ratatui::Frame;
 
 use super::view_model::{DiffModel, Disagreement};
@@ -162,7 +162,7 @@ fn header(state: &State, d: &DiffState, f: &mut Frame, area: Rect) {
     let mut parts: Vec<Vec<Span>> = Vec::new();
     if let Some(m) = &d.model {
         for text in [
-            format!("request {}/{}", d.cursor, m.requests.saturating_sub(1)),
+            format!("r{}/{}", d.cursor, m.requests.saturating_sub(1)),
             format!("{} of {} requests differ", m.differing.len(), m.requests),
         ] {
             parts.push(vec![Span::styled(text, t.header)]);
@@ -432,10 +432,10 @@ fn deltas(t: &Theme, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rect) {
                 ("pin-viol", signed(x.pin_violations)),
                 ("tok", signed(x.tokens)),
                 ("$", signed_f(x.cost, 5)),
-                ("div", signed(x.divergence)),
-                ("radius", signed(x.radius)),
-                ("c.read", signed(x.cache_read)),
-                ("c.write", signed(x.cache_write)),
+                ("kept", signed(x.divergence)),
+                ("redo", signed(x.radius)),
+                ("cache read", signed(x.cache_read)),
+                ("cache write", signed(x.cache_write)),
                 ("chg", signed(x.changes)),
                 ("holds", signed(x.holds)),
                 ("thrash", signed(x.thrash)),
@@ -729,7 +729,7 @@ fn status(state: &State, d: &DiffState, f: &mut Frame, area: Rect) {
 fn picker(t: &Theme, list: &[super::Choice], sel: usize, f: &mut Frame, area: Rect) {
     let h = (list.len() as u16 + 2).min(area.height.saturating_sub(2));
     let rect = centered(area, 84, h);
-    f.render_widget(Clear, rect);
+    crate::tui::ui::clear(f, rect, t.base);
     let block = pane_block(
         " compare with policy B (Enter choose, Esc cancel) ",
         true,
@@ -790,7 +790,7 @@ fn knobs(t: &Theme, d: &DiffState, k: super::KnobEdit, f: &mut Frame, rect: Rect
     let p = d.policy(side);
     let other = d.policy(side.other());
     let rows = 1 + p.specs.len();
-    f.render_widget(Clear, rect);
+    crate::tui::ui::clear(f, rect, t.base);
     let state = if d.pending {
         "replaying…"
     } else {

@@ -65,6 +65,8 @@ pub struct HeatView {
     pub first: usize,
     pub span: Option<usize>,
     pub top: usize,
+    /// Times zoomed in (`z`) and not out again (`Z`): 0 is the whole session.
+    pub level: u32,
 }
 
 /// The detail pane: its top line and the tier whose text it shows (`None`: the applied one).
@@ -288,11 +290,11 @@ pub fn on_action(state: &mut State, a: Action, fx: &mut Vec<Effect>) {
             let g = &state.geometry.main;
             match state.main.focus {
                 Pane::Context => {
-                    let by = g.context_scroll.half_page();
+                    let by = g.context_scroll.text_step();
                     scroll_context(state, if down { by } else { -by });
                 }
                 Pane::Detail => {
-                    let by = g.detail_scroll.half_page();
+                    let by = g.detail_scroll.text_step();
                     scroll_detail(state, if down { by } else { -by });
                 }
                 Pane::Heatmap => {
@@ -353,6 +355,7 @@ pub fn on_action(state: &mut State, a: Action, fx: &mut Vec<Effect>) {
         }
         Action::Copy => copy_tier_text(state, fx),
         Action::ToggleFollow => crate::tui::follow::toggle(state, fx),
+        Action::CycleTheme => state.cycle_theme(),
         _ => {}
     }
 }

@@ -2,7 +2,7 @@
 //! selected episode, the panes' scrolls, the heatmap's zoom and pan. Each keeps what it moved in
 //! view using the geometry the view last reported.
 
-use crate::tui::app::{Effect, State};
+use crate::tui::app::{Effect, Level, State};
 use crate::tui::ui::context::ContextLayout;
 use crate::tui::view_model::ContextModel;
 use crate::tui::widgets::Viewport;
@@ -204,13 +204,31 @@ pub fn zoom(state: &mut State, zoom_in: bool) {
     if cells == 0 || total == 0 {
         return;
     }
-    let vp = state.main.viewport(cells, total);
-    let span = if zoom_in {
-        (vp.span / 2).max(Viewport::min_span(cells)).min(vp.span)
+    // Zoom levels, not spans: level k shows ⌈total / 2^k⌉ requests (at least what the cells
+    // resolve), so `z` then `Z` as often comes back to exactly where it was, and `Z` at level 1
+    // to the whole session (halving and doubling a span drifts: 671 → 335 → 670).
+    let min = Viewport::min_span(cells).min(total);
+    let span_at = |level: u32| total.div_ceil(1usize << level.min(40)).max(min).min(total);
+    let level = state.main.heat.level;
+    let level = if zoom_in {
+        if span_at(level) <= min {
+            state.flash(
+                "zoomed in as far as the cells go (Z zooms out)",
+                Level::Info,
+            );
+            return;
+        }
+        level + 1
     } else {
-        vp.span.saturating_mul(2)
+        if level == 0 {
+            state.flash("the whole session is in view", Level::Info);
+            return;
+        }
+        level - 1
     };
-    state.main.heat.span = (span < total).then_some(span);
+    state.main.heat.level = level;
+    let span = span_at(level);
+    state.main.heat.span = (level > 0 && span < total).then_some(span);
     // Zoom about the cursor.
     let first = state.main.cursor.saturating_sub(span / 2);
     state.main.heat.first = Viewport::new(first, state.main.heat.span, cells, total).first;

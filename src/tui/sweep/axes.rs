@@ -24,12 +24,24 @@ pub struct KnobChoice {
     pub current: f64,
 }
 
-/// The numeric knobs of `p` its driver reads (a knob it ignores would give a flat grid), in
-/// its spec order.
+/// Numeric knobs that are no schedule knob and never an axis: `system_tokens` describes the
+/// recording (the size of its system prompt), `thrash_window` defines what the thrash metric
+/// counts (points swept over it would count thrash differently, so their thrash would not
+/// compare).
+pub const NOT_AXES: &[&str] = &["system_tokens", "thrash_window"];
+
+/// Pressure thresholds (a share of the budget): the pane keeps them at most 1.0. The knobs
+/// allow up to 2.0 (demote_at 1.5 turns demotion off), but a threshold above the budget acts
+/// only once the context is over it, so every such point overflows by construction.
+pub const BUDGET_SHARES: &[&str] = &["demote_at", "target", "promote_at"];
+
+/// The numeric knobs of `p` its driver reads (a knob it ignores would give a flat grid) and
+/// that tune the schedule (not [`NOT_AXES`]), in its spec order; a pressure threshold's range
+/// ends at the budget ([`BUDGET_SHARES`]).
 pub fn numeric_knobs(p: &Policy) -> Vec<KnobChoice> {
     p.specs
         .iter()
-        .filter(|s| p.reads(&s.name))
+        .filter(|s| p.reads(&s.name) && !NOT_AXES.contains(&s.name.as_str()))
         .filter_map(|s| {
             let KnobValue::Num(default) = s.default else {
                 return None;
@@ -38,11 +50,16 @@ pub fn numeric_knobs(p: &Policy) -> Vec<KnobChoice> {
                 Some(KnobValue::Num(v)) => *v,
                 _ => default,
             };
+            let max = if BUDGET_SHARES.contains(&s.name.as_str()) {
+                Some(s.max.map_or(1.0, |m| m.min(1.0)))
+            } else {
+                s.max
+            };
             Some(KnobChoice {
                 name: s.name.clone(),
                 label: crate::tui::safe_line(&s.name),
                 min: s.min,
-                max: s.max,
+                max,
                 step: s
                     .step
                     .filter(|st| *st > 0.0)
@@ -65,7 +82,7 @@ const PREFERRED: &[(&str, &str)] = &[
 ];
 
 /// Knobs every policy has that say little about its schedule; picked last.
-const GENERIC: &[&str] = &["system_tokens", "thrash_window", "ttl_s"];
+const GENERIC: &[&str] = &["ttl_s"];
 
 /// The two knobs the pane starts with (x, y), as indices into `knobs` (the knobs the driver
 /// reads, so an age-driven policy never gets its unread pressure thresholds); `None` with fewer
@@ -107,10 +124,22 @@ fn accepts(p: &Policy, sets: &[(&str, f64)]) -> bool {
 /// dozen slider steps, else about 10 % of the current value (a 0..86,400 s TTL or a 0.05..2
 /// threshold swept end to end would put nearly every point where nobody runs it); always a
 /// whole number of slider steps.
-fn proposed_step(k: &KnobChoice) -> f64 {
+fn proposed_step(p: &Policy, k: &KnobChoice) -> f64 {
     let step = k.step;
-    let lo = k.min.unwrap_or(k.current - 3.0 * step);
-    let hi = k.max.unwrap_or(k.current + 3.0 * step).max(lo);
+    let mut lo = k.min.unwrap_or(k.current - 3.0 * step);
+    let mut hi = k.max.unwrap_or(k.current + 3.0 * step).max(lo);
+    // A threshold between its neighbours (demote_at above target, at most the budget): the
+    // sixths of the part of its range the policy accepts, not of 0.05..1.
+    if BUDGET_SHARES.contains(&k.name.as_str()) && (hi - lo) / step <= 400.0 {
+        let n = ((hi - lo) / step).round() as i64;
+        let ok: Vec<f64> = (0..=n)
+            .map(|i| tidy(lo + i as f64 * step))
+            .filter(|v| accepts(p, &[(k.name.as_str(), *v)]))
+            .collect();
+        if let (Some(a), Some(b)) = (ok.first(), ok.last()) {
+            (lo, hi) = (*a, *b);
+        }
+    }
     let s = if (hi - lo) / step <= 48.0 {
         ((hi - lo) / 6.0 / step).round().max(1.0) * step
     } else {
@@ -129,13 +158,19 @@ fn proposed_step(k: &KnobChoice) -> f64 {
 /// (so the default grid has no invalid point). The values are the run of accepted ones around
 /// the current value (the nearest run when the current value itself is refused).
 pub fn proposed_axis(p: &Policy, k: &KnobChoice, other: Option<&Axis>) -> Axis {
-    let s = proposed_step(k);
+    let s = proposed_step(p, k);
     let others = other.map(|a| (a.key.as_str(), a.values()));
-    let ok = |v: f64| match &others {
-        Some((key, vals)) if !vals.is_empty() => vals
-            .iter()
-            .all(|o| accepts(p, &[(k.name.as_str(), v), (key, *o)])),
-        _ => accepts(p, &[(k.name.as_str(), v)]),
+    // Inside the knob's range as the pane means it (a pressure threshold ends at the budget).
+    let inside =
+        |v: f64| k.min.is_none_or(|m| v >= m - 1e-9) && k.max.is_none_or(|m| v <= m + 1e-9);
+    let ok = |v: f64| {
+        inside(v)
+            && match &others {
+                Some((key, vals)) if !vals.is_empty() => vals
+                    .iter()
+                    .all(|o| accepts(p, &[(k.name.as_str(), v), (key, *o)])),
+                _ => accepts(p, &[(k.name.as_str(), v)]),
+            }
     };
     let at = |i: i64| tidy(k.current + i as f64 * s);
     let valid: Vec<i64> = (-REACH..=REACH).filter(|&i| ok(at(i))).collect();
@@ -211,6 +246,27 @@ pub fn parse_axis(k: &KnobChoice, text: &str) -> Result<Axis, String> {
             a.len()
         ));
     }
+    // Every value inside the knob's range (a pressure threshold: at most the budget, 1.0).
+    let (lo, hi) = (a.from.min(a.to), a.from.max(a.to));
+    if let Some(m) = k.min.filter(|m| lo < m - 1e-9) {
+        return Err(format!(
+            "{} starts below its minimum {}",
+            k.label,
+            format_value(m)
+        ));
+    }
+    if let Some(m) = k.max.filter(|m| hi > m + 1e-9) {
+        let why = if BUDGET_SHARES.contains(&k.name.as_str()) {
+            " (a share of the budget: above 1 it acts only after the context overflows)"
+        } else {
+            ""
+        };
+        return Err(format!(
+            "{} goes above its maximum {}{why}",
+            k.label,
+            format_value(m)
+        ));
+    }
     Ok(a)
 }
 
@@ -262,6 +318,8 @@ mod tests {
         let r = policy("retention");
         let (d, pr) = all_valid(&r, "demote_at", "promote_at");
         assert!(d.values().contains(&0.9) && d.from > 0.75, "{d:?}");
+        // Never above the budget: a threshold over 1 overflows by construction.
+        assert!(d.to <= 1.0 && pr.to <= 1.0, "{d:?} {pr:?}");
         assert!(pr.values().contains(&0.6) && pr.to < 0.75, "{pr:?}");
         assert!(d.len() >= 5 && pr.len() >= 5, "{d:?} {pr:?}");
         // dense_after <= compact_after <= anchor_after, across the two axes.
@@ -287,9 +345,16 @@ mod tests {
         let e = parse_axis(&k, "0:1:0.01").unwrap_err();
         assert!(e.contains("at most 10"), "{e}");
         assert_eq!(
-            axis_text(&parse_axis(&k, "1:2:0.5").unwrap()),
-            "1:2:0.5".to_owned()
+            axis_text(&parse_axis(&k, "0.5:1:0.25").unwrap()),
+            "0.5:1:0.25".to_owned()
         );
+        // A pressure threshold ends at the budget in the pane.
+        let r = policy("retention");
+        let d = choice(&r, "demote_at");
+        assert_eq!(d.max, Some(1.0));
+        let e = parse_axis(&d, "0.9:1.2:0.1").unwrap_err();
+        assert!(e.contains("maximum 1"), "{e}");
+        assert!(parse_axis(&d, "0:0.5:0.1").unwrap_err().contains("minimum"));
     }
 
     #[test]
@@ -303,8 +368,17 @@ mod tests {
         assert_eq!(pair("retention"), s("demote_at", "promote_at"));
         assert_eq!(pair("age"), s("dense_after", "compact_after"));
         assert_eq!(pair("decay"), s("h50", "d"));
-        // Only generic knobs: still two of them.
-        assert!(pair("full").is_some());
+        // `full` tunes nothing: its numeric knobs are the recording's system chunk, what thrash
+        // counts and the cache TTL, so it has no pair to sweep.
+        assert!(pair("full").is_none());
+        // system_tokens (the recording's) and thrash_window (what thrash counts) are no axes.
+        for name in ["retention", "age", "decay", "full", "opencode"] {
+            let k = numeric_knobs(&policy(name));
+            assert!(
+                k.iter().all(|k| !NOT_AXES.contains(&k.name.as_str())),
+                "{name}: {k:?}"
+            );
+        }
         // The age driver does not read the pressure thresholds: they are not offered.
         let age = numeric_knobs(&policy("age"));
         assert!(age

@@ -31,7 +31,7 @@ impl Metric {
     pub fn label(&self) -> &'static str {
         match self {
             Metric::Cost => "cost ($)",
-            Metric::Divergence => "divergence cost (tokens)",
+            Metric::Divergence => "divergence cost vs full (tokens)",
             Metric::MeanTokens => "mean tokens",
             Metric::Overflow => "overflow (requests over budget)",
             Metric::Thrash => "thrash",

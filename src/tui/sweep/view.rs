@@ -8,7 +8,7 @@
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Clear, Paragraph, Wrap};
+use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
 use super::grid::{Metric, SweepGrid};
@@ -54,7 +54,7 @@ fn selected(t: &Theme, s: Style) -> Style {
 /// Draws the sweep pane over the whole area.
 pub fn render(state: &State, s: &SweepState, f: &mut Frame, area: Rect) {
     let t = &state.theme;
-    f.render_widget(Clear, area);
+    crate::tui::ui::clear(f, area, t.base);
     f.buffer_mut().set_style(area, t.base);
     let wide = area.width >= 110;
     let [header, form, body, status] = Layout::vertical([
@@ -195,7 +195,13 @@ fn intro(t: &Theme, s: &SweepState, f: &mut Frame, area: Rect) {
             t.dim,
         )),
         Line::from(Span::styled(
-            " The proposed ranges hold the current values and keep the policy's constraints; only the knobs its driver reads are offered.",
+            " The proposed ranges hold the current values and keep the policy's constraints; only the knobs its driver reads are offered, and only those that tune the schedule (not system_tokens, the recording's, nor thrash_window, what thrash counts). A pressure threshold ends at 1.0: above the budget it acts only once the context overflows.",
+            t.dim,
+        )),
+        Line::from(Span::styled(
+            format!(
+                " {PARETO} marks the Pareto front: a point with no request over the budget beats any that has one, then lower cost, thrash and overflow and higher probe survival."
+            ),
             t.dim,
         )),
         Line::from(Span::styled(
@@ -454,7 +460,7 @@ fn metric_fields(m: &Metrics) -> Vec<(&'static str, String)> {
         (
             "divergence",
             format!(
-                "{} tok ({})",
+                "{} tok ({}) vs full",
                 signed(m.divergence_tokens as f64),
                 dollars(m.divergence_dollars)
             ),

@@ -67,16 +67,21 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
         if let Some(fr) = rp.frames.get(state.main.cursor) {
             let text = match state.main.chart {
                 ChartKind::Pressure => format!(
-                    " @t: {} tok, {:.0}% ",
+                    " r{}: {} tok, {:.0}% ",
+                    state.main.cursor,
                     short(fr.tokens as f64),
                     fr.pressure * 100.0
                 ),
                 ChartKind::Cost => format!(
-                    " @t: ${:.4} vs ${:.4} recorded ",
-                    fr.cum_cost, fr.recorded_cum_cost
+                    " r{}: ${:.4} vs ${:.4} recorded ",
+                    state.main.cursor, fr.cum_cost, fr.recorded_cum_cost
                 ),
             };
             at.push(Span::styled(text, t.key));
+        }
+        // No schedule keeps to this budget: said before the legend (in full in the footer).
+        if let Some(w) = &rp.budget_warning_short {
+            off.push(Span::styled(format!("⚠ {w} "), t.error));
         }
     }
     at.extend(off);

@@ -163,7 +163,7 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) -> Scroll {
     let changed = c.chunks.iter().filter(|x| x.changed).count();
     // The title's parts go in whole while they fit the top border (its corners take two).
     let mut title = format!(
-        " Context t {}{}: {} chunks {} tok",
+        " Context r{}{}: {} chunks {} tok",
         c.request,
         if stale { "…" } else { "" },
         c.chunks.len(),

@@ -55,13 +55,20 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) -> Scroll {
     let total = para.line_count(inner_w);
     let scroll = Scroll::of(total, page_h);
     let top = state.main.detail.scroll.min(scroll.max);
+    // Where the page is: `lines 1–5 of 672`, or on a narrow pane `1/672` (PgDn pages, `+`
+    // gives the pane the screen).
     let title = if scroll.max > 0 {
-        format!(
+        let long = format!(
             " Detail {}: lines {}–{} of {total} ",
             ep.id,
             top + 1,
             (top + page_h).min(total)
-        )
+        );
+        if long.chars().count() + 2 <= usize::from(area.width) {
+            long
+        } else {
+            format!(" Detail {} {}/{total} ", ep.id, top + 1)
+        }
     } else {
         format!(" Detail {} ", ep.id)
     };
@@ -143,7 +150,7 @@ fn page<'a>(state: &'a State, ep: &'a EpisodeRow) -> Vec<Line<'a>> {
                 .unwrap_or_else(|| "request".to_owned());
             lines.push(Line::from(Span::styled(
                 format!(
-                    "deferred: the policy wants {d}, {a} stays until the next {boundary} boundary (or an emergency)"
+                    "waiting (…): the policy wants {d}, {a} stays until the next {boundary} boundary (or an emergency)"
                 ),
                 t.mark_deferred,
             )));

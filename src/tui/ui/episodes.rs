@@ -28,14 +28,14 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     let at = shown.iter().position(|&e| e == m.selected);
     let title = if m.search.filters() {
         format!(
-            " Episodes: {} of {n} match {:?} at t {} (Esc clears) ",
+            " Episodes: {} of {n} match {:?} at r{} (Esc clears) ",
             shown.len(),
             m.search.query,
             m.cursor
         )
     } else {
         format!(
-            " Episodes {}/{} at t {} ",
+            " Episodes {}/{} at r{} ",
             at.map_or(0, |i| i + 1),
             n,
             m.cursor
@@ -51,9 +51,10 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     let w = area.width;
     let wide = w >= 90;
     let with_last = w >= 64;
-    // Narrower: the class only in the detail pane, then the floor too; the title needs the room.
+    // Narrower: the class only in the detail pane; the floor stays (it says why an episode
+    // holds), abbreviated with the other columns below 56 columns.
     let with_class = wide;
-    let with_floor = w >= 56;
+    let narrow = w < 56;
     let needle = m.search.needle();
     let replay = state.schedule.replay.as_deref();
     let mut rows = Vec::with_capacity(page);
@@ -83,9 +84,17 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
                     }
                     _ => {
                         let tier = rp.grid.tier(i, m.cursor).unwrap_or_default();
-                        let mut text = tier.to_string();
+                        let name = |t: Tier| {
+                            if narrow {
+                                abbrev_tier(&t.to_string())
+                            } else {
+                                t.to_string()
+                            }
+                        };
+                        let mut text = name(tier);
                         if let Some(d) = rp.desired.get(&(i, m.cursor)) {
-                            text = format!("{tier}→{d}…");
+                            let more = if narrow { "" } else { "…" };
+                            text = format!("{}→{}{more}", name(tier), name(*d));
                         }
                         let tok = e
                             .tier_text(tier)
@@ -126,9 +135,12 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         if with_class {
             cells.push(Cell::from(e.class));
         }
-        if with_floor {
-            cells.push(Cell::from(e.floor.as_str()));
-        }
+        let floor = e.floor.as_str();
+        cells.push(Cell::from(if narrow {
+            abbrev_tier(floor)
+        } else {
+            floor.to_owned()
+        }));
         cells.extend([
             Cell::from(Span::styled(tier_text, tier_style)),
             Cell::from(Line::from(tokens).right_aligned()),
@@ -152,13 +164,17 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         widths.push(Constraint::Length(12));
         header.push("class");
     }
-    if with_floor {
-        widths.push(Constraint::Length(7));
-        header.push("floor");
-    }
+    widths.push(Constraint::Length(if narrow { 5 } else { 7 }));
+    header.push("floor");
     widths.extend([
-        Constraint::Length(if with_last { 13 } else { 9 }),
-        Constraint::Length(6),
+        Constraint::Length(if with_last {
+            13
+        } else if narrow {
+            11
+        } else {
+            12
+        }),
+        Constraint::Length(5),
     ]);
     header.extend(["tier", "tok"]);
     if with_last {
@@ -177,4 +193,16 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         f.render_widget(ratatui::widgets::Paragraph::new(msg), r);
     }
     scrollbar(f, area, top, scroll, t);
+}
+
+/// A tier's name in at most five letters for a narrow table (`compact` → `cmpct`, `dropped`
+/// → `drop`); the help lists the full names.
+fn abbrev_tier(name: &str) -> String {
+    match name {
+        "compact" => "cmpct".to_owned(),
+        "dropped" => "drop".to_owned(),
+        "anchor" => "anchr".to_owned(),
+        "active" => "activ".to_owned(),
+        other => other.chars().take(5).collect(),
+    }
 }

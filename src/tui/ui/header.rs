@@ -1,6 +1,7 @@
-//! The header line: session, policy (for `opencode`, the trigger that ran and where it compacted)
-//! and its key knobs, budget (and where it came from: set, the session's or the model's limit, or
-//! assumed), assumed prices, the request cursor and its time.
+//! The header line: the request cursor (`r12/671`) and its time, policy (for `opencode`, the
+//! trigger that ran and where it compacted) and its key knobs, budget (and where it came from:
+//! set, the session's or the model's limit, or assumed), assumed prices (which ones), and the
+//! session's title. Narrower, it says less (abbreviated knobs, no clock) before the title goes.
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -10,6 +11,7 @@ use ratatui::Frame;
 use super::{clock, thousands};
 use crate::tui::app::State;
 use crate::tui::main::speed_label;
+use crate::tui::widgets::chart::short;
 use tierscope_engine::policy::PolicyKind;
 
 /// The knobs worth a place in the header for a policy: those overridden, then the kind's main ones.
@@ -37,11 +39,92 @@ pub fn key_knobs(state: &State) -> Vec<String> {
         .collect()
 }
 
-pub fn render(state: &State, f: &mut Frame, area: Rect) {
+/// A knob's name in a few letters for a narrow header (`demote_at` → `dem`); the knobs panel
+/// and the help give the full names.
+pub fn abbrev_knob(name: &str) -> &str {
+    match name {
+        "demote_at" => "dem",
+        "promote_at" => "pro",
+        "target" => "tgt",
+        "min_dwell" => "dwell",
+        "boundary" => "bnd",
+        "dense_after" => "dense",
+        "compact_after" => "cmpct",
+        "anchor_after" => "anchr",
+        "respect_floors" => "floors",
+        "trigger" => "trig",
+        other => other,
+    }
+}
+
+/// How much the header says: the most on a wide terminal, then less until the session's
+/// title keeps some room (lazygit and btop at 80×24 are the bar).
+#[derive(Clone, Copy)]
+struct Detail {
+    brand: bool,
+    time: bool,
+    compaction: bool,
+    /// At most this many knobs, abbreviated or not.
+    knobs: usize,
+    abbrev: bool,
+    budget_src: bool,
+}
+
+const DETAILS: [Detail; 5] = [
+    Detail {
+        brand: true,
+        time: true,
+        compaction: true,
+        knobs: 5,
+        abbrev: false,
+        budget_src: true,
+    },
+    Detail {
+        brand: false,
+        time: true,
+        compaction: true,
+        knobs: 4,
+        abbrev: false,
+        budget_src: true,
+    },
+    Detail {
+        brand: false,
+        time: false,
+        compaction: true,
+        knobs: 4,
+        abbrev: true,
+        budget_src: true,
+    },
+    Detail {
+        brand: false,
+        time: false,
+        compaction: true,
+        knobs: 4,
+        abbrev: true,
+        budget_src: false,
+    },
+    Detail {
+        brand: false,
+        time: false,
+        compaction: false,
+        knobs: 2,
+        abbrev: true,
+        budget_src: false,
+    },
+];
+
+/// The header's spans before the title, at detail `d` (`title` cells kept for the title), and
+/// whether they say which prices were assumed (when the costs use assumed prices).
+fn lead<'a>(state: &State, d: Detail, width: usize, title: usize) -> (Vec<Span<'a>>, bool) {
     let t = &state.theme;
     let sep = || Span::styled(" │ ", t.header);
-    // Most important first: the line is cut at the right edge on narrow terminals.
-    let mut spans = vec![Span::styled(" tierscope", t.header), sep()];
+    let mut spans = Vec::new();
+    if d.brand {
+        spans.push(Span::styled(" tierscope", t.header));
+        spans.push(sep());
+    } else {
+        spans.push(Span::styled(" ", t.header));
+    }
     let n = state.requests();
     let cursor = state.main.cursor;
     let time = state
@@ -52,8 +135,10 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         .unwrap_or_default();
     let at = if n == 0 && state.session.is_some() {
         "no requests yet".to_owned()
+    } else if d.time {
+        format!("r{cursor}/{} {time}", n.saturating_sub(1))
     } else {
-        format!("t {} / {} {time}", cursor, n.saturating_sub(1))
+        format!("r{cursor}/{}", n.saturating_sub(1))
     };
     spans.push(Span::styled(at, t.header));
     if state.main.playing {
@@ -64,10 +149,13 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         spans.push(Span::styled(" replaying…", t.header));
     }
     spans.push(sep());
-    spans.push(Span::styled(
-        format!("policy {}", state.schedule.policy.name),
-        t.header,
-    ));
+    let policy = &state.schedule.policy.name;
+    let policy = if d.time {
+        format!("policy {policy}")
+    } else {
+        policy.clone()
+    };
+    spans.push(Span::styled(policy, t.header));
     // `opencode`: which trigger ran (with `auto`, the budget decides) and where it compacted,
     // before the knobs: it says what the replay on screen is.
     if let Some(c) = state
@@ -75,27 +163,26 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         .replay
         .as_deref()
         .and_then(|r| r.compaction.as_deref())
+        .filter(|_| d.compaction)
     {
-        let text = format!(" [{c}]");
-        let used: usize = spans.iter().map(|s| s.width()).sum();
-        if used + text.chars().count() + 30 <= usize::from(area.width) {
-            spans.push(Span::styled(text, t.header));
-        }
+        spans.push(Span::styled(format!(" [{c}]"), t.header));
     }
-    // The key knobs go only where the title still fits after them (the knobs panel shows all).
-    let title_w = state
-        .session
-        .as_ref()
-        .map_or(0, |s| s.model.title.chars().count().min(40));
-    let used: usize = spans.iter().map(|s| s.width()).sum::<usize>() + 30 + title_w;
-    let mut knobs = key_knobs(state);
-    while !knobs.is_empty() {
-        let text = format!(" ({})", knobs.join(" "));
-        if used + text.chars().count() <= usize::from(area.width) {
-            spans.push(Span::styled(text, t.header));
-            break;
-        }
-        knobs.pop();
+    let knobs: Vec<String> = key_knobs(state)
+        .into_iter()
+        .take(d.knobs)
+        .map(|kv| match kv.split_once('=') {
+            Some((k, v)) if d.abbrev => {
+                // 0.9 → .9: the values stay whole, only their zeros go.
+                let v = v
+                    .strip_prefix("0.")
+                    .map_or(v.to_owned(), |f| format!(".{f}"));
+                format!("{}={v}", abbrev_knob(k))
+            }
+            _ => kv,
+        })
+        .collect();
+    if !knobs.is_empty() {
+        spans.push(Span::styled(format!(" ({})", knobs.join(" ")), t.header));
     }
     let b = state.schedule.effective_budget();
     let replay = state.schedule.replay.as_deref();
@@ -104,34 +191,36 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         (None, Some(r)) => r.budget_origin(),
         (None, None) => "…",
     };
-    // From here on nothing is cut mid-word: the budget shows whole or not at all, the titles
-    // are clipped with "…".
-    let width = usize::from(area.width);
-    let used = |spans: &[Span]| spans.iter().map(|s| s.width()).sum::<usize>();
-    let budget = [
-        format!("budget {} ({src})", thousands(b)),
-        format!("budget {}", thousands(b)),
-    ]
-    .into_iter()
-    .find(|b| used(&spans) + 3 + b.chars().count() <= width);
-    if let Some(budget) = budget {
-        spans.push(sep());
-        let st = if src == "assumed" { t.warn } else { t.header };
-        spans.push(Span::styled(budget, st));
-    }
-    // Prices the pricing table does not know are an assumption: say so (the CLI does too).
-    if replay.is_some_and(|r| r.pricing_note.is_some()) {
-        let text = "prices assumed (model not in the table)";
-        let short = "prices assumed";
-        if let Some(p) = [text, short]
+    spans.push(sep());
+    let st = if src == "assumed" { t.warn } else { t.header };
+    let budget = if d.budget_src {
+        format!("budget {} ({src})", thousands(b))
+    } else {
+        format!("budget {}", short(b as f64))
+    };
+    spans.push(Span::styled(budget, st));
+    // Prices the pricing table does not know are an assumption: say so, and which prices (the
+    // CLI does too).
+    let mut which = true;
+    if let Some(r) = replay.filter(|r| r.pricing_note.is_some()) {
+        let used: usize = spans.iter().map(|s| s.width()).sum();
+        let long = format!("prices assumed: {} (model not in the table)", r.prices);
+        let mid = format!("prices assumed: {}", r.prices);
+        // A warning: at least its short form (less detail elsewhere makes room for it).
+        let text = [long, mid]
             .into_iter()
-            .find(|p| used(&spans) + 3 + p.chars().count() + 10 <= width)
-        {
-            spans.push(sep());
-            spans.push(Span::styled(p, t.warn));
-        }
+            .find(|p| used + 3 + p.chars().count() + 3 + title <= width);
+        which = text.is_some();
+        let text = text.unwrap_or_else(|| "prices assumed".to_owned());
+        spans.push(sep());
+        spans.push(Span::styled(text, t.warn));
     }
-    let room = width.saturating_sub(used(&spans) + 3);
+    (spans, which)
+}
+
+pub fn render(state: &State, f: &mut Frame, area: Rect) {
+    let t = &state.theme;
+    let width = usize::from(area.width);
     // Inside a sub-agent: the parents' titles first, shortened to "… › " before the shown
     // session's own title is.
     let own = state
@@ -144,13 +233,30 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         .iter()
         .map(|c| format!("{} › ", c.title))
         .collect();
+    let full_title = (parents.chars().count() + own.chars().count()).min(40);
+    // The title keeps at least this much room (all of a short one).
+    let title_min = full_title.min(16);
+    let used = |spans: &[Span]| spans.iter().map(|s| s.width()).sum::<usize>();
+    // Which prices were assumed matters more than the clock or the brand: a level that says
+    // them first, else the first that fits.
+    let mut spans = Vec::new();
+    'fit: for need_which in [true, false] {
+        for d in DETAILS {
+            let (s, which) = lead(state, d, width, title_min);
+            spans = s;
+            if used(&spans) + 3 + title_min <= width && (which || !need_which) {
+                break 'fit;
+            }
+        }
+    }
+    let room = width.saturating_sub(used(&spans) + 3);
     let title = if parents.chars().count() + own.chars().count() <= room || parents.is_empty() {
         parents + &own
     } else {
         format!("… › {own}")
     };
     if !title.is_empty() && room >= 8 {
-        spans.push(sep());
+        spans.push(Span::styled(" │ ", t.header));
         spans.push(Span::styled(
             tierscope_engine::text::clip_chars(&title, room),
             t.header,

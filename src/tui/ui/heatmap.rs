@@ -42,7 +42,13 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
         ));
     }
     if n > rows && rows > 0 {
-        let mut more = format!("episodes {}–{} of {n}", top, (top + rows).min(n) - 1);
+        let last = (top + rows).min(n) - 1;
+        // Narrow: the rows in few words, so the legend keeps its marks beside them.
+        let mut more = if r.heat.width < 100 {
+            format!("ep {top}–{last}/{n}")
+        } else {
+            format!("episodes {top}–{last} of {n}")
+        };
         let active = state
             .session
             .as_ref()
@@ -98,26 +104,47 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
         Span::styled("thrash ", t.dim),
         Span::styled("(per req) ", t.dim),
     ];
+    // Narrower: the marks in short words (they say what the counters count, so they stay
+    // longer than the tier names), then the tiers as glyphs alone (the help names them).
+    let short_marks = vec![
+        Span::styled("▼▲", t.mark_change),
+        Span::styled("chg ", t.dim),
+        Span::styled("⊥", t.mark_hold),
+        Span::styled("hold ", t.dim),
+        Span::styled("…", t.mark_deferred),
+        Span::styled("wait ", t.dim),
+        Span::styled("!", t.mark_thrash),
+        Span::styled("thrash ", t.dim),
+    ];
+    let glyph_marks = vec![
+        Span::styled("▼▲", t.mark_change),
+        Span::styled("⊥", t.mark_hold),
+        Span::styled("…", t.mark_deferred),
+        Span::styled("!", t.mark_thrash),
+        Span::raw(" "),
+    ];
     let width = |v: &[Span]| v.iter().map(Span::width).sum::<usize>();
     let room = usize::from(r.heat.width).saturating_sub(info_w + 4);
-    let mut title = if width(&tiers) <= room {
-        tiers
-    } else {
-        // Too narrow for the names: the glyphs alone, full first.
-        let mut v = vec![Span::raw(" Tiers ")];
-        for tier in Tier::ALL {
-            v.push(Span::styled(tier_glyph(tier), t.tier(tier)));
-        }
-        v.push(Span::styled("◆", t.tier_active));
-        if tails {
-            v.push(Span::styled(TAIL_GLYPH, t.tier(Tier::Full)));
-        }
-        v.push(Span::raw(" "));
-        v
-    };
-    if width(&title) + width(&marks) <= room {
-        title.extend(marks);
+    // Too narrow for the names: the glyphs alone, full first.
+    let mut glyphs = vec![Span::raw(" Tiers ")];
+    for tier in Tier::ALL {
+        glyphs.push(Span::styled(tier_glyph(tier), t.tier(tier)));
     }
+    glyphs.push(Span::styled("◆", t.tier_active));
+    if tails {
+        glyphs.push(Span::styled(TAIL_GLYPH, t.tier(Tier::Full)));
+    }
+    glyphs.push(Span::raw(" "));
+    let title = [
+        (&tiers, &marks),
+        (&glyphs, &marks),
+        (&glyphs, &short_marks),
+        (&glyphs, &glyph_marks),
+    ]
+    .into_iter()
+    .find(|(a, b)| width(a) + width(b) <= room)
+    .map(|(a, b)| [a.clone(), b.clone()].concat())
+    .unwrap_or_else(|| glyphs.clone());
     let block = rule_block(Line::from(title), state.main.focus == Pane::Heatmap, t)
         .title(Line::from(info).right_aligned());
     f.render_widget(block, r.heat);

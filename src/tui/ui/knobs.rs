@@ -3,7 +3,7 @@
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Clear, Paragraph, Wrap};
+use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
 use super::{centered, pane_block, thousands};
@@ -24,8 +24,8 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     let rows = 1 + p.specs.len();
     // Docked over the bottom panes so the heatmap, the chart and the metrics stay in view
     // while knobs change (that is the point of turning them).
-    let rect = dock(state, area, rows as u16 + 4);
-    f.render_widget(Clear, rect);
+    let rect = dock(state, area, rows as u16 + 6);
+    crate::tui::ui::clear(f, rect, t.base);
     let status = if state.schedule.pending {
         "replaying…"
     } else {
@@ -39,10 +39,47 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         return;
     }
     let name_w: u16 = (inner.width / 3).clamp(22, 30);
-    let val_w: u16 = 12;
+    // The value column holds the widest value whole (a choice such as ‹cache-expiry›).
+    let widest = p
+        .specs
+        .iter()
+        .map(|s| match knob_value(p, s) {
+            KnobValue::Num(n) => fmt_knob(n, s.integer).chars().count(),
+            KnobValue::Choice(c) => c.chars().count() + 2,
+            other => other.to_string().chars().count().max(5),
+        })
+        .max()
+        .unwrap_or(0);
+    let val_w: u16 = (widest as u16 + 1).clamp(12, inner.width.saturating_sub(name_w + 2).max(12));
     let slider_w = inner.width.saturating_sub(name_w + val_w + 2).min(40);
     // Rows visible: leave two lines for the help of the selected knob.
-    let list_h = usize::from(inner.height.saturating_sub(2));
+    let help = if selected == 0 {
+        "tokens the rendered context may use; ←/→ move by 1 %, Enter types it, r resets to the model's limit"
+            .to_owned()
+    } else {
+        p.specs
+            .get(selected - 1)
+            .map(|s| {
+                let range = match (s.min, s.max, s.step) {
+                    (Some(a), Some(b), Some(st)) => format!(" [{a} … {b}, step {st}]"),
+                    _ if !s.choices.is_empty() => format!(" [{}]", s.choices.join(" | ")),
+                    _ => String::new(),
+                };
+                let unread = if p.reads(&s.name) {
+                    ""
+                } else {
+                    " (not read with these settings: moving it changes nothing)"
+                };
+                format!("{}{range}{unread}", s.help)
+            })
+            .unwrap_or_default()
+    };
+    // The selected knob's help, wrapped whole (up to four rows), below the list.
+    let help_para = Paragraph::new(Line::from(Span::styled(help, t.dim))).wrap(Wrap { trim: true });
+    let help_h = (help_para.line_count(inner.width) as u16)
+        .clamp(2, 4)
+        .min(inner.height.saturating_sub(3));
+    let list_h = usize::from(inner.height.saturating_sub(help_h));
     let first = selected.saturating_sub(list_h.saturating_sub(1));
     let list_scroll = crate::tui::geometry::Scroll::of(rows, list_h);
     for (vis, row) in (first..rows).take(list_h).enumerate() {
@@ -57,10 +94,11 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         };
         let (name, value, range): (String, String, Option<SliderRange>) = if row == 0 {
             let b = state.schedule.effective_budget() as f64;
-            let src = if state.schedule.budget.is_some() {
-                "set"
-            } else {
-                "default"
+            // Where it came from, in the header's words.
+            let src = match (&state.schedule.budget, state.schedule.replay.as_deref()) {
+                (Some(_), _) => "set",
+                (None, Some(r)) => r.budget_origin(),
+                (None, None) => "default",
             };
             (
                 format!("budget ({src})"),
@@ -108,7 +146,7 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         f.buffer_mut().set_stringn(
             inner.x + name_w,
             y,
-            format!("{value:>11} "),
+            format!("{value:>w$} ", w = usize::from(val_w - 1)),
             usize::from(val_w),
             if focused { t.key } else { t.base },
         );
@@ -128,35 +166,16 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
             }
         }
     }
-    let help = if selected == 0 {
-        "tokens the rendered context may use; ←/→ move by 1 %, Enter types it, r resets to the model's limit"
-            .to_owned()
-    } else {
-        p.specs
-            .get(selected - 1)
-            .map(|s| {
-                let range = match (s.min, s.max, s.step) {
-                    (Some(a), Some(b), Some(st)) => format!(" [{a} … {b}, step {st}]"),
-                    _ if !s.choices.is_empty() => format!(" [{}]", s.choices.join(" | ")),
-                    _ => String::new(),
-                };
-                let unread = if p.reads(&s.name) {
-                    ""
-                } else {
-                    " (not read with these settings: moving it changes nothing)"
-                };
-                format!("{}{range}{unread}", s.help)
-            })
-            .unwrap_or_default()
-    };
     let list_rect = Rect::new(rect.x, rect.y, rect.width, list_h as u16 + 2);
     super::scrollbar(f, list_rect, first, list_scroll, t);
-    let help_area = Rect::new(inner.x, inner.bottom().saturating_sub(2), inner.width, 2);
-    f.render_widget(Clear, help_area);
-    f.render_widget(
-        Paragraph::new(Line::from(Span::styled(help, t.dim))).wrap(Wrap { trim: true }),
-        help_area,
+    let help_area = Rect::new(
+        inner.x,
+        inner.bottom().saturating_sub(help_h),
+        inner.width,
+        help_h,
     );
+    crate::tui::ui::clear(f, help_area, t.base);
+    f.render_widget(help_para, help_area);
 }
 
 /// The knobs panel's rectangle: the bottom panes' area (right-aligned, at most 100 wide; on a
@@ -185,7 +204,7 @@ pub fn render_policies(state: &State, f: &mut Frame, area: Rect, selected: usize
     let t = &state.theme;
     let n = state.knobs.names.len();
     let rect = centered(area, area.width.saturating_sub(4).min(100), n as u16 + 2);
-    f.render_widget(Clear, rect);
+    crate::tui::ui::clear(f, rect, t.base);
     // Inside the borders, after "● name         " (15) and a space: descriptions end in "…".
     let desc_w = usize::from(rect.width.saturating_sub(2 + 16));
     let mut lines = Vec::new();

@@ -1,8 +1,10 @@
-//! The metrics strip: at the cursor the tokens / budget gauge, divergence, radius, cache, cost
-//! (request and cumulative), changes, waiting changes, holds, thrash, probes; then the run's
-//! totals by unit (changes and thrash; held and waiting episode × requests; requests over
-//! budget) and, after the policy, a knob or the budget changed, each total as baseline → now. One line when the terminal is short: the
-//! totals go where there is room.
+//! The metrics strip: first the request at the cursor (`r12`): the tokens / budget gauge, the
+//! prefix kept from the previous request and the tokens redone after it, cache, cost (the
+//! request's and so far), changes, waiting changes, holds, thrash, emergencies, probes; then the
+//! whole `run`'s totals by unit (changes, thrash and emergencies; held and waiting episode ×
+//! requests; requests over budget) and, after the policy, a knob or the budget changed, each
+//! total as baseline → now. One line when the terminal is short: the totals go where there is
+//! room. Every figure's meaning is in the help (`?`, "Figures").
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -32,12 +34,13 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     let sep = Span::styled(" │ ", t.border);
     let width = usize::from(area.width);
     let totals = totals_groups(state, r, t);
+    let at = state.main.cursor;
     if area.height >= 2 {
-        let now = super::fit_groups(request_groups(fr, t), sep.clone(), width);
+        let now = super::fit_groups(request_groups(at, fr, t), sep.clone(), width);
         let run = super::fit_groups(totals, sep, width);
         f.render_widget(Paragraph::new(vec![Line::from(now), Line::from(run)]), area);
     } else {
-        let mut groups = request_groups(fr, t);
+        let mut groups = request_groups(at, fr, t);
         // Short terminal: the totals right after the gauge, the rest where it fits.
         let rest = groups.split_off(1);
         groups.extend(totals);
@@ -54,8 +57,9 @@ fn kv<'a>(t: &Theme, k: &str, v: String) -> Vec<Span<'a>> {
     ]
 }
 
-/// The request at the cursor, most important first; a group that does not fit whole is left out.
-fn request_groups<'a>(fr: &FrameRow, t: &Theme) -> Vec<Vec<Span<'a>>> {
+/// The request at the cursor (`r12`), most important first; a group that does not fit whole is
+/// left out.
+fn request_groups<'a>(at: usize, fr: &FrameRow, t: &Theme) -> Vec<Vec<Span<'a>>> {
     let p = fr.pressure;
     let gauge_style = if p > 1.0 {
         t.gauge_over
@@ -69,7 +73,8 @@ fn request_groups<'a>(fr: &FrameRow, t: &Theme) -> Vec<Vec<Span<'a>>> {
     let gauge = format!("{}{}", "█".repeat(filled), "░".repeat(gw - filled));
     let mut groups = vec![
         vec![
-            Span::styled(" tok ", t.dim),
+            Span::styled(format!(" r{at} "), t.key),
+            Span::styled("tok ", t.dim),
             Span::styled(
                 format!("{}/{} ", short(fr.tokens as f64), short(fr.budget as f64)),
                 t.base,
@@ -77,21 +82,19 @@ fn request_groups<'a>(fr: &FrameRow, t: &Theme) -> Vec<Vec<Span<'a>>> {
             Span::styled(gauge, gauge_style),
             Span::styled(format!(" {:.0}%", p * 100.0), gauge_style),
         ],
+        // The context pane's words: the prefix kept from the previous request, the rest redone.
         [
-            kv(t, "div", short(fr.divergence as f64)),
+            kv(t, "kept", short(fr.divergence as f64)),
             vec![Span::raw(" ")],
-            kv(t, "radius", short(fr.radius as f64)),
+            kv(t, "redo", short(fr.radius as f64)),
         ]
         .concat(),
-        kv(
-            t,
-            "cache r/w",
-            format!(
-                "{}/{}",
-                short(fr.cache_read as f64),
-                short(fr.cache_write as f64)
-            ),
-        ),
+        [
+            kv(t, "cache read", short(fr.cache_read as f64)),
+            vec![Span::raw(" ")],
+            kv(t, "write", short(fr.cache_write as f64)),
+        ]
+        .concat(),
     ];
     let mut moves = [
         kv(t, "chg", fr.changes.to_string()),
@@ -110,6 +113,12 @@ fn request_groups<'a>(fr: &FrameRow, t: &Theme) -> Vec<Vec<Span<'a>>> {
                 fr.thrash.to_string(),
                 if fr.thrash > 0 { t.mark_thrash } else { t.base },
             ),
+            Span::raw(" "),
+            Span::styled("emerg ", t.dim),
+            Span::styled(
+                fr.emergencies.to_string(),
+                if fr.emergencies > 0 { t.warn } else { t.base },
+            ),
         ],
     ]
     .concat();
@@ -120,7 +129,14 @@ fn request_groups<'a>(fr: &FrameRow, t: &Theme) -> Vec<Vec<Span<'a>>> {
             t.error,
         ));
     }
-    groups.push(kv(t, "$", format!("{:.4} Σ{:.4}", fr.cost, fr.cum_cost)));
+    groups.push(
+        [
+            kv(t, "$", format!("{:.4}", fr.cost)),
+            vec![Span::raw(" ")],
+            kv(t, "so far", format!("{:.4}", fr.cum_cost)),
+        ]
+        .concat(),
+    );
     groups.push(moves);
     if fr.probes_due > 0 {
         let st = if fr.probes_ok < fr.probes_due {
@@ -150,7 +166,7 @@ fn totals_groups<'a>(state: &State, r: &ReplayModel, t: &Theme) -> Vec<Vec<Span<
     for (g, (unit, items)) in r.totals.groups().iter().enumerate() {
         let mut run = Vec::new();
         if g == 0 {
-            run.push(Span::styled(" Σ run ", t.dim));
+            run.push(Span::styled(" run ", t.key));
         }
         for (i, (name, v)) in items.iter().enumerate() {
             let old = was.as_ref().map(|w| w[g].1[i].1);

@@ -219,12 +219,13 @@ pub fn key_spans<'a>(pairs: &[(String, &'a str)], key: Style, text: Style) -> Ve
 }
 
 /// The hints of `pairs` that fit in `width` cells as [`key_spans`] draws them: a hint is shown
-/// whole or not at all, and the rightmost ones go first, except `help` (it lists every key) and
-/// `quit` / `close` (the way out).
+/// whole or not at all, and the rightmost ones go first, except `help` (it lists every key),
+/// `quit` / `close` (the way out) and the main screen's `knobs` and `diff` (what the explorer
+/// is for: they stay at 80 columns).
 pub fn fit_hints<'a>(pairs: &[(String, &'a str)], width: usize) -> Vec<(String, &'a str)> {
     use unicode_width::UnicodeWidthStr;
     let cost = |(k, d): &(String, &str)| k.width() + d.width() + 3;
-    let keep = |d: &str| matches!(d, "help" | "quit" | "close");
+    let keep = |d: &str| matches!(d, "help" | "quit" | "close" | "knobs" | "diff");
     let mut shown: Vec<(String, &'a str)> = pairs.to_vec();
     while shown.iter().map(cost).sum::<usize>() > width {
         match shown.iter().rposition(|(_, d)| !keep(d)) {
@@ -272,6 +273,13 @@ pub fn date(ms: i64) -> String {
         .unwrap_or_else(|| "-".to_owned())
 }
 
+/// Clears `area` for an overlay and paints it in the theme's base style (its background too:
+/// a theme that sets one, such as `light`, stays readable on a dark terminal).
+pub fn clear(f: &mut Frame, area: Rect, base: Style) {
+    f.render_widget(ratatui::widgets::Clear, area);
+    f.buffer_mut().set_style(area, base);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,16 +311,23 @@ mod tests {
     #[test]
     fn hints_are_dropped_whole_from_the_right_keeping_help_and_quit() {
         let pairs: Vec<(String, &str)> =
-            [("→", "step"), ("d", "diff"), ("?", "help"), ("q", "quit")]
+            [("→", "step"), ("x", "next"), ("?", "help"), ("q", "quit")]
                 .iter()
                 .map(|(k, d)| (k.to_string(), *d))
                 .collect();
-        // " → step " is 8 cells, " d diff " 8, " ? help " 8, " q quit " 8.
+        // " → step " is 8 cells, " x next " 8, " ? help " 8, " q quit " 8.
         assert_eq!(fit_hints(&pairs, 32).len(), 4);
         let fit: Vec<&str> = fit_hints(&pairs, 31).iter().map(|p| p.1).collect();
         assert_eq!(fit, ["step", "help", "quit"]);
         let fit: Vec<&str> = fit_hints(&pairs, 5).iter().map(|p| p.1).collect();
         assert_eq!(fit, ["help", "quit"]);
+        // The main screen's knobs and diff stay too (they stay at 80 columns).
+        let pairs: Vec<(String, &str)> = [("→", "step"), ("K", "knobs"), ("d", "diff")]
+            .iter()
+            .map(|(k, d)| (k.to_string(), *d))
+            .collect();
+        let fit: Vec<&str> = fit_hints(&pairs, 12).iter().map(|p| p.1).collect();
+        assert_eq!(fit, ["knobs", "diff"]);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Clear, Paragraph, Wrap};
+use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
 use super::{centered, layout, pane_block};
@@ -86,15 +86,7 @@ pub fn input(state: &State, f: &mut Frame, area: Rect, input: &Input) {
         InputPurpose::Budget => "budget (tokens) = ".to_owned(),
         InputPurpose::SavePath => "save policy as: ".to_owned(),
     };
-    let h = if input.error.is_some() { 4 } else { 3 };
     let w = area.width.saturating_sub(4).min(80);
-    let rect = Rect::new(
-        area.x + (area.width.saturating_sub(w)) / 2,
-        area.bottom().saturating_sub(h + 2),
-        w,
-        h.min(area.height),
-    );
-    f.render_widget(Clear, rect);
     let mut lines = vec![Line::from(vec![
         Span::styled(label, t.dim),
         Span::styled(crate::tui::safe_line(&input.text), t.key),
@@ -103,18 +95,26 @@ pub fn input(state: &State, f: &mut Frame, area: Rect, input: &Input) {
     if let Some(e) = &input.error {
         lines.push(Line::from(Span::styled(crate::tui::safe_line(e), t.error)));
     }
+    // The field and its error wrap inside the borders: the box grows to hold them (a refused
+    // value's reason is read whole, never cut at the border).
+    let para = Paragraph::new(lines).wrap(Wrap { trim: false });
+    let h = (para.line_count(w.saturating_sub(2)) as u16 + 2).min(area.height.saturating_sub(2));
+    let rect = Rect::new(
+        area.x + (area.width.saturating_sub(w)) / 2,
+        area.bottom().saturating_sub(h + 2),
+        w,
+        h.min(area.height),
+    );
+    crate::tui::ui::clear(f, rect, t.base);
     let title = match input.purpose {
         InputPurpose::Search => {
             let n = state.main.search.hits.len();
             format!(" {n} match · Enter keeps, C-u clears, Esc cancels ")
         }
-        InputPurpose::Goto => " 42, t42 or E3 · Enter goes, Esc cancels ".to_owned(),
+        InputPurpose::Goto => " 42, r42 or E3 · Enter goes, Esc cancels ".to_owned(),
         _ => " Enter accepts, C-u clears, Esc cancels ".to_owned(),
     };
-    f.render_widget(
-        Paragraph::new(lines).block(pane_block(title, true, t)),
-        rect,
-    );
+    f.render_widget(para.block(pane_block(title, true, t)), rect);
 }
 
 /// The selected episode's sub-agent sessions, to open one.
@@ -132,7 +132,7 @@ pub fn children(state: &State, f: &mut Frame, area: Rect, selected: usize) {
         area.width.saturating_sub(4).min(90),
         ep.children.len() as u16 + 2,
     );
-    f.render_widget(Clear, rect);
+    crate::tui::ui::clear(f, rect, t.base);
     let inner_w = usize::from(rect.width.saturating_sub(2));
     let lines: Vec<Line> = ep
         .children
@@ -176,16 +176,16 @@ pub fn confirm(state: &State, f: &mut Frame, area: Rect, c: &Confirm) {
             "y overwrite · n / Esc keep it",
         ),
     };
-    let rect = centered(area, area.width.saturating_sub(4).min(70), 5);
-    f.render_widget(Clear, rect);
-    f.render_widget(
-        Paragraph::new(vec![
-            Line::from(Span::styled(body, t.base)),
-            Line::raw(""),
-            Line::from(Span::styled(keys, t.key)),
-        ])
-        .wrap(Wrap { trim: true })
-        .block(pane_block(title, true, t)),
-        rect,
-    );
+    let w = area.width.saturating_sub(4).min(70);
+    let para = Paragraph::new(vec![
+        Line::from(Span::styled(body, t.base)),
+        Line::raw(""),
+        Line::from(Span::styled(keys, t.key)),
+    ])
+    .wrap(Wrap { trim: true });
+    // As tall as its wrapped text (a long path stays whole).
+    let h = para.line_count(w.saturating_sub(2)) as u16 + 2;
+    let rect = centered(area, w, h);
+    crate::tui::ui::clear(f, rect, t.base);
+    f.render_widget(para.block(pane_block(title, true, t)), rect);
 }

@@ -31,8 +31,9 @@ pub fn flash_spans(state: &State) -> Vec<Span<'static>> {
 const IDLE_PRESSURE: f64 = 0.5;
 
 /// "peak pressure 6 % at the default budget: nothing fades — try --budget or K" when the
-/// default budget is so large that no episode ever changes tier.
-pub fn idle_hint(state: &State) -> Option<String> {
+/// default budget is so large that no episode ever changes tier (in few words when `narrow`, so
+/// the footer keeps its keys).
+pub fn idle_hint(state: &State, narrow: bool) -> Option<String> {
     let r = state.schedule.replay.as_deref()?;
     if state.schedule.budget.is_some()
         || r.totals.changes > 0
@@ -41,17 +42,31 @@ pub fn idle_hint(state: &State) -> Option<String> {
     {
         return None;
     }
-    Some(format!(
-        "peak pressure {:.0} % at the default budget: nothing fades, try --budget or K",
-        r.peak_pressure * 100.0
-    ))
+    let peak = r.peak_pressure * 100.0;
+    Some(if narrow {
+        format!("peak {peak:.0} %: nothing fades (K: budget)")
+    } else {
+        format!("peak pressure {peak:.0} % at the default budget: nothing fades, try --budget or K")
+    })
 }
 
 pub fn render(state: &State, f: &mut Frame, area: Rect) {
     let t = &state.theme;
     let mut lead = flash_spans(state);
+    // In full where the main keys still fit beside it, else in a few words.
+    let unmeetable = state.schedule.replay.as_deref().and_then(|r| {
+        let long = r.budget_warning.clone()?;
+        if long.chars().count() + 44 <= usize::from(area.width) {
+            Some(long)
+        } else {
+            r.budget_warning_short.clone()
+        }
+    });
     if lead.is_empty() {
-        if let Some(h) = idle_hint(state) {
+        if let Some(w) = unmeetable {
+            lead.push(Span::styled(format!(" ⚠ {w} "), t.error));
+            lead.push(Span::styled("│", t.status));
+        } else if let Some(h) = idle_hint(state, area.width < 120) {
             lead.push(Span::styled(format!(" {h} "), t.warn));
             lead.push(Span::styled("│", t.status));
         }

@@ -110,6 +110,14 @@ impl Adapter for OpenCode {
         super::flat_rules::flat_rules(&super::Dialect::of(&trace.origin))
     }
 
+    /// OpenCode sizes its kept tail by characters ÷ 4 ([`super::tail_estimate`]).
+    fn tail_estimate(&self, trace: &Trace) -> Option<crate::trace::adapter::TailEstimate> {
+        Some(crate::trace::adapter::TailEstimate {
+            message_units: super::tail_estimate::message_sizes(trace),
+            to_tokens: super::tail_estimate::to_tokens,
+        })
+    }
+
     /// Each recorded compaction call as the release built it, and the release's fixed prompt.
     fn summary_calls(&self, trace: &Trace) -> SummaryCalls {
         let dialect = super::Dialect::of(&trace.origin);

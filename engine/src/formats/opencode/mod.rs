@@ -19,6 +19,7 @@ pub(crate) mod row_pipeline;
 pub mod steps;
 pub mod storage;
 pub mod store;
+pub mod tail_estimate;
 pub mod v2;
 pub mod watch;
 

@@ -2,6 +2,9 @@
 //! only at a **fold**, when m[0] is materialized again: every closed episode is re-tiered from
 //! scratch ([`crate::policy::fold`]: curve, budget guard, retry) against the history budget.
 //! Between folds nothing changes: episodes closed since the last fold sit in m[1] at `full`.
+//! With a Magic Context database only its compartments are history: the turns after the last
+//! one are raw messages in Magic Context's live tail (the historian has not reached them), which
+//! it renders into neither m[0] nor m[1], so the fold and the backstop leave them out.
 //!
 //! Folds happen where Magic Context's HARD triggers fire, in its order:
 //! 1. `first_render`: the very first request (even with nothing to tier);
@@ -172,6 +175,8 @@ pub(crate) struct Decay {
     ttl_ms: i64,
     /// Not a sub-agent session (Magic Context injects no history into those).
     enabled: bool,
+    /// The compartments come from a Magic Context database: other episodes are not history.
+    with_db: bool,
     rows: Vec<Row>,
     mutations: Vec<i64>,
     folded: Option<Folded>,
@@ -297,6 +302,7 @@ impl Kind for Decay {
             backstop_budget_share: p.num("backstop_m1_budget"),
             ttl_ms: (p.num("ttl_s") * 1000.0) as i64,
             enabled: prep.trace.session.parent_id.is_none(),
+            with_db: mc.is_some(),
             rows,
             mutations: mc.map(|m| m.mutations.clone()).unwrap_or_default(),
             folded: None,
@@ -344,6 +350,8 @@ struct Blocks<'x, 'p, 'a> {
     rows: &'x mut [Row],
     counting: Counting,
     st: &'x State<'p, 'a>,
+    /// The episode behind each fold row (`BlockTokens` indexes are fold rows).
+    eps: &'x [usize],
 }
 
 impl Blocks<'_, '_, '_> {
@@ -360,15 +368,15 @@ impl Blocks<'_, '_, '_> {
         utf16_len(self.text(e, tier)) as u64
     }
 
-    /// The joined body of `tiers`: non-empty blocks joined by `\n\n` (archived blocks are
-    /// empty).
+    /// The joined body of `tiers` (one per fold row): non-empty blocks joined by `\n\n`
+    /// (archived blocks are empty).
     fn joined(&mut self, tiers: &[u8]) -> String {
         let mut out = String::new();
-        for (e, &t) in tiers.iter().enumerate() {
+        for (i, &t) in tiers.iter().enumerate() {
             if t >= ARCHIVED {
                 continue;
             }
-            let text = self.text(e, t);
+            let text = self.text(self.eps[i], t);
             if text.is_empty() {
                 continue;
             }
@@ -384,8 +392,12 @@ impl Blocks<'_, '_, '_> {
     fn joined_units(&mut self, tiers: &[u8]) -> u64 {
         let mut units = 0;
         let mut parts = 0u64;
-        for (e, &t) in tiers.iter().enumerate() {
-            let n = if t < ARCHIVED { self.units(e, t) } else { 0 };
+        for (i, &t) in tiers.iter().enumerate() {
+            let n = if t < ARCHIVED {
+                self.units(self.eps[i], t)
+            } else {
+                0
+            };
             if n > 0 {
                 units += n;
                 parts += 1;
@@ -394,20 +406,24 @@ impl Blocks<'_, '_, '_> {
         units + 2 * parts.saturating_sub(1)
     }
 
-    /// Tokens of m[1]: the episodes closed since the fold, at tier 1, in their wrappers.
-    fn m1_tokens(&mut self, from: usize, to: usize) -> u64 {
-        if from >= to {
+    /// Tokens of m[1]: the fold rows (compartments closed since the fold), at tier 1, in their
+    /// wrappers.
+    fn m1_tokens(&mut self) -> u64 {
+        let n = self.eps.len();
+        if n == 0 {
             return 0;
         }
         match self.counting {
-            Counting::Stored => (from..to).map(|e| self.row(e, 1)).sum(),
+            Counting::Stored => (0..n).map(|i| self.row(i, 1)).sum(),
             Counting::MagicContext(Estimator::Chars) => {
-                let blocks: u64 = (from..to).map(|e| self.units(e, 1)).sum();
-                let seps = 2 * (to - from - 1) as u64;
+                let blocks: u64 = (0..n).map(|i| self.units(self.eps[i], 1)).sum();
+                let seps = 2 * (n - 1) as u64;
                 chars_estimate_units(m1_wrapper_units() + blocks + seps)
             }
             Counting::MagicContext(est) => {
-                let blocks: Vec<String> = (from..to).map(|e| self.text(e, 1).to_owned()).collect();
+                let blocks: Vec<String> = (0..n)
+                    .map(|i| self.text(self.eps[i], 1).to_owned())
+                    .collect();
                 est.count(&render::session_history_since(&blocks))
             }
         }
@@ -415,10 +431,11 @@ impl Blocks<'_, '_, '_> {
 }
 
 impl BlockTokens for Blocks<'_, '_, '_> {
-    fn row(&mut self, e: usize, tier: u8) -> u64 {
+    fn row(&mut self, i: usize, tier: u8) -> u64 {
         if tier >= ARCHIVED {
             return 0;
         }
+        let e = self.eps[i];
         let i = usize::from(tier) - 1;
         if let Some(n) = self.rows[e].count[i] {
             return n;
@@ -433,7 +450,7 @@ impl BlockTokens for Blocks<'_, '_, '_> {
 
     fn body(&mut self, tiers: &[u8]) -> u64 {
         match self.counting {
-            Counting::Stored => tiers.iter().enumerate().map(|(e, &t)| self.row(e, t)).sum(),
+            Counting::Stored => tiers.iter().enumerate().map(|(i, &t)| self.row(i, t)).sum(),
             Counting::MagicContext(Estimator::Chars) => {
                 chars_estimate_units(self.joined_units(tiers))
             }
@@ -578,6 +595,14 @@ impl Decay {
         history_budget(&self.budget, context_limit)
     }
 
+    /// The episodes of `from..to` that are history: with a Magic Context database its
+    /// compartments only (the turns after them are its raw live tail), else every episode.
+    fn history(&self, from: usize, to: usize) -> Vec<usize> {
+        (from..to)
+            .filter(|&e| !self.with_db || self.rows[e].compartment)
+            .collect()
+    }
+
     /// The HARD trigger that fires at this request, if any.
     fn hard_trigger(&self, rq: &RequestView<'_>, hb: u64) -> Option<&'static str> {
         let Some(f) = &self.folded else {
@@ -632,7 +657,8 @@ impl Decay {
     /// Fold now: re-tier every closed episode, apply, and remember what m[0] holds.
     fn fold(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>, hb: u64, why: &'static str) {
         let k = st.k();
-        for e in 0..k {
+        let eps = self.history(0, k);
+        for &e in &eps {
             self.rows[e].fold.max_tier = if st.respect_floors() {
                 match st.p.eps[e].legal.last() {
                     Some(Tier::Dropped) | None => ARCHIVED,
@@ -642,18 +668,19 @@ impl Decay {
                 ARCHIVED
             };
         }
-        let fold_rows: Vec<FoldRow> = self.rows[..k].iter().map(|r| r.fold).collect();
+        let fold_rows: Vec<FoldRow> = eps.iter().map(|&e| self.rows[e].fold).collect();
         let result = {
             let mut blocks = Blocks {
                 rows: &mut self.rows,
                 counting: self.counting,
                 st,
+                eps: &eps,
             };
             fold::fold(&self.curve, &fold_rows, hb as f64, self.costs, &mut blocks)
         };
         st.add_boundary(BoundaryKind::Fold);
         let how = Applied::Boundary(BoundaryKind::Fold);
-        for (e, &mc) in result.render.tiers.iter().enumerate() {
+        for (&e, &mc) in eps.iter().zip(&result.render.tiers) {
             let t = st.clamp(e, tier_of(mc));
             if t != st.applied(e) {
                 st.set_now(e, t, Reason::Decay, how);
@@ -661,8 +688,8 @@ impl Decay {
                 st.want(e, t, Reason::Decay);
             }
         }
-        for &e in &result.render.held {
-            st.hold(e);
+        for &i in &result.render.held {
+            st.hold(eps[i]);
         }
         let now = rq.rq.time;
         self.folded = Some(Folded {
@@ -705,12 +732,14 @@ impl Decide for Decay {
             return None;
         };
         let (from, m0) = (f.k, f.m0_tokens);
+        let eps = self.history(from, st.k());
         let m1 = Blocks {
             rows: &mut self.rows,
             counting: self.counting,
             st,
+            eps: &eps,
         }
-        .m1_tokens(from, st.k());
+        .m1_tokens();
         if backstop(
             m0,
             m1,

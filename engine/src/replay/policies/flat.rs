@@ -221,6 +221,11 @@ pub(crate) struct Flat {
     knobs: Knobs,
     mode: Mode,
     tail: Option<Tail>,
+    /// The agent's own size of each message, where it sizes the kept tail by it.
+    tail_estimate: Option<crate::trace::adapter::TailEstimate>,
+    /// Simulate: where the last summary was put (the request's position) and the recorded
+    /// summaries it shows, its own and earlier ones its tail kept.
+    last_summary: Option<((usize, u32), Vec<usize>)>,
     rules: FlatRules,
     /// `recorded`: the recorded compaction shown now.
     in_effect: Option<usize>,
@@ -282,10 +287,19 @@ impl Kind for Flat {
             Mode::Simulate { usable, .. } => tail_rule(rules.tail, &knobs, *usable),
             Mode::Recorded { .. } => None,
         };
+        // The agent whose rules run sizes its kept tail by its own estimate, where it has one
+        // (and the trace is that agent's: the estimate reads its messages).
+        let tail_estimate = tail.as_ref().and_then(|_| {
+            crate::trace::adapter::adapter(setup.prep.trace.origin.agent)
+                .filter(|a| a.name() == rules.agent)
+                .and_then(|a| a.tail_estimate(setup.prep.trace))
+        });
         Box::new(Flat {
             knobs,
             mode,
             tail,
+            tail_estimate,
+            last_summary: None,
             rules,
             in_effect: None,
             last_total: 0,
@@ -468,16 +482,28 @@ impl Flat {
             } else {
                 st.active_count(e, rq.rq.pos)
             };
+            // Chunks `a..end` of this episode as the agent sizes them: its own estimate of the
+            // messages they lie in, else the model's tokens.
+            let size = |a: usize| match &self.tail_estimate {
+                Some(est) if a < end => {
+                    let units: u64 = est
+                        .message_units
+                        .get(td.pos[a].0..=td.pos[end - 1].0)
+                        .map_or(0, |u| u.iter().sum());
+                    (est.to_tokens)(units)
+                }
+                Some(_) => 0,
+                None => td.prefix[end] - td.prefix[a.min(end)],
+            };
             if p.episodes[e].first_message >= turn_start || e == active {
-                let size = td.prefix[end] - td.prefix[from.min(end)];
-                if size <= room && p.episodes[e].first_message >= turn_start {
-                    room -= size;
+                let whole = size(from.min(end));
+                if whole <= room && p.episodes[e].first_message >= turn_start {
+                    room -= whole;
                     kept = Some((e, from));
                 } else {
                     // The first suffix of this turn that starts at a message and fits.
-                    let split = (from + 1..end).find(|&i| {
-                        td.pos[i].0 != td.pos[i - 1].0 && td.prefix[end] - td.prefix[i] <= room
-                    });
+                    let split = (from + 1..end)
+                        .find(|&i| td.pos[i].0 != td.pos[i - 1].0 && size(i) <= room);
                     if let Some(i) = split {
                         kept = Some((e, i));
                     }
@@ -499,7 +525,6 @@ impl Flat {
     fn compact(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>) -> Option<Compacted> {
         let p = st.p;
         let k = &self.knobs;
-        let t = rq.t;
         let active = rq.rq.active;
         let n = st.n();
         // (first kept episode, its first kept chunk); without a tail the request's own
@@ -538,17 +563,18 @@ impl Flat {
             &covered,
         );
         let trace = p.trace;
-        let text_from = trace
-            .compactions
-            .iter()
-            .position(|c| c.summary_request.is_some_and(|s| s >= t))
+        // The n-th compaction takes the n-th recorded summary (at the recorded limits it
+        // fires where the agent did, one request after its call); past the recorded ones, the
+        // last recorded summary stands in for its size.
+        let text_from = (self.shown_from.len() < trace.compactions.len())
+            .then_some(self.shown_from.len())
             .or_else(|| trace.compactions.len().checked_sub(1));
         // The episodes the new summary stands for: the covered ones and a split turn's.
         let mut summarised = covers.clone();
         if split_head > 0 {
             summarised.push(keep_e);
         }
-        let (tokens, text, shown) = match text_from {
+        let (mut tokens, text, shown) = match text_from {
             Some(ci) => {
                 let c = &trace.compactions[ci];
                 let ms = trace.compaction_message_indices(c);
@@ -560,12 +586,36 @@ impl Flat {
             }
             None => compact_tier_summary(st, &summarised, k.summary_tokens),
         };
+        // Where the kept tail starts; an earlier summary after that point stays in it, sent in
+        // place as the agent sends it (the piece puts it after the new one, as for recorded
+        // compactions).
+        let tail_from = if keep_e < n {
+            p.td(keep_e, Tier::Full)
+                .and_then(|td| td.pos.get(keep_chunk).copied())
+                .unwrap_or(rq.rq.pos)
+        } else {
+            rq.rq.pos
+        };
+        let kept_earlier: Vec<usize> = match &self.last_summary {
+            Some((at, earlier)) if *at > tail_from => earlier.clone(),
+            _ => Vec::new(),
+        };
+        tokens += kept_earlier
+            .iter()
+            .filter_map(|&ci| trace.compactions.get(ci))
+            .flat_map(|c| trace.compaction_message_indices(c))
+            .map(|m| p.message_tokens(m))
+            .sum::<u64>();
+        let mut in_tail_later = kept_earlier.clone();
+        in_tail_later.extend(text_from);
+        self.last_summary = Some((rq.rq.pos, in_tail_later));
         st.set_summary(
             SummaryPiece::Simulated {
                 number: self.shown_from.len() + 1,
                 covers: covers.clone(),
                 shown,
                 text_from,
+                kept_earlier,
                 tokens,
             },
             tokens,
