@@ -152,18 +152,6 @@ impl ReplayWriter {
         }
     }
 
-    /// Write a replay held in memory (its frames included).
-    pub fn write(mut self, r: &Replay) -> anyhow::Result<()> {
-        let mut go = replay::FrameSink::head(&mut self, &r.trace, &r.policy);
-        for f in &r.frames {
-            if go.is_break() {
-                break;
-            }
-            go = replay::FrameSink::frame(&mut self, f.clone());
-        }
-        self.finish(go.is_continue().then_some(&r.summary))
-    }
-
     fn json_part<T: serde::Serialize>(
         &mut self,
         lead: &str,
