@@ -7,6 +7,9 @@
 #   TS=/path/to/tierscope OUT=/tmp/b bench/run.sh   # measure another build (no cargo build)
 #   LOAD_SIZES="100000" REPLAY_SIZES="" SKIP_CRITERION=1 bench/run.sh   # only some parts
 #   LIST_SIZES="8 1024 2048" TS_BASE=/path/to/old/tierscope bench/run.sh   # listing sizes, old build beside
+#   STREAM_SIZES="10000 100000" TS_BASE=/path/to/old/tierscope bench/run.sh  # replay output streaming
+#     and the probes sidecar (time, peak memory and output size per format, with and without the
+#     sidecar; an old build beside is capped at STREAM_CAP_KIB of memory, default 12 GB)
 #
 # Needs: a release build (done here), hyperfine, sqlite3, python3 with tiktoken, GNU time
 # (/usr/bin/time), and the real client `opencode` 1.18.33 (npm opencode-ai@1.18.33). Nothing is
@@ -22,6 +25,8 @@ REC118=${REC118:-$ROOT/tests/recordings/opencode-1.18.33}
 POLICIES=${POLICIES:-"full truncate opencode age retention decay oracle oracle-legal"}
 LOAD_SIZES=${LOAD_SIZES:-"rec $SIZES"}     # inputs for the load / memory measurements
 REPLAY_SIZES=${REPLAY_SIZES:-"rec $SIZES"} # inputs for the whole-command replay timings
+STREAM_SIZES=${STREAM_SIZES-"10000 100000"} # inputs for the streaming / probes replay measures
+STREAM_CAP_KIB=${STREAM_CAP_KIB:-12000000}  # memory cap of the old build there (it may need 20 GB+)
 TS_GIVEN=${TS:-}
 TS=${TS:-$ROOT/target/release/tierscope}
 
@@ -229,6 +234,66 @@ if "$TS" replay --help > /dev/null 2>&1; then
   done
 else
   echo "tierscope has no replay command in this build: replay not measured" >&2
+fi
+
+# --- replay output streaming and the probes sidecar (issue 34) ---------------------------------
+# One GNU time run per (size, sidecar, format): wall seconds, peak RSS and output bytes of
+# `replay EXPORT --format F` with the export beside its probes sidecar ("probes") and alone
+# ("none"); the same for TS_BASE when given, under a memory cap (a run over it is reported as
+# such). Written to $OUT/stream.tsv and $OUT/stream.md.
+stream_one() { # bin tag n sidecar format
+  local bin=$1 tag=$2 n=$3 sc=$4 fmt=$5 dir=$OUT/fx$3 tf rc secs kib bytes
+  [ "$sc" = none ] && dir=$OUT/fx$3-nosidecar
+  tf=$(mktemp)
+  if [ "$tag" = base ]; then
+    (ulimit -v "$STREAM_CAP_KIB"; /usr/bin/time -v "$bin" replay "$dir/fx.json" --format "$fmt" 2>"$tf" | wc -c >"$tf.bytes")
+  else
+    /usr/bin/time -v "$bin" replay "$dir/fx.json" --format "$fmt" 2>"$tf" | wc -c >"$tf.bytes"
+  fi
+  rc=$(sed -n 's/.*Exit status: //p' "$tf")
+  if grep -q 'Command terminated by signal' "$tf"; then rc=$(sed -n 's/.*Command terminated by \(signal [0-9]*\).*/\1/p' "$tf" | tr ' ' '-'); fi
+  secs=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$tf" | awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; print s }')
+  kib=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$tf")
+  bytes=$(cat "$tf.bytes")
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$tag" "$n" "$sc" "$fmt" "${secs:-}" "${kib:-}" "$bytes" "${rc:-killed}" >>"$OUT/stream.tsv"
+  rm -f "$tf" "$tf.bytes"
+}
+if [ -n "$STREAM_SIZES" ]; then
+  printf 'build\trequests\tsidecar\tformat\tsecs\trss_kib\tbytes\texit\n' >"$OUT/stream.tsv"
+  for n in $STREAM_SIZES; do
+    [ -f "$OUT/fx$n/fx.json" ] || "$TS" fixture --seed 1 --requests "$n" --episodes $((n / 5)) --name fx --out "$OUT/fx$n" >&2
+    mkdir -p "$OUT/fx$n-nosidecar"
+    cp "$OUT/fx$n/fx.json" "$OUT/fx$n-nosidecar/fx.json"
+    # Warm the token cache once per input, so every run below loads alike.
+    "$TS" inspect "$OUT/fx$n/fx.json" > /dev/null
+    for fmt in json jsonl table; do
+      for sc in none probes; do
+        log "replay streaming: $n requests, sidecar $sc, --format $fmt"
+        stream_one "$TS" new "$n" "$sc" "$fmt"
+        if [ -n "${TS_BASE:-}" ]; then stream_one "$TS_BASE" base "$n" "$sc" "$fmt"; fi
+      done
+    done
+  done
+  python3 - "$OUT/stream.tsv" >"$OUT/stream.md" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+key = {(r["build"], r["requests"], r["sidecar"], r["format"]): r for r in rows}
+print("| build | requests | format | secs none / probes | RSS MB none / probes | output MB none / probes | time × | size × |")
+print("|---|---|---|---|---|---|---|---|")
+for (b, n, sc, f), r in key.items():
+    if sc != "none":
+        continue
+    p = key.get((b, n, "probes", f))
+    if not p:
+        continue
+    ok = lambda x: x["exit"] == "0"
+    secs = lambda x: x["secs"] if ok(x) else f'{x["secs"]} (exit {x["exit"]})'
+    mb = lambda x, k: f'{int(x[k]) / (1024 if k == "rss_kib" else 1e6):.1f}' if x[k] else "?"
+    ratio = lambda a, c, k: f'{float(c[k]) / float(a[k]):.2f}' if ok(a) and ok(c) and float(a[k]) > 0 else "–"
+    print(f'| {b} | {n} | {f} | {secs(r)} / {secs(p)} | {mb(r, "rss_kib")} / {mb(p, "rss_kib")} | '
+          f'{mb(r, "bytes")} / {mb(p, "bytes")} | {ratio(r, p, "secs")} | {ratio(r, p, "bytes")} |')
+PY
+  cat "$OUT/stream.md" >&2
 fi
 
 # --- knob change -> frame in the explorer (the TUI's own bench, benches/tui_knob.rs) -------------

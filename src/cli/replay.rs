@@ -4,18 +4,19 @@
 //! selection-decision records as JSONL.
 
 use std::io::Write;
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
 use serde_json::{json, Value};
 
-use super::report::{self, Cell, Column, Format, Table, Text};
+use super::report::{self, Cell, Column, Format, Stream, Table, Text};
 use super::LoadArgs;
 use tierscope_engine::episode::Tier;
-use tierscope_engine::output_guard::{AtomicFile, OutputGuard};
+use tierscope_engine::output_guard::AtomicFile;
 use tierscope_engine::policy::{self, Policy};
-use tierscope_engine::replay::{self, records, Frame, Replay};
+use tierscope_engine::replay::{self, records, Frame, PolicyInfo, Replay, Summary, TraceInfo};
 
 /// Policy flags shared by `replay` and `render`.
 #[derive(Debug, Clone, Args)]
@@ -75,48 +76,224 @@ pub fn run(a: &ReplayArgs) -> anyhow::Result<()> {
     }
     let session =
         tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
-    let r = replay::replay_session(&session, &policy, a.policy.budget);
-    if let Some(path) = &a.records {
-        guard.loaded(&session);
-        write_records(&r, path, &guard)?;
-    }
-    let out = report::emit(a.format, &ReplayReport(&r));
+    let records = match &a.records {
+        Some(path) => {
+            guard.loaded(&session);
+            Some((AtomicFile::create(path, &guard)?, path.clone()))
+        }
+        None => None,
+    };
+    // The frames are written as the pass produces them, and only the summary is kept.
+    let mut w = ReplayWriter::new(a.format, records);
+    let r = replay::replay_session_into(
+        &session,
+        &policy,
+        a.policy.budget,
+        replay::Keep { views: false },
+        &mut w,
+    );
+    let out = w.finish(r.as_ref().map(|r| &r.summary));
     super::keep_until_exit((r, session));
     out
 }
 
 /// `--records FILE`: the selection-decision records as JSON Lines (all or nothing).
-fn write_records(r: &Replay, path: &std::path::Path, guard: &OutputGuard) -> anyhow::Result<()> {
-    let mut f = AtomicFile::create(path, guard)?;
-    for rec in records::selection_records(r) {
-        report::json::to_writer(&mut f, &rec)?;
-        f.write_all(b"\n")
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    f.commit()?;
-    Ok(())
+struct Records {
+    file: AtomicFile,
+    path: PathBuf,
+    session: String,
+    policy: String,
+    version: u32,
 }
 
-/// The output of `replay`: the replay itself is the JSON document; JSON Lines are the frames
-/// then `{summary}`; CSV one row per frame with its scalar keys; the table one line per request.
-pub struct ReplayReport<'a>(pub &'a Replay);
+impl Records {
+    fn frame(&mut self, f: &Frame) -> anyhow::Result<()> {
+        for rec in records::frame_records(&self.session, &self.policy, self.version, f) {
+            report::json::to_writer(&mut self.file, &rec)?;
+            self.file
+                .write_all(b"\n")
+                .with_context(|| format!("writing {}", self.path.display()))?;
+        }
+        Ok(())
+    }
+}
 
-impl report::Report for ReplayReport<'_> {
-    fn name(&self) -> &'static str {
-        "replay"
+/// Writes a replay in the chosen format as it is produced: the head (trace and policy), each
+/// frame, then the summary; byte for byte what the whole replay would read as. The document
+/// is `{trace, policy, frames, summary}` (json); the frames then `{summary}` (jsonl); one row
+/// per frame with its scalar keys (csv); one line per request then the summary (table).
+pub struct ReplayWriter {
+    format: Format,
+    out: Stream,
+    /// The frames written so far.
+    frames: u64,
+    table: Table,
+    widths: Vec<usize>,
+    records: Option<Records>,
+    records_pending: Option<(AtomicFile, PathBuf)>,
+    /// The first error met (the replay stops there).
+    error: Option<anyhow::Error>,
+}
+
+impl ReplayWriter {
+    pub fn new(format: Format, records: Option<(AtomicFile, PathBuf)>) -> ReplayWriter {
+        let table = Table::new(frame_columns());
+        // The frame table's columns all have their width (but the last, free text).
+        let widths = table.fixed_widths().unwrap_or_default();
+        ReplayWriter {
+            format,
+            out: Stream::stdout(),
+            frames: 0,
+            table,
+            widths,
+            records: None,
+            records_pending: records,
+            error: None,
+        }
     }
-    fn document(&self) -> impl serde::Serialize + '_ {
-        self.0
+
+    fn json_part<T: serde::Serialize>(
+        &mut self,
+        lead: &str,
+        v: &T,
+        depth: usize,
+    ) -> anyhow::Result<()> {
+        let b = self.out.bytes();
+        b.extend_from_slice(lead.as_bytes());
+        report::json::write_pretty_at(&mut *b, v, depth)?;
+        self.out.wrote()
     }
-    fn records(&self, out: &mut report::JsonLines<'_>) -> anyhow::Result<()> {
-        out.records(&self.0.frames)?;
-        out.record(&json!({ "summary": self.0.summary }))
+
+    fn head(&mut self, trace: &TraceInfo, policy: &PolicyInfo) -> anyhow::Result<()> {
+        if let Some((file, path)) = self.records_pending.take() {
+            self.records = Some(Records {
+                file,
+                path,
+                session: trace.session.clone(),
+                policy: policy.name.clone(),
+                version: policy.version,
+            });
+        }
+        match self.format {
+            Format::Json => {
+                self.json_part("{\n  \"trace\": ", trace, 1)?;
+                self.json_part(",\n  \"policy\": ", policy, 1)?;
+                self.out.text(",\n  \"frames\": [")
+            }
+            Format::Table => {
+                let mut head = Text::new();
+                header(&mut head, trace, policy);
+                self.out.text(&head.render())?;
+                let line = self.table.header_line(&self.widths);
+                self.out.text(&line)
+            }
+            Format::Jsonl | Format::Csv => Ok(()),
+        }
     }
-    fn rows(&self) -> Option<Table> {
-        Some(csv_rows(self.0))
+
+    fn frame(&mut self, f: &Frame) -> anyhow::Result<()> {
+        if let Some(r) = &mut self.records {
+            r.frame(f)?;
+        }
+        let first = self.frames == 0;
+        self.frames += 1;
+        match self.format {
+            Format::Json => self.json_part(if first { "\n    " } else { ",\n    " }, f, 2),
+            Format::Jsonl => {
+                report::json::to_writer(&mut *self.out.bytes(), f)?;
+                self.out.bytes().push(b'\n');
+                self.out.wrote()
+            }
+            Format::Csv => {
+                let cols = scalar_columns(f);
+                let mut line = String::new();
+                if first {
+                    let names: Vec<String> =
+                        cols.iter().map(|(k, _)| report::csv::field(k)).collect();
+                    line.push_str(&names.join(","));
+                    line.push('\n');
+                }
+                let cells: Vec<String> = cols
+                    .into_iter()
+                    .map(|(_, v)| {
+                        let cell = match v {
+                            Value::String(s) => Cell::Text(s),
+                            other => Cell::Text(other.to_string()),
+                        };
+                        report::csv::field(&cell.machine())
+                    })
+                    .collect();
+                line.push_str(&cells.join(","));
+                line.push('\n');
+                self.out.text(&line)
+            }
+            Format::Table => {
+                let line = self.table.row_line(&self.widths, &frame_row(f));
+                self.out.text(&line)
+            }
+        }
     }
-    fn text(&self) -> Text {
-        text(self.0)
+
+    /// The summary (None: the replay stopped before it), the records committed.
+    pub fn finish(mut self, summary: Option<&Summary>) -> anyhow::Result<()> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        let Some(s) = summary else {
+            // The reader went away: what was written is what it wanted.
+            return self.out.finish();
+        };
+        match self.format {
+            Format::Json => {
+                self.out
+                    .text(if self.frames == 0 { "]" } else { "\n  ]" })?;
+                self.json_part(",\n  \"summary\": ", s, 1)?;
+                self.out.text("\n}\n")?;
+            }
+            Format::Jsonl => {
+                report::json::to_writer(&mut *self.out.bytes(), &json!({ "summary": s }))?;
+                self.out.bytes().push(b'\n');
+                self.out.wrote()?;
+            }
+            Format::Csv => {
+                if self.frames == 0 {
+                    // A table without columns: an empty header line.
+                    self.out.text("\n")?;
+                }
+            }
+            Format::Table => {
+                let mut t = Text::new();
+                summary_lines(&mut t, s);
+                self.out.text(&t.render())?;
+            }
+        }
+        self.out.finish()?;
+        if let Some(r) = self.records.take() {
+            r.file.commit()?;
+        }
+        Ok(())
+    }
+
+    fn keep_going(&mut self, r: anyhow::Result<()>) -> ControlFlow<()> {
+        match r {
+            Err(e) => {
+                self.error = Some(e);
+                ControlFlow::Break(())
+            }
+            Ok(()) if self.out.closed() && self.records.is_none() => ControlFlow::Break(()),
+            Ok(()) => ControlFlow::Continue(()),
+        }
+    }
+}
+
+impl replay::FrameSink for ReplayWriter {
+    fn head(&mut self, trace: &TraceInfo, policy: &PolicyInfo) -> ControlFlow<()> {
+        let r = ReplayWriter::head(self, trace, policy);
+        self.keep_going(r)
+    }
+    fn frame(&mut self, frame: Frame) -> ControlFlow<()> {
+        let r = ReplayWriter::frame(self, &frame);
+        self.keep_going(r)
     }
 }
 
@@ -143,38 +320,18 @@ pub fn scalar_columns(f: &Frame) -> Vec<(String, Value)> {
         walk("", &v, &mut out);
     }
     // Lists become counts; those that are already counted elsewhere are left out.
-    out.retain(|(k, _)| !matches!(k.as_str(), "held" | "violations" | "probes" | "boundaries"));
+    out.retain(|(k, _)| {
+        !matches!(
+            k.as_str(),
+            "held" | "violations" | "probe_changes" | "boundaries"
+        )
+    });
     for (k, v) in &mut out {
         if k == "changes" {
             *v = Value::from(f.changes.len());
         }
     }
     out
-}
-
-/// One CSV row per frame with the scalar keys (named after the first frame's).
-fn csv_rows(r: &Replay) -> Table {
-    let Some(first) = r.frames.first() else {
-        return Table::new(Vec::new());
-    };
-    let mut t = Table::new(
-        scalar_columns(first)
-            .into_iter()
-            .map(|(k, _)| Column::left(k))
-            .collect(),
-    );
-    for f in &r.frames {
-        t.push(
-            scalar_columns(f)
-                .into_iter()
-                .map(|(_, v)| match v {
-                    Value::String(s) => Cell::Text(s),
-                    other => Cell::Text(other.to_string()),
-                })
-                .collect(),
-        );
-    }
-    t
 }
 
 /// The per-request table's columns (`F/D/C/A/X`: episodes per tier).
@@ -271,17 +428,29 @@ fn frame_row(f: &Frame) -> Vec<Cell> {
 /// One line per request, then the summary.
 pub fn text(r: &Replay) -> Text {
     let mut out = Text::new();
+    header(&mut out, &r.trace, &r.policy);
+    let mut t = Table::new(frame_columns());
+    for f in &r.frames {
+        t.push(frame_row(f));
+    }
+    out.table(t);
+    summary_lines(&mut out, &r.summary);
+    out
+}
+
+/// The lines above the per-request table: session, system chunks, pricing, compaction.
+fn header(out: &mut Text, trace: &TraceInfo, policy: &PolicyInfo) {
     out.line(format!(
         "session {} · {} requests · {} episodes · policy {} ({}) · budget {} ({})",
-        r.trace.session,
-        r.trace.requests,
-        r.trace.episodes,
-        r.policy.name,
-        r.policy.kind,
-        r.policy.budget,
-        r.policy.budget_source
+        trace.session,
+        trace.requests,
+        trace.episodes,
+        policy.name,
+        policy.kind,
+        policy.budget,
+        policy.budget_source
     ));
-    for s in &r.trace.system_segments {
+    for s in &trace.system_segments {
         out.line(format!(
             "system chunk {}/{}: {} tokens ({}{})",
             s.agent,
@@ -293,21 +462,19 @@ pub fn text(r: &Replay) -> Text {
                 .unwrap_or_default()
         ));
     }
-    if let Some(n) = &r.trace.pricing.note {
+    if let Some(n) = &trace.pricing.note {
         out.line(format!("pricing: {n}"));
     }
-    if let Some(c) = &r.trace.calibration {
+    if let Some(c) = &trace.calibration {
         out.line(format!("tokens: {}", c.describe()));
     }
-    if let Some(c) = &r.policy.compaction {
+    if let Some(c) = &policy.compaction {
         out.line(format!("compaction: {}", c.describe()));
     }
-    let mut t = Table::new(frame_columns());
-    for f in &r.frames {
-        t.push(frame_row(f));
-    }
-    out.table(t);
-    let s = &r.summary;
+}
+
+/// The lines below the per-request table: the session summary.
+fn summary_lines(out: &mut Text, s: &Summary) {
     out.line("* = summary call (its own conversation)");
     out.line(format!(
         "summary: mean tokens {:.0} · max overflow {} · cost ${:.4} · cache hit {:.1}% · divergence cost {} tokens (${:.4}) vs full",
@@ -344,5 +511,4 @@ pub fn text(r: &Replay) -> Text {
             e.mean_abs_pct, e.max_abs_pct, e.requests, e.total_delta
         )
     });
-    out
 }

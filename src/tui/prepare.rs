@@ -370,8 +370,8 @@ pub fn replay_model(
             });
         }
         // Every held (episode, request), as `holds` counts them, not only where a hold starts.
-        for h in &f.holding {
-            if let Some(&ep) = index.get(h.as_str()) {
+        for &ep in &f.holding {
+            if ep < holds_of.len() {
                 grid.or(ep, i, cell::HOLD);
                 holds_of[ep].push(i);
             }

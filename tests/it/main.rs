@@ -54,6 +54,7 @@ mod opencode_json;
 mod policy_load;
 mod replay_laws;
 mod replay_recordings;
+mod replay_stream;
 mod research_audit;
 mod research_cli;
 mod research_experiment;

@@ -59,39 +59,103 @@ pub(crate) struct ProbeTotals {
     pub under: u64,
 }
 
-/// Probe results as the pass goes.
+/// Probe results as the pass goes, kept up to date with what changes: a probe is re-checked
+/// when an episode holding its needles closes or changes (tier, cut, prunes), when the active
+/// episode grows, or when the summary shown changes; never at every request. The same goes for
+/// the oracle yardsticks, which are sums over the closed episodes of a per-episode term.
 pub(crate) struct ProbeTally<'s> {
     index: &'s ProbeIndex,
     pub totals: ProbeTotals,
+    /// Per probe: the rendered context answers it now (due or not).
+    present: Vec<bool>,
+    /// Probes of `index.due_order()` counted as due so far.
+    next_due: usize,
+    /// Due probes, and those of them answered.
+    due: u64,
+    ok: u64,
+    /// The active (episode, chunks) and summary the statuses were last checked against.
+    last_active: Option<(usize, usize)>,
+    last_summary: u64,
+    /// Per probe, the last request it was re-checked at (+1), so a request checks it once.
+    stamp: Vec<usize>,
+    /// Per closed episode: tokens shown above the oracle's tier, and shown below it; with
+    /// their sums over the closed episodes.
+    fidelity: Vec<(u64, bool)>,
+    excess_now: u64,
+    under_now: u64,
+    #[cfg(test)]
+    check: Option<tests::Reference>,
 }
 
 impl<'s> ProbeTally<'s> {
     pub fn new(index: &'s ProbeIndex) -> ProbeTally<'s> {
+        let enabled = !index.is_empty();
         ProbeTally {
             index,
             totals: ProbeTotals {
-                enabled: !index.is_empty(),
+                enabled,
                 ..ProbeTotals::default()
             },
+            // Nothing rendered yet answers anything.
+            present: vec![false; index.len()],
+            next_due: 0,
+            due: 0,
+            ok: 0,
+            last_active: None,
+            last_summary: 0,
+            stamp: vec![0; index.len()],
+            fidelity: Vec::new(),
+            excess_now: 0,
+            under_now: 0,
+            #[cfg(test)]
+            check: tests::reference(enabled),
         }
     }
 
-    /// Probes due at request `t`: (due, ok, results); also adds up excess and under fidelity.
+    /// Probes at request `t`: (due, ok, the probes that became due or whose answer changed,
+    /// by probe index); also adds up the totals and the excess and under fidelity.
     fn measure(
         &mut self,
-        st: &State<'_, '_>,
+        st: &mut State<'_, '_>,
         t: usize,
         active: Option<(usize, usize)>,
-    ) -> (u64, u64, Vec<ProbeResult>) {
-        let mut results = Vec::new();
+    ) -> (u64, u64, Vec<ProbeChange>) {
+        let touched = st.take_touched();
         if !self.totals.enabled {
-            return (0, 0, results);
+            return (0, 0, Vec::new());
         }
-        let (mut due, mut ok) = (0u64, 0u64);
         let k = st.k();
-        for (pi, id) in self.index.due_at(t) {
-            due += 1;
-            let present = self.index.present(
+        for &e in &touched {
+            if e < k {
+                self.refresh_fidelity(st, e);
+            }
+        }
+        let mut recheck: Vec<usize> = Vec::new();
+        let stamp = t + 1;
+        let mut add = |list: &[usize], stamps: &mut Vec<usize>| {
+            for &pi in list {
+                if stamps[pi] != stamp {
+                    stamps[pi] = stamp;
+                    recheck.push(pi);
+                }
+            }
+        };
+        for &e in &touched {
+            add(self.index.by_episode(e), &mut self.stamp);
+        }
+        if active != self.last_active {
+            for (e, _) in [self.last_active, active].into_iter().flatten() {
+                add(self.index.by_episode(e), &mut self.stamp);
+            }
+            self.last_active = active;
+        }
+        if st.summary_id() != self.last_summary {
+            add(self.index.summary_sensitive(), &mut self.stamp);
+            self.last_summary = st.summary_id();
+        }
+        let mut changed: Vec<(usize, bool)> = Vec::new();
+        for pi in recheck {
+            let now = self.index.present(
                 pi,
                 &st.applied_tiers()[..k],
                 st.cuts(),
@@ -99,26 +163,71 @@ impl<'s> ProbeTally<'s> {
                 st.summary(),
                 st.p,
             );
-            ok += u64::from(present);
-            results.push(ProbeResult {
-                id: id.to_owned(),
-                ok: present,
-            });
-        }
-        self.totals.pairs += due;
-        self.totals.ok_pairs += ok;
-        for e in 0..k {
-            let o = self.index.oracle_tier(e);
-            let a = st.applied(e);
-            if a < o {
-                self.totals.excess += st
-                    .ep_tokens(e)
-                    .saturating_sub(st.p.td(e, o).map_or(0, |_| st.tokens_at(e, o, None)));
-            } else if a > o {
-                self.totals.under += 1;
+            if now != self.present[pi] {
+                self.present[pi] = now;
+                // A probe already due changes its answer; one due from here on is listed below.
+                if self.index.probe(pi).1 < t {
+                    if now {
+                        self.ok += 1;
+                    } else {
+                        self.ok -= 1;
+                    }
+                    changed.push((pi, now));
+                }
             }
         }
-        (due, ok, results)
+        let order = self.index.due_order();
+        while let Some(&pi) = order.get(self.next_due) {
+            if self.index.probe(pi).1 > t {
+                break;
+            }
+            self.next_due += 1;
+            self.due += 1;
+            self.ok += u64::from(self.present[pi]);
+            changed.push((pi, self.present[pi]));
+        }
+        changed.sort_unstable();
+        self.totals.pairs += self.due;
+        self.totals.ok_pairs += self.ok;
+        self.totals.excess += self.excess_now;
+        self.totals.under += self.under_now;
+        #[cfg(test)]
+        if let Some(r) = &mut self.check {
+            r.check(self.index, st, t, active, &changed, (self.due, self.ok));
+            r.check_fidelity(self.index, st, (self.excess_now, self.under_now));
+        }
+        let changes = changed
+            .into_iter()
+            .map(|(pi, ok)| ProbeChange {
+                id: self.index.probe(pi).0.to_owned(),
+                ok,
+            })
+            .collect();
+        (self.due, self.ok, changes)
+    }
+
+    /// Re-measure closed episode `e` against the oracle's tier.
+    fn refresh_fidelity(&mut self, st: &State<'_, '_>, e: usize) {
+        if self.fidelity.len() <= e {
+            self.fidelity.resize(e + 1, (0, false));
+        }
+        let (old_excess, old_under) = self.fidelity[e];
+        let term = fidelity(self.index, st, e);
+        self.excess_now = self.excess_now - old_excess + term.0;
+        self.under_now = self.under_now - u64::from(old_under) + u64::from(term.1);
+        self.fidelity[e] = term;
+    }
+}
+
+/// Closed episode `e` against the oracle's tier: (tokens shown above it, shown below it).
+fn fidelity(index: &ProbeIndex, st: &State<'_, '_>, e: usize) -> (u64, bool) {
+    let o = index.oracle_tier(e);
+    let a = st.applied(e);
+    if a < o {
+        let at_oracle = st.p.td(e, o).map_or(0, |_| st.tokens_at(e, o, None));
+        (st.ep_tokens(e).saturating_sub(at_oracle), false)
+    } else {
+        (0, a > o)
     }
 }
 
@@ -180,7 +289,7 @@ pub(crate) fn frame(
             });
         }
     }
-    let (probes_due, probes_ok, probe_results) =
+    let (probes_due, probes_ok, probe_changes) =
         probes.measure(st, t, m.active.map(|(e, n, _)| (e, n)));
     let counts = std::mem::take(&mut st.counts);
     let mut held = counts.held_new;
@@ -233,11 +342,7 @@ pub(crate) fn frame(
         emergencies: counts.emergencies,
         holds: counts.holds,
         held: held.iter().map(|&e| st.p.episodes[e].id.clone()).collect(),
-        holding: counts
-            .holding
-            .iter()
-            .map(|&e| st.p.episodes[e].id.clone())
-            .collect(),
+        holding: counts.holding.clone(),
         floor_violations: st.floor_violations(),
         pin_violations: st.pin_violations(),
         violations,
@@ -248,7 +353,7 @@ pub(crate) fn frame(
         compaction_call: call,
         probes_due,
         probes_ok,
-        probes: probe_results,
+        probe_changes,
         recorded: Recorded {
             input: req.usage.input,
             output: req.usage.output,
@@ -259,77 +364,328 @@ pub(crate) fn frame(
     }
 }
 
-/// The session summary from a pass's frames; `baseline` = (Σ radius, Σ cost) of `full` on the
-/// same trace (None: this is `full`).
-pub(crate) fn summary(out: &PassOutput, baseline: Option<(u64, f64)>) -> Summary {
-    let frames = &out.frames;
-    let n = frames.len() as u64;
-    let sum = |f: fn(&Frame) -> u64| frames.iter().map(f).sum::<u64>();
-    let tokens = sum(|f| f.tokens);
-    let cache_read = sum(|f| f.cache_read);
-    let radius = sum(|f| f.radius);
-    // Every request's cost (a frame's includes the compaction call the policy made before it).
-    let cost: f64 = frames.iter().map(|f| f.cost).sum();
-    let changes = sum(|f| f.changes.len() as u64);
-    let (base_radius, base_cost) = baseline.unwrap_or((radius, cost));
-    let mut err = RecordedError::default();
-    let mut pct_sum = 0.0;
-    let mut delta = 0i64;
-    for f in frames
-        .iter()
-        .filter(|f| !f.synthetic_call && f.recorded.prompt > 0)
-    {
-        let pct =
-            (f.tokens as f64 - f.recorded.prompt as f64).abs() / f.recorded.prompt as f64 * 100.0;
-        err.requests += 1;
-        pct_sum += pct;
-        err.max_abs_pct = err.max_abs_pct.max(pct);
-        delta += f.tokens as i64 - f.recorded.prompt as i64;
+/// The neutral start of an `f64` sum, as `Iterator::sum` has it, so a running sum gives the
+/// very bits the sum of the frames' values gave.
+fn sum_start() -> f64 {
+    std::iter::empty::<f64>().sum()
+}
+
+/// The session summary, added up frame by frame as the pass hands them out (the frames need
+/// not be kept): every total is the sum of what the frames show.
+pub(crate) struct SummaryAcc {
+    n: u64,
+    tokens: u64,
+    cache_read: u64,
+    radius: u64,
+    cost: f64,
+    changes: u64,
+    max_overflow: u64,
+    overflow_requests: u64,
+    overflow_tokens: u64,
+    thrash: u64,
+    holds: u64,
+    deferred: u64,
+    dwell_blocks: u64,
+    emergencies: u64,
+    floor_violations: u64,
+    pin_violations: u64,
+    prunes: u64,
+    err: RecordedError,
+    pct_sum: f64,
+    delta: i64,
+    /// Every frame so far sends what the agent sent (see [`RecordedError::follows_recording`]).
+    follows_recording: bool,
+}
+
+impl Default for SummaryAcc {
+    fn default() -> Self {
+        SummaryAcc {
+            n: 0,
+            tokens: 0,
+            cache_read: 0,
+            radius: 0,
+            cost: sum_start(),
+            changes: 0,
+            max_overflow: 0,
+            overflow_requests: 0,
+            overflow_tokens: 0,
+            thrash: 0,
+            holds: 0,
+            deferred: 0,
+            dwell_blocks: 0,
+            emergencies: 0,
+            floor_violations: 0,
+            pin_violations: 0,
+            prunes: 0,
+            err: RecordedError::default(),
+            pct_sum: 0.0,
+            delta: 0,
+            follows_recording: true,
+        }
     }
-    if err.requests > 0 {
-        err.mean_abs_pct = pct_sum / err.requests as f64;
-    }
-    err.total_delta = delta;
-    err.follows_recording = frames.iter().all(|f| {
+}
+
+impl SummaryAcc {
+    pub fn add(&mut self, f: &Frame) {
+        self.n += 1;
+        self.tokens += f.tokens;
+        self.cache_read += f.cache_read;
+        self.radius += f.radius;
+        // Every request's cost (a frame's includes the compaction call the policy made before it).
+        self.cost += f.cost;
+        self.changes += f.changes.len() as u64;
+        self.max_overflow = self.max_overflow.max(f.overflow);
+        self.overflow_requests += u64::from(f.overflow > 0);
+        self.overflow_tokens += f.overflow;
+        self.thrash += f.thrash;
+        self.holds += f.holds;
+        self.deferred += f.deferred;
+        self.dwell_blocks += f.dwell_blocks;
+        self.emergencies += f.emergencies;
+        self.floor_violations += f.floor_violations;
+        self.pin_violations += f.pin_violations;
+        self.prunes += f.prunes;
+        if !f.synthetic_call && f.recorded.prompt > 0 {
+            let pct = (f.tokens as f64 - f.recorded.prompt as f64).abs() / f.recorded.prompt as f64
+                * 100.0;
+            self.err.requests += 1;
+            self.pct_sum += pct;
+            self.err.max_abs_pct = self.err.max_abs_pct.max(pct);
+            self.delta += f.tokens as i64 - f.recorded.prompt as i64;
+        }
         // A recorded call left out shows as an empty frame where the agent sent something.
         let call_left_out = f.synthetic_call && f.tokens == 0 && f.recorded.prompt > 0;
-        !f.compaction && !call_left_out && f.changes.iter().all(|c| c.reason == Reason::Compaction)
-    });
-    let pr = &out.probes;
-    Summary {
-        requests: n,
-        mean_tokens: if n > 0 { tokens as f64 / n as f64 } else { 0.0 },
-        max_overflow: frames.iter().map(|f| f.overflow).max().unwrap_or(0),
-        overflow_requests: sum(|f| u64::from(f.overflow > 0)),
-        overflow_tokens: sum(|f| f.overflow),
-        cost,
-        cache_hit_ratio: if tokens > 0 {
-            cache_read as f64 / tokens as f64
-        } else {
-            0.0
-        },
-        divergence_cost: DivergenceCost {
-            tokens: radius as i64 - base_radius as i64,
-            dollars: cost - base_cost,
-        },
-        changes,
-        switches_per_100: if n > 0 {
-            changes as f64 * 100.0 / n as f64
-        } else {
-            0.0
-        },
-        thrash: sum(|f| f.thrash),
-        holds: sum(|f| f.holds),
-        deferred: sum(|f| f.deferred),
-        dwell_blocks: sum(|f| f.dwell_blocks),
-        emergencies: sum(|f| f.emergencies),
-        floor_violations: sum(|f| f.floor_violations),
-        pin_violations: sum(|f| f.pin_violations),
-        prunes: sum(|f| f.prunes),
-        synthetic_calls: out.synthetic_calls,
-        probe_survival: (pr.pairs > 0).then(|| pr.ok_pairs as f64 / pr.pairs as f64),
-        excess_fidelity_tokens: pr.enabled.then_some(pr.excess),
-        under_fidelity_misses: pr.enabled.then_some(pr.under),
-        recorded_error: err,
+        self.follows_recording &= !f.compaction
+            && !call_left_out
+            && f.changes.iter().all(|c| c.reason == Reason::Compaction);
+    }
+
+    /// (Σ radius, Σ cost) so far: what a replay measures its `full` baseline by.
+    pub fn radius_cost(&self) -> (u64, f64) {
+        (self.radius, self.cost)
+    }
+
+    /// The summary; `baseline` = (Σ radius, Σ cost) of `full` on the same trace (None: this is
+    /// `full`).
+    pub fn finish(self, out: &PassOutput, baseline: Option<(u64, f64)>) -> Summary {
+        let n = self.n;
+        let (base_radius, base_cost) = baseline.unwrap_or((self.radius, self.cost));
+        let mut err = self.err;
+        if err.requests > 0 {
+            err.mean_abs_pct = self.pct_sum / err.requests as f64;
+        }
+        err.total_delta = self.delta;
+        err.follows_recording = self.follows_recording;
+        let pr = &out.probes;
+        Summary {
+            requests: n,
+            mean_tokens: if n > 0 {
+                self.tokens as f64 / n as f64
+            } else {
+                0.0
+            },
+            max_overflow: self.max_overflow,
+            overflow_requests: self.overflow_requests,
+            overflow_tokens: self.overflow_tokens,
+            cost: self.cost,
+            cache_hit_ratio: if self.tokens > 0 {
+                self.cache_read as f64 / self.tokens as f64
+            } else {
+                0.0
+            },
+            divergence_cost: DivergenceCost {
+                tokens: self.radius as i64 - base_radius as i64,
+                dollars: self.cost - base_cost,
+            },
+            changes: self.changes,
+            switches_per_100: if n > 0 {
+                self.changes as f64 * 100.0 / n as f64
+            } else {
+                0.0
+            },
+            thrash: self.thrash,
+            holds: self.holds,
+            deferred: self.deferred,
+            dwell_blocks: self.dwell_blocks,
+            emergencies: self.emergencies,
+            floor_violations: self.floor_violations,
+            pin_violations: self.pin_violations,
+            prunes: self.prunes,
+            synthetic_calls: out.synthetic_calls,
+            probe_survival: (pr.pairs > 0).then(|| pr.ok_pairs as f64 / pr.pairs as f64),
+            excess_fidelity_tokens: pr.enabled.then_some(pr.excess),
+            under_fidelity_misses: pr.enabled.then_some(pr.under),
+            recorded_error: err,
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    //! The incremental tally against a brute-force re-check of every due probe and every closed
+    //! episode at every request (what the tally did before it was incremental).
+
+    use std::cell::Cell;
+
+    use super::*;
+
+    thread_local! {
+        /// Tallies created on this thread check themselves at every request.
+        static CHECK: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Run `f` with every probe tally on this thread checked against the brute force; returns
+    /// how many requests were checked.
+    pub(crate) fn checked<T>(f: impl FnOnce() -> T) -> (T, u64) {
+        CHECK.with(|c| c.set(true));
+        CHECKED.with(|c| c.set(0));
+        let out = f();
+        CHECK.with(|c| c.set(false));
+        (out, CHECKED.with(Cell::get))
+    }
+
+    thread_local! {
+        static CHECKED: Cell<u64> = const { Cell::new(0) };
+    }
+
+    pub(crate) fn reference(enabled: bool) -> Option<Reference> {
+        (enabled && CHECK.with(Cell::get)).then(Reference::default)
+    }
+
+    /// The brute force's previous answers, by probe (None: not due).
+    #[derive(Default)]
+    pub(crate) struct Reference {
+        prev: Vec<Option<bool>>,
+    }
+
+    impl Reference {
+        pub(crate) fn check(
+            &mut self,
+            index: &ProbeIndex,
+            st: &State<'_, '_>,
+            t: usize,
+            active: Option<(usize, usize)>,
+            changed: &[(usize, bool)],
+            (due, ok): (u64, u64),
+        ) {
+            self.prev.resize(index.len(), None);
+            let k = st.k();
+            let (mut bdue, mut bok) = (0u64, 0u64);
+            let mut expect = Vec::new();
+            for (pi, _) in index.due_at(t) {
+                let present = index.present(
+                    pi,
+                    &st.applied_tiers()[..k],
+                    st.cuts(),
+                    active,
+                    st.summary(),
+                    st.p,
+                );
+                bdue += 1;
+                bok += u64::from(present);
+                if self.prev[pi] != Some(present) {
+                    expect.push((pi, present));
+                }
+                self.prev[pi] = Some(present);
+            }
+            assert_eq!((due, ok), (bdue, bok), "request {t}: (due, ok)");
+            assert_eq!(changed, &expect[..], "request {t}: probe changes");
+            CHECKED.with(|c| c.set(c.get() + 1));
+        }
+
+        pub(crate) fn check_fidelity(
+            &self,
+            index: &ProbeIndex,
+            st: &State<'_, '_>,
+            (excess, under): (u64, u64),
+        ) {
+            let (mut be, mut bu) = (0u64, 0u64);
+            for e in 0..st.k() {
+                let (x, u) = fidelity(index, st, e);
+                be += x;
+                bu += u64::from(u);
+            }
+            assert_eq!((excess, under), (be, bu), "request {}: fidelity", st.now());
+        }
+    }
+}
+
+#[cfg(test)]
+mod incremental {
+    //! The incremental probe tally agrees with the brute force at every request, on a recording
+    //! with a probes sidecar and on a generated session with probes, under every built-in
+    //! policy, with and without a budget that forces changes, compactions and cuts.
+
+    use std::path::Path;
+
+    use crate::loaded::{self, LoadOptions, LoadedSession};
+
+    fn load(path: &Path, cache: &Path) -> LoadedSession {
+        loaded::load(&LoadOptions {
+            path: Some(path.to_owned()),
+            token_cache_dir: Some(cache.to_owned()),
+            ..LoadOptions::default()
+        })
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    fn every_policy(s: &LoadedSession, budgets: &[Option<u64>]) {
+        assert!(!s.probes.is_empty(), "the session has probes");
+        let mut policies: Vec<crate::policy::Policy> = [
+            "full",
+            "truncate",
+            "opencode",
+            "claude-code",
+            "codex",
+            "age",
+            "retention",
+            "decay",
+            "oracle",
+            "oracle-legal",
+        ]
+        .iter()
+        .map(|n| crate::policy::load(n, &[]).expect("built-in policy"))
+        .collect();
+        policies.push(
+            crate::policy::load(
+                "retention",
+                &[("relevance_source".to_owned(), "probes".to_owned())],
+            )
+            .expect("retention with probes"),
+        );
+        for p in &policies {
+            for &b in budgets {
+                let (r, checked) = super::tests::checked(|| crate::replay::replay_session(s, p, b));
+                assert!(
+                    checked >= r.frames.len() as u64 && !r.frames.is_empty(),
+                    "{} {b:?}: every request was checked",
+                    p.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn incremental_tally_matches_brute_force_on_a_recording() {
+        let cache = tempfile::tempdir().expect("tempdir");
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sample-traces/M1.json");
+        let s = load(&path, cache.path());
+        every_policy(&s, &[None, Some(9000), Some(4000)]);
+    }
+
+    #[test]
+    fn incremental_tally_matches_brute_force_on_a_generated_session() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cfg = crate::fixture::FixtureConfig {
+            seed: 7,
+            requests: 300,
+            episodes: Some(60),
+            probe_density: 1.0,
+            name: Some("fx".into()),
+            ..crate::fixture::FixtureConfig::default()
+        };
+        crate::fixture::write_fixture(&cfg, dir.path()).expect("fixture");
+        let s = load(&dir.path().join("fx.json"), dir.path());
+        every_policy(&s, &[None, Some(20_000), Some(6000)]);
     }
 }

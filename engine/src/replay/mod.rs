@@ -34,6 +34,7 @@ pub mod synth;
 pub mod types;
 
 use std::collections::BTreeSet;
+use std::ops::ControlFlow;
 
 pub use render::{render_at, render_requests, RenderedChunk, RenderedContext};
 pub use types::*;
@@ -137,7 +138,7 @@ impl<'a> Prepared<'a> {
     }
 
     /// Run the pass of `policy` at `budget` (its own common knobs; the view must have been built
-    /// with the same chunk filter, prunes and system chunk).
+    /// with the same chunk filter, prunes and system chunk), its frames kept.
     pub fn run(
         &self,
         policy: &Policy,
@@ -145,34 +146,194 @@ impl<'a> Prepared<'a> {
         budget_source: &str,
         keep_views: bool,
     ) -> pass::PassOutput {
+        let mut decide = self.decide(policy, budget, budget_source);
+        let mut frames = Vec::with_capacity(self.prep.reqs.len());
+        let mut out = self.run_into(
+            policy,
+            decide.as_mut(),
+            budget,
+            (keep_views, &self.probes),
+            &mut |f| {
+                frames.push(f);
+                ControlFlow::Continue(())
+            },
+        );
+        out.frames = frames;
+        out
+    }
+
+    /// The decision of `policy` for one pass.
+    fn decide(
+        &self,
+        policy: &Policy,
+        budget: u64,
+        budget_source: &str,
+    ) -> Box<dyn policies::Decide> {
         let setup = policies::Setup {
             prep: &self.prep,
             probes: &self.probes,
             budget,
             budget_source,
         };
-        let mut decide = policies::build(policy, &setup);
+        policies::build(policy, &setup)
+    }
+
+    /// Run the pass of `decide` (built for `policy`), its frames to `emit`; `(keep_views,
+    /// probes)`: keep the tier matrices and render states, and the probes tallied (the policy's
+    /// own view of the probes is its `Setup`'s).
+    fn run_into(
+        &self,
+        policy: &Policy,
+        decide: &mut dyn policies::Decide,
+        budget: u64,
+        (keep_views, probes): (bool, &probes::ProbeIndex),
+        emit: &mut dyn FnMut(Frame) -> ControlFlow<()>,
+    ) -> pass::PassOutput {
         pass::run(
             &pass::PassInput {
                 prep: &self.prep,
                 common: crate::policy::knobs::Common::from_policy(policy),
-                probes: &self.probes,
+                probes,
                 price: &self.pricing.price,
                 budget,
                 keep_views,
             },
-            decide.as_mut(),
+            decide,
+            emit,
         )
     }
+}
+
+/// Where a streamed replay's output goes, in the order of the JSON document.
+pub trait FrameSink {
+    /// The trace and the policy, before the first frame.
+    fn head(&mut self, trace: &TraceInfo, policy: &PolicyInfo) -> ControlFlow<()>;
+    /// One frame, in request order. `Break` stops the replay (the reader went away).
+    fn frame(&mut self, frame: Frame) -> ControlFlow<()>;
+}
+
+/// Keeps the frames: what [`replay`] returns.
+struct Collect(Vec<Frame>);
+
+impl FrameSink for Collect {
+    fn head(&mut self, _: &TraceInfo, _: &PolicyInfo) -> ControlFlow<()> {
+        ControlFlow::Continue(())
+    }
+    fn frame(&mut self, frame: Frame) -> ControlFlow<()> {
+        self.0.push(frame);
+        ControlFlow::Continue(())
+    }
+}
+
+/// What [`replay_into`] keeps besides the frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keep {
+    /// The tier matrices and render states (for views and `render`; big on long traces:
+    /// requests × episodes bytes each).
+    pub views: bool,
 }
 
 /// Replay `input` under `policy` with `budget` (None = the default budget). Pure and
 /// deterministic: the same input, policy and budget give byte-identical output.
 pub fn replay(input: &Input<'_>, policy: &Policy, budget: Option<u64>) -> Replay {
+    replay_collect(input, policy, budget, None)
+}
+
+fn replay_collect(
+    input: &Input<'_>,
+    policy: &Policy,
+    budget: Option<u64>,
+    calibration: Option<crate::loaded::calibration::Calibration>,
+) -> Replay {
+    let mut frames = Collect(Vec::with_capacity(input.trace.requests.len()));
+    let r = replay_into(
+        input,
+        policy,
+        budget,
+        calibration,
+        Keep { views: true },
+        &mut frames,
+    );
+    // The collecting sink never stops the replay.
+    let mut r = r.unwrap_or_else(|| unreachable!("a collecting sink never stops"));
+    r.frames = frames.0;
+    r
+}
+
+/// Replay `input` as [`replay`] does, handing the trace and policy, then each frame as it is
+/// produced, to `sink` instead of keeping them: the returned replay has no frames (and no views
+/// unless `keep` says so). `None` when the sink stopped it.
+///
+/// The policy's part of the document (`note`, `compaction`) of a policy that reports what its
+/// pass did (decay's folds, a compaction's requests) is known only after the pass; such a
+/// policy's pass runs twice (the first one without output), so the head still comes first.
+pub fn replay_into(
+    input: &Input<'_>,
+    policy: &Policy,
+    budget: Option<u64>,
+    calibration: Option<crate::loaded::calibration::Calibration>,
+    keep: Keep,
+    sink: &mut dyn FrameSink,
+) -> Option<Replay> {
     let (budget_v, budget_source) = resolve_budget(input.trace, budget);
     let prepared = Prepared::new(input, policy, budget.is_some());
-    let out = prepared.run(policy, budget_v, &budget_source, true);
-    // divergence_cost is measured against `full` on the same trace, with the same system chunk.
+    let trace = TraceInfo {
+        session: input.trace.session.id.clone(),
+        title: input.trace.session.title.clone(),
+        requests: input.trace.requests.len(),
+        episodes: input.episodes.len(),
+        system_segments: prepared.prep.segments.clone(),
+        pricing: prepared.pricing.clone(),
+        calibration,
+    };
+    let mut info = PolicyInfo {
+        name: policy.name.clone(),
+        kind: policy.kind,
+        version: policy.version,
+        respect_floors: policy.respect_floors,
+        knobs: policy.knobs.clone(),
+        budget: budget_v,
+        budget_source: budget_source.clone(),
+        note: None,
+        compaction: None,
+    };
+    let no_probes = probes::ProbeIndex::default();
+    let mut decide = prepared.decide(policy, budget_v, &budget_source);
+    if decide.reports_after_pass() {
+        let dry = prepared.run_into(
+            policy,
+            decide.as_mut(),
+            budget_v,
+            (false, &no_probes),
+            &mut |_| ControlFlow::Continue(()),
+        );
+        info.note = dry.note;
+        info.compaction = dry.compaction;
+        decide = prepared.decide(policy, budget_v, &budget_source);
+    } else {
+        info.note = decide.note();
+        info.compaction = decide.compaction_run();
+    }
+    if sink.head(&trace, &info).is_break() {
+        return None;
+    }
+    let mut acc = metrics::SummaryAcc::default();
+    let out = prepared.run_into(
+        policy,
+        decide.as_mut(),
+        budget_v,
+        (keep.views, &prepared.probes),
+        &mut |f| {
+            acc.add(&f);
+            sink.frame(f)
+        },
+    );
+    if out.stopped {
+        return None;
+    }
+    debug_assert!(out.note == info.note && out.compaction == info.compaction);
+    // divergence_cost is measured against `full` on the same trace, with the same system chunk
+    // (its probes are not needed).
     let baseline = if policy.kind == PolicyKind::Full {
         None
     } else {
@@ -183,49 +344,42 @@ pub fn replay(input: &Input<'_>, policy: &Policy, budget: Option<u64>) -> Replay
                 let fcommon = crate::policy::knobs::Common::from_policy(&full);
                 let same = policies::filter(&full, budget.is_some()) == prepared.filter
                     && fcommon.apply_prunes == prepared.common.apply_prunes;
-                let b = if same {
-                    prepared.run(&full, budget_v, &budget_source, false)
-                } else {
-                    Prepared::new(input, &full, budget.is_some()).run(
-                        &full,
-                        budget_v,
-                        &budget_source,
-                        false,
-                    )
+                let bare = Input {
+                    probes: &[],
+                    ..*input
                 };
-                let radius: u64 = b.frames.iter().map(|f| f.radius).sum();
-                let cost: f64 = b.frames.iter().map(|f| f.cost).sum();
-                (radius, cost)
+                let other;
+                let base = if same {
+                    &prepared
+                } else {
+                    other = Prepared::new(&bare, &full, budget.is_some());
+                    &other
+                };
+                let mut decide = base.decide(&full, budget_v, &budget_source);
+                let mut b = metrics::SummaryAcc::default();
+                base.run_into(
+                    &full,
+                    decide.as_mut(),
+                    budget_v,
+                    (false, &no_probes),
+                    &mut |f| {
+                        b.add(&f);
+                        ControlFlow::Continue(())
+                    },
+                );
+                b.radius_cost()
             })
     };
-    let summary = metrics::summary(&out, baseline);
-    Replay {
-        trace: TraceInfo {
-            session: input.trace.session.id.clone(),
-            title: input.trace.session.title.clone(),
-            requests: input.trace.requests.len(),
-            episodes: input.episodes.len(),
-            system_segments: prepared.prep.segments.clone(),
-            pricing: prepared.pricing.clone(),
-            calibration: None,
-        },
-        policy: PolicyInfo {
-            name: policy.name.clone(),
-            kind: policy.kind,
-            version: policy.version,
-            respect_floors: policy.respect_floors,
-            knobs: policy.knobs.clone(),
-            budget: budget_v,
-            budget_source,
-            note: out.note.clone(),
-            compaction: out.compaction.clone(),
-        },
+    let summary = acc.finish(&out, baseline);
+    Some(Replay {
+        trace,
+        policy: info,
         summary,
-        frames: out.frames,
+        frames: Vec::new(),
         applied: out.applied,
         desired: out.desired,
         render_states: out.render_states,
-    }
+    })
 }
 
 /// The irreducible part of each request: what no schedule can remove — the system chunk plus
@@ -259,7 +413,23 @@ pub fn irreducible(input: &Input<'_>) -> Vec<u64> {
 
 /// Replay a loaded session (convenience for [`replay`]).
 pub fn replay_session(s: &LoadedSession, policy: &Policy, budget: Option<u64>) -> Replay {
-    let mut r = replay(&Input::from(s), policy, budget);
-    r.trace.calibration.clone_from(&s.calibration);
-    r
+    replay_collect(&Input::from(s), policy, budget, s.calibration.clone())
+}
+
+/// Replay a loaded session into `sink` (see [`replay_into`]).
+pub fn replay_session_into(
+    s: &LoadedSession,
+    policy: &Policy,
+    budget: Option<u64>,
+    keep: Keep,
+    sink: &mut dyn FrameSink,
+) -> Option<Replay> {
+    replay_into(
+        &Input::from(s),
+        policy,
+        budget,
+        s.calibration.clone(),
+        keep,
+        sink,
+    )
 }

@@ -13,6 +13,8 @@
 //! over closed episodes) and divergence starts from the first episode changed since the
 //! conversation's previous request: per request the work is O(changes · log episodes).
 
+use std::ops::ControlFlow;
+
 use super::cache_cost::Price;
 use super::compaction_call;
 use super::divergence::{self, Conv, Current};
@@ -26,9 +28,13 @@ use super::types::{Frame, RenderState, TierMatrix};
 use crate::episode::Tier;
 use crate::policy::knobs::Common;
 
-/// The output of one pass (before the summary is assembled).
+/// The output of one pass (before the summary is assembled); its frames went to the pass's
+/// `emit`, one at a time, so a long replay need not hold them.
 pub(crate) struct PassOutput {
+    /// The frames, where the caller kept them (`Prepared::run`); empty when they were streamed.
     pub frames: Vec<Frame>,
+    /// `emit` asked to stop (the reader went away): the frames stop short.
+    pub stopped: bool,
     pub applied: TierMatrix,
     pub desired: TierMatrix,
     pub render_states: Vec<RenderState>,
@@ -80,14 +86,17 @@ fn boundaries(p: &Prep<'_>, t: usize, conv: &Conv, ttl_ms: i64) -> (Boundaries, 
     (b, warm)
 }
 
-/// Run one pass of `policy` over the prepared input.
-pub(crate) fn run(input: &PassInput<'_, '_>, policy: &mut dyn Decide) -> PassOutput {
+/// Run one pass of `policy` over the prepared input, handing each frame to `emit`.
+pub(crate) fn run(
+    input: &PassInput<'_, '_>,
+    policy: &mut dyn Decide,
+    emit: &mut dyn FnMut(Frame) -> ControlFlow<()>,
+) -> PassOutput {
     let p = input.prep;
     let common = input.common;
     let n = p.episodes.len();
     let nreq = p.reqs.len();
     let mut st = State::new(p, input.budget, common.respect_floors, common.thrash_window);
-    let mut frames = Vec::with_capacity(nreq);
     let cap = if input.keep_views { nreq } else { 0 };
     let mut applied_m = TierMatrix::with_capacity(n, cap);
     let mut desired_m = TierMatrix::with_capacity(n, cap);
@@ -95,7 +104,11 @@ pub(crate) fn run(input: &PassInput<'_, '_>, policy: &mut dyn Decide) -> PassOut
     let mut synthetic = 0u64;
     let mut probes = ProbeTally::new(input.probes);
     let mut next_prune = 0usize;
+    let mut stopped = false;
     for t in 0..nreq {
+        if stopped {
+            break;
+        }
         let rq = &p.reqs[t];
         let req = &p.trace.requests[t];
         let (bset, warm) = boundaries(p, t, &st.conv[rq.conv], common.ttl_ms);
@@ -234,7 +247,7 @@ pub(crate) fn run(input: &PassInput<'_, '_>, policy: &mut dyn Decide) -> PassOut
             };
         }
         policy.after(&st, &view, tokens);
-        frames.push(frame);
+        stopped = emit(frame).is_break();
         if active < n && active >= st.k() {
             st.row_applied[active] = TierMatrix::ACTIVE_CODE;
             st.row_desired[active] = TierMatrix::ACTIVE_CODE;
@@ -252,7 +265,8 @@ pub(crate) fn run(input: &PassInput<'_, '_>, policy: &mut dyn Decide) -> PassOut
         st.row_touched.clear();
     }
     PassOutput {
-        frames,
+        frames: Vec::new(),
+        stopped,
         applied: applied_m,
         desired: desired_m,
         render_states,

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::types::Replay;
+use super::types::{Frame, Replay};
 use crate::episode::Tier;
 
 /// One selection decision.
@@ -33,22 +33,30 @@ pub struct SelectionRecord {
 pub fn selection_records(r: &Replay) -> Vec<SelectionRecord> {
     r.frames
         .iter()
-        .flat_map(|f| {
-            f.changes.iter().map(move |c| SelectionRecord {
-                session: r.trace.session.clone(),
-                policy: r.policy.name.clone(),
-                policy_version: r.policy.version,
-                request: f.request,
-                time: f.time,
-                episode: c.episode.clone(),
-                from: c.from,
-                selected: c.to,
-                reason: c.reason.as_str().to_owned(),
-                applied: c.applied,
-                pressure: f.pressure,
-                first_divergence: f.divergence,
-                radius: f.radius,
-            })
-        })
+        .flat_map(|f| frame_records(&r.trace.session, &r.policy.name, r.policy.version, f))
         .collect()
+}
+
+/// The selection records of one frame's changes (a streamed replay writes them frame by frame).
+pub fn frame_records<'f>(
+    session: &'f str,
+    policy: &'f str,
+    policy_version: u32,
+    f: &'f Frame,
+) -> impl Iterator<Item = SelectionRecord> + 'f {
+    f.changes.iter().map(move |c| SelectionRecord {
+        session: session.to_owned(),
+        policy: policy.to_owned(),
+        policy_version,
+        request: f.request,
+        time: f.time,
+        episode: c.episode.clone(),
+        from: c.from,
+        selected: c.to,
+        reason: c.reason.as_str().to_owned(),
+        applied: c.applied,
+        pressure: f.pressure,
+        first_divergence: f.divergence,
+        radius: f.radius,
+    })
 }

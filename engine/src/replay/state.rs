@@ -92,6 +92,9 @@ pub(crate) struct State<'p, 'a> {
     /// The cut episodes, by episode.
     cuts_list: Vec<Cut>,
     held_stamp: Vec<Option<usize>>,
+    /// Episodes closed, or whose applied tier, cut or prunes changed, since
+    /// [`State::take_touched`] (what the probe tally re-checks).
+    touched: Vec<usize>,
     pub(crate) conv: [Conv; 2],
     pub(crate) counts: RequestCounts,
 }
@@ -145,6 +148,7 @@ impl<'p, 'a> State<'p, 'a> {
             viol_new: Vec::new(),
             cuts_list: Vec::new(),
             held_stamp: vec![None; n],
+            touched: Vec::new(),
             conv: [Conv::default(), Conv::default()],
             counts: RequestCounts::default(),
         }
@@ -519,6 +523,7 @@ impl<'p, 'a> State<'p, 'a> {
         self.ep_tok[e] = 0;
         self.des_tok[e] = 0;
         self.k = e + 1;
+        self.touched.push(e);
         self.attach(e);
     }
 
@@ -542,8 +547,14 @@ impl<'p, 'a> State<'p, 'a> {
         v
     }
 
+    /// Episodes touched since the last call (unsorted, may repeat).
+    pub(crate) fn take_touched(&mut self) -> Vec<usize> {
+        std::mem::take(&mut self.touched)
+    }
+
     /// Remember, per conversation, the first episode changed since its previous request.
     fn mark_changed(&mut self, e: usize) {
+        self.touched.push(e);
         let (tier, cut) = (self.applied[e], self.cut[e]);
         for c in &mut self.conv {
             c.mark(e, tier, cut);

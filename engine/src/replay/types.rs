@@ -192,9 +192,10 @@ pub struct TailOnly {
     pub by: CutBy,
 }
 
-/// One probe's result at one request.
+/// A probe that became due at a request (with its answer there), or a due probe whose answer
+/// changed there: `ok` = the rendered context now answers it, else it is now lost.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ProbeResult {
+pub struct ProbeChange {
     pub id: String,
     pub ok: bool,
 }
@@ -248,10 +249,11 @@ pub struct Frame {
     /// The held episodes whose hold began at this request (a hold that continues from the
     /// previous request is counted in `holds` but not listed again).
     pub held: Vec<String>,
-    /// Every episode held at this request: what `holds` counts, one per id (`held` lists only
-    /// the starts). Not in the JSON output, which has `holds` and `held`.
+    /// Every episode held at this request: what `holds` counts, one per episode, by index
+    /// (`held` lists only the starts, by id; indices keep this list cheap, as it is rebuilt at
+    /// every request). Not in the JSON output, which has `holds` and `held`.
     #[serde(skip)]
-    pub holding: Vec<String>,
+    pub holding: Vec<usize>,
     /// Closed episodes shown below their floor (every one in force at this request).
     pub floor_violations: u64,
     /// Pinned spans missing from the context (every one in force at this request).
@@ -273,9 +275,13 @@ pub struct Frame {
     /// is included in this frame's `cost`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compaction_call: Option<CompactionCallCost>,
+    /// Probes due at this request (`due_from_request` ≤ request), and those of them answered.
     pub probes_due: u64,
     pub probes_ok: u64,
-    pub probes: Vec<ProbeResult>,
+    /// The probes that became due here and the due probes whose answer changed here, by
+    /// position in the sidecar: every probe's answer at every request follows from them (a
+    /// probe keeps its answer until it is listed again).
+    pub probe_changes: Vec<ProbeChange>,
     pub recorded: Recorded,
 }
 

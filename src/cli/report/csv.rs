@@ -5,7 +5,7 @@ use tierscope_engine::text::sanitize_for_terminal;
 
 use super::Table;
 
-fn field(f: &str) -> String {
+pub fn field(f: &str) -> String {
     let f = sanitize_for_terminal(f);
     if f.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", f.replace('"', "\"\""))

@@ -87,8 +87,8 @@ pub fn pretty_at_depth<T: Serialize + ?Sized>(
     serde_json::value::RawValue::from_string(String::from_utf8(buf).unwrap_or_default())
 }
 
-/// `v` as pretty JSON into `w`, its lines indented as at `depth`.
-fn write_pretty_at<W: Write, T: Serialize + ?Sized>(
+/// `v` as pretty JSON into `w`, its lines indented as at `depth` (see [`pretty_at_depth`]).
+pub fn write_pretty_at<W: Write, T: Serialize + ?Sized>(
     w: W,
     v: &T,
     depth: usize,

@@ -11,6 +11,7 @@ pub mod json;
 pub mod jsonl;
 pub mod stderr;
 pub mod stdout;
+pub mod stream;
 pub mod table;
 pub mod text;
 
@@ -18,6 +19,7 @@ use clap::ValueEnum;
 
 pub use cell::Cell;
 pub use jsonl::JsonLines;
+pub use stream::Stream;
 pub use table::{Align, Column, Table};
 pub use text::Text;
 

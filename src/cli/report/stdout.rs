@@ -14,6 +14,11 @@ pub fn is_closed_pipe(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::BrokenPipe
 }
 
+/// Whether the reader closed stdout (later writes are skipped).
+pub fn is_closed() -> bool {
+    CLOSED.load(Ordering::Relaxed)
+}
+
 /// Write text for people. Everything is sanitized here, whatever the caller did, so no
 /// control sequence can reach the terminal through stdout (the text reporters' own output has
 /// none, so this changes nothing else).

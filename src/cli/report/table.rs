@@ -123,35 +123,114 @@ impl Table {
         self.rows.push(row);
     }
 
-    /// The text for people.
-    pub fn render(&self) -> String {
-        let shown: Vec<usize> = (0..self.columns.len())
+    /// The columns shown to people (not the CSV-only ones).
+    fn shown(&self) -> Vec<usize> {
+        (0..self.columns.len())
             .filter(|&i| !self.columns[i].csv_only)
-            .collect();
-        let cell = |c: &Cell, col: &Column| {
-            let s = sanitize_line(&c.human()).into_owned();
-            match col.clip {
-                Some(n) => clip_chars(&s, n),
-                None => s,
-            }
-        };
-        let body: Vec<Vec<String>> = self
-            .rows
+            .collect()
+    }
+
+    /// A row's shown cells as text, sanitized to one line and clipped.
+    fn cells(&self, shown: &[usize], row: &[Cell]) -> Vec<String> {
+        shown
             .iter()
-            .map(|r| {
-                shown
-                    .iter()
-                    .map(|&i| {
-                        r.get(i)
-                            .map_or_else(String::new, |c| cell(c, &self.columns[i]))
-                    })
-                    .collect()
+            .map(|&i| {
+                row.get(i).map_or_else(String::new, |c| {
+                    let col = &self.columns[i];
+                    let s = sanitize_line(&c.human()).into_owned();
+                    match col.clip {
+                        Some(n) => clip_chars(&s, n),
+                        None => s,
+                    }
+                })
             })
-            .collect();
-        let headers: Vec<String> = shown
+            .collect()
+    }
+
+    fn headers(&self, shown: &[usize]) -> Vec<String> {
+        shown
             .iter()
             .map(|&i| sanitize_line(&self.columns[i].name).into_owned())
-            .collect();
+            .collect()
+    }
+
+    /// One line of shown cells at `widths`.
+    fn line(&self, shown: &[usize], widths: &[usize], cells: &[String]) -> String {
+        let mut s = String::new();
+        for (k, c) in cells.iter().enumerate() {
+            let col = &self.columns[shown[k]];
+            if k > 0 {
+                s.push_str(col.sep);
+            }
+            let pad = widths[k].saturating_sub(c.chars().count());
+            match col.align {
+                Align::Left => {
+                    s.push_str(c);
+                    // The last column of a column layout is not padded when it has no
+                    // width of its own (free text such as a change list).
+                    if !(k + 1 == cells.len()
+                        && col.width.is_none()
+                        && self.layout == Layout::Columns)
+                    {
+                        s.push_str(&" ".repeat(pad));
+                    }
+                }
+                Align::Right => {
+                    s.push_str(&" ".repeat(pad));
+                    s.push_str(c);
+                }
+            }
+        }
+        if self.layout == Layout::Aligned {
+            s.truncate(s.trim_end().len());
+        }
+        s.push('\n');
+        s
+    }
+
+    /// The column widths when no row can change them (every shown column has a width of its
+    /// own, but a last left-aligned one, which is not padded): such a table can be written a
+    /// row at a time, as [`Table::render`] would write it.
+    pub fn fixed_widths(&self) -> Option<Vec<usize>> {
+        if self.layout != Layout::Columns {
+            return None;
+        }
+        let shown = self.shown();
+        shown
+            .iter()
+            .enumerate()
+            .map(|(k, &i)| {
+                let col = &self.columns[i];
+                match col.width {
+                    Some(w) => Some(w),
+                    None if k + 1 == shown.len() && col.align == Align::Left => Some(0),
+                    None => None,
+                }
+            })
+            .collect()
+    }
+
+    /// The header line of a table with [`Table::fixed_widths`] (empty without a header).
+    pub fn header_line(&self, widths: &[usize]) -> String {
+        let shown = self.shown();
+        if self.header {
+            self.line(&shown, widths, &self.headers(&shown))
+        } else {
+            String::new()
+        }
+    }
+
+    /// One row's line of a table with [`Table::fixed_widths`].
+    pub fn row_line(&self, widths: &[usize], row: &[Cell]) -> String {
+        let shown = self.shown();
+        self.line(&shown, widths, &self.cells(&shown, row))
+    }
+
+    /// The text for people.
+    pub fn render(&self) -> String {
+        let shown = self.shown();
+        let body: Vec<Vec<String>> = self.rows.iter().map(|r| self.cells(&shown, r)).collect();
+        let headers = self.headers(&shown);
         let widths: Vec<usize> = shown
             .iter()
             .enumerate()
@@ -171,44 +250,12 @@ impl Table {
                 }
             })
             .collect();
-        let line = |cells: &[String]| {
-            let mut s = String::new();
-            for (k, c) in cells.iter().enumerate() {
-                let col = &self.columns[shown[k]];
-                if k > 0 {
-                    s.push_str(col.sep);
-                }
-                let pad = widths[k].saturating_sub(c.chars().count());
-                match col.align {
-                    Align::Left => {
-                        s.push_str(c);
-                        // The last column of a column layout is not padded when it has no
-                        // width of its own (free text such as a change list).
-                        if !(k + 1 == cells.len()
-                            && col.width.is_none()
-                            && self.layout == Layout::Columns)
-                        {
-                            s.push_str(&" ".repeat(pad));
-                        }
-                    }
-                    Align::Right => {
-                        s.push_str(&" ".repeat(pad));
-                        s.push_str(c);
-                    }
-                }
-            }
-            if self.layout == Layout::Aligned {
-                s.truncate(s.trim_end().len());
-            }
-            s.push('\n');
-            s
-        };
         let mut out = String::new();
         if self.header {
-            out.push_str(&line(&headers));
+            out.push_str(&self.line(&shown, &widths, &headers));
         }
         for r in &body {
-            out.push_str(&line(r));
+            out.push_str(&self.line(&shown, &widths, r));
         }
         out
     }
@@ -223,6 +270,33 @@ mod tests {
         let mut t = Table::aligned(&["a", "bb"]);
         t.push(vec![Cell::text("xyz"), Cell::Int(1)]);
         assert_eq!(t.render(), "a    bb\nxyz   1\n");
+    }
+
+    #[test]
+    fn a_table_of_fixed_widths_reads_the_same_a_row_at_a_time() {
+        let mut t = Table::new(vec![
+            Column::right("n").width(3),
+            Column::left("s").width(2).sep("/"),
+            Column::left("free").sep("  "),
+        ]);
+        t.push(vec![Cell::Int(7), Cell::text("ab\ncd"), Cell::text("x")]);
+        t.push(vec![
+            Cell::Int(12345),
+            Cell::text(""),
+            Cell::text("a much longer text"),
+        ]);
+        let w = t.fixed_widths().expect("fixed widths");
+        let mut rows = t.header_line(&w);
+        for r in &t.rows {
+            rows.push_str(&t.row_line(&w, r));
+        }
+        assert_eq!(rows, t.render());
+        assert!(Table::aligned(&["a"]).fixed_widths().is_none());
+        assert!(
+            Table::new(vec![Column::left("a"), Column::left("b").width(1)])
+                .fixed_widths()
+                .is_none()
+        );
     }
 
     #[test]

@@ -769,6 +769,9 @@ impl Decide for Decay {
         }
     }
 
+    fn reports_after_pass(&self) -> bool {
+        true
+    }
     fn note(&self) -> Option<String> {
         if !self.enabled {
             return Some(

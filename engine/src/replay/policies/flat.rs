@@ -359,6 +359,9 @@ impl Decide for Flat {
     fn skips_recorded_summary_calls(&self) -> bool {
         matches!(self.mode, Mode::Simulate { .. })
     }
+    fn reports_after_pass(&self) -> bool {
+        true
+    }
     fn note(&self) -> Option<String> {
         self.compaction_run().map(|r| r.describe())
     }

@@ -98,6 +98,12 @@ pub(crate) trait Decide {
     fn compaction_run(&self) -> Option<crate::replay::types::CompactionRun> {
         None
     }
+    /// Whether [`Decide::note`] or [`Decide::compaction_run`] say what the pass did (folds,
+    /// compactions): known only once it ran, while a streamed document writes them before the
+    /// frames.
+    fn reports_after_pass(&self) -> bool {
+        false
+    }
     /// Whether the recording's own summary calls are left out (rendered as empty frames): a
     /// policy that compacts on its own does not make them.
     fn skips_recorded_summary_calls(&self) -> bool {
