@@ -333,10 +333,11 @@ const DRAFT_WINDOW: usize = 512;
 
 /// Build a loaded session from a trace with a given tokenizer (its cache is shared).
 pub fn from_trace_with(
-    trace: Trace,
+    mut trace: Trace,
     opts: &EpisodeOptions,
     tokenizer: &Tokenizer,
 ) -> LoadedSession {
+    count_stored_systems(&mut trace, tokenizer);
     let mut warnings = Vec::new();
     let rules = match &opts.rules {
         Some(r) => r.clone(),
@@ -554,6 +555,25 @@ pub fn from_trace_with(
         tier_lineage,
         compaction,
         calibration: None,
+    }
+}
+
+/// Count the system prompts stored with messages (OpenCode 0.1.x), so the replay can follow
+/// how the system chunk changed from the request it was estimated from.
+fn count_stored_systems(trace: &mut Trace, tokenizer: &Tokenizer) {
+    let texts: Vec<&str> = trace
+        .messages
+        .iter()
+        .filter_map(|m| m.system.as_ref())
+        .flat_map(|s| s.texts.iter().map(String::as_str))
+        .collect();
+    if texts.is_empty() {
+        return;
+    }
+    let mut counts = tokenizer.count_many(&texts).into_iter();
+    for s in trace.messages.iter_mut().filter_map(|m| m.system.as_mut()) {
+        let n = s.texts.len();
+        s.tokens = Some(counts.by_ref().take(n).map(u64::from).sum());
     }
 }
 

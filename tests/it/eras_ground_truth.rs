@@ -397,6 +397,43 @@ fn v01_inline_parts_are_read_with_their_steps_and_directory() {
     assert_eq!(t.diagnostics.count(DiagnosticKind::RuleStepUsage), 15);
 }
 
+/// 0.1.x built the system prompt anew for every user turn and stored it with the turn's assistant
+/// message (`metadata.assistant.system`): the environment with the project's file tree (up to 200
+/// entries) and the instruction files (AGENTS.md, CLAUDE.md, CONTEXT.md). A session that changes
+/// the project changes it: in M1 turn 2 adds 90 migration files and an AGENTS.md, and from turn 3
+/// on every request carries a system prompt about 850 tokens longer than the one the system chunk
+/// was estimated from (turn 1's). Each request is sized with the prompt stored with its turn.
+#[test]
+fn v01_each_turn_is_sized_with_the_system_prompt_stored_with_it() {
+    let rec = Rec {
+        era: "0.1.x",
+        dir: PathBuf::from(RECORDINGS).join("opencode-0.1.174"),
+        exports: false,
+    };
+    let s = load(&rec, "M1", "ses_dc88c0c25ffeJ9UFGBaxfyfuXe");
+    let stored: Vec<u64> = s
+        .trace
+        .messages
+        .iter()
+        .filter_map(|m| m.system.as_ref()?.tokens)
+        .collect();
+    assert_eq!(stored.len(), 4, "{}: one system prompt per turn", rec.era);
+    assert!(stored[2] > stored[0] + 500, "{stored:?}");
+    let mock = mock_log(&rec.dir, "M1");
+    let errs: Vec<f64> = pairs(&s, &mock, "opencode", false, "M1")
+        .iter()
+        .map(err_pct)
+        .collect();
+    // 12 turn requests, the one the system chunk was estimated from left out.
+    assert_eq!(errs.len(), 11);
+    let (median, max) = stats(&errs).expect("pairs");
+    println!("M1: median {median:.2} %, max {max:.2} %: {errs:.2?}");
+    assert!(
+        median < 0.5 && max < 1.0,
+        "M1: median {median:.2} %, max {max:.2} %: {errs:.2?}"
+    );
+}
+
 #[test]
 fn v05_multi_step_messages_are_one_request_per_step() {
     let data = format!("{RECORDINGS}/opencode-0.5.29/data");

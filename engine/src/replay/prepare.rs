@@ -293,8 +293,37 @@ impl<'a> Prep<'a> {
             .iter()
             .map(|s| (sys_key(&s.agent, &s.model), s.tokens))
             .collect();
-        for r in &mut prep.reqs {
+        // Where the agent stored each turn's system prompt (OpenCode 0.1.x), a request's chunk
+        // is the estimate plus how much its stored prompt differs from the one of the request
+        // the estimate came from (the project tree and instruction files change with the project).
+        let stored = |t: usize| {
+            trace
+                .requests
+                .get(t)
+                .and_then(|r| trace.messages.get(r.message_index))
+                .and_then(|m| m.system.as_ref())
+                .and_then(|s| s.tokens)
+        };
+        let base: HashMap<u64, u64> = prep
+            .segments
+            .iter()
+            .filter_map(|s| Some((sys_key(&s.agent, &s.model), stored(s.from_request?)?)))
+            .collect();
+        // A stored prompt also names the chunk: a request whose prompt changed shares no system
+        // chunk with the one before it (the cached prefix breaks there).
+        let mut text_hash: HashMap<usize, u64> = HashMap::new();
+        for (t, r) in prep.reqs.iter_mut().enumerate() {
             r.sys_tokens = by_key.get(&r.sys_key).copied().unwrap_or(0);
+            if let (Some(&b), Some(own)) = (base.get(&r.sys_key), stored(t)) {
+                r.sys_tokens = (r.sys_tokens + own).saturating_sub(b);
+            }
+            let mi = r.msg;
+            if let Some(sys) = trace.messages.get(mi).and_then(|m| m.system.as_ref()) {
+                let h = *text_hash
+                    .entry(mi)
+                    .or_insert_with(|| xxh3_64(sys.texts.join("\0").as_bytes()));
+                r.sys_key = xxh3_64(format!("{}\0{h}", r.sys_key).as_bytes());
+            }
         }
         prep
     }

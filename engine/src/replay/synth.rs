@@ -198,6 +198,7 @@ pub fn generate(spec: &SynthSpec) -> Synth {
             user_kind: Some(UserKind::Human),
             cwd: None,
             dropped_after_own_requests: false,
+            system: None,
         });
         let ut = rng.range(lo, hi) as u32;
         full.push(chunk(&uid, first_message, format!("user: {utext}"), ut));
@@ -297,6 +298,7 @@ pub fn generate(spec: &SynthSpec) -> Synth {
                 user_kind: None,
                 cwd: None,
                 dropped_after_own_requests: false,
+                system: None,
             });
         }
         let last_message = messages.len() - 1;

@@ -125,6 +125,20 @@ pub struct Message {
     /// agent's release drops from the history (set by the adapter).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub dropped_after_own_requests: bool,
+    /// The system prompt the agent stored with the message, where it stores one (OpenCode
+    /// 0.1.x: `metadata.assistant.system`, built anew for every user turn; the project tree and
+    /// the instruction files in it change as the session changes the project).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system: Option<StoredSystem>,
+}
+
+/// A system prompt stored with a message: its texts (one system message each) and their token
+/// count once the load counted them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoredSystem {
+    #[serde(skip)]
+    pub texts: Vec<String>,
+    pub tokens: Option<u64>,
 }
 
 impl Message {

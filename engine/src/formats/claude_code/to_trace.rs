@@ -223,6 +223,7 @@ pub fn thread_trace(
                         tokens: Some(usage.to_usage()),
                         finish: resp.stop_reason.clone(),
                         dropped_after_own_requests: !resp.on_branch,
+                        system: None,
                         ..b.message(resp.message_id.clone(), Role::Assistant, time, &who)
                     });
                     b.meta[mi].usage = usage;
@@ -536,6 +537,7 @@ impl Builder {
             own_history: false,
             cwd: None,
             dropped_after_own_requests: false,
+            system: None,
         }
     }
     fn push(&mut self, m: Message) -> usize {

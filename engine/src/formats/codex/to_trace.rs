@@ -297,6 +297,7 @@ impl<'a> Builder<'a> {
             own_history: false,
             cwd,
             dropped_after_own_requests: false,
+            system: None,
         })
     }
 
@@ -402,6 +403,7 @@ impl<'a> Builder<'a> {
             own_history: false,
             cwd: None,
             dropped_after_own_requests: false,
+            system: None,
         });
     }
 

@@ -231,6 +231,7 @@ fn message(
         cwd,
         id,
         dropped_after_own_requests: false,
+        system: None,
     })
 }
 

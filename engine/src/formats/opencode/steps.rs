@@ -219,6 +219,7 @@ mod tests {
             own_history: false,
             cwd: None,
             dropped_after_own_requests: false,
+            system: None,
         }
     }
 
