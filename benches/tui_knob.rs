@@ -81,10 +81,18 @@ fn bench(c: &mut Criterion) {
                 up = !up;
                 let t0 = std::time::Instant::now();
                 let fx = update(&mut state, Msg::Key(key(k)));
+                // A step that replays nothing would time a draw: refuse it.
+                assert!(
+                    fx.iter().any(|e| matches!(e, Effect::Replay { .. })),
+                    "the knob step asked for no replay: {fx:?}"
+                );
                 let mut follow = Vec::new();
                 for e in fx {
                     if matches!(e, Effect::Replay { .. }) {
                         if let Some(m) = worker.run(e, &|_| {}) {
+                            if let Msg::Replayed { result: Err(e), .. } = &m {
+                                panic!("the replay failed: {e}");
+                            }
                             follow.extend(update(&mut state, m));
                         }
                     }
