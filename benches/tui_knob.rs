@@ -42,11 +42,20 @@ fn setup() -> (State, Worker) {
     let mut state = State::new(theme, policy, Some(60_000), StartOptions::default());
     state.width = 160;
     state.height = 48;
+    // By id: `None` would load the newest session of the default location instead (the bundled
+    // sample on a machine without agent data), and the bench would time that.
+    let id = loaded.trace.session.id.clone();
     let mut worker = Worker::with_session(loaded);
     run_sync(
         &mut state,
         &mut worker,
-        vec![Effect::LoadSession { id: None }],
+        vec![Effect::LoadSession { id: Some(id) }],
+    );
+    assert!(
+        worker
+            .current()
+            .is_some_and(|l| l.trace.requests.len() >= requests()),
+        "the bench runs on the generated session"
     );
     let fx = update(&mut state, Msg::Key(key(KeyCode::Char('G'))));
     run_sync(&mut state, &mut worker, fx);
