@@ -222,7 +222,10 @@ pub(crate) struct Flat {
     mode: Mode,
     tail: Option<Tail>,
     /// The agent's own size of each message, where it sizes the kept tail by it.
-    tail_estimate: Option<crate::trace::adapter::TailEstimate>,
+    /// Whether that agent's estimate applies, and the estimate, read at the first compaction
+    /// (a replay that never compacts never serialises the messages for it).
+    own_estimate: bool,
+    tail_estimate: std::cell::OnceCell<Option<crate::trace::adapter::TailEstimate>>,
     /// Simulate: where the last summary was put (the request's position) and the recorded
     /// summaries it shows, its own and earlier ones its tail kept.
     last_summary: Option<((usize, u32), Vec<usize>)>,
@@ -289,16 +292,15 @@ impl Kind for Flat {
         };
         // The agent whose rules run sizes its kept tail by its own estimate, where it has one
         // (and the trace is that agent's: the estimate reads its messages).
-        let tail_estimate = tail.as_ref().and_then(|_| {
-            crate::trace::adapter::adapter(setup.prep.trace.origin.agent)
-                .filter(|a| a.name() == rules.agent)
-                .and_then(|a| a.tail_estimate(setup.prep.trace))
-        });
+        let own_estimate = tail.is_some()
+            && crate::trace::adapter::adapter(setup.prep.trace.origin.agent)
+                .is_some_and(|a| a.name() == rules.agent);
         Box::new(Flat {
             knobs,
             mode,
             tail,
-            tail_estimate,
+            own_estimate,
+            tail_estimate: std::cell::OnceCell::new(),
             last_summary: None,
             rules,
             in_effect: None,
@@ -484,7 +486,13 @@ impl Flat {
             };
             // Chunks `a..end` of this episode as the agent sizes them: its own estimate of the
             // messages they lie in, else the model's tokens.
-            let size = |a: usize| match &self.tail_estimate {
+            let estimate = self.tail_estimate.get_or_init(|| {
+                self.own_estimate
+                    .then(|| crate::trace::adapter::adapter(p.trace.origin.agent))
+                    .flatten()
+                    .and_then(|a| a.tail_estimate(p.trace))
+            });
+            let size = |a: usize| match estimate {
                 Some(est) if a < end => {
                     let units: u64 = est
                         .message_units
