@@ -83,6 +83,8 @@ pub struct LoadedSession {
     /// How the token counts compare with the recorded usage, where the model's provider
     /// tokenizes otherwise (and whether they were scaled to it).
     pub calibration: Option<calibration::Calibration>,
+    /// What replays of this session share (see [`crate::replay::PrepCache`]).
+    pub prep_cache: crate::replay::PrepCache,
 }
 
 impl LoadedSession {
@@ -555,6 +557,7 @@ pub fn from_trace_with(
         tier_lineage,
         compaction,
         calibration: None,
+        prep_cache: Default::default(),
     }
 }
 
@@ -625,6 +628,7 @@ fn empty(
         tier_lineage: Vec::new(),
         compaction: CompactionSizes::NONE,
         calibration: None,
+        prep_cache: Default::default(),
     }
 }
 

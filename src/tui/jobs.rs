@@ -258,8 +258,8 @@ impl Worker {
     /// job is stale (latest wins), and the `Replayed` message of the current replay asks again.
     fn context(&mut self, gen: u64, at: usize) -> Option<Msg> {
         match (&self.current, &self.replay) {
-            (Some(l), Some((g, policy, budget, _))) if *g == gen => {
-                let result = prepare::context_model(l, policy, *budget, at).map(Arc::new);
+            (Some(l), Some((g, policy, budget, replay))) if *g == gen => {
+                let result = prepare::context_model(l, policy, *budget, replay, at).map(Arc::new);
                 Some(Msg::Context { gen, at, result })
             }
             _ => None,

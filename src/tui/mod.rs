@@ -12,6 +12,7 @@
 //! [`diff`], [`sweep`]; [`schedule`] is what they share (policy, budget, replay).
 
 pub mod geometry;
+pub mod grid;
 pub mod keymap;
 pub mod theme;
 pub mod view_model;

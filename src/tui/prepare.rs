@@ -232,26 +232,37 @@ pub fn session_entries(list: &[SessionSummary]) -> Vec<SessionEntry> {
 /// A replay's applied tiers, `rows` episodes × `cols` requests, without marks; a closed episode
 /// shown at `full` from a chunk on is [`cell::TAIL_ONLY`].
 pub fn applied_grid(r: &tierscope_engine::replay::Replay, rows: usize, cols: usize) -> Grid {
+    applied_grid_with(r, rows, cols, &tail_spans(r, rows))
+}
+
+/// [`applied_grid`] with the replay's tail spans already found.
+fn applied_grid_with(
+    r: &tierscope_engine::replay::Replay,
+    rows: usize,
+    cols: usize,
+    tails: &[Vec<TailSpan>],
+) -> Grid {
     use tierscope_engine::replay::Cell as RCell;
     let mut grid = Grid::new(rows, cols);
-    // Span by span: the matrix keeps runs, so filling is linear in the cells drawn.
+    // Span by span: the matrix keeps runs, and so does the grid.
     for ep in 0..rows.min(r.applied.episodes) {
-        for (from, to, c) in r.applied.spans(ep) {
+        let spans: Vec<_> = r.applied.spans(ep).collect();
+        for &(from, to, c) in &spans {
             let v = match c {
                 RCell::Tier(t) => cell::TIER0 + t.depth() as u8,
                 RCell::Active => cell::ACTIVE,
                 RCell::Future => cell::NONE,
             };
-            for req in from..=to.min(cols.saturating_sub(1)) {
-                grid.set(ep, req, v);
-            }
+            grid.set_state(ep, from, to, v);
         }
-    }
-    for req in 0..cols.min(r.applied.requests) {
-        for c in r.tail_only_cuts(req) {
-            // The active episode keeps its own mark.
-            if grid.tier(c.episode, req) == Some(Tier::Full) {
-                grid.set(c.episode, req, cell::TAIL_ONLY);
+        // Where it is closed at `full` and shown from a chunk on (the active episode keeps
+        // its own mark).
+        for t in tails.get(ep).map(Vec::as_slice).unwrap_or(&[]) {
+            let first = spans.partition_point(|s| s.1 < t.first);
+            for &(from, to, c) in spans[first..].iter().take_while(|s| s.0 <= t.last) {
+                if c == RCell::Tier(Tier::Full) {
+                    grid.set_state(ep, from.max(t.first), to.min(t.last), cell::TAIL_ONLY);
+                }
             }
         }
     }
@@ -301,11 +312,11 @@ pub fn replay_model(
         .enumerate()
         .map(|(i, e)| (e.id.as_str(), i))
         .collect();
-    let mut grid = applied_grid(r, n_ep, n_req);
     let tail_only = tail_spans(r, n_ep);
-    let mut desired = std::collections::BTreeMap::new();
+    let mut grid = applied_grid_with(r, n_ep, n_req, &tail_only);
+    let mut desired: Vec<Vec<(usize, usize, Tier)>> = vec![Vec::new(); n_ep];
     // Where the desired tier differs from the applied one: walk both episodes' spans together.
-    for ep in 0..n_ep.min(r.applied.episodes) {
+    for (ep, waits) in desired.iter_mut().enumerate().take(r.applied.episodes) {
         let applied: Vec<_> = r.applied.spans(ep).collect();
         for (from, to, dc) in r.desired.spans(ep) {
             let RCell::Tier(d) = dc else { continue };
@@ -316,9 +327,10 @@ pub fn replay_model(
                 if a == d {
                     continue;
                 }
-                for req in af.max(from)..=at.min(to).min(n_req.saturating_sub(1)) {
-                    grid.or(ep, req, cell::DEFERRED);
-                    desired.insert((ep, req), d);
+                let (a, b) = (af.max(from), at.min(to).min(n_req.saturating_sub(1)));
+                if a <= b {
+                    grid.defer(ep, a, b);
+                    waits.push((a, b, d));
                 }
             }
         }
@@ -326,7 +338,9 @@ pub fn replay_model(
     let price = &r.trace.pricing.price;
     let mut frames = Vec::with_capacity(n_req);
     let mut history: Vec<Vec<ChangeRow>> = vec![Vec::new(); n_ep];
-    let mut holds_of: Vec<Vec<usize>> = vec![Vec::new(); n_ep];
+    let mut holds_of: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n_ep];
+    // Per episode: the request its current hold began at, while one runs.
+    let mut hold_open: Vec<Option<usize>> = vec![None; n_ep];
     let (mut change_requests, mut hold_requests, mut thrash_requests) =
         (Vec::new(), Vec::new(), Vec::new());
     let (mut cum, mut rec_cum) = (0.0f64, 0.0f64);
@@ -369,11 +383,16 @@ pub fn replay_model(
                 applied: c.applied.to_string(),
             });
         }
-        // Every held (episode, request), as `holds` counts them, not only where a hold starts.
-        for &ep in &f.holding {
-            if ep < holds_of.len() {
-                grid.or(ep, i, cell::HOLD);
-                holds_of[ep].push(i);
+        // Holds as runs, from where each begins to where it ends (every held request is one
+        // `holds` counts).
+        for &ep in &f.hold_ends {
+            if let Some(from) = hold_open.get_mut(ep).and_then(Option::take) {
+                holds_of[ep].push((from, i.saturating_sub(1)));
+            }
+        }
+        for &ep in &f.hold_starts {
+            if let Some(open) = hold_open.get_mut(ep) {
+                *open = Some(i);
             }
         }
         if !f.changes.is_empty() {
@@ -408,6 +427,16 @@ pub fn replay_model(
             status: f.status.clone(),
             cache_break,
         });
+    }
+    for (ep, open) in hold_open.into_iter().enumerate() {
+        if let Some(from) = open {
+            holds_of[ep].push((from, n_req.saturating_sub(1)));
+        }
+    }
+    for (ep, runs) in holds_of.iter().enumerate() {
+        for &(a, b) in runs {
+            grid.hold(ep, a, b);
+        }
     }
     let knob = |k: &str| match knobs.knobs.get(k) {
         Some(tierscope_engine::policy::KnobValue::Num(v)) => Some(*v),
@@ -583,17 +612,21 @@ pub fn chart_top(budget: u64, tokens_max: u64, recorded_max: u64) -> u64 {
 /// Longest chunk preview kept (the pane shows one line per chunk).
 const PREVIEW_CHARS: usize = 400;
 
-/// The rendered context at request `at`, chunk by chunk.
+/// The rendered context at request `at` of `replay` (a replay of `policy` at `budget`), chunk
+/// by chunk: read from the replay, not replayed again.
 pub fn context_model(
     l: &LoadedSession,
     policy: &tierscope_engine::policy::Policy,
     budget: Option<u64>,
+    replay: &tierscope_engine::replay::Replay,
     at: usize,
 ) -> Result<crate::tui::view_model::ContextModel, String> {
     use crate::tui::view_model::{ChunkRow, ContextModel};
     let input = tierscope_engine::replay::Input::from(l);
-    let ctx = tierscope_engine::replay::render_at(&input, policy, budget, at)
-        .map_err(|e| e.to_string())?;
+    let ctx = tierscope_engine::replay::render_replayed(&input, policy, budget, replay, &[at])
+        .map_err(|e| e.to_string())?
+        .pop()
+        .ok_or_else(|| format!("request {at}: nothing rendered"))?;
     let chunks: Vec<ChunkRow> = ctx
         .chunks
         .iter()

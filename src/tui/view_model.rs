@@ -2,8 +2,6 @@
 //! after each replay, by [`crate::tui::prepare`]) so that `draw` only indexes and slices. All
 //! trace text in here has already gone through [`crate::tui::safe_text`] and is inert.
 
-use std::collections::BTreeMap;
-
 use tierscope_engine::episode::model::Tier;
 
 /// One session, prepared for display.
@@ -57,6 +55,15 @@ pub struct EpisodeRow {
     pub haystack: String,
 }
 
+impl ReplayModel {
+    /// The tier a waiting change of episode `ep` wants at request `req`, if one waits there.
+    pub fn desired_at(&self, ep: usize, req: usize) -> Option<Tier> {
+        let runs = self.desired.get(ep)?;
+        let i = runs.partition_point(|r| r.1 < req);
+        runs.get(i).filter(|r| r.0 <= req).map(|r| r.2)
+    }
+}
+
 /// A sub-agent session an episode spawned.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ChildRef {
@@ -80,72 +87,7 @@ impl EpisodeRow {
     }
 }
 
-/// A heatmap cell: the low 3 bits say what the episode is at that request, the high bits mark
-/// what happened there.
-pub mod cell {
-    /// The episode does not exist yet at this request.
-    pub const NONE: u8 = 0;
-    /// The episode is active (rendered as it stands).
-    pub const ACTIVE: u8 = 1;
-    /// Closed at tier `t`: `TIER0 + t.depth()` (full 2 … dropped 6).
-    pub const TIER0: u8 = 2;
-    /// Closed at `full`, shown only from a chunk on: its head is in a compaction summary, or
-    /// before the request's view.
-    pub const TAIL_ONLY: u8 = 7;
-    pub const STATE: u8 = 0x07;
-    pub const CHANGE: u8 = 0x08;
-    pub const HOLD: u8 = 0x10;
-    pub const DEFERRED: u8 = 0x20;
-    pub const THRASH: u8 = 0x40;
-    /// With CHANGE: the change went up (a promotion).
-    pub const PROMOTE: u8 = 0x80;
-}
-
-/// Episodes × requests, row-major.
-#[derive(Debug, Clone, Default)]
-pub struct Grid {
-    pub rows: usize,
-    pub cols: usize,
-    pub cells: Vec<u8>,
-}
-
-impl Grid {
-    pub fn new(rows: usize, cols: usize) -> Grid {
-        Grid {
-            rows,
-            cols,
-            cells: vec![cell::NONE; rows * cols],
-        }
-    }
-    pub fn get(&self, row: usize, col: usize) -> u8 {
-        if row < self.rows && col < self.cols {
-            self.cells[row * self.cols + col]
-        } else {
-            cell::NONE
-        }
-    }
-    pub fn set(&mut self, row: usize, col: usize, v: u8) {
-        if row < self.rows && col < self.cols {
-            self.cells[row * self.cols + col] = v;
-        }
-    }
-    pub fn or(&mut self, row: usize, col: usize, bits: u8) {
-        if row < self.rows && col < self.cols {
-            self.cells[row * self.cols + col] |= bits;
-        }
-    }
-    /// The applied tier at a cell, if the episode is closed there.
-    pub fn tier(&self, row: usize, col: usize) -> Option<Tier> {
-        let s = self.get(row, col) & cell::STATE;
-        if s == cell::TAIL_ONLY {
-            Some(Tier::Full)
-        } else if s >= cell::TIER0 {
-            Tier::from_depth(usize::from(s - cell::TIER0))
-        } else {
-            None
-        }
-    }
-}
+pub use crate::tui::grid::{cell, Grid};
 
 /// Requests `first..=last` over which an episode is shown only from a chunk on, with the same
 /// cut throughout.
@@ -207,12 +149,13 @@ pub struct ReplayModel {
     pub budget_source: String,
     pub frames: Vec<FrameRow>,
     pub grid: Grid,
-    /// Desired tier of a deferred change, by (episode, request).
-    pub desired: BTreeMap<(usize, usize), Tier>,
+    /// Per episode: runs of requests `(first, last, desired tier)` where a change to the
+    /// desired tier waits (deferred or held by `min_dwell`), in request order.
+    pub desired: Vec<Vec<(usize, usize, Tier)>>,
     /// Per episode: its changes in request order.
     pub history: Vec<Vec<ChangeRow>>,
-    /// Per episode: requests where it was held at its floor.
-    pub holds_of: Vec<Vec<usize>>,
+    /// Per episode: runs of requests `(first, last)` where it was held at its floor, in order.
+    pub holds_of: Vec<Vec<(usize, usize)>>,
     /// Per episode: where it was shown only from a chunk on, in request order.
     pub tail_only: Vec<Vec<TailSpan>>,
     /// Some episode was (the heatmap's legend says `▐`); found once, not at every draw.

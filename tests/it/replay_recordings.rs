@@ -295,6 +295,24 @@ fn render_and_replay_agree_on_every_request() {
             let r = replay::replay_session(&s, &pol, budget);
             let ctxs = replay::render_requests(&(&s).into(), &pol, budget, &all)
                 .unwrap_or_else(|e| panic!("{name} {p}: {e}"));
+            // What the explorer shows at its cursor: rendered from the replay, not replayed
+            // again, and the same.
+            let from_replay = replay::render_replayed(&(&s).into(), &pol, budget, &r, &all)
+                .unwrap_or_else(|e| panic!("{name} {p}: {e}"));
+            assert!(
+                from_replay == ctxs,
+                "{name} {p} {sets:?} {budget:?}: rendering from the replay differs"
+            );
+            // Replays of a session share what its content gives (`PrepCache`): without that
+            // cache the replay is the same.
+            let bare = replay::Input {
+                cache: None,
+                ..(&s).into()
+            };
+            assert!(
+                replay::replay(&bare, &pol, budget) == replay::replay(&(&s).into(), &pol, budget),
+                "{name} {p} {sets:?} {budget:?}: the cached preparation changed the replay"
+            );
             for (f, c) in r.frames.iter().zip(&ctxs) {
                 calls += usize::from(f.synthetic_call);
                 assert_eq!(

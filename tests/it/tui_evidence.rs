@@ -34,7 +34,7 @@ fn reversing(w: u16, h: u16) -> App {
 
 fn cells_with(app: &App, bit: u8) -> u64 {
     let r = app.state.schedule.replay.as_ref().expect("replay");
-    r.grid.cells.iter().filter(|&&c| c & bit != 0).count() as u64
+    r.grid.cells_with(bit)
 }
 
 #[test]

@@ -292,8 +292,7 @@ pub(crate) fn frame(
     let (probes_due, probes_ok, probe_changes) =
         probes.measure(st, t, m.active.map(|(e, n, _)| (e, n)));
     let counts = std::mem::take(&mut st.counts);
-    let mut held = counts.held_new;
-    held.sort_unstable();
+    let (holds, held, hold_ends) = st.hold_counts();
     let mut cut_new = counts.cut_new;
     cut_new.sort_unstable();
     cut_new.dedup();
@@ -340,9 +339,10 @@ pub(crate) fn frame(
         deferred: m.waiting.deferred,
         dwell_blocks: m.waiting.dwell_blocked,
         emergencies: counts.emergencies,
-        holds: counts.holds,
+        holds,
         held: held.iter().map(|&e| st.p.episodes[e].id.clone()).collect(),
-        holding: counts.holding.clone(),
+        hold_starts: held,
+        hold_ends,
         floor_violations: st.floor_violations(),
         pin_violations: st.pin_violations(),
         violations,

@@ -20,6 +20,7 @@ pub mod cache_cost;
 mod compaction_call;
 mod divergence;
 mod fenwick;
+mod holds;
 pub mod limits;
 mod metrics;
 mod pass;
@@ -36,7 +37,8 @@ pub mod types;
 use std::collections::BTreeSet;
 use std::ops::ControlFlow;
 
-pub use render::{render_at, render_requests, RenderedChunk, RenderedContext};
+pub use prepare::PrepCache;
+pub use render::{render_at, render_replayed, render_requests, RenderedChunk, RenderedContext};
 pub use types::*;
 
 use crate::episode::sidecar::Probe;
@@ -60,6 +62,8 @@ pub struct Input<'a> {
     /// The recorded compaction calls as the agent built them, and its compaction
     /// prompt, sized at load (see [`crate::formats::opencode::compaction_request`]).
     pub compaction: &'a CompactionSizes,
+    /// Where the loaded session keeps what every replay of it would work out again.
+    pub cache: Option<&'a PrepCache>,
 }
 
 impl<'a> From<&'a LoadedSession> for Input<'a> {
@@ -71,6 +75,7 @@ impl<'a> From<&'a LoadedSession> for Input<'a> {
             milestones: &s.milestones,
             magic_context: s.magic_context.as_ref(),
             compaction: &s.compaction,
+            cache: Some(&s.prep_cache),
         }
     }
 }

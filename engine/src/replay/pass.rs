@@ -172,6 +172,9 @@ pub(crate) fn run(
             if compacted.is_some() {
                 synthetic += 1;
             }
+        } else {
+            // Nothing is decided here, so nothing is held.
+            st.release_holds();
         }
         // 4–5. Render and measure (the decision may have cut the active episode).
         let active_tok = active_tokens(&st);

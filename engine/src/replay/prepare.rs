@@ -225,7 +225,8 @@ impl<'a> Prep<'a> {
                 legal.push(*avail.first().unwrap_or(&Tier::Full));
             }
             let mut missing_pins = [0u64; 5];
-            for t in Tier::ALL {
+            // Most episodes pin nothing: their texts need not be built to find that out.
+            for t in Tier::ALL.into_iter().filter(|_| !e.pins.is_empty()) {
                 let text = e.representation(t).map(|r| r.text()).unwrap_or_default();
                 missing_pins[t.depth()] = e
                     .pins
@@ -270,10 +271,13 @@ impl<'a> Prep<'a> {
             magic_context: input.magic_context,
             compaction: input.compaction,
             first_own_loop: trace.messages.iter().position(|m| m.own_history),
-            compaction_keep: episodes
-                .iter()
-                .map(|e| super::compaction_call::keep_share(trace, e))
-                .collect(),
+            compaction_keep: PrepCache::get(input.cache.map(|c| &c.keep_shares), &mut None, || {
+                episodes
+                    .iter()
+                    .map(|e| super::compaction_call::keep_share(trace, e))
+                    .collect()
+            })
+            .clone(),
         };
         // A summary call that is the conversation's own request with the instruction appended
         // (the agent built none of its own): the history as the conversation held it, then
@@ -669,7 +673,60 @@ pub(crate) fn recorded_prompt(trace: &Trace, t: usize) -> u64 {
     trace.requests.get(t).map_or(0, |r| r.recorded_prompt())
 }
 
-fn requests(input: &Input<'_>, trace: &Trace, episodes: &[Episode]) -> Vec<ReqData> {
+/// What every replay of a loaded session would otherwise work out again from its content
+/// (preparing a view for each replay, every knob step in the explorer, read every tool input
+/// again): derived from the messages' text and the episodes, which a loaded session does not
+/// change in place. Whoever edits a session's messages or episodes in place resets it.
+#[derive(Debug, Clone, Default)]
+pub struct PrepCache {
+    requests: std::sync::OnceLock<RequestContent>,
+    /// Per episode, [`super::compaction_call::keep_share`].
+    keep_shares: std::sync::OnceLock<Vec<f64>>,
+}
+
+/// Per request, what its messages' content says.
+#[derive(Debug, Clone)]
+struct RequestContent {
+    user_turns: Vec<bool>,
+    touches: Vec<Vec<u32>>,
+}
+
+impl PrepCache {
+    /// `make` once per session when there is a cache, else every time.
+    fn get<'c, T>(
+        cache: Option<&'c std::sync::OnceLock<T>>,
+        slot: &'c mut Option<T>,
+        make: impl FnOnce() -> T,
+    ) -> &'c T {
+        match cache {
+            Some(c) => c.get_or_init(make),
+            None => slot.insert(make()),
+        }
+    }
+}
+
+/// Per request: whether it starts a human turn (the first request of each human message).
+fn user_turns(trace: &Trace) -> Vec<bool> {
+    let human: BTreeSet<&str> = trace
+        .messages
+        .iter()
+        .filter(|m| m.user_kind == Some(UserKind::Human))
+        .map(|m| m.id.as_str())
+        .collect();
+    let mut seen_user: BTreeSet<&str> = BTreeSet::new();
+    trace
+        .requests
+        .iter()
+        .map(|r| match r.user_message_id.as_deref() {
+            Some(u) if human.contains(u) => seen_user.insert(u),
+            _ => false,
+        })
+        .collect()
+}
+
+/// Per request: the episodes whose keys it touches (sorted), from its tool inputs and, at a
+/// human turn, the human's message.
+fn touches(trace: &Trace, episodes: &[Episode], user_turns: &[bool]) -> Vec<Vec<u32>> {
     // Relevance keys: exact lookups (never iterated, so no order leaks into the output).
     let mut key_eps: HashMap<&str, Vec<u32>> = HashMap::new();
     for (ei, e) in episodes.iter().enumerate() {
@@ -680,13 +737,6 @@ fn requests(input: &Input<'_>, trace: &Trace, episodes: &[Episode]) -> Vec<ReqDa
             }
         }
     }
-    let human: BTreeSet<&str> = trace
-        .messages
-        .iter()
-        .filter(|m| m.user_kind == Some(UserKind::Human))
-        .map(|m| m.id.as_str())
-        .collect();
-    let mut seen_user: BTreeSet<&str> = BTreeSet::new();
     // Message lookups by id (a linear `Trace::message` per request would be quadratic).
     let by_id: HashMap<&str, usize> = trace
         .messages
@@ -695,25 +745,7 @@ fn requests(input: &Input<'_>, trace: &Trace, episodes: &[Episode]) -> Vec<ReqDa
         .map(|(i, m)| (m.id.as_str(), i))
         .collect();
     let mut out = Vec::with_capacity(trace.requests.len());
-    // The recorded cache lifetime of each conversation's last request so far.
-    let mut last_ttl: [Option<u64>; 2] = [None, None];
-    for r in &trace.requests {
-        let active = episodes
-            .partition_point(|e| e.last_message < r.message_index)
-            .min(episodes.len().saturating_sub(1));
-        let user_turn = match r.user_message_id.as_deref() {
-            Some(u) if human.contains(u) => seen_user.insert(u),
-            _ => false,
-        };
-        // The todo change or compaction happened in the previous step: this request is the
-        // first one after it.
-        let milestone = r.index > 0 && input.milestones.contains(&(r.index - 1));
-        let agent = system_agent(trace, r);
-        let model = r
-            .model
-            .as_ref()
-            .map(|m| format!("{}/{}", m.provider_id, m.model_id))
-            .unwrap_or_default();
+    for (r, &user_turn) in trace.requests.iter().zip(user_turns) {
         let mut strings = Vec::new();
         if let Some(m) = trace.messages.get(r.message_index) {
             for (_, t) in m.tool_parts() {
@@ -748,6 +780,57 @@ fn requests(input: &Input<'_>, trace: &Trace, episodes: &[Episode]) -> Vec<ReqDa
         }
         touched.sort_unstable();
         touched.dedup();
+        out.push(touched);
+    }
+    out
+}
+
+fn requests(input: &Input<'_>, trace: &Trace, episodes: &[Episode]) -> Vec<ReqData> {
+    let mut slot = None;
+    let content = PrepCache::get(input.cache.map(|c| &c.requests), &mut slot, || {
+        let user_turns = user_turns(trace);
+        let touches = touches(trace, episodes, &user_turns);
+        RequestContent {
+            user_turns,
+            touches,
+        }
+    });
+    // System keys by what names them (a handful per session; one string each would be built
+    // per request otherwise).
+    type KeyName<'t> = (Option<&'t str>, bool, bool, Option<(&'t str, &'t str)>);
+    let mut keys: HashMap<KeyName<'_>, u64> = HashMap::new();
+    let mut out = Vec::with_capacity(trace.requests.len());
+    // The recorded cache lifetime of each conversation's last request so far.
+    let mut last_ttl: [Option<u64>; 2] = [None, None];
+    for (i, r) in trace.requests.iter().enumerate() {
+        let active = episodes
+            .partition_point(|e| e.last_message < r.message_index)
+            .min(episodes.len().saturating_sub(1));
+        let user_turn = content.user_turns.get(i).copied().unwrap_or(false);
+        // The todo change or compaction happened in the previous step: this request is the
+        // first one after it.
+        let milestone = r.index > 0 && input.milestones.contains(&(r.index - 1));
+        let own_loop = trace
+            .messages
+            .get(r.message_index)
+            .is_some_and(|m| m.own_history);
+        let name = (
+            r.agent.as_deref(),
+            r.synthetic_call,
+            own_loop,
+            r.model
+                .as_ref()
+                .map(|m| (m.provider_id.as_str(), m.model_id.as_str())),
+        );
+        let key = *keys.entry(name).or_insert_with(|| {
+            let model = r
+                .model
+                .as_ref()
+                .map(|m| format!("{}/{}", m.provider_id, m.model_id))
+                .unwrap_or_default();
+            sys_key(&system_agent(trace, r), &model)
+        });
+        let touched = content.touches.get(i).cloned().unwrap_or_default();
         out.push(ReqData {
             msg: r.message_index,
             pos: r.position(),
@@ -756,7 +839,7 @@ fn requests(input: &Input<'_>, trace: &Trace, episodes: &[Episode]) -> Vec<ReqDa
             time: r.time_created,
             user_turn,
             milestone,
-            sys_key: sys_key(&agent, &model),
+            sys_key: key,
             sys_tokens: 0,
             call_tokens: input.compaction.call(r.index).map(|c| c.tokens),
             touched,

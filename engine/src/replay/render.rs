@@ -84,21 +84,79 @@ pub fn render_requests(
     budget: Option<u64>,
     requests: &[usize],
 ) -> Result<Vec<RenderedContext>, RenderError> {
-    let count = input.trace.requests.len();
-    if let Some(&request) = requests.iter().find(|&&r| r >= count) {
-        return Err(RenderError::OutOfRange { request, count });
-    }
+    in_range(input.trace.requests.len(), requests)?;
     let explicit = budget.is_some();
     let (budget, budget_source) = super::resolve_budget(input.trace, budget);
     let prepared = Prepared::new(input, policy, explicit);
     let pass = prepared.run(policy, budget, &budget_source, true);
-    let prep = &prepared.prep;
-    let prunes = prepared.common.apply_prunes;
+    Ok(contexts(
+        &prepared.prep,
+        prepared.common.apply_prunes,
+        Views {
+            frames: &pass.frames,
+            applied: &pass.applied,
+            render_states: &pass.render_states,
+        },
+        requests,
+    ))
+}
+
+/// [`render_requests`] from a finished replay of `policy` at `budget` (as given to
+/// [`super::replay`]), without replaying again: the explorer renders its cursor's context from
+/// the replay it shows.
+pub fn render_replayed(
+    input: &Input<'_>,
+    policy: &Policy,
+    budget: Option<u64>,
+    replay: &super::types::Replay,
+    requests: &[usize],
+) -> Result<Vec<RenderedContext>, RenderError> {
+    in_range(input.trace.requests.len(), requests)?;
+    // A replay streamed without its views cannot be rendered from.
+    in_range(
+        replay.render_states.len().min(replay.frames.len()),
+        requests,
+    )?;
+    let common = crate::policy::knobs::Common::from_policy(policy);
+    let filter = super::policies::filter(policy, budget.is_some());
+    let prep = Prep::new(input, filter, common.apply_prunes, common.system_tokens);
+    Ok(contexts(
+        &prep,
+        common.apply_prunes,
+        Views {
+            frames: &replay.frames,
+            applied: &replay.applied,
+            render_states: &replay.render_states,
+        },
+        requests,
+    ))
+}
+
+fn in_range(count: usize, requests: &[usize]) -> Result<(), RenderError> {
+    match requests.iter().find(|&&r| r >= count) {
+        Some(&request) => Err(RenderError::OutOfRange { request, count }),
+        None => Ok(()),
+    }
+}
+
+/// What a pass leaves that rendering reads.
+struct Views<'v> {
+    frames: &'v [super::types::Frame],
+    applied: &'v super::types::TierMatrix,
+    render_states: &'v [RenderState],
+}
+
+fn contexts(
+    prep: &Prep<'_>,
+    prunes: bool,
+    pass: Views<'_>,
+    requests: &[usize],
+) -> Vec<RenderedContext> {
     let context = |request: usize| {
         materialize(
             prep,
             prunes,
-            &pass.applied,
+            pass.applied,
             &pass.render_states[request],
             request,
         )
@@ -160,7 +218,7 @@ pub fn render_requests(
         }
         out.push(ctx);
     }
-    Ok(out)
+    out
 }
 
 fn note(p: &Prep<'_>, frame: &super::types::Frame, rs: &RenderState) -> Option<String> {

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::divergence::Conv;
 use super::fenwick::Fenwick;
+use super::holds::Holds;
 use super::prepare::Prep;
 use super::schedule::{Applied, Boundaries};
 use super::types::{Change, Cut, CutBy, Reason, SummaryPiece, TierMatrix, TierStat};
@@ -30,11 +31,8 @@ pub(crate) struct RequestCounts {
     pub changes: Vec<Change>,
     pub thrash: u64,
     pub emergencies: u64,
-    pub holds: u64,
-    /// Held episodes whose hold began at this request.
-    pub held_new: Vec<usize>,
-    /// Every episode held at this request (one per hold counted).
-    pub holding: Vec<usize>,
+    /// Episodes whose applied tier changed at this request.
+    pub applied: Vec<usize>,
     /// Episodes whose cut began or moved at this request.
     pub cut_new: Vec<usize>,
 }
@@ -91,7 +89,7 @@ pub(crate) struct State<'p, 'a> {
     viol_new: Vec<usize>,
     /// The cut episodes, by episode.
     cuts_list: Vec<Cut>,
-    held_stamp: Vec<Option<usize>>,
+    holds: Holds,
     /// Episodes closed, or whose applied tier, cut or prunes changed, since
     /// [`State::take_touched`] (what the probe tally re-checks).
     touched: Vec<usize>,
@@ -147,7 +145,7 @@ impl<'p, 'a> State<'p, 'a> {
             pin_sum: 0,
             viol_new: Vec::new(),
             cuts_list: Vec::new(),
-            held_stamp: vec![None; n],
+            holds: Holds::new(n),
             touched: Vec::new(),
             conv: [Conv::default(), Conv::default()],
             counts: RequestCounts::default(),
@@ -377,6 +375,7 @@ impl<'p, 'a> State<'p, 'a> {
             self.counts.thrash += 1;
         }
         self.last_change[e] = Some(LastChange { at: self.now, dir });
+        self.counts.applied.push(e);
         if how == Applied::Emergency {
             self.counts.emergencies += 1;
         }
@@ -396,25 +395,46 @@ impl<'p, 'a> State<'p, 'a> {
         self.apply(e, how);
     }
 
-    /// Count a hold of `e` at this request: pressure wants it lower, and it is shown at its
-    /// floor (the lowest tier the policy may show). Returns whether it was counted; an episode
-    /// above its floor is never held (its pending change is a deferral or a dwell block). A hold
-    /// is listed in `held` only at the first request of a run of consecutive holds.
+    /// Count a hold of `e` at this request only: pressure wants it lower, and it is shown at
+    /// its floor (the lowest tier the policy may show). Returns whether it was counted; an
+    /// episode above its floor is never held (its pending change is a deferral or a dwell
+    /// block). A hold is listed in `held` only at the first request of a run of consecutive
+    /// holds.
     pub fn hold(&mut self, e: usize) -> bool {
         if e >= self.k || !self.at_floor(e) {
             return false;
         }
-        if self.held_stamp[e] == Some(self.now) {
-            return true;
-        }
-        let continuing = self.now > 0 && self.held_stamp[e] == Some(self.now - 1);
-        self.held_stamp[e] = Some(self.now);
-        self.counts.holds += 1;
-        self.counts.holding.push(e);
-        if !continuing {
-            self.counts.held_new.push(e);
-        }
+        self.holds.hold_now(e);
         true
+    }
+
+    /// Hold `e` (`on`) or release it from now on, until changed: for a policy that keeps its
+    /// held set in step with its own state instead of naming every hold at every request. Only
+    /// a closed episode shown at its floor may be held.
+    pub fn set_held(&mut self, e: usize, on: bool) {
+        debug_assert!(!on || (e < self.k && self.at_floor(e)));
+        self.holds.set(e, on);
+    }
+
+    /// Release every hold (a request the policy does not decide holds nothing).
+    pub(crate) fn release_holds(&mut self) {
+        self.holds.release_all();
+    }
+
+    /// Changes when every hold was released at once ([`State::release_holds`]).
+    pub fn holds_epoch(&self) -> u64 {
+        self.holds.epoch()
+    }
+
+    /// Holds in force at this request, and the holds that began and ended at it.
+    pub(crate) fn hold_counts(&self) -> (u64, Vec<usize>, Vec<usize>) {
+        let (began, ended) = self.holds.changes();
+        (self.holds.count(), began, ended)
+    }
+
+    /// Episodes whose applied tier changed at this request so far.
+    pub fn applied_now(&self) -> &[usize] {
+        &self.counts.applied
     }
 
     /// Show `piece` (of `tokens` tokens) after the system chunk from now on.
@@ -513,6 +533,7 @@ impl<'p, 'a> State<'p, 'a> {
         self.boundaries = boundaries;
         self.counts = RequestCounts::default();
         self.viol_new.clear();
+        self.holds.begin(t);
     }
 
     /// Episode `e` closes: it enters at applied tier `full`.

@@ -249,11 +249,14 @@ pub struct Frame {
     /// The held episodes whose hold began at this request (a hold that continues from the
     /// previous request is counted in `holds` but not listed again).
     pub held: Vec<String>,
-    /// Every episode held at this request: what `holds` counts, one per episode, by index
-    /// (`held` lists only the starts, by id; indices keep this list cheap, as it is rebuilt at
-    /// every request). Not in the JSON output, which has `holds` and `held`.
+    /// `held` by episode index (not in the JSON output).
     #[serde(skip)]
-    pub holding: Vec<usize>,
+    pub hold_starts: Vec<usize>,
+    /// The episodes whose hold ended at this request: held at the previous request, not at
+    /// this one, by index (not in the JSON output). With `hold_starts` they give every hold
+    /// as a run of requests, without listing the held episodes at every request.
+    #[serde(skip)]
+    pub hold_ends: Vec<usize>,
     /// Closed episodes shown below their floor (every one in force at this request).
     pub floor_violations: u64,
     /// Pinned spans missing from the context (every one in force at this request).

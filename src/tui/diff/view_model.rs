@@ -62,7 +62,7 @@ impl DiffModel {
             episodes: c.episodes.iter().map(|e| (e.id.clone(), e.floor)).collect(),
             tail_only: [&tiers_a, &tiers_b]
                 .iter()
-                .any(|g| g.cells.iter().any(|&v| v & cell::STATE == cell::TAIL_ONLY)),
+                .any(|g| g.any_state(cell::TAIL_ONLY)),
             tiers_a,
             tiers_b,
             pressure_a: ra.frames.iter().map(|f| f.pressure).collect(),

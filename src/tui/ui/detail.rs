@@ -20,18 +20,6 @@ use tierscope_engine::episode::model::Tier;
 /// Most runs of holds listed before "… (+n runs)".
 const HOLDS_LISTED: usize = 24;
 
-/// Sorted requests as runs of consecutive ones: `(first, last)`.
-fn runs(requests: &[usize]) -> Vec<(usize, usize)> {
-    let mut out: Vec<(usize, usize)> = Vec::new();
-    for &r in requests {
-        match out.last_mut() {
-            Some((_, last)) if *last + 1 == r => *last = r,
-            _ => out.push((r, r)),
-        }
-    }
-    out
-}
-
 pub fn render(state: &State, f: &mut Frame, area: Rect) -> Scroll {
     let t = &state.theme;
     let focused = state.main.focus == Pane::Detail;
@@ -140,7 +128,7 @@ fn page<'a>(state: &'a State, ep: &'a EpisodeRow) -> Vec<Line<'a>> {
     }
     lines.push(Line::from(tiers));
     if let Some(rp) = replay {
-        if let (Some(d), Some(a)) = (rp.desired.get(&(sel, cursor)), applied) {
+        if let (Some(d), Some(a)) = (rp.desired_at(sel, cursor).as_ref(), applied) {
             let boundary = state
                 .schedule
                 .policy
@@ -172,10 +160,10 @@ fn page<'a>(state: &'a State, ep: &'a EpisodeRow) -> Vec<Line<'a>> {
                 )));
             }
         }
-        let holds = rp.holds_of.get(sel).map(Vec::as_slice).unwrap_or(&[]);
-        if !holds.is_empty() {
+        let runs = rp.holds_of.get(sel).map(Vec::as_slice).unwrap_or(&[]);
+        if !runs.is_empty() {
             // One per held request (what the `hold` counter counts), listed as runs.
-            let runs = runs(holds);
+            let held: usize = runs.iter().map(|&(a, b)| b - a + 1).sum();
             let listed: Vec<String> = runs
                 .iter()
                 .take(HOLDS_LISTED)
@@ -196,8 +184,8 @@ fn page<'a>(state: &'a State, ep: &'a EpisodeRow) -> Vec<Line<'a>> {
                 format!(
                     "held at floor {} on {} request{}: {}{more}",
                     ep.floor,
-                    holds.len(),
-                    if holds.len() == 1 { "" } else { "s" },
+                    held,
+                    if held == 1 { "" } else { "s" },
                     listed.join(" ")
                 ),
                 t.mark_hold,

@@ -92,9 +92,9 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
                             }
                         };
                         let mut text = name(tier);
-                        if let Some(d) = rp.desired.get(&(i, m.cursor)) {
+                        if let Some(d) = rp.desired_at(i, m.cursor) {
                             let more = if narrow { "" } else { "…" };
-                            text = format!("{}→{}{more}", name(tier), name(*d));
+                            text = format!("{}→{}{more}", name(tier), name(d));
                         }
                         let tok = e
                             .tier_text(tier)

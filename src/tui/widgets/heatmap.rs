@@ -64,10 +64,7 @@ pub fn bucket_value(grid: &Grid, row: usize, range: std::ops::Range<usize>, curs
     } else {
         range.end - 1
     };
-    let mut marks = 0u8;
-    for c in range {
-        marks |= grid.get(row, c) & !cell::STATE;
-    }
+    let marks = grid.marks(row, range.start..=range.end - 1);
     (grid.get(row, at) & cell::STATE) | marks
 }
 

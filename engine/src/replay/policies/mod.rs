@@ -21,6 +21,7 @@ mod oracle;
 mod progressive;
 mod retention;
 mod truncate;
+mod victims;
 
 /// What a kind's file provides besides its decision.
 pub(crate) trait Kind {

@@ -21,6 +21,7 @@
 //! Changes go through the shared schedule (`boundary`, `min_dwell`).
 
 use std::collections::BTreeSet;
+use std::ops::Bound;
 
 use super::progressive::Relevance;
 use super::{Compacted, Decide, RequestView};
@@ -30,8 +31,39 @@ use crate::replay::schedule::Schedule;
 use crate::replay::state::State;
 use crate::replay::types::Reason;
 
-/// Victim order: (class rank, relevant, episode).
-type VictimKey = (u8, bool, usize);
+use super::victims::{VictimKey, VictimSet};
+
+/// Which of the victims shown at their floor are held: none, those before a victim in
+/// victim order (the walk reached its target there), or all (it did not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum HeldBelow {
+    Nothing,
+    Key(VictimKey),
+    Everything,
+}
+
+impl HeldBelow {
+    fn holds(self, key: VictimKey) -> bool {
+        match self {
+            HeldBelow::Nothing => false,
+            HeldBelow::Key(k) => key < k,
+            HeldBelow::Everything => true,
+        }
+    }
+
+    /// The keys `hi` holds and `lo` does not (`lo` ≤ `hi`).
+    fn between(lo: HeldBelow, hi: HeldBelow) -> (Bound<VictimKey>, Bound<VictimKey>) {
+        let start = match lo {
+            HeldBelow::Key(k) => Bound::Included(k),
+            _ => Bound::Unbounded,
+        };
+        let end = match hi {
+            HeldBelow::Key(k) => Bound::Excluded(k),
+            _ => Bound::Unbounded,
+        };
+        (start, end)
+    }
+}
 
 /// The hysteresis band.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -48,8 +80,21 @@ pub(crate) struct Retention {
     /// Class rank per episode (discardable 0, compressible 1, pin 2).
     class_rank: Vec<u8>,
     /// Closed episodes whose desired tier can still go lower, in victim order.
-    demotable: BTreeSet<VictimKey>,
+    demotable: VictimSet,
     in_demotable: Vec<Option<VictimKey>>,
+    /// Closed episodes that are not in `demotable` and are shown at their floor, in victim
+    /// order: the victims a walk passes over are held, a prefix of this set. Kept in step with
+    /// the state so that a request's holds cost what changed, not every held episode.
+    floored: VictimSet,
+    in_floored: Vec<Option<VictimKey>>,
+    /// Episodes whose place in `floored` changed since the holds were last set.
+    floor_dirty: Vec<usize>,
+    /// The holds in force, as last set, and the state's hold epoch then.
+    held_below: HeldBelow,
+    held_epoch: u64,
+    /// Closed episodes whose desired tier is below `full` (the promotion candidates).
+    lowered: BTreeSet<usize>,
+    in_lowered: Vec<bool>,
 }
 
 impl Retention {
@@ -73,8 +118,15 @@ impl Retention {
                     RetentionClass::Pin => 2,
                 })
                 .collect(),
-            demotable: BTreeSet::new(),
+            demotable: VictimSet::new(n),
             in_demotable: vec![None; n],
+            floored: VictimSet::new(n),
+            in_floored: vec![None; n],
+            floor_dirty: Vec::new(),
+            held_below: HeldBelow::Nothing,
+            held_epoch: 0,
+            lowered: BTreeSet::new(),
+            in_lowered: vec![false; n],
         }
     }
 
@@ -84,14 +136,88 @@ impl Retention {
 
     /// Keep `demotable` in step with `e`'s desired tier and relevance.
     fn refresh(&mut self, st: &State<'_, '_>, e: usize) {
-        if let Some(key) = self.in_demotable[e].take() {
-            self.demotable.remove(&key);
+        // Only what changed touches the sets: this runs at every want.
+        let key =
+            (e < st.k() && st.next_lower(e, st.desired(e)).is_some()).then(|| self.victim_key(e));
+        if self.in_demotable[e] != key {
+            if let Some(old) = self.in_demotable[e] {
+                self.demotable.remove(old);
+            }
+            if let Some(k) = key {
+                self.demotable.insert(k);
+            }
+            self.in_demotable[e] = key;
         }
-        if e < st.k() && st.next_lower(e, st.desired(e)).is_some() {
-            let key = self.victim_key(e);
+        let lowered = e < st.k() && st.desired(e) > crate::episode::Tier::Full;
+        if self.in_lowered[e] != lowered {
+            if lowered {
+                self.lowered.insert(e);
+            } else {
+                self.lowered.remove(&e);
+            }
+            self.in_lowered[e] = lowered;
+        }
+        self.refresh_floor(st, e);
+    }
+
+    /// `e`'s relevance changed: it keeps its place in the sets under its new key (nothing
+    /// else about it changed, so its tiers need not be read).
+    fn rekey(&mut self, e: usize) {
+        let key = self.victim_key(e);
+        if let Some(old) = self.in_demotable[e].filter(|&k| k != key) {
+            self.demotable.remove(old);
             self.demotable.insert(key);
             self.in_demotable[e] = Some(key);
         }
+        if let Some(old) = self.in_floored[e].filter(|&k| k != key) {
+            self.floored.remove(old);
+            self.floored.insert(key);
+            self.in_floored[e] = Some(key);
+            self.floor_dirty.push(e);
+        }
+    }
+
+    /// Keep `floored` in step with `e` (its place in `demotable`, its applied tier, its key).
+    fn refresh_floor(&mut self, st: &State<'_, '_>, e: usize) {
+        let key = (e < st.k() && self.in_demotable[e].is_none() && st.at_floor(e))
+            .then(|| self.victim_key(e));
+        if self.in_floored[e] == key {
+            return;
+        }
+        if let Some(old) = self.in_floored[e] {
+            self.floored.remove(old);
+        }
+        if let Some(k) = key {
+            self.floored.insert(k);
+        }
+        self.in_floored[e] = key;
+        self.floor_dirty.push(e);
+    }
+
+    /// Hold the floored victims `below` holds, and only those: the ones whose hold changes are
+    /// those between the previous threshold and this one, and those whose place changed.
+    fn set_holds(&mut self, st: &mut State<'_, '_>, below: HeldBelow) {
+        if self.held_epoch != st.holds_epoch() {
+            // The pass released every hold (a request it did not decide).
+            self.held_below = HeldBelow::Nothing;
+            self.held_epoch = st.holds_epoch();
+        }
+        let old = self.held_below;
+        if old != below {
+            let (lo, hi, on) = if old < below {
+                (old, below, true)
+            } else {
+                (below, old, false)
+            };
+            for (_, _, e) in self.floored.range(HeldBelow::between(lo, hi)) {
+                st.set_held(e, on);
+            }
+        }
+        for e in std::mem::take(&mut self.floor_dirty) {
+            let on = self.in_floored[e].is_some_and(|k| below.holds(k));
+            st.set_held(e, on);
+        }
+        self.held_below = below;
     }
 
     fn want(&mut self, st: &mut State<'_, '_>, e: usize, t: crate::episode::Tier, r: Reason) {
@@ -128,34 +254,37 @@ impl Retention {
             // Room is needed: no pending promotion goes through.
             self.withdraw(st, |demotion, _| demotion);
             let mut last: Option<VictimKey> = None;
+            // Walk the victims in order, one tier each, round after round until the target:
+            // the next victim is looked up after the current one (a demotion changes only its
+            // own place), so a request costs the victims it demotes, not every one there is.
+            let mut after: Option<VictimKey> = None;
             while proj(st) > k.target && !self.demotable.is_empty() {
-                let victims: Vec<VictimKey> = self.demotable.iter().copied().collect();
-                for key in victims {
-                    if proj(st) <= k.target {
-                        break;
-                    }
-                    let e = key.2;
-                    if let Some(lower) = st.next_lower(e, st.desired(e)) {
-                        self.want(st, e, lower, Reason::Pressure);
-                        last = Some(key);
-                    }
+                let Some(key) = self.demotable.next_after(after) else {
+                    // End of a round: the next starts from the first victim again.
+                    after = None;
+                    continue;
+                };
+                after = Some(key);
+                let e = key.2;
+                if let Some(lower) = st.next_lower(e, st.desired(e)) {
+                    self.want(st, e, lower, Reason::Pressure);
+                    last = Some(key);
                 }
             }
             // Victims the walk passed over (all of them when the target was not reached) are
-            // held when they are shown at their floor; `hold` skips the others.
-            if st.respect_floors() {
-                let reached = proj(st) <= k.target;
-                for e in 0..st.k() {
-                    if self.in_demotable[e].is_some() {
-                        continue;
-                    }
-                    if !reached || last.is_some_and(|l| self.victim_key(e) < l) {
-                        st.hold(e);
-                    }
-                }
-            }
+            // held when they are shown at their floor: those not in `demotable` (above their
+            // floor they wait for a deferral or a dwell block instead).
+            let below = if !st.respect_floors() {
+                HeldBelow::Nothing
+            } else if proj(st) > k.target {
+                HeldBelow::Everything
+            } else {
+                last.map_or(HeldBelow::Nothing, HeldBelow::Key)
+            };
+            self.set_holds(st, below);
             return;
         }
+        self.set_holds(st, HeldBelow::Nothing);
         if p_now >= k.promote_at {
             // Inside the band: the room a pending promotion for pressure counted on is gone.
             self.withdraw(st, |demotion, r| demotion || r != Reason::Pressure);
@@ -171,9 +300,7 @@ impl Retention {
         if proj(st) > k.target {
             self.withdraw(st, |demotion, r| demotion || r != Reason::Pressure);
         }
-        let mut cands: Vec<usize> = (0..st.k())
-            .filter(|&e| st.desired(e) > crate::episode::Tier::Full)
-            .collect();
+        let mut cands: Vec<usize> = self.lowered.iter().copied().collect();
         if cands.is_empty() {
             return;
         }
@@ -217,12 +344,17 @@ impl Decide for Retention {
     }
     fn observe(&mut self, st: &State<'_, '_>, t: usize) {
         for e in self.relevance.advance(st, t) {
-            self.refresh(st, e);
+            self.rekey(e);
         }
     }
     fn decide(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>) -> Option<Compacted> {
         self.decide_tiers(st, rq.base);
         self.schedule.run(st, rq.base);
+        // Applied tiers moved: who is shown at its floor may have changed.
+        for i in 0..st.applied_now().len() {
+            let e = st.applied_now()[i];
+            self.refresh_floor(st, e);
+        }
         None
     }
     fn schedule(&self) -> Option<Schedule> {
