@@ -32,6 +32,8 @@ pub(crate) mod schedule;
 mod state;
 pub mod synth;
 pub mod types;
+pub mod written;
+mod written_request;
 
 use std::collections::BTreeSet;
 use std::ops::ControlFlow;
@@ -60,6 +62,9 @@ pub struct Input<'a> {
     /// The recorded compaction calls as the agent built them, and its compaction
     /// prompt, sized at load (see [`crate::formats::opencode::compaction_request`]).
     pub compaction: &'a CompactionSizes,
+    /// Model-written summaries for the flat baseline's simulated compactions (`None`: they
+    /// are stand-ins; see [`written`]).
+    pub summaries: Option<&'a written::SummaryBook>,
 }
 
 impl<'a> From<&'a LoadedSession> for Input<'a> {
@@ -71,6 +76,7 @@ impl<'a> From<&'a LoadedSession> for Input<'a> {
             milestones: &s.milestones,
             magic_context: s.magic_context.as_ref(),
             compaction: &s.compaction,
+            summaries: None,
         }
     }
 }

@@ -74,6 +74,7 @@ impl Synth {
             milestones: &self.milestones,
             magic_context: None,
             compaction: &NO_COMPACTION,
+            summaries: None,
         }
     }
 }
