@@ -378,7 +378,7 @@ fn materialize(
                         "; written by {} ({}, call {})",
                         s.lineage.model,
                         s.lineage.endpoint,
-                        &s.lineage.call[..s.lineage.call.len().min(12)]
+                        s.lineage.call.get(..12).unwrap_or(&s.lineage.call)
                     )
                 });
             let text = format!(
