@@ -601,6 +601,7 @@ fn size_compaction_calls(trace: &Trace, tokenizer: &Tokenizer) -> CompactionSize
         shape: trace.wire.compaction_shape,
         prompt_tokens,
         prompt_text: calls.fixed_prompt,
+        prompt: calls.prompt,
     }
 }
 

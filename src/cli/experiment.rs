@@ -7,12 +7,17 @@
 use anyhow::Context;
 use clap::Args;
 
+use super::flat_summaries::Summaries;
 use super::report::{self, Cell, Format, JsonLines, Table, Text};
 use super::LoadArgs;
+use tierscope_engine::loaded::LoadedSession;
 use tierscope_engine::policy;
 use tierscope_engine::research::experiment::{BudgetMode, Row};
+use tierscope_engine::research::flat_summaries::{self, SummarySource};
 use tierscope_engine::research::report::thousands;
-use tierscope_engine::research::tier_sources::{compare, TierSourceComparison};
+use tierscope_engine::research::tier_sources::{
+    compare, compare_with_summaries, TierSourceComparison,
+};
 
 #[derive(Debug, Clone, Args)]
 pub struct ExperimentArgs {
@@ -39,6 +44,8 @@ pub struct ExperimentArgs {
     /// Output: table, json (one document), csv or jsonl (one line per tier source and policy).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    #[command(flatten)]
+    pub summaries: super::flat_summaries::SummaryArgs,
 }
 
 pub fn run_cli(a: &ExperimentArgs) -> anyhow::Result<()> {
@@ -131,6 +138,8 @@ fn run_tier_sources(
     policies: &[policy::Policy],
     mode: BudgetMode,
 ) -> anyhow::Result<()> {
+    let names: Vec<&str> = a.policies.iter().map(String::as_str).collect();
+    let summaries = a.summaries.open(&super::outputs::guard(&a.load, &names))?;
     let loads = super::audit::load_tier_sources(&a.load, &a.strategies, &a.tiers_dirs)?;
     if loads.is_empty() {
         anyhow::bail!("nothing to compare: no tier strategy could be loaded");
@@ -147,7 +156,10 @@ fn run_tier_sources(
     )?;
     let policies = &chosen;
     let refs: Vec<_> = loads.iter().collect();
-    let c = compare(&refs, policies, mode);
+    let c = match &summaries {
+        None => compare(&refs, policies, mode),
+        Some(sm) => with_summaries(sm, &refs, policies, mode)?,
+    };
     report::emit(
         a.format,
         &TierSourcesReport {
@@ -155,6 +167,37 @@ fn run_tier_sources(
             policies: policies.len(),
         },
     )
+}
+
+/// The comparison with the flat baseline's summaries written by `sm`'s model, and what they
+/// cost (on stderr too when a summary could not be written: what was spent, and that a rerun
+/// resumes from the cache).
+fn with_summaries(
+    sm: &Summaries,
+    refs: &[&LoadedSession],
+    policies: &[policy::Policy],
+    mode: BudgetMode,
+) -> anyhow::Result<TierSourceComparison> {
+    let writer = sm.writer();
+    let src = SummarySource {
+        writer: &writer,
+        prompt: sm.prompt.clone(),
+    };
+    let first = refs
+        .first()
+        .context("nothing to compare: no tier strategy could be loaded")?;
+    let done = compare_with_summaries(refs, policies, mode, &src);
+    let bill = flat_summaries::report(&src, first, sm.price.clone());
+    match done {
+        Ok(mut c) => {
+            c.flat_summaries = Some(bill);
+            Ok(c)
+        }
+        Err(e) => {
+            super::flat_summaries::report_to_stderr(&bill);
+            Err(anyhow::Error::new(e).context(super::flat_summaries::RESUME))
+        }
+    }
 }
 
 /// The policies to run: those given, else the built-ins for the session's agent. The oracles
@@ -270,6 +313,10 @@ impl report::Report for TierSourcesReport<'_> {
         if let Some(run) = c.runs.first() {
             out.blank();
             out.append(overflow_text(&run.strategy, &run.experiment));
+        }
+        if let Some(fs) = &c.flat_summaries {
+            out.blank();
+            out.append(super::flat_summaries::report_text(fs));
         }
         out.blank();
         out.line("generation cost (tier changes also bill their creation):");

@@ -11,6 +11,7 @@ pub mod episodes;
 pub mod experiment;
 pub mod explore;
 pub mod fixture;
+pub mod flat_summaries;
 pub mod follow;
 pub mod inspect;
 pub mod load_args;

@@ -25,6 +25,8 @@ pub struct RenderArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub summaries: super::flat_summaries::SummaryArgs,
 }
 
 fn label(c: &RenderedChunk) -> String {
@@ -120,9 +122,21 @@ impl report::Report for RenderReport<'_> {
 
 pub fn run(a: &RenderArgs) -> anyhow::Result<()> {
     let policy = a.policy.resolve()?;
+    let summaries = a
+        .summaries
+        .open(&super::outputs::guard(&a.load, &[&a.policy.policy]))?;
     let session =
         tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
-    let ctx = replay::render_at(&Input::from(&session), &policy, a.policy.budget, a.at)?;
+    let book = summaries
+        .as_ref()
+        .map(|sm| super::flat_summaries::book_for(sm, &session, &policy, a.policy.budget))
+        .transpose()?
+        .flatten();
+    let input = Input {
+        summaries: book.as_ref(),
+        ..Input::from(&session)
+    };
+    let ctx = replay::render_at(&input, &policy, a.policy.budget, a.at)?;
     report::emit(
         Format::json_if(a.json),
         &RenderReport {

@@ -53,6 +53,8 @@ pub struct ReplayArgs {
     /// Write selection-decision records (JSONL) to this file.
     #[arg(long, value_name = "FILE")]
     pub records: Option<PathBuf>,
+    #[command(flatten)]
+    pub summaries: super::flat_summaries::SummaryArgs,
     /// Keep watching the source and stream frames as requests arrive (with --format jsonl; a
     /// frame that changes is written again, the last line for a request wins; a request deleted
     /// from the source gets `{"request": N, "retracted": true}`).
@@ -68,14 +70,23 @@ pub struct ReplayArgs {
 pub fn run(a: &ReplayArgs) -> anyhow::Result<()> {
     let policy = a.policy.resolve()?;
     if a.follow {
+        if a.summaries.summary_endpoint.is_some() {
+            anyhow::bail!("--follow does not take --summary-endpoint");
+        }
         return super::follow::replay_follow(a, &policy);
     }
     let mut guard = super::outputs::guard(&a.load, &[&a.policy.policy]);
     if let Some(path) = &a.records {
         guard.check(path)?;
     }
+    let summaries = a.summaries.open(&guard)?;
     let session =
         tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
+    let book = summaries
+        .as_ref()
+        .map(|sm| super::flat_summaries::book_for(sm, &session, &policy, a.policy.budget))
+        .transpose()?
+        .flatten();
     let records = match &a.records {
         Some(path) => {
             guard.loaded(&session);
@@ -85,15 +96,20 @@ pub fn run(a: &ReplayArgs) -> anyhow::Result<()> {
     };
     // The frames are written as the pass produces them, and only the summary is kept.
     let mut w = ReplayWriter::new(a.format, records);
-    let r = replay::replay_session_into(
-        &session,
+    let input = replay::Input {
+        summaries: book.as_ref(),
+        ..replay::Input::from(&session)
+    };
+    let r = replay::replay_into(
+        &input,
         &policy,
         a.policy.budget,
+        session.calibration.clone(),
         replay::Keep { views: false },
         &mut w,
     );
     let out = w.finish(r.as_ref().map(|r| &r.summary));
-    super::keep_until_exit((r, session));
+    super::keep_until_exit((r, book, session));
     out
 }
 

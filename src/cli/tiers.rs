@@ -8,7 +8,7 @@
 //! summary. The key is read from the environment, sent in the `Authorization` header, and never
 //! printed, written or put into an error message.
 
-mod http;
+pub(super) mod http;
 mod progress;
 
 use std::path::{Path, PathBuf};
@@ -129,7 +129,7 @@ pub fn run(a: &TiersArgs) -> anyhow::Result<()> {
     }
 }
 
-fn price_value(s: &str) -> Result<(f64, f64), String> {
+pub(super) fn price_value(s: &str) -> Result<(f64, f64), String> {
     let (i, o) = s
         .split_once(',')
         .ok_or_else(|| "expected IN,OUT (dollars per million tokens), e.g. 0.4,1.6".to_owned())?;
@@ -158,7 +158,7 @@ fn run_generate(a: &GenerateArgs) -> anyhow::Result<()> {
             display_url(&a.endpoint)
         );
     }
-    let key = api_key(&a.api_key_env)?;
+    let key = api_key(&a.api_key_env, "--api-key-env")?;
     // Where the sidecar and the cache go, checked before the load so a refusal comes at once.
     let mut guard = super::outputs::guard(&a.load, &[]);
     let out_dir = match &a.out {
@@ -322,11 +322,11 @@ fn run_generate(a: &GenerateArgs) -> anyhow::Result<()> {
 }
 
 /// The API key from `var`. The default variable may be unset (local servers need no key); a
-/// variable named with --api-key-env must be set.
-fn api_key(var: &str) -> anyhow::Result<Option<String>> {
+/// variable named with `flag` (`--api-key-env`) must be set.
+pub(super) fn api_key(var: &str, flag: &str) -> anyhow::Result<Option<String>> {
     match std::env::var(var) {
         Ok(k) if !k.trim().is_empty() => Ok(Some(k.trim().to_owned())),
-        _ if var != "OPENAI_API_KEY" => bail!("--api-key-env {var}: the variable is not set"),
+        _ if var != "OPENAI_API_KEY" => bail!("{flag} {var}: the variable is not set"),
         _ => {
             report::stderr::note(
                 "OPENAI_API_KEY is not set; sending no Authorization header (fine for a local server)",
@@ -355,7 +355,7 @@ fn selected(all: Vec<EpisodeInput>, only: &[String]) -> anyhow::Result<Vec<Episo
         .collect())
 }
 
-fn is_local(url: &str) -> bool {
+pub(super) fn is_local(url: &str) -> bool {
     let host = display_url(url);
     let host = host.split("://").nth(1).unwrap_or(&host);
     ["localhost", "127.", "[::1]"]
@@ -379,7 +379,11 @@ struct Summary {
     report: RunReport,
 }
 
-fn tokens_line(u: &UsageTotals, dollars: Option<f64>, cost_error: Option<&str>) -> String {
+pub(super) fn tokens_line(
+    u: &UsageTotals,
+    dollars: Option<f64>,
+    cost_error: Option<&str>,
+) -> String {
     let mut s = format!(
         "{}, {} tokens in, {} out",
         plural(usize::try_from(u.calls).unwrap_or(usize::MAX), "call"),
@@ -410,6 +414,21 @@ fn tokens_line(u: &UsageTotals, dollars: Option<f64>, cost_error: Option<&str>) 
         ));
     }
     s
+}
+
+/// At what prices the calls of `model` were billed, or that they were not (`flag` prices them).
+pub(super) fn price_line(price: Option<&GenerationPrice>, model: &str, flag: &str) -> String {
+    match price {
+        Some(p) => format!(
+            "priced as {}: ${}/${} per M tokens in/out",
+            p.priced_as, p.input, p.output
+        ),
+        None => {
+            format!(
+                "not priced: model {model} is not in the pricing table ({flag} IN,OUT prices it)"
+            )
+        }
+    }
 }
 
 /// The output of `tiers generate`: the summary (JSON) or what the run did, cost and wrote, and
@@ -474,16 +493,7 @@ fn summary_text(s: &Summary, a: &GenerateArgs, out_dir: &Path) -> Text {
         "the tiers: {}",
         tokens_line(&r.all_tiers, s.all_tiers_dollars, s.cost_error.as_deref())
     ));
-    match &s.price {
-        Some(p) => out.line(format!(
-            "priced as {}: ${}/${} per M tokens in/out",
-            p.priced_as, p.input, p.output
-        )),
-        None => out.line(format!(
-            "not priced: model {} is not in the pricing table (--price IN,OUT prices it)",
-            r.model
-        )),
-    };
+    out.line(price_line(s.price.as_ref(), &r.model, "--price"));
     match &s.sidecar {
         Some(p) => {
             out.line(format!(

@@ -31,6 +31,7 @@ mod episodes_tier_audit;
 mod episodes_windows;
 mod eras_ground_truth;
 mod fixture_export;
+mod flat_summaries;
 mod follow_children;
 mod follow_db;
 mod follow_export;

@@ -177,9 +177,21 @@ pub(crate) fn price_simulated(
         cache_write: cc.cache_write,
         uncached: cc.uncached,
         cost: cc.cost,
-        summary_text: match call.text_from {
-            Some(ci) => format!("recorded:{ci}"),
-            None => "compact-tiers".into(),
-        },
+        summary_text: text_source(p, &call),
+    }
+}
+
+/// Where a simulated compaction's summary text comes from: `written:<call>` (a model wrote it),
+/// `recorded:<compaction>` or `compact-tiers`.
+pub(crate) fn text_source(p: &Prep<'_>, call: &Compacted) -> String {
+    match (call.written, call.text_from) {
+        (Some(w), _) => format!(
+            "written:{}",
+            p.summaries
+                .and_then(|b| b.get(w))
+                .map_or("?", |s| s.lineage.call.as_str())
+        ),
+        (None, Some(ci)) => format!("recorded:{ci}"),
+        (None, None) => "compact-tiers".into(),
     }
 }

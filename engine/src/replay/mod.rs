@@ -33,6 +33,8 @@ pub(crate) mod schedule;
 mod state;
 pub mod synth;
 pub mod types;
+pub mod written;
+mod written_request;
 
 use std::collections::BTreeSet;
 use std::ops::ControlFlow;
@@ -64,6 +66,9 @@ pub struct Input<'a> {
     pub compaction: &'a CompactionSizes,
     /// Where the loaded session keeps what every replay of it would work out again.
     pub cache: Option<&'a PrepCache>,
+    /// Model-written summaries for the flat baseline's simulated compactions (`None`: they
+    /// are stand-ins; see [`written`]).
+    pub summaries: Option<&'a written::SummaryBook>,
 }
 
 impl<'a> From<&'a LoadedSession> for Input<'a> {
@@ -76,6 +81,7 @@ impl<'a> From<&'a LoadedSession> for Input<'a> {
             magic_context: s.magic_context.as_ref(),
             compaction: &s.compaction,
             cache: Some(&s.prep_cache),
+            summaries: None,
         }
     }
 }

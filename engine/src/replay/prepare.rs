@@ -110,6 +110,10 @@ pub(crate) struct Prep<'a> {
     /// The first message of a loop with its own history (OpenCode's v2), if any: its requests
     /// see nothing before it.
     first_own_loop: Option<usize>,
+    /// Model-written summaries of simulated compactions, if any.
+    pub summaries: Option<&'a super::written::SummaryBook>,
+    /// Recorded prunes are applied (what a simulated compaction call sends of a pruned output).
+    pub apply_prunes: bool,
 }
 
 fn tier_data(
@@ -278,6 +282,8 @@ impl<'a> Prep<'a> {
                     .collect()
             })
             .clone(),
+            summaries: input.summaries,
+            apply_prunes,
         };
         // A summary call that is the conversation's own request with the instruction appended
         // (the agent built none of its own): the history as the conversation held it, then

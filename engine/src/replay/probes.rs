@@ -38,6 +38,8 @@ struct ProbeEntry {
     hits: Vec<EpHits>,
     /// Answered by each recorded compaction's summary (by compaction index).
     summaries: Vec<bool>,
+    /// Answered by each model-written summary of the replay's book (by entry).
+    written: Vec<bool>,
 }
 
 /// Probes indexed for the replay.
@@ -123,8 +125,19 @@ impl ProbeIndex {
                 }
             }
         }
+        let book = p.summaries.map_or(&[][..], |b| b.entries());
+        let mut written = vec![vec![false; book.len()]; probes.len()];
+        if !probes.is_empty() {
+            for (w, s) in book.iter().enumerate() {
+                for pi in matcher.answered(&s.text) {
+                    written[pi][w] = true;
+                }
+            }
+        }
         let mut entries = Vec::with_capacity(probes.len());
-        for ((pr, hits), summaries) in probes.iter().zip(hits).zip(summaries) {
+        for (((pr, hits), summaries), written) in
+            probes.iter().zip(hits).zip(summaries).zip(written)
+        {
             let source_episode = trace
                 .message_index(&pr.source_message_id)
                 .map(|mi| p.episodes.partition_point(|e| e.last_message < mi))
@@ -135,6 +148,7 @@ impl ProbeIndex {
                 source_episode,
                 hits,
                 summaries,
+                written,
             });
         }
         let mut by_episode = vec![Vec::new(); n];
@@ -174,6 +188,7 @@ impl ProbeIndex {
             .enumerate()
             .filter(|(_, pe)| {
                 pe.summaries.iter().any(|&b| b)
+                    || pe.written.iter().any(|&b| b)
                     || pe.hits.iter().any(|h| h.by_tier[Tier::Compact.depth()])
             })
             .map(|(i, _)| i)
@@ -279,6 +294,19 @@ impl ProbeIndex {
         match summary {
             Some(SummaryPiece::Recorded { compaction }) => {
                 pe.summaries.get(*compaction).copied().unwrap_or(false)
+            }
+            Some(SummaryPiece::Simulated {
+                written: Some(w),
+                kept_written,
+                kept_earlier,
+                ..
+            }) => {
+                std::iter::once(w)
+                    .chain(kept_written)
+                    .any(|w| pe.written.get(*w).copied().unwrap_or(false))
+                    || kept_earlier
+                        .iter()
+                        .any(|c| pe.summaries.get(*c).copied().unwrap_or(false))
             }
             Some(SummaryPiece::Simulated {
                 text_from: Some(c),

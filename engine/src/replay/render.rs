@@ -221,13 +221,55 @@ fn contexts(
     out
 }
 
+/// The heads of split episodes a simulated summary stands for too (their tails are shown):
+/// ` and the first 3/9 chunks of E4`.
+fn split_heads(
+    p: &Prep<'_>,
+    rs: &RenderState,
+    applied: &super::types::TierMatrix,
+    t: usize,
+) -> String {
+    rs.cuts
+        .iter()
+        .filter(|c| {
+            c.by == CutBy::Summary
+                && c.from > 0
+                && applied.get(t, c.episode) != Cell::Tier(Tier::Dropped)
+        })
+        .map(|c| {
+            format!(
+                " and the first {}/{} chunks of {}",
+                c.from, c.chunks, p.episodes[c.episode].id
+            )
+        })
+        .collect()
+}
+
 fn note(p: &Prep<'_>, frame: &super::types::Frame, rs: &RenderState) -> Option<String> {
     let t = frame.request;
     if let Some(c) = &frame.compaction_call {
-        return Some(format!(
+        let mut s = format!(
             "the policy compacted before this request: its summary call sent {} tokens ({} of history) and wrote a {}-token summary, billed in this request",
             c.tokens, c.history, c.output
-        ));
+        );
+        if let Some(l) = written_lineage(p, rs) {
+            s.push_str(&format!(
+                "; the summary was written by model {}{} at {} with {} (prompt {}), call {}{}",
+                l.model,
+                l.response_model
+                    .as_deref()
+                    .filter(|m| *m != l.model)
+                    .map_or_else(String::new, |m| format!(" (answered as {m})")),
+                l.endpoint,
+                l.prompt,
+                l.prompt_hash,
+                l.call,
+                l.created
+                    .as_deref()
+                    .map_or_else(String::new, |d| format!(", {d}"))
+            ));
+        }
+        return Some(s);
     }
     match super::compaction_call::recorded_call(p, t, rs.call_not_made)? {
         (RecordedCall::NotMade, _) => Some(
@@ -239,6 +281,33 @@ fn note(p: &Prep<'_>, frame: &super::types::Frame, rs: &RenderState) -> Option<S
         (RecordedCall::Continues { .. }, _) => Some(
             "a recorded summary call: the conversation as the agent sent it, then its summary instruction".into(),
         ),
+    }
+}
+
+/// The chunk of a simulated compaction's summary: one piece of `text`, `tokens` in all.
+fn simulated_summary(text: String, tokens: u64) -> RenderedChunk {
+    RenderedChunk {
+        kind: "summary".into(),
+        episode: None,
+        tier: None,
+        message_id: None,
+        tokens,
+        hash: xxh3_64(text.as_bytes()),
+        text,
+        changed_since_prev: false,
+    }
+}
+
+/// The lineage of the model-written summary shown at a request, if it shows one.
+fn written_lineage<'p>(
+    p: &Prep<'p>,
+    rs: &RenderState,
+) -> Option<&'p super::written::SummaryLineage> {
+    match &rs.summary {
+        Some(SummaryPiece::Simulated {
+            written: Some(w), ..
+        }) => p.summaries?.get(*w).map(|s| &s.lineage),
+        _ => None,
     }
 }
 
@@ -350,6 +419,34 @@ fn materialize(
             push_msgs(&mut out, shown_messages.unwrap_or_default())
         }
         Some(SummaryPiece::Recorded { .. }) => {}
+        Some(
+            piece @ SummaryPiece::Simulated {
+                covers,
+                written: Some(w),
+                tokens,
+                number,
+                ..
+            },
+        ) => {
+            let by = p
+                .summaries
+                .and_then(|b| b.get(*w))
+                .map_or_else(String::new, |s| {
+                    format!(
+                        "; written by {} ({}, call {})",
+                        s.lineage.model,
+                        s.lineage.endpoint,
+                        s.lineage.call.get(..12).unwrap_or(&s.lineage.call)
+                    )
+                });
+            let text = format!(
+                "[simulated compaction {number}: replaces {} closed episodes{}{by}]\n{}\n",
+                covers.len(),
+                split_heads(p, rs, applied, t),
+                super::written_request::summary_text(p, piece)
+            );
+            out.push(simulated_summary(text, *tokens));
+        }
         Some(SummaryPiece::Simulated {
             covers,
             shown,
@@ -357,22 +454,7 @@ fn materialize(
             number,
             ..
         }) => {
-            // The heads of split episodes are in the summary too (their tails are shown).
-            let heads: String = rs
-                .cuts
-                .iter()
-                .filter(|c| {
-                    c.by == CutBy::Summary
-                        && c.from > 0
-                        && applied.get(t, c.episode) != Cell::Tier(Tier::Dropped)
-                })
-                .map(|c| {
-                    format!(
-                        " and the first {}/{} chunks of {}",
-                        c.from, c.chunks, p.episodes[c.episode].id
-                    )
-                })
-                .collect();
+            let heads = split_heads(p, rs, applied, t);
             let mut text = format!(
                 "[simulated compaction {number}: replaces {} closed episodes{heads}; compact tiers of {} (a stand-in for a written summary: an upper bound on what one keeps)]\n",
                 covers.len(),
@@ -388,16 +470,7 @@ fn materialize(
                     text.push('\n');
                 }
             }
-            out.push(RenderedChunk {
-                kind: "summary".into(),
-                episode: None,
-                tier: None,
-                message_id: None,
-                tokens: *tokens,
-                hash: xxh3_64(text.as_bytes()),
-                text,
-                changed_since_prev: false,
-            });
+            out.push(simulated_summary(text, *tokens));
         }
         None => {}
     }

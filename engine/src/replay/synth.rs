@@ -75,6 +75,7 @@ impl Synth {
             magic_context: None,
             compaction: &NO_COMPACTION,
             cache: None,
+            summaries: None,
         }
     }
 }

@@ -304,7 +304,8 @@ pub struct CompactionCallCost {
     pub uncached: u64,
     pub cost: f64,
     /// Where the summary's text comes from: `recorded:<compaction>` (the trace's summary of
-    /// that compaction) or `compact-tiers` (the covered episodes' compact tiers).
+    /// that compaction), `compact-tiers` (the covered episodes' compact tiers) or
+    /// `written:<call>` (a model wrote it; the call's id).
     pub summary_text: String,
 }
 
@@ -325,12 +326,17 @@ pub struct CompactionRun {
     pub tail: Option<String>,
     /// Requests from which a new summary is shown (simulate: the policy's compactions).
     pub compactions: Vec<usize>,
-    /// Simulate: per compaction, where its summary text came from (`recorded:<n>` or
-    /// `compact-tiers`).
+    /// Simulate: per compaction, where its summary text came from (`recorded:<n>`,
+    /// `compact-tiers` or `written:<call>`).
     pub summary_text: Vec<String>,
     /// Simulate: recorded summary calls not made (the simulation compacts on its own; they
     /// render as empty frames).
     pub recorded_calls_skipped: u64,
+    /// With model-written summaries: the first simulated compaction whose request the book
+    /// does not answer (its summary, and every later one, are stand-ins in this pass). Not in
+    /// the JSON: what the caller asks the model next ([`super::written`]).
+    #[serde(skip)]
+    pub pending_summary: Option<super::written::SummaryRequest>,
 }
 
 impl CompactionRun {
@@ -371,7 +377,18 @@ impl CompactionRun {
             ));
         }
         if !self.summary_text.is_empty() {
-            let mut kinds: Vec<&str> = self.summary_text.iter().map(String::as_str).collect();
+            // A written summary is named by its call: one word for them all here.
+            let mut kinds: Vec<&str> = self
+                .summary_text
+                .iter()
+                .map(|t| {
+                    if t.starts_with("written:") {
+                        "written"
+                    } else {
+                        t.as_str()
+                    }
+                })
+                .collect();
             kinds.dedup();
             s.push_str(&format!("; summary text: {}", kinds.join(", ")));
             if kinds.contains(&"compact-tiers") {
@@ -380,6 +397,9 @@ impl CompactionRun {
                 s.push_str(
                     " (compact-tiers: our compact tiers stand in for a written summary, an upper bound on what one keeps)",
                 );
+            }
+            if kinds.contains(&"written") {
+                s.push_str(" (written: by a model, asked with the agent's compaction prompt)");
             }
         }
         if self.recorded_calls_skipped > 0 {
@@ -622,8 +642,9 @@ pub enum SummaryPiece {
     /// The recorded compaction `index` of `Trace::compactions` (its compaction message and
     /// summary, as the agent sent them).
     Recorded { compaction: usize },
-    /// The policy's own summary: recorded summary text of compaction `text_from` if any, else
-    /// the compact tiers of episodes `shown` (`tokens` in all).
+    /// The policy's own summary: the model-written summary `written` of the replay's
+    /// [`super::written::SummaryBook`], else the recorded summary text of compaction
+    /// `text_from` if any, else the compact tiers of episodes `shown` (`tokens` in all).
     Simulated {
         number: usize,
         /// The episodes it replaces.
@@ -635,6 +656,11 @@ pub enum SummaryPiece {
         /// Recorded summaries standing for earlier simulated ones that lie inside this one's
         /// kept tail (sent in place, after it), newest last.
         kept_earlier: Vec<usize>,
+        /// The book's entry written for it, with model-written summaries.
+        written: Option<usize>,
+        /// Written summaries of earlier simulated compactions inside its kept tail, as
+        /// `kept_earlier` for recorded ones.
+        kept_written: Vec<usize>,
         tokens: u64,
     },
 }

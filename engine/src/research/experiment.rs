@@ -5,6 +5,7 @@
 use rayon::prelude::*;
 use serde::Serialize;
 
+use super::flat_summaries::{replay_written, FlatSummaryError, SummarySource};
 use crate::episode::Tier;
 use crate::loaded::LoadedSession;
 use crate::policy::Policy;
@@ -222,14 +223,80 @@ pub fn row_of(r: &Replay, matched: Option<bool>, irreducible: &[u64]) -> Row {
 /// Run every policy on `s`. Policies run in parallel; rows keep the order of `policies`.
 pub fn run(s: &LoadedSession, policies: &[Policy], mode: BudgetMode) -> Experiment {
     let input = replay::Input::from(s);
+    let plain = |p: &Policy, at: At| Ok::<_, std::convert::Infallible>(at.replay(&input, p));
+    match run_by(s, policies, mode, &plain) {
+        Ok(e) => e,
+        Err(never) => match never {},
+    }
+}
+
+/// [`run`] with the flat baseline's summaries written by a model ([`flat_summaries`]): a flat
+/// policy's row replays at its budget (mean-matched with the stand-in summaries) with every
+/// simulated compaction's summary written.
+///
+/// [`flat_summaries`]: super::flat_summaries
+pub fn run_with_summaries(
+    s: &LoadedSession,
+    policies: &[Policy],
+    mode: BudgetMode,
+    src: &SummarySource<'_>,
+) -> Result<Experiment, FlatSummaryError> {
+    let input = replay::Input::from(s);
+    let written = |p: &Policy, at: At| {
+        if p.kind != crate::policy::PolicyKind::Flat {
+            return Ok(at.replay(&input, p));
+        }
+        let budget = match at {
+            At::Budget(b) => b,
+            // The budget the stand-in matched; the summaries then move the mean.
+            At::MeanTokens(_) => {
+                let r = at.replay(&input, p);
+                (r.policy.budget_source == "--budget").then_some(r.policy.budget)
+            }
+        };
+        replay_written(s, p, budget, src).map(|(r, _)| r)
+    };
+    run_by(s, policies, mode, &written)
+}
+
+/// Where a row replays: at a budget, or at the one whose mean tokens match.
+#[derive(Debug, Clone, Copy)]
+enum At {
+    Budget(Option<u64>),
+    MeanTokens(f64),
+}
+
+impl At {
+    fn replay(self, input: &replay::Input<'_>, p: &Policy) -> Replay {
+        match self {
+            At::Budget(b) => replay::replay(input, p, b),
+            At::MeanTokens(t) => match_mean(input, p, t),
+        }
+    }
+}
+
+/// The experiment with each row's replay from `replay_at`.
+fn run_by<E: Send>(
+    s: &LoadedSession,
+    policies: &[Policy],
+    mode: BudgetMode,
+    replay_at: &(dyn Fn(&Policy, At) -> Result<Replay, E> + Sync),
+) -> Result<Experiment, E> {
+    let input = replay::Input::from(s);
     let irreducible = replay::irreducible(&input);
     let mut rule = None;
     let (mode_name, target, rows) = match mode {
         BudgetMode::Fixed(budget) => {
             let rows = policies
                 .par_iter()
-                .map(|p| row_of(&replay::replay(&input, p, budget), None, &irreducible))
-                .collect();
+                .map(|p| {
+                    Ok(row_of(
+                        &replay_at(p, At::Budget(budget))?,
+                        None,
+                        &irreducible,
+                    ))
+                })
+                .collect::<Result<Vec<_>, E>>()?;
             ("budget", None, rows)
         }
         BudgetMode::MatchMeanTokens(target) => {
@@ -240,15 +307,19 @@ pub fn run(s: &LoadedSession, policies: &[Policy], mode: BudgetMode) -> Experime
             let rows = policies
                 .par_iter()
                 .map(|p| {
-                    let r = match_mean(&input, p, target);
+                    let r = replay_at(p, At::MeanTokens(target))?;
                     let off = (r.summary.mean_tokens - target).abs();
-                    row_of(&r, Some(target > 0.0 && off <= 0.02 * target), &irreducible)
+                    Ok(row_of(
+                        &r,
+                        Some(target > 0.0 && off <= 0.02 * target),
+                        &irreducible,
+                    ))
                 })
-                .collect();
+                .collect::<Result<Vec<_>, E>>()?;
             ("match-mean-tokens", Some(target), rows)
         }
     };
-    Experiment {
+    Ok(Experiment {
         session: s.trace.session.id.clone(),
         title: s.trace.session.title.clone(),
         requests: s.trace.requests.len(),
@@ -259,7 +330,7 @@ pub fn run(s: &LoadedSession, policies: &[Policy], mode: BudgetMode) -> Experime
         target_rule: rule,
         irreducible,
         rows,
-    }
+    })
 }
 
 /// The replay of `p` at the budget whose mean tokens come closest to `target`: a bisection over

@@ -8,10 +8,13 @@
 //! them, from the usage the endpoint reported, priced from the bundled table when the model is
 //! in it.
 
+use std::convert::Infallible;
+
 use serde::Serialize;
 
 use super::audit::{tokenizer_generation, GenerationCost};
-use super::experiment::{run, BudgetMode, Experiment};
+use super::experiment::{run, run_with_summaries, BudgetMode, Experiment};
+use super::flat_summaries::{FlatSummaryError, FlatSummaryReport, SummarySource};
 use crate::episode::historian::cost::{bill, dollars, table_price};
 use crate::episode::historian::lineage;
 use crate::episode::options::TierSource;
@@ -141,6 +144,9 @@ pub struct TierSourceComparison {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target_rule: Option<String>,
     pub runs: Vec<TierSourceRun>,
+    /// The flat baseline's summaries, when a model wrote them (see [`compare_with_summaries`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flat_summaries: Option<FlatSummaryReport>,
 }
 
 /// Run `policies` on every load. With mean-matched budgets and no target, the target is the
@@ -151,6 +157,30 @@ pub fn compare(
     policies: &[Policy],
     mode: BudgetMode,
 ) -> TierSourceComparison {
+    let plain = |s: &LoadedSession, m: BudgetMode| Ok::<_, Infallible>(run(s, policies, m));
+    match compare_by(loads, mode, &plain) {
+        Ok(c) => c,
+        Err(never) => match never {},
+    }
+}
+
+/// [`compare`] with the flat baseline's summaries written by a model (the report of what was
+/// written and what it cost is left to the caller, who knows the prices).
+pub fn compare_with_summaries(
+    loads: &[&LoadedSession],
+    policies: &[Policy],
+    mode: BudgetMode,
+    src: &SummarySource<'_>,
+) -> Result<TierSourceComparison, FlatSummaryError> {
+    let written = |s: &LoadedSession, m: BudgetMode| run_with_summaries(s, policies, m, src);
+    compare_by(loads, mode, &written)
+}
+
+fn compare_by<E>(
+    loads: &[&LoadedSession],
+    mode: BudgetMode,
+    run_one: &dyn Fn(&LoadedSession, BudgetMode) -> Result<Experiment, E>,
+) -> Result<TierSourceComparison, E> {
     let auto = mode == BudgetMode::MatchMeanTokens(None);
     let mode = match (mode, loads.first()) {
         (BudgetMode::MatchMeanTokens(None), Some(first)) => {
@@ -162,19 +192,22 @@ pub fn compare(
     let rule = auto.then(|| super::experiment::AUTO_TARGET_RULE.to_owned());
     let runs: Vec<TierSourceRun> = loads
         .iter()
-        .map(|s| TierSourceRun {
-            strategy: label(s),
-            generation: generation_cost(s),
-            experiment: run(s, policies, mode),
+        .map(|s| {
+            Ok(TierSourceRun {
+                strategy: label(s),
+                generation: generation_cost(s),
+                experiment: run_one(s, mode)?,
+            })
         })
-        .collect();
+        .collect::<Result<_, E>>()?;
     let first = runs.first().map(|r| &r.experiment);
-    TierSourceComparison {
+    Ok(TierSourceComparison {
         session: first.map(|e| e.session.clone()).unwrap_or_default(),
         title: first.map(|e| e.title.clone()).unwrap_or_default(),
         mode: first.map(|e| e.mode.clone()).unwrap_or_default(),
         target_mean_tokens: first.and_then(|e| e.target_mean_tokens),
         target_rule: rule,
         runs,
-    }
+        flat_summaries: None,
+    })
 }

@@ -51,6 +51,47 @@ pub struct SummaryCalls {
     /// The fixed prompt's size where the adapter knows it as a measured count rather than a
     /// text it ships (it then wins over counting `fixed_prompt`).
     pub fixed_prompt_tokens: Option<u64>,
+    /// The agent's compaction prompt as texts a model can be asked with, where the adapter
+    /// ships them (`None`: known only by its size).
+    pub prompt: Option<CompactionPrompt>,
+}
+
+/// Where the history goes in a [`CompactionPrompt`]'s user message.
+pub const HISTORY: &str = "{{history}}";
+/// Where the earlier summary goes in [`CompactionPrompt::update`].
+pub const PREVIOUS_SUMMARY: &str = "{{previous_summary}}";
+
+/// An agent's compaction prompt as data: what a model writing the summary of a simulated
+/// compaction is asked, in the agent's own words. The user messages hold [`HISTORY`] where the
+/// conversation goes (a message-shaped agent's instruction follows it), and the update message
+/// [`PREVIOUS_SUMMARY`] where the agent quotes an earlier summary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CompactionPrompt {
+    /// The compaction call's own system prompt, where the agent sends one.
+    pub system: Option<String>,
+    /// The user message of a first summary.
+    pub first: String,
+    /// The user message when an earlier summary exists (`None`: the earlier summary leads the
+    /// history, as a message-shaped agent sends it).
+    pub update: Option<String>,
+    /// Where the texts come from (the release, the file, the recording that shows them).
+    pub provenance: String,
+}
+
+impl CompactionPrompt {
+    /// xxh3-64 of the texts (hex): names the prompt in lineage and cache keys.
+    pub fn hash(&self) -> String {
+        let mut bytes = Vec::new();
+        for s in [
+            self.system.as_deref().unwrap_or("\u{0}none"),
+            &self.first,
+            self.update.as_deref().unwrap_or("\u{0}none"),
+        ] {
+            bytes.extend_from_slice(&(s.len() as u64).to_le_bytes());
+            bytes.extend_from_slice(s.as_bytes());
+        }
+        format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes))
+    }
 }
 
 /// A summary call sized: the built request's token count (filled in by the loader, which owns
@@ -82,6 +123,10 @@ pub struct CompactionSizes {
     /// Its text where the adapter ships it (empty where it knows only the count).
     #[serde(skip)]
     pub prompt_text: String,
+    /// The agent's compaction prompt as texts a model can be asked with (model-written
+    /// summaries of simulated compactions).
+    #[serde(skip)]
+    pub prompt: Option<CompactionPrompt>,
 }
 
 impl CompactionSizes {
@@ -91,6 +136,7 @@ impl CompactionSizes {
         shape: CompactionShape::HeadAsText,
         prompt_tokens: 0,
         prompt_text: String::new(),
+        prompt: None,
     };
     /// The recorded call whose summary request is `request`.
     pub fn call(&self, request: usize) -> Option<&CompactionCall> {

@@ -353,10 +353,50 @@ fn episode_of(user: &str) -> String {
         .to_owned()
 }
 
-/// The tiers the request asks for, as the JSON content of the answer.
+/// The tiers the request asks for, as the JSON content of the answer; or, for a compaction
+/// summary request (no JSON mode, not an episode), a summary.
 fn answer(body: &Value, invent: bool) -> String {
     let user = body["messages"][1]["content"].as_str().unwrap_or("");
+    if let Some(last) = summary_request(body) {
+        return mock_summary(last);
+    }
     json!({ "tiers": mock_tiers(user, invent) }).to_string()
+}
+
+/// The user message of a compaction summary request: one that asks for no JSON and is not an
+/// episode's.
+pub fn summary_request(body: &Value) -> Option<&str> {
+    let last = body["messages"].as_array()?.last()?["content"].as_str()?;
+    (body.get("response_format").is_none() && !last.starts_with("Episode ")).then_some(last)
+}
+
+/// The deterministic "summariser": what the user asked (each `user:` chunk's text, clipped to
+/// 400 characters) and what an earlier summary quoted said, nothing of the tools' outputs or the
+/// assistant's reasoning, so a reason found in a tool's output is lost, as a summary that keeps
+/// the request and drops the why loses it.
+pub fn mock_summary(user: &str) -> String {
+    let mut out = vec!["## Objective".to_owned()];
+    let mut lines = user.lines().peekable();
+    let mut prior = false;
+    while let Some(l) = lines.next() {
+        match l {
+            "<prior-summary>" => prior = true,
+            "</prior-summary>" => prior = false,
+            _ if prior && !l.trim().is_empty() && !out.iter().any(|o| o == l) => {
+                out.push(l.to_owned())
+            }
+            "user:" => {
+                if let Some(next) = lines.peek().filter(|n| !n.trim().is_empty()) {
+                    let said = format!("- {}", clip(next, 400));
+                    if !out.contains(&said) {
+                        out.push(said);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out.join("\n")
 }
 
 /// The deterministic "historian": what the prompt asks for, cut from the text it gives.

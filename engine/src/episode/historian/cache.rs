@@ -97,6 +97,10 @@ pub struct CachedCall {
     pub response_model: Option<String>,
     /// Whether the request carried `response_format: json_object`.
     pub json_mode: bool,
+    /// When the answer came (RFC 3339, UTC), where the caller records it (the summaries of
+    /// simulated compactions carry it in their lineage).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<String>,
 }
 
 impl CachedCall {
@@ -114,6 +118,7 @@ impl CachedCall {
             usage,
             response_model,
             json_mode,
+            created: None,
         }
     }
 }
@@ -129,7 +134,7 @@ pub struct CacheWriteError {
 /// What a lookup found.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Lookup {
-    Hit(CachedCall),
+    Hit(Box<CachedCall>),
     Miss,
     /// A file was there but unusable (named, so the run can say so); treated as a miss.
     Unusable(PathBuf),
@@ -174,7 +179,7 @@ impl HistorianCache {
                     // rewritten with one.
                     let _ = self.put(&c);
                 }
-                Lookup::Hit(c)
+                Lookup::Hit(Box::new(c))
             }
             _ => Lookup::Unusable(path),
         }
@@ -261,7 +266,7 @@ mod tests {
         tiers.insert("anchor".to_owned(), "a".to_owned());
         let call = CachedCall::new(k.clone(), tiers, None, Some("m-1".into()), true);
         cache.put(&call).unwrap();
-        assert_eq!(cache.get(&k), Lookup::Hit(call.clone()));
+        assert_eq!(cache.get(&k), Lookup::Hit(Box::new(call.clone())));
         let path = cache.path(&k);
         std::fs::write(&path, "{\"version\": 1, \"key\"").unwrap();
         assert_eq!(cache.get(&k), Lookup::Unusable(path.clone()));
@@ -271,7 +276,7 @@ mod tests {
         assert_eq!(cache.get(&k), Lookup::Unusable(path.clone()));
         // A file from before checksums: a hit, rewritten with one.
         std::fs::write(&path, serde_json::to_string(&call).unwrap()).unwrap();
-        assert_eq!(cache.get(&k), Lookup::Hit(call.clone()));
+        assert_eq!(cache.get(&k), Lookup::Hit(Box::new(call.clone())));
         assert!(std::fs::read_to_string(&path)
             .unwrap()
             .contains(CHECKSUM_KEY));
@@ -283,7 +288,7 @@ mod tests {
         std::fs::write(&path, edited).unwrap();
         assert_eq!(cache.get(&k), Lookup::Unusable(path.clone()));
         cache.put(&call).unwrap();
-        assert_eq!(cache.get(&k), Lookup::Hit(call));
+        assert_eq!(cache.get(&k), Lookup::Hit(Box::new(call)));
     }
 
     #[cfg(unix)]
@@ -308,7 +313,7 @@ mod tests {
             plant(&path);
             assert_eq!(cache.get(&k), Lookup::Unusable(path.clone()));
             cache.put(&call).unwrap();
-            assert_eq!(cache.get(&k), Lookup::Hit(call.clone()));
+            assert_eq!(cache.get(&k), Lookup::Hit(Box::new(call.clone())));
         }
     }
 }

@@ -13,7 +13,10 @@
 //!   version, step), written atomically as each call completes, so an interrupted run resumes;
 //! - [`retry`]: which replies are retried, exponential backoff with deterministic jitter,
 //!   `Retry-After` honoured;
-//! - [`run`]: the generation loop (a small thread pool, one result per episode);
+//! - [`run`]: the generation loop (a small thread pool, one result per episode), each call
+//!   through the cache, else the transport with retries (`send`);
+//! - [`summary`]: the same calls for the summaries of the flat baseline's simulated
+//!   compactions (issue 32), written with the agent's own compaction prompt;
 //! - [`write`]: the `*.tiers.json` sidecar with lineage per tier;
 //! - [`cost`]: calls, tokens and dollars from the bundled pricing table;
 //! - [`lineage`]: what a loaded external tier says about how it was made (for the audit).
@@ -26,6 +29,8 @@ pub mod prompt;
 pub mod response;
 pub mod retry;
 pub mod run;
+mod send;
+pub mod summary;
 pub mod transport;
 pub mod write;
 

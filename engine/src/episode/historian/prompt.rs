@@ -55,7 +55,7 @@ fn section(text: &str, name: &str) -> Option<String> {
 }
 
 /// Fill `{{name}}` placeholders from `vars` in one pass; an unknown name is left as written.
-fn fill(template: &str, vars: &[(&str, &str)]) -> String {
+pub(crate) fn fill(template: &str, vars: &[(&str, &str)]) -> String {
     let mut out = String::with_capacity(template.len() + 1024);
     let mut rest = template;
     while let Some(start) = rest.find("{{") {
@@ -185,14 +185,30 @@ pub fn request_body(
     text: &str,
     json_mode: bool,
 ) -> String {
-    let mut body = json!({
-        "model": params.model,
-        "messages": [
-            {"role": "system", "content": system_prompt()},
-            {"role": "user", "content": user_message(input, step, text)},
-        ],
-        "stream": false,
-    });
+    let user = user_message(input, step, text);
+    chat_body(
+        params,
+        &[("system", system_prompt()), ("user", &user)],
+        json_mode,
+    )
+}
+
+/// A chat request of `messages` ((role, content) pairs) with `params`, asking for
+/// `response_format: json_object` when `json_mode`.
+pub fn chat_body(params: &RequestParams, messages: &[(&str, &str)], json_mode: bool) -> String {
+    let messages: Vec<Value> = messages
+        .iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect();
+    with_params(
+        json!({"model": params.model, "messages": messages, "stream": false}),
+        params,
+        json_mode,
+    )
+}
+
+/// `body` with the optional parameters that are set, as JSON text.
+fn with_params(mut body: Value, params: &RequestParams, json_mode: bool) -> String {
     if let Value::Object(m) = &mut body {
         if json_mode {
             m.insert("response_format".into(), json!({"type": "json_object"}));

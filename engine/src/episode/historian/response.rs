@@ -126,6 +126,24 @@ fn unwrap_answer(content: &str) -> &str {
     s
 }
 
+/// A summary from a model's answer: its text, a leading `<think>…</think>` block taken off
+/// (reasoning models), and not empty.
+pub fn parse_summary(content: &str) -> Result<String, ResponseError> {
+    let mut s = content.trim();
+    if let Some(rest) = s.strip_prefix("<think>") {
+        if let Some(end) = rest.find("</think>") {
+            s = rest[end + "</think>".len()..].trim();
+        }
+    }
+    if s.is_empty() {
+        return Err(ResponseError::WrongShape {
+            shape: "a summary".to_owned(),
+            reason: "the answer is empty".to_owned(),
+        });
+    }
+    Ok(s.to_owned())
+}
+
 /// The requested tiers from a model's answer, strictly.
 pub fn parse_tiers(content: &str, want: &[Tier]) -> Result<BTreeMap<Tier, String>, ResponseError> {
     let shape = super::prompt::answer_shape(want);

@@ -15,15 +15,14 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::cache::{CacheKey, CachedCall, HistorianCache, Lookup};
+use super::cache::{CacheKey, CachedCall, HistorianCache};
 use super::input::EpisodeInput;
 use super::prompt::{request_body, steps, RequestParams, Step, PROMPT_VERSION};
-use super::response::{parse_completion, parse_tiers, Usage};
-use super::retry::{classify, RetryPolicy, Verdict};
-use super::transport::{Transport, TransportError};
+use super::response::{parse_tiers, Usage};
+use super::retry::RetryPolicy;
+use super::transport::Transport;
 use super::HistorianStrategy;
 use crate::episode::Tier;
-use crate::text::clip_chars;
 
 /// What a run asks for.
 #[derive(Debug, Clone, PartialEq)]
@@ -93,6 +92,29 @@ pub struct CallRecord {
     pub usage: Option<Usage>,
     pub json_mode: bool,
     pub response_model: Option<String>,
+}
+
+impl CallRecord {
+    /// A call not made yet, under `key`, for `step`.
+    pub(super) fn new(key: &CacheKey, step: String) -> CallRecord {
+        CallRecord {
+            id: key.id(),
+            step,
+            from_cache: false,
+            requests: 0,
+            usage: None,
+            json_mode: false,
+            response_model: None,
+        }
+    }
+
+    /// Answered from the cache by `c`.
+    pub(super) fn answered_by_cache(&mut self, c: &CachedCall) {
+        self.from_cache = true;
+        self.usage = c.usage;
+        self.json_mode = c.json_mode;
+        self.response_model = c.response_model.clone();
+    }
 }
 
 /// One tier the historian wrote.
@@ -232,17 +254,7 @@ pub fn generate(
     events: &dyn Events,
     on_outcome: &mut dyn FnMut(&Outcome),
 ) -> RunReport {
-    let run = Run {
-        opts,
-        transport,
-        cache,
-        sleeper,
-        events,
-        json_ok: AtomicBool::new(opts.json_mode),
-        json_dropped: AtomicBool::new(false),
-        abort: Mutex::new(None),
-        aborting: AtomicBool::new(false),
-    };
+    let run = Run::new(opts, transport, cache, sleeper, events);
     let next = AtomicUsize::new(0);
     let mut outcomes: BTreeMap<usize, Outcome> = BTreeMap::new();
     std::thread::scope(|s| {
@@ -282,7 +294,7 @@ pub fn generate(
         generated: 0,
         failed: Vec::new(),
         skipped: 0,
-        aborted: run.abort.lock().map(|a| a.clone()).unwrap_or(None),
+        aborted: run.aborted(),
         requests: 0,
         retries: 0,
         this_run: UsageTotals::default(),
@@ -326,19 +338,21 @@ pub fn generate(
 }
 
 /// The error of a call cut short because another call stopped the run.
-const STOPPED: &str = "not finished: the run stopped";
+pub(super) const STOPPED: &str = "not finished: the run stopped";
 
-struct Run<'a> {
-    opts: &'a GenerateOptions,
-    transport: &'a dyn Transport,
-    cache: Option<&'a HistorianCache>,
-    sleeper: &'a dyn Sleeper,
-    events: &'a dyn Events,
+/// One run's calls: its settings, where answers come from and go, and what every call of it
+/// shares (JSON mode refused, the run stopped). The retry loop is [`super::send`].
+pub(super) struct Run<'a> {
+    pub(super) opts: &'a GenerateOptions,
+    pub(super) transport: &'a dyn Transport,
+    pub(super) cache: Option<&'a HistorianCache>,
+    pub(super) sleeper: &'a dyn Sleeper,
+    pub(super) events: &'a dyn Events,
     /// Whether requests still carry `response_format`.
-    json_ok: AtomicBool,
-    json_dropped: AtomicBool,
-    abort: Mutex<Option<String>>,
-    aborting: AtomicBool,
+    pub(super) json_ok: AtomicBool,
+    pub(super) json_dropped: AtomicBool,
+    pub(super) abort: Mutex<Option<String>>,
+    pub(super) aborting: AtomicBool,
 }
 
 impl Run<'_> {
@@ -396,13 +410,6 @@ impl Run<'_> {
         })
     }
 
-    fn stop(&self, why: String) {
-        if let Ok(mut a) = self.abort.lock() {
-            a.get_or_insert(why);
-        }
-        self.aborting.store(true, Ordering::Relaxed);
-    }
-
     /// One step: from the cache, else through the transport with retries.
     fn call(
         &self,
@@ -411,139 +418,34 @@ impl Run<'_> {
         text: &str,
         key: &CacheKey,
     ) -> (Result<BTreeMap<Tier, String>, String>, CallRecord) {
-        let mut rec = CallRecord {
-            id: key.id(),
-            step: step.name(),
-            from_cache: false,
-            requests: 0,
-            usage: None,
-            json_mode: false,
-            response_model: None,
-        };
-        if let Some(cache) = self.cache.filter(|_| !self.opts.refresh) {
-            match cache.get(key) {
-                Lookup::Hit(c) => {
-                    if let Some(t) = cached_tiers(&c, &step.targets) {
-                        rec.from_cache = true;
-                        rec.usage = c.usage;
-                        rec.json_mode = c.json_mode;
-                        rec.response_model = c.response_model;
-                        return (Ok(t), rec);
-                    }
-                }
-                Lookup::Unusable(p) => self.events.note(&format!(
-                    "{}: cache file {} is unusable; asking again",
-                    input.episode_id,
-                    p.display()
-                )),
-                Lookup::Miss => {}
+        let mut rec = CallRecord::new(key, step.name());
+        let label = input.episode_id.as_str();
+        if let Some(c) = self.cached(label, key) {
+            if let Some(t) = cached_tiers(&c, &step.targets) {
+                rec.answered_by_cache(&c);
+                return (Ok(t), rec);
             }
         }
-        let mut retries = 0u32;
-        loop {
-            if self.aborting.load(Ordering::Relaxed) {
-                return (Err(STOPPED.to_owned()), rec);
-            }
-            let json = self.json_ok.load(Ordering::Relaxed);
-            let body = request_body(&self.opts.params, input, step, text, json);
-            rec.requests += 1;
-            let mut unreachable = false;
-            let (why, retry_after) = match self.transport.post(&body) {
-                Err(TransportError::Fatal(m)) => {
-                    self.stop(m.clone());
-                    return (Err(m), rec);
-                }
-                Err(e) => {
-                    unreachable = matches!(e, TransportError::Connection(_));
-                    (e.to_string(), None)
-                }
-                Ok(reply) => match classify(&reply, json) {
-                    Verdict::Success => {
-                        let c = match parse_completion(&reply.body) {
-                            Ok(c) => c,
-                            Err(e) => return (Err(e.to_string()), rec),
-                        };
-                        // An unusable answer was still paid for: its usage stays on the record.
-                        rec.usage = c.usage;
-                        rec.json_mode = json;
-                        rec.response_model = c.model.clone();
-                        return match parse_tiers(&c.content, &step.targets) {
-                            Ok(t) => {
-                                self.store(input, key, &t, &rec);
-                                (Ok(t), rec)
-                            }
-                            Err(e) => (Err(e.to_string()), rec),
-                        };
-                    }
-                    Verdict::DropJsonMode => {
-                        if !self.json_dropped.swap(true, Ordering::Relaxed) {
-                            self.events.note(
-                                "the endpoint refuses response_format json_object; asking without it \
-                                 (answers are still parsed strictly)",
-                            );
-                        }
-                        self.json_ok.store(false, Ordering::Relaxed);
-                        continue;
-                    }
-                    Verdict::Fail => {
-                        return (Err(http_error(reply.status, &reply.body)), rec);
-                    }
-                    Verdict::Abort => {
-                        let e = http_error(reply.status, &reply.body);
-                        self.stop(format!("the endpoint answered {e}"));
-                        return (Err(e), rec);
-                    }
-                    Verdict::Retry(after) => (http_error(reply.status, &reply.body), after),
-                },
-            };
-            if let Some(a) = retry_after.filter(|a| *a > self.opts.retry.max_retry_after) {
-                return (
-                    Err(format!(
-                        "{why}; the server asks to wait {}s (Retry-After), longer than {}s",
-                        a.as_secs(),
-                        self.opts.retry.max_retry_after.as_secs()
-                    )),
-                    rec,
-                );
-            }
-            if retries >= self.opts.retry.max_retries {
-                let e = format!("gave up after {} attempts: {why}", rec.requests);
-                // An endpoint no retry could reach is unreachable for every episode alike.
-                if unreachable {
-                    self.stop(format!("the endpoint is unreachable ({e})"));
-                }
-                return (Err(e), rec);
-            }
-            let wait = self.opts.retry.backoff(retries, key.seed(), retry_after);
-            self.events.retrying(&input.episode_id, &why, wait);
-            self.sleeper.sleep(wait);
-            retries += 1;
-        }
-    }
-
-    fn store(
-        &self,
-        input: &EpisodeInput,
-        key: &CacheKey,
-        t: &BTreeMap<Tier, String>,
-        rec: &CallRecord,
-    ) {
-        let Some(cache) = self.cache else { return };
-        let call = CachedCall::new(
-            key.clone(),
-            t.iter()
-                .map(|(k, v)| (k.as_str().to_owned(), v.clone()))
-                .collect(),
-            rec.usage,
-            rec.response_model.clone(),
-            rec.json_mode,
+        let result = self.send(
+            label,
+            key,
+            &mut rec,
+            &|json| request_body(&self.opts.params, input, step, text, json),
+            &|content| parse_tiers(content, &step.targets).map_err(|e| e.to_string()),
         );
-        if let Err(e) = cache.put(&call) {
-            self.events.note(&format!(
-                "{}: {e}: {}; the tiers are still written, but a rerun will ask again",
-                input.episode_id, e.source
-            ));
+        if let Ok(t) = &result {
+            let call = CachedCall::new(
+                key.clone(),
+                t.iter()
+                    .map(|(k, v)| (k.as_str().to_owned(), v.clone()))
+                    .collect(),
+                rec.usage,
+                rec.response_model.clone(),
+                rec.json_mode,
+            );
+            self.store(label, &call, "the tiers are still written");
         }
+        (result, rec)
     }
 }
 
@@ -557,33 +459,12 @@ fn cached_tiers(c: &CachedCall, targets: &[Tier]) -> Option<BTreeMap<Tier, Strin
     (t.len() == targets.len() && targets.iter().all(|x| t.contains_key(x))).then_some(t)
 }
 
-/// `HTTP 429: Rate limit reached …`: the server's own message when its body has the usual
-/// `{"error": {"message": …}}`, else the start of the body.
-fn http_error(status: u16, body: &str) -> String {
-    let msg = serde_json::from_str::<serde_json::Value>(body)
-        .ok()
-        .and_then(|v| {
-            let e = v.get("error")?;
-            e.get("message")
-                .and_then(|m| m.as_str())
-                .or_else(|| e.as_str())
-                .map(str::to_owned)
-        })
-        .unwrap_or_else(|| body.trim().to_owned());
-    let msg = clip_chars(crate::text::first_line(&msg), 200);
-    if msg.is_empty() {
-        format!("HTTP {status}")
-    } else {
-        format!("HTTP {status}: {msg}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::{HashMap, VecDeque};
 
     use super::super::input::sample;
-    use super::super::transport::HttpReply;
+    use super::super::transport::{HttpReply, TransportError};
     use super::*;
 
     /// An in-process endpoint: scripted replies per episode, then deterministic tiers.

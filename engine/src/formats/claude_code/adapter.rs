@@ -115,12 +115,14 @@ impl Adapter for ClaudeCode {
     /// Claude Code's summary call is the conversation's own request with its summary
     /// instruction appended as a last user text block; the transcript does not record it, so
     /// none is built, and the instruction is known by its size (see
-    /// [`super::to_trace::SUMMARY_INSTRUCTION_TOKENS`]).
+    /// [`super::to_trace::SUMMARY_INSTRUCTION_TOKENS`]). For the same reason there is no
+    /// prompt to ask a model with (`experiment --summary-prompt FILE` supplies one).
     fn summary_calls(&self, _trace: &Trace) -> SummaryCalls {
         SummaryCalls {
             built: Vec::new(),
             fixed_prompt: String::new(),
             fixed_prompt_tokens: Some(super::to_trace::SUMMARY_INSTRUCTION_TOKENS),
+            prompt: None,
         }
     }
 

@@ -87,6 +87,7 @@ impl Adapter for Codex {
                 COMPACTION_PROMPT.to_owned()
             },
             fixed_prompt_tokens: None,
+            prompt: Some(to_trace::compaction_prompt()),
         }
     }
 

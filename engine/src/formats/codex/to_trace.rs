@@ -71,6 +71,22 @@ pub const SUMMARY_PREFIX: &str = "Another language model started to solve this p
 /// Codex's compaction prompt: the last user message of its compaction call (0.171.0).
 pub const COMPACTION_PROMPT: &str = "You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary for another LLM that will resume the task.\n\nInclude:\n- Current progress and key decisions made\n- Important context, constraints, or user preferences\n- What remains to be done (clear next steps)\n- Any critical data, examples, or references needed to continue\n\nBe concise, structured, and focused on helping the next LLM seamlessly continue the work.\n";
 
+/// [`COMPACTION_PROMPT`] as the prompt a model writing a simulated compaction's summary is
+/// asked with: the history as Codex sends it, then the prompt as its last user message.
+pub fn compaction_prompt() -> crate::trace::summary_call::CompactionPrompt {
+    crate::trace::summary_call::CompactionPrompt {
+        system: None,
+        first: format!(
+            "{}\n\n{COMPACTION_PROMPT}",
+            crate::trace::summary_call::HISTORY
+        ),
+        update: None,
+        provenance: "Codex 0.171.0's compaction prompt, the last user message of its compaction \
+                     call as recorded in tests/recordings/codex-0.171.0 (requests extract)"
+            .to_owned(),
+    }
+}
+
 /// How much of the user messages releases without a replacement history kept (Codex's
 /// `COMPACT_USER_MESSAGE_MAX_TOKENS`, 20,000, at its own 4 bytes a token).
 const REBUILT_USER_BYTES: usize = 80_000;

@@ -121,8 +121,10 @@ impl Adapter for OpenCode {
     /// Each recorded compaction call as the release built it, and the release's fixed prompt.
     fn summary_calls(&self, trace: &Trace) -> SummaryCalls {
         let dialect = super::Dialect::of(&trace.origin);
+        let built = compaction_request::build_all(trace);
+        let prompt = super::agent_prompt::agent_prompt(&dialect, &built);
         SummaryCalls {
-            built: compaction_request::build_all(trace)
+            built: built
                 .into_iter()
                 .map(|r| BuiltSummaryCall {
                     compaction: r.compaction,
@@ -136,6 +138,7 @@ impl Adapter for OpenCode {
                 .collect(),
             fixed_prompt: compaction_request::fixed_prompt_text(&dialect),
             fixed_prompt_tokens: None,
+            prompt,
         }
     }
 

@@ -331,7 +331,7 @@ fn push_message(out: &mut String, role: &str, content: &str) {
 }
 
 /// The final user message of a message-shaped compaction call.
-fn message_prompt(
+pub(super) fn message_prompt(
     p: Option<&PromptTexts>,
     shape: CompactionShape,
     d: &Dialect,
@@ -355,7 +355,11 @@ fn message_prompt(
 }
 
 /// The one user message of a 1.18.25+ compaction call.
-fn text_prompt(p: Option<&PromptTexts>, history: &str, previous: Option<&str>) -> String {
+pub(super) fn text_prompt(
+    p: Option<&PromptTexts>,
+    history: &str,
+    previous: Option<&str>,
+) -> String {
     let conv =
         format!("Here is the conversation so far:\n\n<conversation>\n{history}\n</conversation>");
     let template = p.and_then(|p| p.template.clone()).unwrap_or_default();

@@ -1,6 +1,7 @@
 //! OpenCode: its storage formats (SQLite database, JSON storage tree, `opencode export` files),
 //! its releases' rules (eras), the listing cache, and how it builds what a request sent.
 pub mod adapter;
+pub mod agent_prompt;
 pub mod compaction_request;
 pub mod db;
 pub mod derive;

@@ -25,7 +25,10 @@
 //!   The knobs override the turn rule (`tail_turns` ≥ 0, `preserve_recent_max` > 0). Turns are
 //!   measured with the replay's token counts.
 //! - **the summary**: the recorded text where the trace has one (its next compaction, else its
-//!   last), else `summary_tokens` of the covered episodes' compact tiers; the replay says which.
+//!   last), else `summary_tokens` of the covered episodes' compact tiers (an upper bound on what
+//!   a written summary keeps); with a book of model-written summaries
+//!   ([`crate::replay::written`]), the model's, asked with the agent's compaction prompt; the
+//!   replay says which.
 //! - **the call**: its own request, sized as the trace's agent builds it
 //!   ([`compaction_call::simulated_history`]) and billed in the frame of the request it
 //!   precedes. The recording's own summary calls are not made.
@@ -42,6 +45,7 @@ use crate::replay::limits;
 use crate::replay::prepare::Filter;
 use crate::replay::state::State;
 use crate::replay::types::{CompactionRun, CutBy, Reason, SummaryPiece};
+use crate::replay::written_request;
 use crate::trace::flat_rules::{FlatRules, KeptTail, TriggerCount};
 
 /// The `trigger` knob.
@@ -226,9 +230,9 @@ pub(crate) struct Flat {
     /// (a replay that never compacts never serialises the messages for it).
     own_estimate: bool,
     tail_estimate: std::cell::OnceCell<Option<crate::trace::adapter::TailEstimate>>,
-    /// Simulate: where the last summary was put (the request's position) and the recorded
-    /// summaries it shows, its own and earlier ones its tail kept.
-    last_summary: Option<((usize, u32), Vec<usize>)>,
+    /// Simulate: where the last summary was put (the request's position) and the summaries
+    /// it shows, its own and earlier ones its tail kept.
+    last_summary: Option<((usize, u32), Texts)>,
     rules: FlatRules,
     /// `recorded`: the recorded compaction shown now.
     in_effect: Option<usize>,
@@ -241,6 +245,16 @@ pub(crate) struct Flat {
     /// Simulate: where each summary's text came from.
     texts: Vec<String>,
     skipped_calls: u64,
+    /// With model-written summaries: the first compaction's request the book does not answer.
+    pending: Option<crate::replay::written::SummaryRequest>,
+}
+
+/// Summary texts shown in a context: recorded ones (compaction indices) and model-written ones
+/// (the book's entries).
+#[derive(Debug, Clone, Default)]
+struct Texts {
+    recorded: Vec<usize>,
+    written: Vec<usize>,
 }
 
 impl Kind for Flat {
@@ -309,6 +323,7 @@ impl Kind for Flat {
             shown_from: Vec::new(),
             texts: Vec::new(),
             skipped_calls: 0,
+            pending: None,
         })
     }
 }
@@ -340,10 +355,7 @@ impl Decide for Flat {
                 }
                 let c = self.compact(st, rq)?;
                 self.shown_from.push(rq.t);
-                self.texts.push(match c.text_from {
-                    Some(ci) => format!("recorded:{ci}"),
-                    None => "compact-tiers".into(),
-                });
+                self.texts.push(compaction_call::text_source(st.p, &c));
                 Some(c)
             }
         }
@@ -378,6 +390,7 @@ impl Decide for Flat {
                 compactions: self.shown_from.clone(),
                 summary_text: Vec::new(),
                 recorded_calls_skipped: 0,
+                pending_summary: None,
             },
             Mode::Simulate {
                 usable,
@@ -404,6 +417,7 @@ impl Decide for Flat {
                 compactions: self.shown_from.clone(),
                 summary_text: self.texts.clone(),
                 recorded_calls_skipped: self.skipped_calls,
+                pending_summary: self.pending.clone(),
             },
         })
     }
@@ -582,8 +596,24 @@ impl Flat {
         if split_head > 0 {
             summarised.push(keep_e);
         }
-        let (mut tokens, text, shown) = match text_from {
-            Some(ci) => {
+        // A model's summary where the replay has one for this request; the first request
+        // it lacks is reported, and a stand-in takes its place in this pass.
+        let written = p.summaries.and_then(|book| {
+            let covered = written_request::Covered {
+                episodes: &covers,
+                split: (split_head > 0).then_some((keep_e, keep_chunk)),
+            };
+            let req = written_request::build(st, rq, book, self.shown_from.len() + 1, &covered);
+            let found = book.find(&req.hash);
+            if found.is_none() && self.pending.is_none() {
+                self.pending = Some(req);
+            }
+            found.and_then(|w| Some((w, book.get(w)?)))
+        });
+        let text_from = text_from.filter(|_| written.is_none());
+        let (mut tokens, text, shown) = match (written, text_from) {
+            (Some((_, w)), _) => (w.tokens, w.text.clone(), Vec::new()),
+            (None, Some(ci)) => {
                 let c = &trace.compactions[ci];
                 let ms = trace.compaction_message_indices(c);
                 (
@@ -592,8 +622,9 @@ impl Flat {
                     Vec::new(),
                 )
             }
-            None => compact_tier_summary(st, &summarised, k.summary_tokens),
+            (None, None) => compact_tier_summary(st, &summarised, k.summary_tokens),
         };
+        let written = written.map(|(w, _)| w);
         // Where the kept tail starts; an earlier summary after that point stays in it, sent in
         // place as the agent sends it (the piece puts it after the new one, as for recorded
         // compactions).
@@ -604,18 +635,26 @@ impl Flat {
         } else {
             rq.rq.pos
         };
-        let kept_earlier: Vec<usize> = match &self.last_summary {
+        let kept = match &self.last_summary {
             Some((at, earlier)) if *at > tail_from => earlier.clone(),
-            _ => Vec::new(),
+            _ => Texts::default(),
         };
-        tokens += kept_earlier
+        tokens += kept
+            .recorded
             .iter()
             .filter_map(|&ci| trace.compactions.get(ci))
             .flat_map(|c| trace.compaction_message_indices(c))
             .map(|m| p.message_tokens(m))
             .sum::<u64>();
-        let mut in_tail_later = kept_earlier.clone();
-        in_tail_later.extend(text_from);
+        tokens += kept
+            .written
+            .iter()
+            .filter_map(|&w| p.summaries.and_then(|b| b.get(w)))
+            .map(|w| w.tokens)
+            .sum::<u64>();
+        let mut in_tail_later = kept.clone();
+        in_tail_later.recorded.extend(text_from);
+        in_tail_later.written.extend(written);
         self.last_summary = Some((rq.rq.pos, in_tail_later));
         st.set_summary(
             SummaryPiece::Simulated {
@@ -623,7 +662,9 @@ impl Flat {
                 covers: covers.clone(),
                 shown,
                 text_from,
-                kept_earlier,
+                kept_earlier: kept.recorded,
+                written,
+                kept_written: kept.written,
                 tokens,
             },
             tokens,
@@ -634,7 +675,11 @@ impl Flat {
         if keep_e < n && keep_chunk > st.cut(keep_e) {
             st.set_cut(keep_e, keep_chunk, CutBy::Summary);
         }
-        Some(Compacted { history, text_from })
+        Some(Compacted {
+            history,
+            text_from,
+            written,
+        })
     }
 }
 

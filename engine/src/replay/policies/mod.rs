@@ -66,8 +66,10 @@ pub(crate) struct Compacted {
     /// and what it covers, or everything in view; see `compaction_call::simulated_history`).
     pub history: u64,
     /// The recorded compaction whose summary text stands in for the new one (`None`: built
-    /// from the covered episodes' compact tiers).
+    /// from the covered episodes' compact tiers, or written by a model).
     pub text_from: Option<usize>,
+    /// The entry of the replay's [`crate::replay::written::SummaryBook`] written for it.
+    pub written: Option<usize>,
 }
 
 /// A kind's decision inside one pass.
