@@ -22,6 +22,7 @@ use crate::trace::{LoadError, Trace, UserKind};
 
 pub mod calibration;
 mod draft;
+pub mod progress;
 use draft::{draft_episode, DraftInputs, Drafted, Pending};
 
 /// Everything that can stop a load.
@@ -136,6 +137,8 @@ pub struct LoadOptions {
     pub records: bool,
     /// Counts only: drop each tier text once counted (`EpisodeOptions::drop_tier_texts`).
     pub drop_tier_texts: bool,
+    /// Where the load reports how far it has got (the explorer's loading screen).
+    pub progress: progress::ProgressSink,
 }
 
 impl LoadOptions {
@@ -166,6 +169,7 @@ pub fn options_from_args(args: &LoadOptions) -> Result<EpisodeOptions, LoadSessi
         max_requests: args.max_requests,
         keep_records: args.records,
         drop_tier_texts: args.drop_tier_texts,
+        progress: args.progress.clone(),
         ..EpisodeOptions::default()
     })
 }
@@ -178,8 +182,18 @@ pub fn load(args: &LoadOptions) -> Result<LoadedSession, LoadSessionError> {
         // Compiled on another thread while the session is read, so the load does not wait for it.
         Rules::prepare_embedded();
     }
+    use progress::LoadStage;
+    let input_bytes = args
+        .path
+        .as_deref()
+        .and_then(|p| std::fs::metadata(p).ok())
+        .filter(|m| m.is_file())
+        .map_or(0, |m| m.len());
+    args.progress.report(LoadStage::Reading, 0, input_bytes);
     let source = crate::trace::load::open(args.path.as_deref())?;
     let trace = source.load_session(args.session.as_deref())?;
+    args.progress
+        .report(LoadStage::Reading, input_bytes, input_bytes);
     load_from(&Loader::new(args)?, &source, trace)
 }
 
@@ -246,11 +260,14 @@ impl Loader {
         let child_locator = self.locator.for_child();
         let mut built = Vec::with_capacity(children.len());
         for t in children {
-            let opts = self.options_for(&child_locator, &t)?;
+            let mut opts = self.options_for(&child_locator, &t)?;
+            // Progress counts the session's own episodes.
+            opts.progress = Default::default();
             built.push(from_trace_with(t, &opts, &self.tokenizer));
         }
         let opts = self.options_for(&self.locator, &trace)?;
         let mut loaded = from_trace_with(trace, &opts, &self.tokenizer);
+        opts.progress.report(progress::LoadStage::Finishing, 0, 0);
         for c in &mut built {
             c.calibration = calibration::calibrate(c);
         }
@@ -433,7 +450,16 @@ pub fn from_trace_with(
     let mut episodes_without_external = 0usize;
     let mut tier_lineage = Vec::new();
     let mut finalized = Vec::with_capacity(segments.len());
+    let progress = |done: usize| {
+        opts.progress.report(
+            progress::LoadStage::Episodes,
+            done as u64,
+            segments.len() as u64,
+        )
+    };
+    progress(0);
     for (w, window) in segments.chunks(DRAFT_WINDOW).enumerate() {
+        progress(w * DRAFT_WINDOW);
         let drafted: Vec<Drafted> = {
             use rayon::prelude::*;
             window
@@ -485,6 +511,7 @@ pub fn from_trace_with(
             },
         ));
     }
+    progress(segments.len());
     if episodes_without_external > 0 {
         // Said once for the session, not only per episode: the header claims external tiers.
         warnings.push(format!(

@@ -57,6 +57,7 @@ impl LoadArgs {
             token_cache_dir: None,
             records: false,
             drop_tier_texts: false,
+            progress: Default::default(),
         }
     }
 

@@ -8,6 +8,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use crate::tui::app::{Effect, Msg, SessionView};
 use crate::tui::prepare;
+use tierscope_engine::loaded::progress::{LoadProgress, LoadStage, ProgressSink};
 use tierscope_engine::loaded::LoadOptions;
 use tierscope_engine::loaded::LoadedSession;
 use tierscope_engine::output_guard::OutputGuard;
@@ -214,13 +215,16 @@ impl Worker {
             .as_ref()
             .map(|p| p.display().to_string())
             .unwrap_or_else(|| "the OpenCode data dir".to_owned());
-        progress(Msg::Progress(format!(
-            "loading {} from {what}: segmenting, generating tiers, counting tokens…",
+        let title = format!(
+            "loading {} from {what}",
             id.as_deref().unwrap_or("the newest session")
-        )));
+        );
+        progress(Msg::Progress(format!("{title}…")));
         let mut args = self.args.clone();
         args.session = id;
-        match tierscope_engine::loaded::load(&args) {
+        match load_reporting(args, &|p| {
+            progress(Msg::Progress(format!("{title} · {}", describe_progress(p))))
+        }) {
             Ok(l) => {
                 let l = Arc::new(l);
                 self.remember(&l);
@@ -264,6 +268,53 @@ impl Worker {
             }
             _ => None,
         }
+    }
+}
+
+/// Load on a scoped thread while this one hands its stage reports to `report` (the engine's
+/// sink must be `Send + 'static`; the job's progress callback is neither).
+fn load_reporting(
+    mut args: LoadOptions,
+    report: &dyn Fn(LoadProgress),
+) -> Result<LoadedSession, tierscope_engine::loaded::LoadSessionError> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    args.progress = ProgressSink::new(move |p| {
+        let _ = tx.send(p);
+    });
+    std::thread::scope(|s| {
+        let job = s.spawn(move || tierscope_engine::loaded::load(&args));
+        loop {
+            match rx.recv_timeout(std::time::Duration::from_millis(50)) {
+                Ok(p) => report(p),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if !job.is_finished() => {}
+                Err(_) => break,
+            }
+        }
+        job.join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+/// A stage report as the loading screen shows it: `2/3 episodes, tiers and token counts: 8,192
+/// of 20,000 (40%)`.
+pub fn describe_progress(p: LoadProgress) -> String {
+    use tierscope_engine::research::report::thousands_u64;
+    let head = format!(
+        "{}/{} {}",
+        p.stage.number(),
+        LoadStage::COUNT,
+        p.stage.describe()
+    );
+    match (p.stage, p.percent()) {
+        (LoadStage::Reading, _) if p.total > 0 => {
+            format!("{head} ({:.1} MB)…", p.total as f64 / 1e6)
+        }
+        (_, Some(pct)) => format!(
+            "{head}: {} of {} ({pct}%)",
+            thousands_u64(p.done),
+            thousands_u64(p.total)
+        ),
+        _ => format!("{head}…"),
     }
 }
 

@@ -102,3 +102,38 @@ fn m1_child_loads_with_its_parent_from_the_export_and_the_database() {
         .parent_id
         .is_none());
 }
+
+/// A load reports its stages in order, with the input's size while reading and a count of the
+/// episodes that reaches their number; the loading screen shows these.
+#[test]
+fn a_load_reports_its_stages_in_order() {
+    use std::sync::{Arc, Mutex};
+    use tierscope_engine::loaded::progress::{LoadProgress, LoadStage, ProgressSink};
+    let path = sample("M1.json");
+    let seen: Arc<Mutex<Vec<LoadProgress>>> = Arc::default();
+    let sink = seen.clone();
+    let opts = tierscope_engine::loaded::LoadOptions {
+        path: Some(path.clone()),
+        progress: ProgressSink::new(move |p| sink.lock().expect("lock").push(p)),
+        ..Default::default()
+    };
+    let l = tierscope_engine::loaded::load(&opts).expect("M1 loads");
+    let seen = seen.lock().expect("lock").clone();
+    let stages: Vec<usize> = seen.iter().map(|p| p.stage.number()).collect();
+    assert!(stages.windows(2).all(|w| w[0] <= w[1]), "{stages:?}");
+    assert_eq!(stages.first(), Some(&1), "{seen:?}");
+    assert_eq!(stages.last(), Some(&LoadStage::COUNT), "{seen:?}");
+    let bytes = std::fs::metadata(&path).expect("M1").len();
+    assert!(seen
+        .iter()
+        .any(|p| p.stage == LoadStage::Reading && p.done == bytes && p.total == bytes));
+    let last = seen
+        .iter()
+        .rfind(|p| p.stage == LoadStage::Episodes)
+        .expect("episode progress");
+    assert_eq!(
+        (last.done, last.total, last.percent()),
+        (l.episodes.len() as u64, l.episodes.len() as u64, Some(100)),
+        "{seen:?}"
+    );
+}

@@ -88,4 +88,6 @@ pub struct EpisodeOptions {
     /// for a caller that prints counts and never a tier's text (`episodes` without `--show`),
     /// so the peak holds one window's texts rather than the session's.
     pub drop_tier_texts: bool,
+    /// Where the load reports how far it has got.
+    pub progress: crate::loaded::progress::ProgressSink,
 }
