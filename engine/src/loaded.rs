@@ -613,18 +613,34 @@ fn size_compaction_calls(trace: &Trace, tokenizer: &Tokenizer) -> CompactionSize
     let calls = crate::trace::adapter::adapter(trace.origin.agent)
         .map(|a| a.summary_calls(trace))
         .unwrap_or_default();
+    let n = calls.built.len();
     let mut texts: Vec<&str> = calls.built.iter().map(|r| r.text.as_str()).collect();
+    // What each call's text shares with the previous one's, from their start (whole chars).
+    texts.extend(calls.built.windows(2).map(|w| {
+        let (a, b) = (w[0].text.as_str(), w[1].text.as_str());
+        let common = a
+            .char_indices()
+            .zip(b.chars())
+            .find(|((_, x), y)| x != y)
+            .map_or(a.len().min(b.len()), |((i, _), _)| i);
+        &b[..common]
+    }));
     texts.push(&calls.fixed_prompt);
     let mut counts = tokenizer.count_many(&texts);
     let counted = counts.pop().map_or(0, u64::from);
     let prompt_tokens = calls.fixed_prompt_tokens.unwrap_or(counted);
+    let shared = counts.split_off(n.min(counts.len()));
+    let mut sized: Vec<_> = calls
+        .built
+        .iter()
+        .zip(counts)
+        .map(|(r, n)| r.sized(u64::from(n)))
+        .collect();
+    for (c, s) in sized.iter_mut().skip(1).zip(shared) {
+        c.shared_with_previous = u64::from(s);
+    }
     CompactionSizes {
-        calls: calls
-            .built
-            .iter()
-            .zip(counts)
-            .map(|(r, n)| r.sized(u64::from(n)))
-            .collect(),
+        calls: sized,
         shape: trace.wire.compaction_shape,
         prompt_tokens,
         prompt_text: calls.fixed_prompt,

@@ -330,3 +330,50 @@ fn render_and_replay_agree_on_every_request() {
     }
     assert!(calls > 20, "the recordings hold summary calls ({calls})");
 }
+
+/// A summary call after an earlier one shares with it what the model measured: the compaction
+/// agent's system chunk and the text both calls begin with (E2's second call: the model's log
+/// says 134 tokens; before, only the system chunk was counted).
+#[test]
+fn a_summary_call_shares_its_head_with_the_previous_call() {
+    let dir = Path::new(REC_118);
+    let s = load(&dir.join("exports/E2.json"));
+    let log = std::fs::read_to_string(dir.join("requests/E2.requests.jsonl"))
+        .unwrap_or_else(|e| panic!("E2's request log: {e}"));
+    // The scripted model's log of every request, in order: its own common prefix with the
+    // previous request of the same conversation.
+    let measured: Vec<(bool, u64)> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| matches!(v["kind"].as_str(), Some("turn" | "summary")))
+        .map(|v| {
+            (
+                v["kind"] == "summary",
+                v["usage_basis"]["common_prefix"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    for name in ["opencode", "retention"] {
+        let r = run(&s, name, None);
+        assert_eq!(r.frames.len(), measured.len(), "one log line per request");
+        let calls: Vec<(usize, u64, u64)> = r
+            .frames
+            .iter()
+            .zip(&measured)
+            .filter(|(f, _)| f.synthetic_call)
+            .map(|(f, &(summary, model))| {
+                assert!(
+                    summary,
+                    "request {} is a summary call in the log",
+                    f.request
+                );
+                (f.request, f.divergence, model)
+            })
+            .collect();
+        assert!(calls.len() >= 2, "E2 holds two summary calls: {calls:?}");
+        assert!(calls.iter().any(|c| c.2 > 100), "{calls:?}");
+        for (t, ours, model) in calls {
+            assert_eq!(ours, model, "{name}: summary call r{t}");
+        }
+    }
+}

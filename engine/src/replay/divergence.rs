@@ -11,6 +11,8 @@ use crate::episode::Tier;
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Conv {
     pub has_prev: bool,
+    /// The previous request of this conversation.
+    pub prev_request: usize,
     pub prev_tokens: u64,
     pub prev_time: i64,
     pub prev_sys: u64,

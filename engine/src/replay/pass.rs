@@ -196,12 +196,30 @@ pub(crate) fn run(
                     tokens.saturating_sub(p.compaction.prompt_tokens),
                 )
             }
-            Some(_) => compaction_call::divergence(
-                &st.conv[rq.conv].prefix(),
-                rq.sys_key,
-                rq.sys_tokens,
-                tokens,
-            ),
+            Some(_) => {
+                let conv = &st.conv[rq.conv];
+                let sys =
+                    compaction_call::divergence(&conv.prefix(), rq.sys_key, rq.sys_tokens, tokens);
+                // After the previous call as the agent built it, the same system prompt, and
+                // the text both calls begin with (the agent's template, the history's head).
+                let after_previous_call = matches!(
+                    call,
+                    Some((compaction_call::RecordedCall::Built(c), _))
+                        if p.compaction
+                            .previous_call(c.request)
+                            .is_some_and(|prev| prev.request == conv.prev_request)
+                );
+                match call {
+                    Some((compaction_call::RecordedCall::Built(c), _))
+                        if after_previous_call && sys == rq.sys_tokens =>
+                    {
+                        (sys + c.shared_with_previous)
+                            .min(conv.prev_tokens)
+                            .min(tokens)
+                    }
+                    _ => sys,
+                }
+            }
             None => divergence::divergence(
                 &st,
                 common.apply_prunes,
@@ -239,6 +257,7 @@ pub(crate) fn run(
         if !not_made {
             st.conv[rq.conv] = Conv {
                 has_prev: true,
+                prev_request: t,
                 prev_tokens: tokens,
                 prev_time: rq.time,
                 prev_sys: rq.sys_key,

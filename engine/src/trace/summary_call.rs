@@ -37,6 +37,7 @@ impl BuiltSummaryCall {
             previous_summary: self.previous_summary,
             tokens,
             text: self.text.clone(),
+            shared_with_previous: 0,
         }
     }
 }
@@ -110,6 +111,11 @@ pub struct CompactionCall {
     /// JSON: a session's worth of history per call).
     #[serde(skip)]
     pub text: String,
+    /// Tokens of the text this call begins with that the previous built call began with too
+    /// (0 for the first): what a model's cache could serve of it after that call, beside the
+    /// system chunk.
+    #[serde(skip)]
+    pub shared_with_previous: u64,
 }
 
 /// Everything the replay needs to size summary calls: the recorded ones as the agent built them,
@@ -141,5 +147,11 @@ impl CompactionSizes {
     /// The recorded call whose summary request is `request`.
     pub fn call(&self, request: usize) -> Option<&CompactionCall> {
         self.calls.iter().find(|c| c.request == request)
+    }
+
+    /// The built call before the one at `request`, if any.
+    pub fn previous_call(&self, request: usize) -> Option<&CompactionCall> {
+        let i = self.calls.iter().position(|c| c.request == request)?;
+        i.checked_sub(1).and_then(|j| self.calls.get(j))
     }
 }
