@@ -61,7 +61,8 @@ pub(crate) fn recorded_call<'a>(
 }
 
 /// Divergence of a built call from the previous call of its conversation (`prev`: its system
-/// key and tokens): the shared system chunk, nothing after it (each call's history differs).
+/// key and tokens): the shared system chunk. After the previous call as the agent built it, the
+/// pass adds the text both calls begin with (`CompactionCall::shared_with_previous`).
 pub(crate) fn divergence(prev: &Option<(u64, u64)>, sys_key: u64, sys: u64, tokens: u64) -> u64 {
     match prev {
         Some((key, prev_tokens)) if *key == sys_key => sys.min(*prev_tokens).min(tokens),
