@@ -11,12 +11,12 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::export_salvage;
+use super::{export_salvage, export_stream};
 use crate::formats::opencode::derive::build_trace;
 use crate::formats::opencode::parse::{parse_message, parse_part, parse_session};
 use crate::trace::diagnostics::{DiagnosticKind, Diagnostics};
 use crate::trace::error::LoadError;
-use crate::trace::model::{SourceKind, Trace};
+use crate::trace::model::{Message, SourceKind, Trace};
 
 /// The largest export read (a 100k-request session is about 0.4 GB).
 pub const MAX_EXPORT_BYTES: u64 = 4 << 30;
@@ -36,7 +36,7 @@ pub fn parse_export(bytes: &[u8], path: &Path) -> Result<Trace, LoadError> {
         if text.find('{').is_none_or(|brace| bracket < brace) {
             if let Ok(Value::Array(items)) = serde_json::from_str::<Value>(&text[bracket..]) {
                 if let Some((info, messages)) = regroup_share(&items) {
-                    return to_trace(&info, &messages, path, diags);
+                    return to_trace(&info, messages, path, diags);
                 }
             }
         }
@@ -48,15 +48,10 @@ pub fn parse_export(bytes: &[u8], path: &Path) -> Result<Trace, LoadError> {
         });
     };
     let body = &text[start..];
-    let (info, messages) = match serde_json::from_str::<Value>(body) {
-        Ok(v) => {
-            let info = v.get("info").cloned();
-            let msgs = v
-                .get("messages")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            (info, msgs)
+    let (info, messages) = match export_stream::read(body, &diags) {
+        Ok(read) => {
+            diags = read.diags;
+            (read.info, read.messages)
         }
         // Damaged somewhere: walk it element by element so only the damage is lost.
         Err(e) => {
@@ -81,15 +76,15 @@ pub fn parse_export(bytes: &[u8], path: &Path) -> Result<Trace, LoadError> {
             let info = w
                 .info
                 .or_else(|| session_from_messages(&w.messages, &mut diags));
-            (info, w.messages)
+            let messages = w
+                .messages
+                .into_iter()
+                .filter_map(|m| read_entry(m, &mut diags))
+                .collect();
+            (info, messages)
         }
     };
-    to_trace(
-        info.as_ref().unwrap_or(&Value::Null),
-        &messages,
-        path,
-        diags,
-    )
+    finish(info.as_ref().unwrap_or(&Value::Null), messages, path, diags)
 }
 
 /// A session info made of the messages' `sessionID` when the export's own is damaged.
@@ -107,9 +102,47 @@ fn session_from_messages(messages: &[Value], diags: &mut Diagnostics) -> Option<
 /// `{info, messages: [{info, parts}]}` pieces → trace.
 fn to_trace(
     info: &Value,
-    messages: &[Value],
+    messages: Vec<Value>,
     path: &Path,
     mut diags: Diagnostics,
+) -> Result<Trace, LoadError> {
+    let messages = messages
+        .into_iter()
+        .filter_map(|m| read_entry(m, &mut diags))
+        .collect();
+    finish(info, messages, path, diags)
+}
+
+/// One `{info, parts}` entry of an export → a message (its session id filled in later when it
+/// has none); its document is dropped once read.
+pub(super) fn read_entry(entry: Value, diags: &mut Diagnostics) -> Option<Message> {
+    let Some(info) = entry.get("info") else {
+        diags.push(
+            DiagnosticKind::MissingField,
+            "export message without `info`",
+        );
+        return None;
+    };
+    let mut msg = parse_message(info, diags)?;
+    for p in entry
+        .get("parts")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(part) = parse_part(p, diags) {
+            msg.parts.push(part);
+        }
+    }
+    Some(msg)
+}
+
+/// The session's info and its messages → trace.
+fn finish(
+    info: &Value,
+    mut messages: Vec<Message>,
+    path: &Path,
+    diags: Diagnostics,
 ) -> Result<Trace, LoadError> {
     let Some(session) = parse_session(info) else {
         return Err(LoadError::NotAnExport {
@@ -117,36 +150,14 @@ fn to_trace(
             reason: "no `info` with a session id".into(),
         });
     };
-    let mut out = Vec::with_capacity(messages.len());
-    for entry in messages {
-        let Some(info) = entry.get("info") else {
-            diags.push(
-                DiagnosticKind::MissingField,
-                "export message without `info`",
-            );
-            continue;
-        };
-        let Some(mut msg) = parse_message(info, &mut diags) else {
-            continue;
-        };
+    for msg in &mut messages {
         if msg.session_id.is_empty() {
             msg.session_id = session.id.clone();
         }
-        for p in entry
-            .get("parts")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if let Some(part) = parse_part(p, &mut diags) {
-                msg.parts.push(part);
-            }
-        }
-        out.push(msg);
     }
     Ok(build_trace(
         session,
-        out,
+        messages,
         SourceKind::Export(path.display().to_string()),
         diags,
     ))

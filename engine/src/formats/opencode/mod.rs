@@ -9,6 +9,7 @@ pub mod dialect;
 pub mod discover;
 pub mod export;
 mod export_salvage;
+mod export_stream;
 pub mod flat_rules;
 pub mod json;
 pub mod listing;
