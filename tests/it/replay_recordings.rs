@@ -377,3 +377,51 @@ fn a_summary_call_shares_its_head_with_the_previous_call() {
         }
     }
 }
+
+/// `retention` leaves the agent's own compaction messages out of its view, so an episode made
+/// of them shows nothing at any tier: demoting or promoting it would change no token yet count
+/// a change, a hold and thrash. On the 1.1.65 session with three compactions at 30,000 (where
+/// the agent's compaction lets six episodes come back at one boundary) no change, hold or
+/// thrash names such an episode.
+#[test]
+fn retention_never_changes_an_episode_it_shows_nothing_of() {
+    use tierscope_engine::episode::model::EpisodeKind;
+    let s = load(Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/recordings/opencode-1.1.65/data"
+    )));
+    let compaction: Vec<&str> = s
+        .episodes
+        .iter()
+        .filter(|e| e.kinds == [EpisodeKind::Compaction])
+        .map(|e| e.id.as_str())
+        .collect();
+    assert!(compaction.len() >= 2, "{compaction:?}");
+    let r = run(&s, "retention", Some(30_000));
+    let mut promotions_at_once = 0;
+    for f in &r.frames {
+        for c in &f.changes {
+            assert!(
+                !compaction.contains(&c.episode.as_str()),
+                "r{}: {} {:?} → {:?} changes nothing in the context",
+                f.request,
+                c.episode,
+                c.from,
+                c.to
+            );
+        }
+        for e in &f.held {
+            assert!(
+                !compaction.contains(&e.as_str()),
+                "r{}: {e} held",
+                f.request
+            );
+        }
+        promotions_at_once =
+            promotions_at_once.max(f.changes.iter().filter(|c| c.to < c.from).count());
+    }
+    assert!(
+        promotions_at_once >= 5,
+        "the burst the session is here for: {promotions_at_once}"
+    );
+}

@@ -18,7 +18,9 @@
 //!   promotion for pressure is applied only at a request whose p before its changes is below
 //!   `promote_at`.
 //!
-//! Changes go through the shared schedule (`boundary`, `min_dwell`).
+//! Changes go through the shared schedule (`boundary`, `min_dwell`). An episode the view shows
+//! nothing of at any tier (the agent's own compaction messages, which this policy leaves out)
+//! is neither a victim nor a candidate: a change there would move no token.
 
 use std::collections::BTreeSet;
 use std::ops::Bound;
@@ -94,6 +96,10 @@ pub(crate) struct Retention {
     held_epoch: u64,
     /// Closed episodes whose desired tier is below `full` (the promotion candidates).
     lowered: BTreeSet<usize>,
+    /// Episodes the view shows nothing of at any tier (the agent's own compaction messages,
+    /// which this policy leaves out): nothing to demote or promote, so never a victim nor a
+    /// candidate (a change there would be counted, and counted as thrash, for no token).
+    inert: Vec<bool>,
     in_lowered: Vec<bool>,
 }
 
@@ -127,6 +133,11 @@ impl Retention {
             held_epoch: 0,
             lowered: BTreeSet::new(),
             in_lowered: vec![false; n],
+            inert: prep
+                .eps
+                .iter()
+                .map(|d| d.tiers.iter().flatten().all(|t| t.idx.is_empty()))
+                .collect(),
         }
     }
 
@@ -137,8 +148,8 @@ impl Retention {
     /// Keep `demotable` in step with `e`'s desired tier and relevance.
     fn refresh(&mut self, st: &State<'_, '_>, e: usize) {
         // Only what changed touches the sets: this runs at every want.
-        let key =
-            (e < st.k() && st.next_lower(e, st.desired(e)).is_some()).then(|| self.victim_key(e));
+        let key = (e < st.k() && !self.inert[e] && st.next_lower(e, st.desired(e)).is_some())
+            .then(|| self.victim_key(e));
         if self.in_demotable[e] != key {
             if let Some(old) = self.in_demotable[e] {
                 self.demotable.remove(old);
@@ -148,7 +159,7 @@ impl Retention {
             }
             self.in_demotable[e] = key;
         }
-        let lowered = e < st.k() && st.desired(e) > crate::episode::Tier::Full;
+        let lowered = e < st.k() && !self.inert[e] && st.desired(e) > crate::episode::Tier::Full;
         if self.in_lowered[e] != lowered {
             if lowered {
                 self.lowered.insert(e);
