@@ -67,7 +67,7 @@ impl Grid {
 
     /// The state (low bits) at (row, col).
     pub fn state(&self, row: usize, col: usize) -> u8 {
-        let Some(r) = self.data.get(row) else {
+        let Some(r) = self.data.get(row).filter(|_| col < self.cols) else {
             return cell::NONE;
         };
         match r.states.partition_point(|s| s.0 <= col) {

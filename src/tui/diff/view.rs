@@ -500,7 +500,7 @@ fn tiers(state: &State, d: &DiffState, m: &DiffModel, f: &mut Frame, area: Rect)
     for e in (first..m.episodes.len()).take(rows) {
         let (id, floor) = &m.episodes[e];
         let c = d.cursor;
-        let state = |g: &crate::tui::view_model::Grid| g.get(e, c) & cell::STATE;
+        let state = |g: &crate::tui::view_model::Grid| g.state(e, c);
         let active = state(&m.tiers_a) == cell::ACTIVE;
         let (tail_a, tail_b) = (
             state(&m.tiers_a) == cell::TAIL_ONLY,

@@ -76,7 +76,7 @@ impl DiffModel {
     /// The disagreement at (episode, request): `None` where not both closed or equal.
     pub fn disagreement(&self, ep: usize, t: usize) -> Option<Disagreement> {
         let (ta, tb) = (self.tiers_a.tier(ep, t)?, self.tiers_b.tier(ep, t)?);
-        let tail = |g: &Grid| g.get(ep, t) & cell::STATE == cell::TAIL_ONLY;
+        let tail = |g: &Grid| g.state(ep, t) == cell::TAIL_ONLY;
         let (tail_a, tail_b) = (tail(&self.tiers_a), tail(&self.tiers_b));
         if ta == tb && tail_a == tail_b {
             return None;

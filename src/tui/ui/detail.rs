@@ -248,7 +248,7 @@ fn page<'a>(state: &'a State, ep: &'a EpisodeRow) -> Vec<Line<'a>> {
         }
     }
     if let Some(tier) = shown {
-        let active = replay.is_some_and(|r| r.grid.get(sel, cursor) & cell::STATE == cell::ACTIVE);
+        let active = replay.is_some_and(|r| r.grid.state(sel, cursor) == cell::ACTIVE);
         let label = if Some(tier) == applied {
             "applied at the cursor; [ ] other tiers"
         } else if active && tier == Tier::Full {

@@ -62,7 +62,7 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         let e = &s.model.episodes[i];
         let (tier_text, tier_style, tokens) = match replay {
             Some(rp) => {
-                let v = rp.grid.get(i, m.cursor) & cell::STATE;
+                let v = rp.grid.state(i, m.cursor);
                 match v {
                     cell::NONE => ("—".to_owned(), t.dim, String::new()),
                     cell::ACTIVE => (

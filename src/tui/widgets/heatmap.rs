@@ -65,7 +65,7 @@ pub fn bucket_value(grid: &Grid, row: usize, range: std::ops::Range<usize>, curs
         range.end - 1
     };
     let marks = grid.marks(row, range.start..=range.end - 1);
-    (grid.get(row, at) & cell::STATE) | marks
+    grid.state(row, at) | marks
 }
 
 /// One row's label: the id, and the title when the label column has room for it.
