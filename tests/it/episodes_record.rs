@@ -108,6 +108,45 @@ fn m1_rejected_approach_cites_the_build_and_the_resolver_error() {
     );
 }
 
+/// M1's probes: the record's anchor answers every probe the source anchor answers (it keeps
+/// the pinned rule and the rejected approach with what killed it), and the record's compact
+/// keeps the conflicting requirements that are the resolver error's reason.
+#[test]
+fn m1_record_anchor_keeps_what_the_source_anchor_keeps() {
+    let path = Path::new(SAMPLES).join("M1.probes.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let probes = tierscope_engine::episode::sidecar::parse_probes(&text, &path).unwrap();
+    let m1 = Path::new(SAMPLES).join("M1.json");
+    let (rec, source) = (load(&m1, TierSource::Record), load(&m1, TierSource::Source));
+    let answered = |l: &LoadedSession, t: Tier| -> BTreeSet<String> {
+        let texts: Vec<String> = l
+            .episodes
+            .iter()
+            .filter_map(|e| e.representation(t).map(|r| r.text()))
+            .collect();
+        probes
+            .iter()
+            .filter(|p| texts.iter().any(|x| p.is_answered_by(x)))
+            .map(|p| p.id.clone())
+            .collect()
+    };
+    let (r, s) = (
+        answered(&rec, Tier::Anchor),
+        answered(&source, Tier::Anchor),
+    );
+    assert!(
+        s.is_subset(&r),
+        "record anchor {r:?} vs source anchor {s:?}"
+    );
+    assert!(r.contains("p-conflict") && r.contains("p-api"), "{r:?}");
+    let (_, record) = rejected_episode(&rec);
+    let compact = tierscope_engine::episode::record_view::render(record, Tier::Compact).unwrap();
+    assert!(
+        compact.contains("required by package `cfgkit v0.3.0`") && compact.contains("`=0.4.0`"),
+        "{compact}"
+    );
+}
+
 #[test]
 fn e1_rejected_bash_arrays_cite_the_dash_error() {
     check_rejection(
@@ -341,6 +380,10 @@ fn views_nest(dense: &str, compact: &str, anchor: &str) {
 }
 
 fn fixture_session(seed: u64, requests: usize) -> (LoadedSession, Vec<Probe>) {
+    fixture_with(seed, requests, TierSource::Record)
+}
+
+fn fixture_with(seed: u64, requests: usize, tiers: TierSource) -> (LoadedSession, Vec<Probe>) {
     let cfg = FixtureConfig {
         seed,
         requests,
@@ -352,7 +395,7 @@ fn fixture_session(seed: u64, requests: usize) -> (LoadedSession, Vec<Probe>) {
     let l = from_trace(
         t,
         &EpisodeOptions {
-            tiers: TierSource::Record,
+            tiers,
             ..EpisodeOptions::default()
         },
     );
@@ -370,6 +413,7 @@ proptest! {
         let (l, probes) = fixture_session(seed, requests);
         let (again, _) = fixture_session(seed, requests);
         prop_assert_eq!(&l.records, &again.records);
+        let (source, _) = fixture_with(seed, requests, TierSource::Source);
         let mut rejected = 0;
         for (e, r) in l.episodes.iter().zip(&l.records) {
             let here: Vec<&Probe> = probes
@@ -386,6 +430,14 @@ proptest! {
             // Rendered from the record, whether or not the size rule kept the tier.
             let view = |t: Tier| tierscope_engine::episode::record_view::render(r, t).unwrap();
             let (dense, compact, anchor) = (view(Tier::Dense), view(Tier::Compact), view(Tier::Anchor));
+            // What the source anchor keeps of the chapter's facts, the record's anchor keeps too.
+            let source_anchor = source.episodes.iter().find(|s| s.id == e.id)
+                .and_then(|s| s.representation(Tier::Anchor)).map(|x| x.text()).unwrap_or_default();
+            for p in &here {
+                prop_assert!(!p.is_answered_by(&source_anchor) || p.is_answered_by(&view(Tier::Anchor)),
+                    "{}: probe {} kept by the source anchor, lost by the record's:\n{}\n--- source:\n{}",
+                    e.id, p.id, view(Tier::Anchor), source_anchor);
+            }
             needles_nest(&full, &dense, &compact, &pins, &here);
             needles_nest(&full, &compact, &anchor, &pins, &here);
             views_nest(&dense, &compact, &anchor);

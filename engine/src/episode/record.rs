@@ -103,6 +103,10 @@ pub struct Evidence {
     pub failed: bool,
     /// The decisive line, exact.
     pub line: String,
+    /// Lines after it that state why it failed (a resolver's conflicting requirements): the line
+    /// alone can drop its reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
     pub rule: KillRule,
     pub cite: Cite,
 }
@@ -381,6 +385,7 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
                 exit: k.exit,
                 failed: k.failed,
                 line: k.line.clone(),
+                reasons: k.reasons.clone(),
                 rule: k.rule,
                 cite: cite(k.message_index, Some(&k.part_id), Some(&k.call_id)),
             }),

@@ -10,7 +10,7 @@
 //!   unverified claims (uncertainty rides with its claim), canonical names (subsystems, files
 //!   without line numbers, the names the texts use); each fact cites its message.
 //! - **anchor**: one line: episode id, title, a short outcome, the critical invariant (the
-//!   pinned spans verbatim; else the first rejected alternative and what killed it; else the first
+//!   pinned spans verbatim and the first rejected alternative with what killed it; else the first
 //!   decision), a few canonical names, the source message, and which fields it leaves out.
 //!
 //! Fading follows MODEL §5: the narrative goes first (dense only), line numbers go before files
@@ -40,7 +40,7 @@ pub fn contract(tier: Tier) -> &'static str {
         Tier::Full => "every message as sent; pinned spans verbatim",
         Tier::Dense => "every field of the canonical record, each fact with its message and call ids; pinned spans verbatim",
         Tier::Compact => "outcome, constraints verbatim, decisions with rationale, rejected alternatives with their killing evidence, conclusive failures, status, uncertainty, canonical names (no line numbers); each fact with its message id",
-        Tier::Anchor => "one line: episode id, title, short outcome, critical invariant (pinned spans verbatim), canonical names, source message, what it leaves out",
+        Tier::Anchor => "one line: episode id, title, short outcome, critical invariant (pinned spans verbatim, the first rejected alternative and what killed it), canonical names, source message, what it leaves out",
         Tier::Dropped => "nothing",
     }
 }
@@ -90,7 +90,12 @@ fn evidence_core(e: &Evidence) -> String {
         None if e.failed => format!("{} error", e.tool),
         None => e.tool.clone(),
     };
-    format!("killed by `{}` ({what}): \"{}\"", e.command, e.line)
+    let mut s = format!("killed by `{}` ({what}): \"{}\"", e.command, e.line);
+    if !e.reasons.is_empty() {
+        let r: Vec<String> = e.reasons.iter().map(|r| format!("\"{r}\"")).collect();
+        s.push_str(&format!(" — {}", r.join("; ")));
+    }
+    s
 }
 
 /// The canonical names, most telling first: the subsystems, the files (no line numbers), then
@@ -355,25 +360,31 @@ fn anchor(r: &EpisodeRecord) -> String {
     if let Some(o) = &r.outcome {
         s.push_str(&format!(" — {}", clip_words(&o.text, ANCHOR_OUTCOME)));
     }
-    let invariant = if !r.constraints.is_empty() {
-        Some(
-            r.constraints
-                .iter()
-                .map(|c| c.text.as_str())
-                .collect::<Vec<_>>()
-                .join(" / "),
-        )
-    } else if let Some(x) = r.rejected.first() {
+    // The critical invariant is every pinned span, and the first rejected alternative with what
+    // killed it: both are what a later step must not undo or retry (the source anchor keeps
+    // both too). Without either, the first decision stands in.
+    let constraints = (!r.constraints.is_empty()).then(|| {
+        r.constraints
+            .iter()
+            .map(|c| c.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" / ")
+    });
+    let rejected = r.rejected.first().map(|x| {
         let approach = clip_words(
             &super::classify::approach_name(x.approach.as_ref().map(|a| a.text.as_str()), &x.files),
             ANCHOR_APPROACH,
         );
-        Some(match &x.killed_by {
+        match &x.killed_by {
             Some(e) => format!("not: {approach} — {}", evidence_core(e)),
             None => format!("not: {approach}"),
-        })
-    } else {
+        }
+    });
+    let parts: Vec<String> = constraints.into_iter().chain(rejected).collect();
+    let invariant = if parts.is_empty() {
         r.decisions.first().map(|d| clip_words(&d.text, 160))
+    } else {
+        Some(parts.join(" / "))
     };
     if let Some(i) = invariant {
         s.push_str(&format!(" · invariant: {i}"));
@@ -394,7 +405,8 @@ fn anchor(r: &EpisodeRecord) -> String {
         }
     };
     has(!r.decisions.is_empty(), "decisions");
-    has(!r.rejected.is_empty(), "rejected");
+    // The first rejected alternative is the invariant's; the others are left out.
+    has(r.rejected.len() > 1, "other rejected");
     has(!r.failures.is_empty(), "failures");
     has(!r.status.is_empty(), "status");
     has(
