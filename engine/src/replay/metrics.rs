@@ -395,6 +395,9 @@ pub(crate) struct SummaryAcc {
     delta: i64,
     /// Every frame so far sends what the agent sent (see [`RecordedError::follows_recording`]).
     follows_recording: bool,
+    /// The last frame was the agent's summary call: the agent's next request starts from its
+    /// summary, so a policy that follows the recording compacts there (or at the call).
+    after_recorded_summary: bool,
 }
 
 impl Default for SummaryAcc {
@@ -421,6 +424,7 @@ impl Default for SummaryAcc {
             pct_sum: 0.0,
             delta: 0,
             follows_recording: true,
+            after_recorded_summary: false,
         }
     }
 }
@@ -455,9 +459,18 @@ impl SummaryAcc {
         }
         // A recorded call left out shows as an empty frame where the agent sent something.
         let call_left_out = f.synthetic_call && f.tokens == 0 && f.recorded.prompt > 0;
+        // A policy that keeps the history the agent compacted away (retention under a budget
+        // the recording never reached) changes no tier, yet sends something else from there on.
+        let compacted_here = f.changes.iter().any(|c| c.reason == Reason::Compaction);
+        let kept_what_the_agent_compacted =
+            self.after_recorded_summary && !f.synthetic_call && !compacted_here;
         self.follows_recording &= !f.compaction
             && !call_left_out
+            && !kept_what_the_agent_compacted
             && f.changes.iter().all(|c| c.reason == Reason::Compaction);
+        // Whether the policy made the agent's summary call or left it out, the agent's next
+        // request started from its summary.
+        self.after_recorded_summary = f.synthetic_call && !compacted_here;
     }
 
     /// (Σ radius, Σ cost) so far: what a replay measures its `full` baseline by.

@@ -482,7 +482,8 @@ pub struct RecordedError {
     /// Σ replayed − Σ recorded, in tokens.
     pub total_delta: i64,
     /// The policy sent what the agent sent (no tier changed but by the recording's own
-    /// compactions, no compaction simulated, no recorded call left out): the figures measure the
+    /// compactions, each recorded compaction followed, no compaction simulated, no recorded call
+    /// left out): the figures measure the
     /// replay's accuracy. Otherwise they measure how far the policy's counterfactual context is
     /// from what was sent, which is no error.
     pub follows_recording: bool,
