@@ -96,12 +96,7 @@ pub struct Killing {
 impl Killing {
     /// The decisive line quoted, then its reasons: `"…" — "…"; "…"`.
     pub fn quoted(&self) -> String {
-        let mut s = format!("\"{}\"", self.line);
-        if !self.reasons.is_empty() {
-            let r: Vec<String> = self.reasons.iter().map(|r| format!("\"{r}\"")).collect();
-            s.push_str(&format!(" — {}", r.join("; ")));
-        }
-        s
+        quote_with_reasons(&self.line, &self.reasons)
     }
 
     /// e.g. `bash exit 101` or `bash exit 0` (a quoted passing result) or `edit error`.
@@ -112,6 +107,17 @@ impl Killing {
             None => self.tool.clone(),
         }
     }
+}
+
+/// A decisive line quoted, then its reason lines: `"…" — "…"; "…"` (source tiers and record
+/// views quote a killing error the same way).
+pub fn quote_with_reasons(line: &str, reasons: &[String]) -> String {
+    let mut s = format!("\"{line}\"");
+    if !reasons.is_empty() {
+        let r: Vec<String> = reasons.iter().map(|r| format!("\"{r}\"")).collect();
+        s.push_str(&format!(" — {}", r.join("; ")));
+    }
+    s
 }
 
 /// The decisive line of a text and the rank of the pattern that chose it (lower = stronger;

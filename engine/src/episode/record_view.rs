@@ -90,12 +90,11 @@ fn evidence_core(e: &Evidence) -> String {
         None if e.failed => format!("{} error", e.tool),
         None => e.tool.clone(),
     };
-    let mut s = format!("killed by `{}` ({what}): \"{}\"", e.command, e.line);
-    if !e.reasons.is_empty() {
-        let r: Vec<String> = e.reasons.iter().map(|r| format!("\"{r}\"")).collect();
-        s.push_str(&format!(" — {}", r.join("; ")));
-    }
-    s
+    format!(
+        "killed by `{}` ({what}): {}",
+        e.command,
+        super::evidence::quote_with_reasons(&e.line, &e.reasons)
+    )
 }
 
 /// The canonical names, most telling first: the subsystems, the files (no line numbers), then
