@@ -383,13 +383,15 @@ fn frame_row(f: &Frame) -> Vec<Cell> {
         .changes
         .iter()
         .map(|c| {
+            // A thrash is marked on the change it is, so the `thr` column can be read.
             format!(
-                "{} {}→{} ({}, {})",
+                "{} {}→{} ({}, {}{})",
                 c.episode,
                 c.from,
                 c.to,
                 c.reason.as_str(),
-                c.applied
+                c.applied,
+                if c.thrash { ", thrash" } else { "" }
             )
         })
         .collect();

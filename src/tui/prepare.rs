@@ -381,6 +381,7 @@ pub fn replay_model(
                 to: c.to,
                 reason: c.reason.as_str().to_owned(),
                 applied: c.applied.to_string(),
+                thrash: c.thrash,
             });
         }
         // Holds as runs, from where each begins to where it ends (every held request is one

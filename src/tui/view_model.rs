@@ -111,6 +111,8 @@ pub struct ChangeRow {
     pub to: Tier,
     pub reason: String,
     pub applied: String,
+    /// It reverses the episode's previous change within `thrash_window` (the engine's fact).
+    pub thrash: bool,
 }
 
 /// Per-request figures of one replay.

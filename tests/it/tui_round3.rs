@@ -355,3 +355,30 @@ fn help_says_where_backspace_goes() {
     let line = bksp(&help(&app));
     assert!(line.contains("else to the session picker"), "{line}");
 }
+
+/// A thrash in an episode's change history says which change it undid and how soon: on the
+/// 1.1.65 session under `retention` at 30,000, E0's return to dense at r11 undoes r8's
+/// emergency demotion, three requests on (the `thrash` counter counts it; the reader sees why).
+#[test]
+fn a_thrash_in_the_detail_names_the_change_it_undid() {
+    use tierscope::tui::main::Pane;
+    let path = std::path::PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/recordings/opencode-1.1.65/data"
+    ));
+    let mut app = open(path, "dark", 200, 60, "retention", Some(30_000));
+    app.state.main.focus = Pane::Detail;
+    app.key(KeyCode::Char('+'));
+    let t = squeezed(&text(&app.draw()));
+    assert!(
+        t.contains(&squeezed(
+            "r11 anchor→dense relevance (boundary:user-turn) ! thrash: undoes r8's dense→anchor (pressure, emergency) 3 requests on"
+        )),
+        "{t}"
+    );
+    // A change that reverses nothing is not marked.
+    assert!(
+        !t.contains(&squeezed("r5 full→dense pressure (boundary:milestone) !")),
+        "{t}"
+    );
+}

@@ -148,16 +148,32 @@ fn page<'a>(state: &'a State, ep: &'a EpisodeRow) -> Vec<Line<'a>> {
             lines.push(Line::from(Span::styled("changes: none", t.dim)));
         } else {
             lines.push(section("changes"));
-            for c in hist {
+            for (j, c) in hist.iter().enumerate() {
                 // Changes after the cursor are still to come: dimmed.
                 let st = if c.request <= cursor { t.base } else { t.dim };
-                lines.push(Line::from(Span::styled(
+                let mut spans = vec![Span::styled(
                     format!(
                         "  r{:<4} {}→{}  {} ({})",
                         c.request, c.from, c.to, c.reason, c.applied
                     ),
                     st,
-                )));
+                )];
+                // A thrash says which change it undid and how soon, so the count can be read.
+                if let (true, Some(prev)) = (c.thrash, j.checked_sub(1).and_then(|p| hist.get(p))) {
+                    spans.push(Span::styled(
+                        format!(
+                            "  ! thrash: undoes r{}'s {}→{} ({}, {}) {} requests on",
+                            prev.request,
+                            prev.from,
+                            prev.to,
+                            prev.reason,
+                            prev.applied,
+                            c.request - prev.request
+                        ),
+                        t.mark_thrash,
+                    ));
+                }
+                lines.push(Line::from(spans));
             }
         }
         let runs = rp.holds_of.get(sel).map(Vec::as_slice).unwrap_or(&[]);
