@@ -146,13 +146,6 @@ impl LoadOptions {
     pub fn open(&self) -> Result<Source, LoadError> {
         crate::trace::load::open(self.path.as_deref())
     }
-
-    /// Open the source and read the chosen session's trace.
-    pub fn load_trace(&self) -> Result<(Source, Trace), LoadError> {
-        let source = self.open()?;
-        let trace = source.load_session(self.session.as_deref())?;
-        Ok((source, trace))
-    }
 }
 
 /// Episode options from the loading options (rules read, sidecars not yet looked up).
@@ -191,10 +184,12 @@ pub fn load(args: &LoadOptions) -> Result<LoadedSession, LoadSessionError> {
         .map_or(0, |m| m.len());
     args.progress.report(LoadStage::Reading, 0, input_bytes);
     let source = crate::trace::load::open(args.path.as_deref())?;
-    let trace = source.load_session(args.session.as_deref())?;
+    // The source is given up with its session: nothing after needs it, and an export's store
+    // would otherwise hold a second copy of the session for the whole load.
+    let parts = source.into_session(args.session.as_deref(), true)?;
     args.progress
         .report(LoadStage::Reading, input_bytes, input_bytes);
-    load_from(&Loader::new(args)?, &source, trace)
+    build_with_children(&Loader::new(args)?, parts.trace, parts.children)
 }
 
 /// [`load`] for a source already open and its session's trace already read.
@@ -203,9 +198,20 @@ pub fn load_from(
     source: &Source,
     trace: Trace,
 ) -> Result<LoadedSession, LoadSessionError> {
+    let children = source.load_children(&trace);
+    build_with_children(loader, trace, children)
+}
+
+/// Build a loaded session from its trace and its children's results (an unloadable child is
+/// reported, the others still load).
+fn build_with_children(
+    loader: &Loader,
+    trace: Trace,
+    results: Vec<Result<Trace, crate::trace::LoadError>>,
+) -> Result<LoadedSession, LoadSessionError> {
     let mut children = Vec::new();
     let mut child_errors = Vec::new();
-    for child in source.load_children(&trace) {
+    for child in results {
         match child {
             Ok(t) => children.push(t),
             Err(e) => child_errors.push(e.to_string()),

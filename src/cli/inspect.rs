@@ -157,17 +157,13 @@ pub fn report(trace: &Trace, child_sessions: usize) -> InspectReport {
 }
 
 pub fn run(args: &InspectArgs) -> anyhow::Result<()> {
-    let (source, trace) = args.load.load()?;
-    let children = source.child_ids(&trace).len();
-    let r = report(&trace, children);
+    let (source, parts) = args.load.load()?;
+    let r = report(&parts.trace, parts.child_ids.len());
     let out = report::emit(
         Format::json_if(args.json),
-        &InspectOutput {
-            report: &r,
-            source: source.describe(),
-        },
+        &InspectOutput { report: &r, source },
     );
-    super::keep_until_exit((source, trace));
+    super::keep_until_exit(parts);
     out
 }
 

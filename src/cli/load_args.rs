@@ -67,14 +67,15 @@ impl LoadArgs {
     }
 
     /// Open the source and load the chosen session (`--session`, default: the most recently
-    /// updated main session).
-    pub fn load(
-        &self,
-    ) -> anyhow::Result<(
-        tierscope_engine::trace::Source,
-        tierscope_engine::trace::Trace,
-    )> {
-        Ok(self.options().load_trace()?)
+    /// updated main session) with its sub-agents' ids, giving the source up (an export is then
+    /// held once). Also: what was opened.
+    pub fn load(&self) -> anyhow::Result<(String, tierscope_engine::trace::adapter::SessionParts)> {
+        let source = self.open()?;
+        let describe = source.describe();
+        Ok((
+            describe,
+            source.into_session(self.session.as_deref(), false)?,
+        ))
     }
 }
 

@@ -68,10 +68,19 @@ pub fn fit(l: &LoadedSession) -> Option<Calibration> {
         .find(|p| p.kind == PolicyKind::Flat)?;
     let policy =
         crate::policy::load(&policy.name, &[("trigger".into(), "recorded".into())]).ok()?;
-    let r = crate::replay::replay_session(l, &policy, None);
+    // Only each frame's request and size are read: the frames are not kept whole, nor the
+    // views (on a long session those are most of a load's memory).
+    let mut sizes = Sizes(Vec::with_capacity(l.trace.requests.len()));
+    crate::replay::replay_session_into(
+        l,
+        &policy,
+        None,
+        crate::replay::Keep { views: false },
+        &mut sizes,
+    )?;
     let trace = &l.trace;
     let (mut num, mut den, mut pairs) = (0f64, 0f64, 0usize);
-    for w in r.frames.windows(2) {
+    for w in sizes.0.windows(2) {
         let (a, b) = (&w[0], &w[1]);
         let (ra, rb) = (&trace.requests[a.request], &trace.requests[b.request]);
         let usable = |x: &crate::trace::Request| {
@@ -95,6 +104,32 @@ pub fn fit(l: &LoadedSession) -> Option<Calibration> {
         pairs,
         applied: false,
     })
+}
+
+/// What the fit reads of a frame.
+struct Size {
+    request: usize,
+    tokens: u64,
+}
+
+/// A sink keeping each frame's [`Size`].
+struct Sizes(Vec<Size>);
+
+impl crate::replay::FrameSink for Sizes {
+    fn head(
+        &mut self,
+        _: &crate::replay::types::TraceInfo,
+        _: &crate::replay::types::PolicyInfo,
+    ) -> std::ops::ControlFlow<()> {
+        std::ops::ControlFlow::Continue(())
+    }
+    fn frame(&mut self, f: crate::replay::types::Frame) -> std::ops::ControlFlow<()> {
+        self.0.push(Size {
+            request: f.request,
+            tokens: f.tokens,
+        });
+        std::ops::ControlFlow::Continue(())
+    }
 }
 
 /// Scale every chunk's count of `l` (every tier, pruned variants, summary-call sizes) by

@@ -84,8 +84,10 @@ pub(crate) struct ReqData {
     /// A recorded compaction call's own request, as the agent built it (tokens without the
     /// system chunk).
     pub call_tokens: Option<u64>,
-    /// Episodes whose keys this request touches (sorted).
-    pub touched: Vec<u32>,
+    /// Episodes whose keys this request touches (sorted). Shared: requests that touch the
+    /// same episodes hold one list (a key many episodes carry would otherwise be copied into
+    /// every request naming it, requests × episodes).
+    pub touched: TouchSet,
     /// The recorded cache lifetime of the conversation's previous request, if any.
     pub prev_cache_ttl_s: Option<u64>,
 }
@@ -694,8 +696,11 @@ pub struct PrepCache {
 #[derive(Debug, Clone)]
 struct RequestContent {
     user_turns: Vec<bool>,
-    touches: Vec<Vec<u32>>,
+    touches: Vec<TouchSet>,
 }
+
+/// A request's touched episodes, one allocation per distinct set.
+pub type TouchSet = std::sync::Arc<[u32]>;
 
 impl PrepCache {
     /// `make` once per session when there is a cache, else every time.
@@ -732,7 +737,7 @@ fn user_turns(trace: &Trace) -> Vec<bool> {
 
 /// Per request: the episodes whose keys it touches (sorted), from its tool inputs and, at a
 /// human turn, the human's message.
-fn touches(trace: &Trace, episodes: &[Episode], user_turns: &[bool]) -> Vec<Vec<u32>> {
+fn touches(trace: &Trace, episodes: &[Episode], user_turns: &[bool]) -> Vec<TouchSet> {
     // Relevance keys: exact lookups (never iterated, so no order leaks into the output).
     let mut key_eps: HashMap<&str, Vec<u32>> = HashMap::new();
     for (ei, e) in episodes.iter().enumerate() {
@@ -751,6 +756,7 @@ fn touches(trace: &Trace, episodes: &[Episode], user_turns: &[bool]) -> Vec<Vec<
         .map(|(i, m)| (m.id.as_str(), i))
         .collect();
     let mut out = Vec::with_capacity(trace.requests.len());
+    let mut sets: HashMap<Vec<u32>, TouchSet> = HashMap::new();
     for (r, &user_turn) in trace.requests.iter().zip(user_turns) {
         let mut strings = Vec::new();
         if let Some(m) = trace.messages.get(r.message_index) {
@@ -786,7 +792,10 @@ fn touches(trace: &Trace, episodes: &[Episode], user_turns: &[bool]) -> Vec<Vec<
         }
         touched.sort_unstable();
         touched.dedup();
-        out.push(touched);
+        let set = sets
+            .entry(touched)
+            .or_insert_with_key(|t| TouchSet::from(t.as_slice()));
+        out.push(set.clone());
     }
     out
 }
@@ -836,7 +845,11 @@ fn requests(input: &Input<'_>, trace: &Trace, episodes: &[Episode]) -> Vec<ReqDa
                 .unwrap_or_default();
             sys_key(&system_agent(trace, r), &model)
         });
-        let touched = content.touches.get(i).cloned().unwrap_or_default();
+        let touched = content
+            .touches
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| TouchSet::from([]));
         out.push(ReqData {
             msg: r.message_index,
             pos: r.position(),
@@ -854,4 +867,42 @@ fn requests(input: &Input<'_>, trace: &Trace, episodes: &[Episode]) -> Vec<ReqDa
         last_ttl[usize::from(r.synthetic_call)] = r.cache_ttl_s;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::loaded::{self, LoadOptions};
+
+    /// Requests that touch the same episodes share one list: a key many episodes carry must not
+    /// be copied into every request naming it (on a 10k-response session that was requests ×
+    /// episodes, a third of the load's memory). Checked on M1, where requests repeat their sets.
+    #[test]
+    fn equal_touch_sets_are_one_allocation() {
+        let cache = tempfile::tempdir().expect("tempdir");
+        let s = loaded::load(&LoadOptions {
+            path: Some(
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sample-traces/M1.json"),
+            ),
+            token_cache_dir: Some(cache.path().to_owned()),
+            ..LoadOptions::default()
+        })
+        .expect("M1 loads");
+        let sets = touches(&s.trace, &s.episodes, &user_turns(&s.trace));
+        assert_eq!(sets.len(), s.trace.requests.len());
+        let distinct: BTreeSet<&[u32]> = sets.iter().map(|t| &t[..]).collect();
+        assert!(
+            distinct.len() < sets.iter().filter(|t| !t.is_empty()).count(),
+            "M1 repeats touch sets: {} distinct of {}",
+            distinct.len(),
+            sets.len()
+        );
+        for a in &sets {
+            for b in &sets {
+                if a[..] == b[..] {
+                    assert!(TouchSet::ptr_eq(a, b), "{a:?} held twice");
+                }
+            }
+        }
+    }
 }

@@ -208,6 +208,42 @@ pub trait SessionStore: fmt::Debug + Send {
     fn child_ids(&self, trace: &Trace) -> Vec<String>;
     /// The sub-agent sessions of `trace`, one result each.
     fn load_children(&self, trace: &Trace) -> Vec<Result<Trace, LoadError>>;
+    /// [`Self::load_session`] with its [`Self::child_ids`] and, when `children`, its
+    /// [`Self::load_children`], giving the store up: a store that already holds the session
+    /// (an export, read whole when opened) hands it over instead of copying it, so a load
+    /// holds the session once.
+    fn into_session(
+        self: Box<Self>,
+        id: Option<&str>,
+        children: bool,
+    ) -> Result<SessionParts, LoadError> {
+        let trace = self.load_session(id)?;
+        Ok(SessionParts::of(self.as_ref(), trace, children))
+    }
+}
+
+/// A loaded session with its sub-agent sessions' ids and, when asked for, the sessions (one
+/// result each: an unloadable child does not stop the others).
+#[derive(Debug)]
+pub struct SessionParts {
+    pub trace: Trace,
+    pub child_ids: Vec<String>,
+    pub children: Vec<Result<Trace, LoadError>>,
+}
+
+impl SessionParts {
+    /// `trace` with what `store` says of its children.
+    pub fn of<S: SessionStore + ?Sized>(store: &S, trace: Trace, children: bool) -> SessionParts {
+        SessionParts {
+            child_ids: store.child_ids(&trace),
+            children: if children {
+                store.load_children(&trace)
+            } else {
+                Vec::new()
+            },
+            trace,
+        }
+    }
 }
 
 /// The files and directories one followed source is made of.

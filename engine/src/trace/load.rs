@@ -234,6 +234,32 @@ impl Source {
         }
     }
 
+    /// [`Source::load_session`] with [`Source::child_ids`] and, when `children`,
+    /// [`Source::load_children`], giving the source up (for a load that needs nothing else
+    /// from it): a store that holds the session hands it over rather than a copy, so the
+    /// session is held once while the rest of the load runs.
+    pub fn into_session(
+        mut self,
+        id: Option<&str>,
+        children: bool,
+    ) -> Result<super::adapter::SessionParts, LoadError> {
+        if self.stores.len() == 1 {
+            if let Some(only) = self.stores.pop() {
+                return only.into_session(id, children);
+            }
+        }
+        let trace = self.load_session(id)?;
+        Ok(super::adapter::SessionParts {
+            child_ids: self.child_ids(&trace),
+            children: if children {
+                self.load_children(&trace)
+            } else {
+                Vec::new()
+            },
+            trace,
+        })
+    }
+
     /// The store a loaded session came from.
     fn store_of(&self, trace: &Trace) -> Option<&dyn SessionStore> {
         match self.stores.as_slice() {
@@ -265,6 +291,51 @@ impl Source {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Giving a source up with its session reads what borrowing it reads: the same trace,
+    /// sub-agent ids and children, by default and by id (an export's main session moved out,
+    /// its child file's session and a database's session loaded as before).
+    #[test]
+    fn a_session_taken_from_its_source_is_the_session_loaded_from_it() {
+        for (file, id) in [
+            ("M1.json", None),
+            // The main session by id, by a prefix, and the sub-agent's file.
+            ("M1.json", Some("ses_dd584fea1fferO2dnWzHsfVmcZ")),
+            ("M1.json", Some("ses_dd584fe")),
+            ("M1.json", Some("ses_dd584f7b6ffeknyVO3Z4g5sBjI")),
+            ("opencode.db", None),
+        ] {
+            let path = sample(file);
+            let borrowed = open(Some(&path)).expect("opens");
+            let want = borrowed.load_session(id).expect("loads");
+            let want_ids = borrowed.child_ids(&want);
+            let want_kids: Vec<String> = borrowed
+                .load_children(&want)
+                .into_iter()
+                .map(|k| k.expect("child loads").session.id)
+                .collect();
+            let parts = open(Some(&path))
+                .expect("opens")
+                .into_session(id, true)
+                .expect("loads");
+            assert!(parts.trace == want, "{file} {id:?}: the trace differs");
+            assert_eq!(parts.child_ids, want_ids, "{file}");
+            let kids: Vec<String> = parts
+                .children
+                .into_iter()
+                .map(|k| k.expect("child loads").session.id)
+                .collect();
+            assert_eq!(kids, want_kids, "{file}");
+            if file == "M1.json" && id != Some("ses_dd584f7b6ffeknyVO3Z4g5sBjI") {
+                assert!(!kids.is_empty(), "M1's sub-agent comes with it");
+            }
+            let no_kids = open(Some(&path))
+                .expect("opens")
+                .into_session(id, false)
+                .expect("loads");
+            assert!(no_kids.children.is_empty() && no_kids.child_ids == want_ids);
+        }
+    }
 
     /// Front ends move a source to a worker thread.
     #[test]

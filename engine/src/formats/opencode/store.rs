@@ -13,6 +13,7 @@ use super::listing;
 use super::listing_cache;
 use super::listing_scan;
 use super::storage::Storage;
+use crate::trace::adapter::SessionParts;
 use crate::trace::adapter::{ListingCache, SessionStore};
 use crate::trace::diagnostics::{DiagnosticKind, Diagnostics};
 use crate::trace::error::LoadError;
@@ -700,6 +701,39 @@ impl SessionStore for OpenCodeStore {
                     .filter(|r| !matches!(r, Ok(k) if k.session.id == trace.session.id))
                     .collect()
             }
+        }
+    }
+
+    /// An export's main session is moved out, not cloned (it is the whole file).
+    fn into_session(
+        self: Box<Self>,
+        id: Option<&str>,
+        children: bool,
+    ) -> Result<SessionParts, LoadError> {
+        let main = match &self.inner {
+            Inner::Export(e) if id.is_none_or(|want| e.main.session.id == want) => &e.main,
+            _ => {
+                let trace = self.load_session(id)?;
+                return Ok(SessionParts::of(self.as_ref(), trace, children));
+            }
+        };
+        let child_ids = self.child_ids(main);
+        let kids = if children {
+            self.load_children(main)
+        } else {
+            Vec::new()
+        };
+        let this = *self;
+        match this.inner {
+            Inner::Export(e) => Ok(SessionParts {
+                trace: e.main,
+                child_ids,
+                children: kids,
+            }),
+            // Only an export's main session reaches here.
+            Inner::Store(_) => Err(LoadError::NoSessions {
+                path: PathBuf::from(this.describe),
+            }),
         }
     }
 }

@@ -137,7 +137,7 @@ impl Relevance {
             return flipped;
         }
         if t >= 1 {
-            for &e in &st.p.reqs[t - 1].touched {
+            for &e in st.p.reqs[t - 1].touched.iter() {
                 let e = e as usize;
                 self.count[e] += 1;
                 if self.count[e] == 1 {
@@ -146,7 +146,7 @@ impl Relevance {
             }
         }
         if t > self.window {
-            for &e in &st.p.reqs[t - 1 - self.window].touched {
+            for &e in st.p.reqs[t - 1 - self.window].touched.iter() {
                 let e = e as usize;
                 self.count[e] -= 1;
                 if self.count[e] == 0 {
