@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use crate::tui::app::{Confirm, Effect, Input, InputPurpose, Level, Overlay, State};
 use crate::tui::keymap::Action;
 use tierscope_engine::output_guard::{AtomicFile, OutputError, OutputGuard};
-use tierscope_engine::policy::{KnobSpec, KnobValue, Policy, PolicyKind};
+use tierscope_engine::policy::{Floors, KnobSpec, KnobValue, Policy};
 
 pub struct KnobsState {
     /// The panel, open with a row selected (row 0 is the budget).
@@ -354,7 +354,8 @@ pub fn policy_toml(p: &Policy) -> String {
         toml::Value::String(format!("{} with knobs tuned in the explorer", p.name)),
     );
     root.insert("version".into(), toml::Value::Integer(i64::from(p.version)));
-    if p.kind != PolicyKind::Decay {
+    // A kind whose floors are a knob writes them under [knobs] with the others.
+    if !matches!(p.kind.floors(), Floors::Knob(_)) {
         root.insert(
             "respect_floors".into(),
             toml::Value::Boolean(p.respect_floors),

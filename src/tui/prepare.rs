@@ -443,8 +443,7 @@ pub fn replay_model(
         Some(tierscope_engine::policy::KnobValue::Num(v)) => Some(*v),
         _ => None,
     };
-    let pressure_driven = knobs.kind == tierscope_engine::policy::PolicyKind::Progressive
-        && knobs.choice("driver") != "age";
+    let pressure_driven = knobs.pressure_driven();
     let y_max = chart_top(r.policy.budget, tokens_max, recorded_max);
     let s = &r.summary;
     let mut summary = vec![

@@ -148,3 +148,47 @@ fn user_files_load_and_bad_files_explain_themselves() {
     let e = policy::load(floors.to_str().expect("utf-8"), &[]).unwrap_err();
     assert!(e.to_string().contains("respect_floors"), "{e}");
 }
+
+/// Each kind answers, in its own file, what the engine and the explorer ask of it: its headline
+/// knobs are knobs it declares and reads, it is pressure-driven exactly when it reads the
+/// pressure thresholds, and its floors come from where it says (a knob, always, or the file).
+/// Checked over every built-in and each driver a choice picks.
+#[test]
+fn every_kind_answers_what_the_explorer_asks() {
+    use tierscope_engine::policy::Floors;
+    let mut ps = policy::builtins().expect("built-ins parse");
+    ps.push(policy::load("retention", &set("driver", "age")).expect("age driver"));
+    ps.push(policy::load("decay", &set("respect_floors", "false")).expect("decay"));
+    for p in &ps {
+        let head = p.headline_knobs();
+        // Every kind but `full` (nothing to tune) has a knob worth the header.
+        assert_eq!(head.is_empty(), p.name == "full", "{}: {head:?}", p.name);
+        for k in head {
+            assert!(p.reads(k), "{}: headline knob {k} is not read", p.name);
+        }
+        let thresholds = ["demote_at", "target", "promote_at"];
+        assert_eq!(
+            p.pressure_driven(),
+            thresholds.iter().all(|k| p.reads(k)),
+            "{}",
+            p.name
+        );
+        match p.kind.floors() {
+            Floors::Knob(k) => assert_eq!(p.respect_floors, p.flag(k), "{}", p.name),
+            Floors::Always => assert!(p.respect_floors, "{}", p.name),
+            Floors::Declared => {}
+        }
+    }
+    // The one pressure-driven built-in is retention; its header shows its thresholds.
+    let driven: Vec<&str> = ps
+        .iter()
+        .filter(|p| p.pressure_driven())
+        .map(|p| p.name.as_str())
+        .collect();
+    assert_eq!(driven, ["retention"]);
+    let r = policy::load("retention", &[]).expect("retention");
+    assert_eq!(
+        r.headline_knobs(),
+        ["demote_at", "target", "promote_at", "min_dwell"]
+    );
+}

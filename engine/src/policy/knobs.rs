@@ -109,46 +109,13 @@ pub fn specs(kind: PolicyKind) -> Vec<KnobSpec> {
     v
 }
 
-/// Whether the replay reads knob `name` under `p`'s other settings: the choice knobs that pick
-/// a driver leave some knobs unread. A progressive policy on the age driver ignores the pressure
-/// thresholds and relevance, on the pressure driver the age steps (and the relevance window when
-/// relevance comes from probes); `flat` with `trigger = recorded` ignores the simulate knobs
-/// (and with `auto`, the model limits: the budget is the limit);
-/// `decay` with `tier_cost = measured` ignores the per-tier constants. A knob the kind does not
-/// declare is not read. Sliders and sweeps that offer only read knobs never move a dead one.
+/// Whether the replay reads knob `name` under `p`'s other settings: a knob the kind does not
+/// declare is not read, and the kind says which of its own its choices leave unread (a
+/// progressive policy on the age driver ignores the pressure thresholds, `flat` with `trigger =
+/// recorded` the simulation's knobs, …). Sliders and sweeps that offer only read knobs never
+/// move a dead one.
 pub fn is_read(p: &Policy, name: &str) -> bool {
-    if p.spec(name).is_none() {
-        return false;
-    }
-    match p.kind {
-        PolicyKind::Progressive => {
-            let age = p.choice("driver") == "age";
-            match name {
-                "demote_at" | "target" | "promote_at" | "relevance_source" => !age,
-                "relevance_window" => !age && p.choice("relevance_source") != "probes",
-                "dense_after" | "compact_after" | "anchor_after" => age,
-                _ => true,
-            }
-        }
-        PolicyKind::Flat => match name {
-            // The model's limits matter only to `simulate` without a budget (with `auto`, the
-            // budget is the limit).
-            "context_limit" | "max_output" => p.choice("trigger") == "simulate",
-            "tail_turns"
-            | "preserve_recent_share"
-            | "preserve_recent_min"
-            | "preserve_recent_max"
-            | "summary_tokens" => p.choice("trigger") != "recorded",
-            _ => true,
-        },
-        PolicyKind::Decay => match name {
-            "cost_full" | "cost_dense" | "cost_compact" | "cost_anchor" => {
-                p.choice("tier_cost") != "measured"
-            }
-            _ => true,
-        },
-        _ => true,
-    }
+    p.spec(name).is_some() && crate::replay::policies::reads(p, name)
 }
 
 /// Constraints between knobs; `Err` explains the first one violated.

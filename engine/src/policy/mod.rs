@@ -10,7 +10,7 @@ pub mod knobs;
 pub mod model;
 
 pub use model::{
-    parse_overrides, parse_policy, KnobSpec, KnobValue, Policy, PolicyError, PolicyKind,
+    parse_overrides, parse_policy, Floors, KnobSpec, KnobValue, Policy, PolicyError, PolicyKind,
     PolicySource,
 };
 

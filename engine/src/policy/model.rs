@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::knobs;
 use crate::text::{excerpt, excerpt_lines};
 
-pub use crate::replay::policies::PolicyKind;
+pub use crate::replay::policies::{Floors, PolicyKind};
 
 /// A knob value: a number, a switch or one of a fixed set of words.
 /// Serializes as a bare JSON number, boolean or string.
@@ -146,6 +146,17 @@ pub struct Policy {
 }
 
 impl Policy {
+    /// The knobs a header shows for this policy after the overridden ones (its kind's say).
+    pub fn headline_knobs(&self) -> &'static [&'static str] {
+        crate::replay::policies::headline_knobs(self)
+    }
+
+    /// Whether this policy changes tiers at the pressure thresholds (`demote_at`, `target`,
+    /// `promote_at`).
+    pub fn pressure_driven(&self) -> bool {
+        crate::replay::policies::pressure_driven(self)
+    }
+
     /// A numeric knob (0 when the kind has no such knob; validation makes that unreachable for
     /// the knobs each kind declares).
     pub fn num(&self, key: &str) -> f64 {
@@ -194,8 +205,8 @@ impl Policy {
                 self.overridden.push(key.clone());
             }
         }
-        if self.kind == PolicyKind::Decay {
-            self.respect_floors = self.flag("respect_floors");
+        if let Floors::Knob(knob) = self.kind.floors() {
+            self.respect_floors = self.flag(knob);
         }
         knobs::check_constraints(&self).map_err(|reason| PolicyError::Constraint {
             policy: self.name.clone(),
@@ -318,18 +329,20 @@ pub fn parse_policy(
             s.default = v.clone();
         }
     }
-    let respect_floors = match kind {
-        PolicyKind::Decay => {
+    let respect_floors = match kind.floors() {
+        Floors::Knob(knob) => {
             if file.respect_floors.is_some() {
                 return Err(PolicyError::Constraint {
                     policy: name,
-                    reason: "for kind decay, respect_floors is a knob: set it under [knobs]".into(),
+                    reason: format!(
+                        "for kind {kind}, respect_floors is a knob: set it under [knobs]"
+                    ),
                 });
             }
-            matches!(knobs.get("respect_floors"), Some(KnobValue::Bool(true)))
+            matches!(knobs.get(knob), Some(KnobValue::Bool(true)))
         }
-        PolicyKind::Full => true,
-        _ => file.respect_floors.ok_or_else(|| PolicyError::Constraint {
+        Floors::Always => true,
+        Floors::Declared => file.respect_floors.ok_or_else(|| PolicyError::Constraint {
             policy: name.clone(),
             reason: "the file must declare respect_floors = true or false".into(),
         })?,

@@ -56,7 +56,7 @@ pub(crate) fn chunk_list(
         return out;
     }
     let eff = p.effective(e, t);
-    let (Some(td), Some(rep)) = (p.td(e, t), p.episodes[e].representation(eff)) else {
+    let (Some(td), Some(rep)) = (p.tier_data_at(e, t), p.episodes[e].representation(eff)) else {
         return out;
     };
     let full = eff == Tier::Full;
@@ -121,7 +121,7 @@ pub(crate) fn divergence(st: &State<'_, '_>, apply_prunes: bool, cur: &Current) 
             } else {
                 list(Tier::Full, old_cut, Some(c.prev_active_count), c.prev_time)
             };
-            let new = if e < st.k() {
+            let new = if e < st.closed_count() {
                 list(st.applied(e), st.cut(e), None, cur.time)
             } else if e == cur.active {
                 list(Tier::Full, st.cut(e), Some(cur.active_n), cur.time)

@@ -124,7 +124,7 @@ impl<'s> ProbeTally<'s> {
         if !self.totals.enabled {
             return (0, 0, Vec::new());
         }
-        let k = st.k();
+        let k = st.closed_count();
         for &e in &touched {
             if e < k {
                 self.refresh_fidelity(st, e);
@@ -224,7 +224,9 @@ fn fidelity(index: &ProbeIndex, st: &State<'_, '_>, e: usize) -> (u64, bool) {
     let o = index.oracle_tier(e);
     let a = st.applied(e);
     if a < o {
-        let at_oracle = st.p.td(e, o).map_or(0, |_| st.tokens_at(e, o, None));
+        let at_oracle =
+            st.p.tier_data_at(e, o)
+                .map_or(0, |_| st.tokens_at(e, o, None));
         (st.ep_tokens(e).saturating_sub(at_oracle), false)
     } else {
         (0, a > o)
@@ -300,7 +302,7 @@ pub(crate) fn frame(
     let tail_only = cut_new
         .iter()
         // An episode dropped at the same time shows nothing: its cut is no news.
-        .filter(|&&e| e >= st.k() || st.applied(e) == Tier::Full)
+        .filter(|&&e| e >= st.closed_count() || st.applied(e) == Tier::Full)
         .filter_map(|&e| {
             cuts.binary_search_by_key(&e, |c| c.episode)
                 .ok()
@@ -582,7 +584,7 @@ pub(crate) mod tests {
             (due, ok): (u64, u64),
         ) {
             self.prev.resize(index.len(), None);
-            let k = st.k();
+            let k = st.closed_count();
             let (mut bdue, mut bok) = (0u64, 0u64);
             let mut expect = Vec::new();
             for (pi, _) in index.due_at(t) {
@@ -613,7 +615,7 @@ pub(crate) mod tests {
             (excess, under): (u64, u64),
         ) {
             let (mut be, mut bu) = (0u64, 0u64);
-            for e in 0..st.k() {
+            for e in 0..st.closed_count() {
                 let (x, u) = fidelity(index, st, e);
                 be += x;
                 bu += u64::from(u);

@@ -412,7 +412,7 @@ pub fn irreducible(input: &Input<'_>) -> Vec<u64> {
                 return rq.sys_tokens + call;
             }
             let active = if rq.active < n {
-                p.td(rq.active, crate::episode::Tier::Full)
+                p.tier_data_at(rq.active, crate::episode::Tier::Full)
                     .map_or(0, |td| td.prefix[td.pos.partition_point(|x| *x < rq.pos)])
             } else {
                 0

@@ -126,8 +126,8 @@ pub(crate) fn run(
             synthetic += 1;
         }
         // 1. Close episodes.
-        while st.k() < rq.active.min(n) {
-            let e = st.k();
+        while st.closed_count() < rq.active.min(n) {
+            let e = st.closed_count();
             st.close(e);
             policy.on_close(&st, e);
         }
@@ -262,7 +262,7 @@ pub(crate) fn run(
                 prev_time: rq.time,
                 prev_sys: rq.sys_key,
                 prev_summary: st.summary_id(),
-                prev_k: st.k(),
+                prev_k: st.closed_count(),
                 prev_active: active,
                 prev_active_count: active_n,
                 pending: None,
@@ -270,7 +270,7 @@ pub(crate) fn run(
         }
         policy.after(&st, &view, tokens);
         stopped = emit(frame).is_break();
-        if active < n && active >= st.k() {
+        if active < n && active >= st.closed_count() {
             st.row_applied[active] = TierMatrix::ACTIVE_CODE;
             st.row_desired[active] = TierMatrix::ACTIVE_CODE;
             st.row_touched.push(active);

@@ -360,7 +360,7 @@ impl<'a> Prep<'a> {
     }
 
     /// The tier data of an episode at a tier (falling back to denser tiers).
-    pub fn td(&self, e: usize, t: Tier) -> Option<&TierData> {
+    pub fn tier_data_at(&self, e: usize, t: Tier) -> Option<&TierData> {
         let mut d = t.depth().min(3);
         loop {
             if let Some(x) = &self.eps[e].tiers[d] {

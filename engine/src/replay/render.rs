@@ -485,7 +485,7 @@ fn materialize(
             Cell::Tier(tier) => (tier, None, "episode"),
             Cell::Active => {
                 let n = p
-                    .td(e, Tier::Full)
+                    .tier_data_at(e, Tier::Full)
                     .map_or(0, |td| td.pos.partition_point(|p| *p < rq.pos));
                 (Tier::Full, Some(n), "active")
             }

@@ -157,11 +157,11 @@ impl<'p, 'a> State<'p, 'a> {
     // ----------------------------------------------------------------------------------------
 
     /// Episodes in the trace.
-    pub fn n(&self) -> usize {
+    pub fn episode_count(&self) -> usize {
         self.n
     }
-    /// Closed episodes are `0..k()`.
-    pub fn k(&self) -> usize {
+    /// Episodes closed so far: they are `0..closed_count()`.
+    pub fn closed_count(&self) -> usize {
         self.k
     }
     /// The request being replayed.
@@ -265,7 +265,7 @@ impl<'p, 'a> State<'p, 'a> {
         if t == Tier::Dropped {
             return 0;
         }
-        let Some(td) = self.p.td(e, t) else {
+        let Some(td) = self.p.tier_data_at(e, t) else {
             return 0;
         };
         if self.p.effective(e, t) != Tier::Full
@@ -287,7 +287,7 @@ impl<'p, 'a> State<'p, 'a> {
     /// request's message and step).
     pub fn active_count(&self, e: usize, pos: (usize, u32)) -> usize {
         self.p
-            .td(e, Tier::Full)
+            .tier_data_at(e, Tier::Full)
             .map_or(0, |td| td.pos.partition_point(|p| *p < pos))
     }
 
@@ -474,7 +474,7 @@ impl<'p, 'a> State<'p, 'a> {
         }
         let (chunks, hidden_tokens) = self
             .p
-            .td(e, Tier::Full)
+            .tier_data_at(e, Tier::Full)
             .map_or((0, 0), |td| (td.len(), td.prefix[from.min(td.len())]));
         let cut = Cut {
             episode: e,
@@ -506,7 +506,7 @@ impl<'p, 'a> State<'p, 'a> {
         }
         let from = self
             .p
-            .td(e, Tier::Full)
+            .tier_data_at(e, Tier::Full)
             .map_or(0, |td| td.pos.partition_point(|p| p.0 < start));
         self.set_cut(e, from, by);
     }

@@ -43,11 +43,11 @@ pub(crate) fn build(
     match p.compaction.shape {
         CompactionShape::Messages | CompactionShape::MessagesWithCompaction => {
             // Everything in view: the closed episodes as shown, then the active one so far.
-            for e in 0..st.k() {
+            for e in 0..st.closed_count() {
                 episode(e, st.cut(e), None, st.applied(e));
             }
             let active = rq.rq.active;
-            if active < st.n() {
+            if active < st.episode_count() {
                 let upto = st.active_count(active, rq.rq.pos);
                 episode(active, st.cut(active), Some(upto), Tier::Full);
             }

@@ -12,22 +12,12 @@ use super::{clock, thousands};
 use crate::tui::app::State;
 use crate::tui::main::speed_label;
 use crate::tui::widgets::chart::short;
-use tierscope_engine::policy::PolicyKind;
 
 /// The knobs worth a place in the header for a policy: those overridden, then the kind's main ones.
 pub fn key_knobs(state: &State) -> Vec<String> {
     let p = &state.schedule.policy;
     let mut names: Vec<&str> = p.overridden.iter().map(String::as_str).collect();
-    let main: &[&str] = match p.kind {
-        PolicyKind::Progressive if p.choice("driver") == "age" => {
-            &["dense_after", "compact_after", "anchor_after"]
-        }
-        PolicyKind::Progressive => &["demote_at", "target", "promote_at", "min_dwell"],
-        PolicyKind::Decay => &["h50", "d", "respect_floors"],
-        PolicyKind::Flat => &["trigger"],
-        _ => &["boundary"],
-    };
-    for m in main {
+    for m in p.headline_knobs() {
         if !names.contains(m) && p.knobs.contains_key(*m) {
             names.push(m);
         }

@@ -38,7 +38,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Compacted, Decide, Kind, RequestView, Setup};
+use super::{Compacted, Decide, Floors, Kind, RequestView, Setup};
 use crate::episode::magic_context::estimate::{chars_estimate_units, Estimator};
 use crate::episode::magic_context::render::{self, utf16_len, RowText};
 use crate::episode::{Episode, RetentionClass, Tier};
@@ -200,6 +200,19 @@ pub(crate) struct Decay {
 }
 
 impl Kind for Decay {
+    /// With `tier_cost = measured` the per-tier constants are not read.
+    fn reads(p: &Policy, name: &str) -> bool {
+        match name {
+            "cost_full" | "cost_dense" | "cost_compact" | "cost_anchor" => {
+                p.choice("tier_cost") != "measured"
+            }
+            _ => true,
+        }
+    }
+    fn headline_knobs(_p: &Policy) -> &'static [&'static str] {
+        &["h50", "d", "respect_floors"]
+    }
+    const FLOORS: Floors = Floors::Knob("respect_floors");
     fn specs() -> Vec<KnobSpec> {
         let mut v = common(false);
         v.extend([
@@ -656,7 +669,7 @@ impl Decay {
 
     /// Fold now: re-tier every closed episode, apply, and remember what m[0] holds.
     fn fold(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>, hb: u64, why: &'static str) {
-        let k = st.k();
+        let k = st.closed_count();
         let eps = self.history(0, k);
         for &e in &eps {
             self.rows[e].fold.max_tier = if st.respect_floors() {
@@ -732,7 +745,7 @@ impl Decide for Decay {
             return None;
         };
         let (from, m0) = (f.k, f.m0_tokens);
-        let eps = self.history(from, st.k());
+        let eps = self.history(from, st.closed_count());
         let m1 = Blocks {
             rows: &mut self.rows,
             counting: self.counting,

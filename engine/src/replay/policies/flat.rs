@@ -258,6 +258,22 @@ struct Texts {
 }
 
 impl Kind for Flat {
+    /// `recorded` follows the recording and reads none of the simulation's knobs; the model's
+    /// limits matter only to `simulate` (with `auto`, the budget is the limit).
+    fn reads(p: &Policy, name: &str) -> bool {
+        match name {
+            "context_limit" | "max_output" => p.choice("trigger") == "simulate",
+            "tail_turns"
+            | "preserve_recent_share"
+            | "preserve_recent_min"
+            | "preserve_recent_max"
+            | "summary_tokens" => p.choice("trigger") != "recorded",
+            _ => true,
+        }
+    }
+    fn headline_knobs(_p: &Policy) -> &'static [&'static str] {
+        &["trigger"]
+    }
     fn specs() -> Vec<KnobSpec> {
         let mut v = common(true);
         v.extend([
@@ -350,7 +366,7 @@ impl Decide for Flat {
                     // What the request would send before any compaction.
                     TriggerCount::NextRequest => rq.base + st.summary_tokens() + st.applied_sum(),
                 };
-                if !self.rules.fires(count, usable) || st.k() == 0 {
+                if !self.rules.fires(count, usable) || st.closed_count() == 0 {
                     return None;
                 }
                 let c = self.compact(st, rq)?;
@@ -476,18 +492,22 @@ impl Flat {
             }
         };
         let active = rq.rq.active;
-        let n = st.n();
+        let n = st.episode_count();
         let mut room = budget;
         let mut kept = None;
         // Newest first: the active episode's shown part, then the closed episodes.
-        let mut e = if active < n { active } else { st.k() };
+        let mut e = if active < n {
+            active
+        } else {
+            st.closed_count()
+        };
         loop {
-            let closed = e < st.k();
+            let closed = e < st.closed_count();
             if closed && st.applied(e) == Tier::Dropped {
                 break;
             }
             let Some(td) = p
-                .td(e, Tier::Full)
+                .tier_data_at(e, Tier::Full)
                 .filter(|_| !closed || st.applied(e) == Tier::Full)
             else {
                 break;
@@ -548,18 +568,18 @@ impl Flat {
         let p = st.p;
         let k = &self.knobs;
         let active = rq.rq.active;
-        let n = st.n();
+        let n = st.episode_count();
         // (first kept episode, its first kept chunk); without a tail the request's own
         // position: everything before it goes.
         let (keep_e, keep_chunk) = match self.tail_start(st, rq) {
             Some(x) => x,
             None if active < n => (active, st.active_count(active, rq.rq.pos)),
-            None => (st.k(), 0),
+            None => (st.closed_count(), 0),
         };
-        let covers: Vec<usize> = (0..keep_e.min(st.k())).collect();
+        let covers: Vec<usize> = (0..keep_e.min(st.closed_count())).collect();
         // The head of the first kept episode (a split turn) goes into the summary too.
         let split_head = if keep_chunk > st.cut(keep_e.min(n.saturating_sub(1))) && keep_e < n {
-            p.td(keep_e, Tier::Full).map_or(0, |td| {
+            p.tier_data_at(keep_e, Tier::Full).map_or(0, |td| {
                 td.prefix[keep_chunk.min(td.len())] - td.prefix[st.cut(keep_e).min(td.len())]
             })
         } else {
@@ -629,7 +649,7 @@ impl Flat {
         // place as the agent sends it (the piece puts it after the new one, as for recorded
         // compactions).
         let tail_from = if keep_e < n {
-            p.td(keep_e, Tier::Full)
+            p.tier_data_at(keep_e, Tier::Full)
                 .and_then(|td| td.pos.get(keep_chunk).copied())
                 .unwrap_or(rq.rq.pos)
         } else {
@@ -717,10 +737,10 @@ fn last_step_start(st: &State<'_, '_>, rq: &RequestView<'_>) -> Option<(usize, u
         .rev()
         .find(|&i| p.trace.messages[i].is_assistant() && !p.trace.messages[i].summary)?;
     let e = p.episodes.partition_point(|ep| ep.last_message < m);
-    if e >= st.n() || (e < st.k() && st.applied(e) != Tier::Full) {
+    if e >= st.episode_count() || (e < st.closed_count() && st.applied(e) != Tier::Full) {
         return None;
     }
-    let td = p.td(e, Tier::Full)?;
+    let td = p.tier_data_at(e, Tier::Full)?;
     Some((e, td.pos.partition_point(|x| x.0 < m).max(st.cut(e))))
 }
 
@@ -766,13 +786,13 @@ fn missing_pins(st: &State<'_, '_>, e: usize, text: &str) -> u64 {
 /// the one that straddles it.
 fn replace_before(st: &mut State<'_, '_>, start: usize, text: &str) {
     let p = st.p;
-    let limit = (st.k() + 1).min(st.n());
+    let limit = (st.closed_count() + 1).min(st.episode_count());
     for e in 0..limit {
         let ep = &p.episodes[e];
         if ep.last_message < start {
             let missing = missing_pins(st, e, text);
             st.summarise(e, missing, Reason::Compaction);
-            if e >= st.k() {
+            if e >= st.closed_count() {
                 // The active episode lies wholly before the tail: nothing of it is shown.
                 st.cut_before(e, start, CutBy::Summary);
             }

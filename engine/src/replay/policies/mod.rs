@@ -38,6 +38,34 @@ pub(crate) trait Kind {
     }
     /// Its decision for one pass.
     fn build(p: &Policy, setup: &Setup<'_, '_>) -> Box<dyn Decide>;
+    /// Whether the replay reads knob `name` (one it declares) under `p`'s other settings: a
+    /// choice that picks a driver leaves some knobs unread, and sliders and sweeps offer only
+    /// the knobs read.
+    fn reads(_p: &Policy, _name: &str) -> bool {
+        true
+    }
+    /// The knobs a header shows for `p` after the overridden ones, most telling first.
+    fn headline_knobs(_p: &Policy) -> &'static [&'static str] {
+        &["boundary"]
+    }
+    /// Whether `p` changes tiers at the pressure thresholds (`demote_at`, `target`,
+    /// `promote_at`), which the explorer then draws on its chart.
+    fn pressure_driven(_p: &Policy) -> bool {
+        false
+    }
+    /// Where its `respect_floors` comes from.
+    const FLOORS: Floors = Floors::Declared;
+}
+
+/// Where a kind's `respect_floors` (MODEL §2 law 1) comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Floors {
+    /// The policy file declares it (`respect_floors = true|false`).
+    Declared,
+    /// Always kept: the kind never shows an episode below full.
+    Always,
+    /// A knob of the kind, of this name (then the file must not declare it).
+    Knob(&'static str),
 }
 
 /// What a kind may read when it builds its decision for one pass.
@@ -157,6 +185,21 @@ macro_rules! registry {
         }
         pub(crate) fn build(p: &Policy, setup: &Setup<'_, '_>) -> Box<dyn Decide> {
             match p.kind { $(PolicyKind::$variant => <$module::$ty as Kind>::build(p, setup),)* }
+        }
+        pub(crate) fn reads(p: &Policy, name: &str) -> bool {
+            match p.kind { $(PolicyKind::$variant => <$module::$ty as Kind>::reads(p, name),)* }
+        }
+        pub(crate) fn headline_knobs(p: &Policy) -> &'static [&'static str] {
+            match p.kind { $(PolicyKind::$variant => <$module::$ty as Kind>::headline_knobs(p),)* }
+        }
+        pub(crate) fn pressure_driven(p: &Policy) -> bool {
+            match p.kind { $(PolicyKind::$variant => <$module::$ty as Kind>::pressure_driven(p),)* }
+        }
+        impl PolicyKind {
+            /// Where this kind's `respect_floors` comes from.
+            pub fn floors(&self) -> Floors {
+                match self { $(PolicyKind::$variant => <$module::$ty as Kind>::FLOORS,)* }
+            }
         }
     };
 }

@@ -38,7 +38,7 @@ impl Kind for Oracle {
 
 impl Decide for Oracle {
     fn decide(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>) -> Option<Compacted> {
-        for e in 0..st.k() {
+        for e in 0..st.closed_count() {
             let t = st.clamp(e, self.tiers[e]);
             if t != st.desired(e) {
                 st.want(e, t, Reason::Oracle);

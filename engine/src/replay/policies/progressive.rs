@@ -21,6 +21,27 @@ use crate::replay::types::Reason;
 pub(crate) struct Progressive;
 
 impl Kind for Progressive {
+    /// The age driver reads its age steps, the pressure driver its thresholds and relevance
+    /// (the relevance window only when relevance comes from the requests, not the probes).
+    fn reads(p: &Policy, name: &str) -> bool {
+        let age = p.choice("driver") == "age";
+        match name {
+            "demote_at" | "target" | "promote_at" | "relevance_source" => !age,
+            "relevance_window" => !age && p.choice("relevance_source") != "probes",
+            "dense_after" | "compact_after" | "anchor_after" => age,
+            _ => true,
+        }
+    }
+    fn headline_knobs(p: &Policy) -> &'static [&'static str] {
+        if p.choice("driver") == "age" {
+            &["dense_after", "compact_after", "anchor_after"]
+        } else {
+            &["demote_at", "target", "promote_at", "min_dwell"]
+        }
+    }
+    fn pressure_driven(p: &Policy) -> bool {
+        p.choice("driver") != "age"
+    }
     fn specs() -> Vec<KnobSpec> {
         let mut v = common(false);
         v.extend([
@@ -167,7 +188,7 @@ struct Age {
 impl Decide for Age {
     fn decide(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>) -> Option<Compacted> {
         let [d, c, a] = self.thresholds;
-        for e in 0..st.k() {
+        for e in 0..st.closed_count() {
             let age = st.now() - st.closed_at(e);
             let t = if age >= a {
                 Tier::Anchor

@@ -148,8 +148,9 @@ impl Retention {
     /// Keep `demotable` in step with `e`'s desired tier and relevance.
     fn refresh(&mut self, st: &State<'_, '_>, e: usize) {
         // Only what changed touches the sets: this runs at every want.
-        let key = (e < st.k() && !self.inert[e] && st.next_lower(e, st.desired(e)).is_some())
-            .then(|| self.victim_key(e));
+        let key =
+            (e < st.closed_count() && !self.inert[e] && st.next_lower(e, st.desired(e)).is_some())
+                .then(|| self.victim_key(e));
         if self.in_demotable[e] != key {
             if let Some(old) = self.in_demotable[e] {
                 self.demotable.remove(old);
@@ -159,7 +160,8 @@ impl Retention {
             }
             self.in_demotable[e] = key;
         }
-        let lowered = e < st.k() && !self.inert[e] && st.desired(e) > crate::episode::Tier::Full;
+        let lowered =
+            e < st.closed_count() && !self.inert[e] && st.desired(e) > crate::episode::Tier::Full;
         if self.in_lowered[e] != lowered {
             if lowered {
                 self.lowered.insert(e);
@@ -190,7 +192,7 @@ impl Retention {
 
     /// Keep `floored` in step with `e` (its place in `demotable`, its applied tier, its key).
     fn refresh_floor(&mut self, st: &State<'_, '_>, e: usize) {
-        let key = (e < st.k() && self.in_demotable[e].is_none() && st.at_floor(e))
+        let key = (e < st.closed_count() && self.in_demotable[e].is_none() && st.at_floor(e))
             .then(|| self.victim_key(e));
         if self.in_floored[e] == key {
             return;

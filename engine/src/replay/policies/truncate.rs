@@ -35,7 +35,7 @@ impl Kind for Truncate {
 
 impl Decide for Truncate {
     fn decide(&mut self, st: &mut State<'_, '_>, rq: &RequestView<'_>) -> Option<Compacted> {
-        while rq.base + st.desired_sum() > st.budget() && self.next < st.k() {
+        while rq.base + st.desired_sum() > st.budget() && self.next < st.closed_count() {
             let e = self.next;
             self.next += 1;
             let t = st.clamp(e, Tier::Dropped);
