@@ -1,6 +1,6 @@
 //! Knob declarations (MODEL §4): the helpers each kind's file uses to declare its knobs, the
 //! knobs every kind has, and the dispatch to the kinds' own declarations and constraints
-//! (`replay/policies/<kind>.rs`).
+//! (`policy/kinds/<kind>.rs`).
 
 use super::model::{KnobSpec, KnobValue, Policy, PolicyKind};
 
@@ -104,7 +104,7 @@ impl Common {
 
 /// The knob declarations of a kind, with the kind's defaults, in name order.
 pub fn specs(kind: PolicyKind) -> Vec<KnobSpec> {
-    let mut v = crate::replay::policies::specs(kind);
+    let mut v = crate::policy::kinds::specs(kind);
     v.sort_by(|a, b| a.name.cmp(&b.name));
     v
 }
@@ -115,12 +115,12 @@ pub fn specs(kind: PolicyKind) -> Vec<KnobSpec> {
 /// recorded` the simulation's knobs, …). Sliders and sweeps that offer only read knobs never
 /// move a dead one.
 pub fn is_read(p: &Policy, name: &str) -> bool {
-    p.spec(name).is_some() && crate::replay::policies::reads(p, name)
+    p.spec(name).is_some() && crate::policy::kinds::reads(p, name)
 }
 
 /// Constraints between knobs; `Err` explains the first one violated.
 pub fn check_constraints(p: &Policy) -> Result<(), String> {
-    crate::replay::policies::check(p.kind, p)?;
+    crate::policy::kinds::check(p.kind, p)?;
     if p.kind != PolicyKind::Decay
         && p.knobs.contains_key("boundary")
         && p.choice("boundary") == "fold"

@@ -1,11 +1,11 @@
 //! Policies (MODEL §4): what tier each episode should have, and when a change is applied.
-//! A policy is data: a TOML file with a `kind` and knobs. The eight built-ins ship in the crate
-//! (`builtin/*.toml`); users add their own files. Each kind's knobs and decision live in its own
-//! file under `replay/policies/`; this module holds the data, its validation and Magic Context's
-//! decay curve and fold.
+//! A policy is data: a TOML file with a `kind` and knobs. The built-ins ship in the crate
+//! (`builtin/*.toml`, listed by the registry in [`kinds`]); users add their own files. Each kind
+//! lives in one file (or folder) under [`kinds`]: its knobs, its answers to what the engine and
+//! the explorer ask, its decision (`decay/` also holds Magic Context's curve and fold). This
+//! module holds the policy as data and its validation.
 
-pub mod decay;
-pub mod fold;
+pub mod kinds;
 pub mod knobs;
 pub mod model;
 
@@ -14,7 +14,7 @@ pub use model::{
     PolicySource,
 };
 
-pub use crate::replay::policies::BUILTIN_FILES;
+pub use kinds::BUILTIN_FILES;
 
 /// The names of the built-in policies.
 pub fn builtin_names() -> Vec<String> {

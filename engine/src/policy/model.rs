@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::knobs;
 use crate::text::{excerpt, excerpt_lines};
 
-pub use crate::replay::policies::{Floors, PolicyKind};
+pub use crate::policy::kinds::{Floors, PolicyKind};
 
 /// A knob value: a number, a switch or one of a fixed set of words.
 /// Serializes as a bare JSON number, boolean or string.
@@ -148,13 +148,13 @@ pub struct Policy {
 impl Policy {
     /// The knobs a header shows for this policy after the overridden ones (its kind's say).
     pub fn headline_knobs(&self) -> &'static [&'static str] {
-        crate::replay::policies::headline_knobs(self)
+        crate::policy::kinds::headline_knobs(self)
     }
 
     /// Whether this policy changes tiers at the pressure thresholds (`demote_at`, `target`,
     /// `promote_at`).
     pub fn pressure_driven(&self) -> bool {
-        crate::replay::policies::pressure_driven(self)
+        crate::policy::kinds::pressure_driven(self)
     }
 
     /// A numeric knob (0 when the kind has no such knob; validation makes that unreachable for

@@ -5,10 +5,10 @@
 //! compaction agent's system chunk, and priced like every request.
 
 use super::cache_cost::{price_request, Price};
-use super::policies::Compacted;
 use super::prepare::Prep;
 use super::types::{CompactionCallCost, TierStat, TierStats};
 use crate::episode::{Episode, Tier};
+use crate::policy::kinds::Compacted;
 use crate::trace::model::CompactionShape;
 use crate::trace::summary_call::CompactionCall;
 use crate::trace::Trace;

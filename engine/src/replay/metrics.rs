@@ -19,12 +19,12 @@
 use super::cache_cost::{self, Price};
 use super::compaction_call;
 use super::pass::PassOutput;
-use super::policies::Compacted;
 use super::probes::ProbeIndex;
 use super::schedule::Waiting;
 use super::state::State;
 use super::types::*;
 use crate::episode::Tier;
+use crate::policy::kinds::Compacted;
 
 /// What the pass measured at one request, besides the state.
 pub(crate) struct Measured<'s> {

@@ -17,26 +17,27 @@
 //! - Summary calls (`synthetic_call`) are a conversation of their own for divergence and cache.
 
 pub mod cache_cost;
-mod compaction_call;
+pub(crate) mod compaction_call;
 mod divergence;
 mod fenwick;
 mod holds;
 pub mod limits;
 mod metrics;
 mod pass;
-pub(crate) mod policies;
-mod prepare;
+pub(crate) mod prepare;
 pub mod probes;
 pub mod records;
 pub mod render;
 pub(crate) mod schedule;
-mod state;
+pub(crate) mod state;
 pub mod synth;
 pub mod types;
 pub mod written;
-mod written_request;
+pub(crate) mod written_request;
 
 use std::collections::BTreeSet;
+
+use crate::policy::kinds;
 use std::ops::ControlFlow;
 
 pub use prepare::PrepCache;
@@ -118,7 +119,7 @@ impl<'a> Prepared<'a> {
     /// filter may depend on it (`opencode` simulates under one).
     pub fn new(input: &Input<'a>, policy: &Policy, explicit_budget: bool) -> Prepared<'a> {
         let common = crate::policy::knobs::Common::from_policy(policy);
-        let filter = policies::filter(policy, explicit_budget);
+        let filter = kinds::filter(policy, explicit_budget);
         let prep = prepare::Prep::new(input, filter, common.apply_prunes, common.system_tokens);
         Prepared::with_prep(input, policy, prep, filter)
     }
@@ -174,19 +175,14 @@ impl<'a> Prepared<'a> {
     }
 
     /// The decision of `policy` for one pass.
-    fn decide(
-        &self,
-        policy: &Policy,
-        budget: u64,
-        budget_source: &str,
-    ) -> Box<dyn policies::Decide> {
-        let setup = policies::Setup {
+    fn decide(&self, policy: &Policy, budget: u64, budget_source: &str) -> Box<dyn kinds::Decide> {
+        let setup = kinds::Setup {
             prep: &self.prep,
             probes: &self.probes,
             budget,
             budget_source,
         };
-        policies::build(policy, &setup)
+        kinds::build(policy, &setup)
     }
 
     /// Run the pass of `decide` (built for `policy`), its frames to `emit`; `(keep_views,
@@ -195,7 +191,7 @@ impl<'a> Prepared<'a> {
     fn run_into(
         &self,
         policy: &Policy,
-        decide: &mut dyn policies::Decide,
+        decide: &mut dyn kinds::Decide,
         budget: u64,
         (keep_views, probes): (bool, &probes::ProbeIndex),
         emit: &mut dyn FnMut(Frame) -> ControlFlow<()>,
@@ -353,7 +349,7 @@ pub fn replay_into(
             .ok()
             .map(|full| {
                 let fcommon = crate::policy::knobs::Common::from_policy(&full);
-                let same = policies::filter(&full, budget.is_some()) == prepared.filter
+                let same = kinds::filter(&full, budget.is_some()) == prepared.filter
                     && fcommon.apply_prunes == prepared.common.apply_prunes;
                 let bare = Input {
                     probes: &[],

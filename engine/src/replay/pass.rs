@@ -19,13 +19,13 @@ use super::cache_cost::Price;
 use super::compaction_call;
 use super::divergence::{self, Conv, Current};
 use super::metrics::{self, ProbeTally, ProbeTotals};
-use super::policies::{Decide, RequestView};
 use super::prepare::Prep;
 use super::probes::ProbeIndex;
 use super::schedule::{Boundaries, BoundaryKind};
 use super::state::State;
 use super::types::{Frame, RenderState, TierMatrix};
 use crate::episode::Tier;
+use crate::policy::kinds::{Decide, RequestView};
 use crate::policy::knobs::Common;
 
 /// The output of one pass (before the summary is assembled); its frames went to the pass's

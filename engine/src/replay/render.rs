@@ -118,7 +118,7 @@ pub fn render_replayed(
         requests,
     )?;
     let common = crate::policy::knobs::Common::from_policy(policy);
-    let filter = super::policies::filter(policy, budget.is_some());
+    let filter = crate::policy::kinds::filter(policy, budget.is_some());
     let prep = Prep::new(input, filter, common.apply_prunes, common.system_tokens);
     Ok(contexts(
         &prep,

@@ -10,13 +10,13 @@
 //! say which of its text is a tool's output.
 
 use super::divergence::chunk_list;
-use super::policies::RequestView;
 use super::prepare::Prep;
 use super::state::State;
 use super::types::SummaryPiece;
 use super::written::{SummaryBook, SummaryRequest};
 use crate::episode::historian::prompt::fill;
 use crate::episode::Tier;
+use crate::policy::kinds::RequestView;
 use crate::trace::model::CompactionShape;
 use crate::trace::summary_call::{HISTORY, PREVIOUS_SUMMARY};
 

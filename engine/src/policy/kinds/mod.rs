@@ -1,20 +1,22 @@
-//! The policy kinds (MODEL §4), one file each: its typed knobs and their declarations, its own
-//! state, its decision. The pass ([`super::pass`]) calls a kind through [`Decide`]; the kind's
-//! file touches the replay only through the shared state's API ([`super::state::State`]: want,
-//! apply, hold, the summary) and, for the kinds that defer, the shared [`Schedule`].
+//! The policy kinds (MODEL §4), one file (or folder) each, the one home of a kind: its typed
+//! knobs and their declarations, its answers to what the engine and the explorer ask, its own
+//! state, its decision. The pass ([`crate::replay`]) calls a kind through [`Decide`]; the
+//! kind's file touches the replay only through the shared state's API
+//! ([`crate::replay::state::State`]: want, apply, hold, the summary) and, for the kinds that
+//! defer, the shared [`Schedule`].
 //!
 //! Adding a kind = a new file here, its built-in TOML(s) in `policy/builtin/`, and one line in
 //! [`registry!`] below.
 
 use serde::{Deserialize, Serialize};
 
-use super::prepare::{Filter, Prep, ReqData};
-use super::probes::ProbeIndex;
-use super::schedule::{Schedule, Waiting};
-use super::state::State;
 use crate::policy::{KnobSpec, Policy};
+use crate::replay::prepare::{Filter, Prep, ReqData};
+use crate::replay::probes::ProbeIndex;
+use crate::replay::schedule::{Schedule, Waiting};
+use crate::replay::state::State;
 
-mod decay;
+pub mod decay;
 mod flat;
 mod full;
 mod oracle;
@@ -171,7 +173,7 @@ macro_rules! registry {
 
         /// The built-in policies' names and TOML texts, in display order.
         pub const BUILTIN_FILES: &[(&str, &str)] = &[
-            $($( ($b, include_str!(concat!("../../policy/builtin/", $b, ".toml"))), )*)*
+            $($( ($b, include_str!(concat!("../builtin/", $b, ".toml"))), )*)*
         ];
 
         pub(crate) fn specs(kind: PolicyKind) -> Vec<KnobSpec> {

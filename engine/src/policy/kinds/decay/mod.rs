@@ -1,6 +1,6 @@
 //! `decay`: Magic Context's decay renderer (read from its source; docs/decay.md). Tiers change
 //! only at a **fold**, when m[0] is materialized again: every closed episode is re-tiered from
-//! scratch ([`crate::policy::fold`]: curve, budget guard, retry) against the history budget.
+//! scratch ([`fold`]: curve, budget guard, retry) against the history budget.
 //! Between folds nothing changes: episodes closed since the last fold sit in m[1] at `full`.
 //! With a Magic Context database only its compartments are history: the turns after the last
 //! one are raw messages in Magic Context's live tail (the historian has not reached them), which
@@ -42,8 +42,9 @@ use super::{Compacted, Decide, Floors, Kind, RequestView, Setup};
 use crate::episode::magic_context::estimate::{chars_estimate_units, Estimator};
 use crate::episode::magic_context::render::{self, utf16_len, RowText};
 use crate::episode::{Episode, RetentionClass, Tier};
-use crate::policy::decay::Curve;
-use crate::policy::fold::{self, BlockTokens, Costs, FoldRow, ARCHIVED};
+pub mod curve;
+pub mod fold;
+
 use crate::policy::knobs::{choice, common, flag, num, uint};
 use crate::policy::{KnobSpec, Policy};
 use crate::replay::limits;
@@ -51,6 +52,8 @@ use crate::replay::prepare::Prep;
 use crate::replay::schedule::{Applied, BoundaryKind};
 use crate::replay::state::State;
 use crate::replay::types::Reason;
+use curve::Curve;
+use fold::{BlockTokens, Costs, FoldRow, ARCHIVED};
 
 /// Magic Context's history budget when no context limit is known.
 pub const DEFAULT_HISTORY_BUDGET: u64 = 60_000;

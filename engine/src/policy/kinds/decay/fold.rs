@@ -19,7 +19,7 @@
 //! tierscope's one extension: with floors respected, a row's deepest tier is bounded
 //! (`max_tier`); the guard passes over a row at its floor and counts it held.
 
-use super::decay::Curve;
+use super::curve::Curve;
 
 /// Magic Context's per-tier token constants (P1..P4) for the pressure.
 pub const TIER_COST: [f64; 4] = [322.0, 109.0, 35.0, 20.0];
