@@ -103,7 +103,7 @@ fn load(c: &mut Criterion) {
     });
     let opts = EpisodeOptions::default();
     let tokenizer = Tokenizer::in_memory(TokenizerKind::O200k);
-    drop(tierscope_engine::loaded::from_trace_with(
+    drop(tierscope_engine::session::from_trace_with(
         trace.clone(),
         &opts,
         &tokenizer,
@@ -111,7 +111,7 @@ fn load(c: &mut Criterion) {
     g.bench_function("episodes_warm", |b| {
         b.iter_batched(
             || trace.clone(),
-            |t| tierscope_engine::loaded::from_trace_with(t, &opts, &tokenizer),
+            |t| tierscope_engine::session::from_trace_with(t, &opts, &tokenizer),
             BatchSize::LargeInput,
         )
     });
@@ -206,13 +206,13 @@ fn replay(c: &mut Criterion) {
     let path = std::env::var_os("TIERSCOPE_BENCH_REPLAY")
         .map(PathBuf::from)
         .unwrap_or_else(export_path);
-    let args = tierscope_engine::loaded::LoadOptions {
+    let args = tierscope_engine::session::LoadOptions {
         path: Some(path),
         ..Default::default()
     };
     let Some(session) = or_skip(
         "replay",
-        tierscope_engine::loaded::load(&args).map_err(|e| e.to_string()),
+        tierscope_engine::session::load(&args).map_err(|e| e.to_string()),
     ) else {
         return;
     };

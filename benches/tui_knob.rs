@@ -31,11 +31,11 @@ fn setup() -> (State, Worker) {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let path = dir.path().join(format!("bench-{}.json", requests()));
     std::fs::write(&path, bytes).unwrap_or_else(|e| panic!("{e}"));
-    let args = tierscope_engine::loaded::LoadOptions {
+    let args = tierscope_engine::session::LoadOptions {
         path: Some(path),
         ..Default::default()
     };
-    let loaded = tierscope_engine::loaded::load(&args).unwrap_or_else(|e| panic!("{e}"));
+    let loaded = tierscope_engine::session::load(&args).unwrap_or_else(|e| panic!("{e}"));
     assert!(loaded.trace.requests.len() >= requests());
     let policy = tierscope_engine::policy::load("retention", &[]).unwrap_or_else(|e| panic!("{e}"));
     let theme = Theme::builtin("dark").unwrap_or_else(|| panic!("no theme"));
@@ -61,7 +61,7 @@ fn setup() -> (State, Worker) {
     run_sync(&mut state, &mut worker, fx);
     // Knobs panel on demote_at.
     let row = 1 + state
-        .schedule
+        .on_screen
         .policy
         .specs
         .iter()

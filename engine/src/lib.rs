@@ -1,5 +1,5 @@
 //! tierscope's engine: OpenCode formats → the neutral [`trace`] model → episodes and tiers
-//! ([`episode`], [`tokens`], [`loaded`]) → the schedule [`replay`] under a [`policy`] →
+//! ([`episode`], [`tokens`], [`session`]) → the schedule [`replay`] under a [`policy`] →
 //! [`compare`], [`sweep`] and [`research`].
 //!
 //! Everything here is plain data and pure functions: no terminal and no argument parsing. The
@@ -12,11 +12,11 @@ pub mod episode;
 pub mod fixture;
 pub mod follow;
 pub mod formats;
-pub mod loaded;
 pub mod output_guard;
 pub mod policy;
 pub mod replay;
 pub mod research;
+pub mod session;
 pub mod sweep;
 pub mod text;
 pub mod tokens;

@@ -17,7 +17,7 @@
 use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
 
-use crate::loaded::{LoadOptions, LoadedSession};
+use crate::session::{LoadOptions, LoadedSession};
 use crate::trace::adapter::{self, Env, ReadPart};
 use crate::trace::agent_dirs::agent_data_dirs;
 

@@ -11,9 +11,9 @@
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::loaded::LoadedSession;
 use crate::policy::Policy;
 use crate::replay;
+use crate::session::LoadedSession;
 
 /// The most points one sweep may have.
 pub const MAX_POINTS: usize = 100_000;

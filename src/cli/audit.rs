@@ -211,7 +211,7 @@ pub fn load_tier_sources(
     load: &super::LoadArgs,
     strategies: &[TierSource],
     tiers_dirs: &[std::path::PathBuf],
-) -> anyhow::Result<Vec<tierscope_engine::loaded::LoadedSession>> {
+) -> anyhow::Result<Vec<tierscope_engine::session::LoadedSession>> {
     let strategies = if strategies.is_empty() {
         TierSource::GENERATED.to_vec()
     } else {
@@ -230,7 +230,7 @@ pub fn load_tier_sources(
         .context("loading the session")?;
     let mut loads = Vec::new();
     for (s, dir) in runs {
-        let mut args = tierscope_engine::loaded::LoadOptions {
+        let mut args = tierscope_engine::session::LoadOptions {
             tiers: s,
             ..base.clone()
         };
@@ -241,8 +241,10 @@ pub fn load_tier_sources(
             Some(d) => format!("the tiers in {}", d.display()),
             None => format!("{} tiers", s.as_str()),
         };
-        let l = tierscope_engine::loaded::Loader::new(&args)
-            .and_then(|loader| tierscope_engine::loaded::load_from(&loader, &source, trace.clone()))
+        let l = tierscope_engine::session::Loader::new(&args)
+            .and_then(|loader| {
+                tierscope_engine::session::load_from(&loader, &source, trace.clone())
+            })
             .with_context(|| format!("loading the session with {what}"))?;
         for w in &l.warnings {
             report::stderr::warn(w);
@@ -303,7 +305,7 @@ pub fn generation_text(gens: &[(&str, &GenerationCost)]) -> Text {
 }
 
 /// Whether any episode has a tier written by someone else.
-fn has_external_tiers(l: &tierscope_engine::loaded::LoadedSession) -> bool {
+fn has_external_tiers(l: &tierscope_engine::session::LoadedSession) -> bool {
     l.episodes.iter().any(|e| {
         e.tiers
             .values()

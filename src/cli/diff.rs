@@ -70,7 +70,7 @@ impl DiffArgs {
 pub fn run(a: &DiffArgs) -> anyhow::Result<()> {
     let (pa, pb) = a.resolve()?;
     let session =
-        tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
+        tierscope_engine::session::load(&a.load.options()).context("loading the session")?;
     let input = Input::from(&session);
     let (_, _, mut cmp) = compare::compare_policies(&input, &pa, &pb, a.budget)?;
     let labels = (compare::side_label(&pa, &pb), compare::side_label(&pb, &pa));

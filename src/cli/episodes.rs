@@ -14,8 +14,8 @@ use super::report::{self, plural, Cell, Column, Format, Table, Text};
 use super::sessions::format_time;
 use super::LoadArgs;
 use tierscope_engine::episode::{Episode, Representation, Strategy, Tier};
-use tierscope_engine::loaded::LoadedSession;
 use tierscope_engine::output_guard::{AtomicFile, OutputGuard};
+use tierscope_engine::session::LoadedSession;
 use tierscope_engine::text::{clip_chars, sanitize_for_terminal, sanitize_line};
 
 #[derive(Debug, Clone, Args)]
@@ -45,7 +45,7 @@ pub struct EpisodesArgs {
 pub fn run(args: &EpisodesArgs) -> anyhow::Result<()> {
     // The canonical records are in `--json` and `--records`; the tier texts only in `--show`,
     // `--explain` and `--records` (the table and `--json` print their counts).
-    let opts = tierscope_engine::loaded::LoadOptions {
+    let opts = tierscope_engine::session::LoadOptions {
         records: args.json || args.records.is_some(),
         drop_tier_texts: args.show.is_none() && args.explain.is_none() && args.records.is_none(),
         ..args.load.options()
@@ -54,7 +54,7 @@ pub fn run(args: &EpisodesArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.records {
         guard.check(path)?;
     }
-    let loaded = tierscope_engine::loaded::load(&opts)?;
+    let loaded = tierscope_engine::session::load(&opts)?;
     for w in &loaded.warnings {
         report::stderr::warn(w);
     }

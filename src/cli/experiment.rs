@@ -10,7 +10,6 @@ use clap::Args;
 use super::flat_summaries::Summaries;
 use super::report::{self, Cell, Format, JsonLines, Table, Text};
 use super::LoadArgs;
-use tierscope_engine::loaded::LoadedSession;
 use tierscope_engine::policy;
 use tierscope_engine::research::experiment::{BudgetMode, Row};
 use tierscope_engine::research::flat_summaries::{self, SummarySource};
@@ -18,6 +17,7 @@ use tierscope_engine::research::report::thousands;
 use tierscope_engine::research::tier_sources::{
     compare, compare_with_summaries, TierSourceComparison,
 };
+use tierscope_engine::session::LoadedSession;
 
 #[derive(Debug, Clone, Args)]
 pub struct ExperimentArgs {

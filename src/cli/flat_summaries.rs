@@ -22,13 +22,13 @@ use tierscope_engine::episode::historian::run::{Events, GenerateOptions, ThreadS
 use tierscope_engine::episode::historian::summary::SummaryWriter;
 use tierscope_engine::episode::historian::transport::{completions_url, display_url};
 use tierscope_engine::episode::historian::HistorianStrategy;
-use tierscope_engine::loaded::LoadedSession;
 use tierscope_engine::output_guard::OutputGuard;
 use tierscope_engine::policy::Policy;
 use tierscope_engine::replay::written::SummaryBook;
 use tierscope_engine::research::flat_summaries::{
     complete_book, report, FlatSummaryReport, SummarySource,
 };
+use tierscope_engine::session::LoadedSession;
 use tierscope_engine::trace::summary_call::{CompactionPrompt, HISTORY};
 
 /// The largest prompt file read.

@@ -12,7 +12,7 @@ use crate::cli::report::{json, stderr};
 use tierscope_engine::follow::{
     follow_path, FollowConfig, FollowEvent, FollowStatus, Follower, SessionBuilder,
 };
-use tierscope_engine::loaded::{LoadOptions, LoadedSession};
+use tierscope_engine::session::{LoadOptions, LoadedSession};
 
 /// JSON lines of frames, one per request; a frame is written again only when it changed, so
 /// the last line for a request is its current frame. A request that is gone from the source

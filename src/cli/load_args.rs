@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use tierscope_engine::loaded::LoadOptions;
+use tierscope_engine::session::LoadOptions;
 
 #[derive(Debug, Clone, Default, Args)]
 pub struct LoadArgs {

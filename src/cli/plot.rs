@@ -50,7 +50,7 @@ pub fn run(a: &PlotArgs) -> anyhow::Result<()> {
     guard.check(&a.out)?;
     let svg = if a.sweep.is_empty() {
         let session =
-            tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
+            tierscope_engine::session::load(&a.load.options()).context("loading the session")?;
         guard.loaded(&session);
         let r = replay::replay_session(&session, &policy, a.budget);
         replay_figure(&r, size)?
@@ -71,7 +71,7 @@ pub fn run(a: &PlotArgs) -> anyhow::Result<()> {
         }
         sweep::validate(&policy, &axes)?;
         let session =
-            tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
+            tierscope_engine::session::load(&a.load.options()).context("loading the session")?;
         guard.loaded(&session);
         let res = sweep::run_with(&session, &policy, &axes, a.budget, &|| {})?;
         sweep_figure(&res, metric, size)?

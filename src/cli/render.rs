@@ -126,7 +126,7 @@ pub fn run(a: &RenderArgs) -> anyhow::Result<()> {
         .summaries
         .open(&super::outputs::guard(&a.load, &[&a.policy.policy]))?;
     let session =
-        tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
+        tierscope_engine::session::load(&a.load.options()).context("loading the session")?;
     let book = summaries
         .as_ref()
         .map(|sm| super::flat_summaries::book_for(sm, &session, &policy, a.policy.budget))

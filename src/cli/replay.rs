@@ -16,7 +16,7 @@ use super::LoadArgs;
 use tierscope_engine::episode::Tier;
 use tierscope_engine::output_guard::AtomicFile;
 use tierscope_engine::policy::{self, Policy};
-use tierscope_engine::replay::{self, records, Frame, PolicyInfo, Replay, Summary, TraceInfo};
+use tierscope_engine::replay::{self, decision_log, Frame, PolicyInfo, Replay, Summary, TraceInfo};
 
 /// Policy flags shared by `replay` and `render`.
 #[derive(Debug, Clone, Args)]
@@ -81,7 +81,7 @@ pub fn run(a: &ReplayArgs) -> anyhow::Result<()> {
     }
     let summaries = a.summaries.open(&guard)?;
     let session =
-        tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
+        tierscope_engine::session::load(&a.load.options()).context("loading the session")?;
     let book = summaries
         .as_ref()
         .map(|sm| super::flat_summaries::book_for(sm, &session, &policy, a.policy.budget))
@@ -124,7 +124,7 @@ struct Records {
 
 impl Records {
     fn frame(&mut self, f: &Frame) -> anyhow::Result<()> {
-        for rec in records::frame_records(&self.session, &self.policy, self.version, f) {
+        for rec in decision_log::frame_records(&self.session, &self.policy, self.version, f) {
             report::json::to_writer(&mut self.file, &rec)?;
             self.file
                 .write_all(b"\n")

@@ -81,7 +81,7 @@ pub fn run(a: &SurveyArgs) -> anyhow::Result<()> {
         tierscope_engine::trace::open(a.load.path.as_deref()).context("opening the data dir")?;
     let list = source.list_sessions().context("listing sessions")?;
     let main = main_sessions(list);
-    let base = tierscope_engine::loaded::options_from_args(&a.load.options())?;
+    let base = tierscope_engine::session::options_from_args(&a.load.options())?;
     let locator = SidecarLocator {
         dir: a.load.sidecars.clone(),
         export_file: a
@@ -121,7 +121,7 @@ pub fn run(a: &SurveyArgs) -> anyhow::Result<()> {
             let r = Sidecars::find(&locator, &id)
                 .map(|sc| {
                     opts.sidecars = sc;
-                    let s = tierscope_engine::loaded::from_trace_with(t, &opts, &tokenizer);
+                    let s = tierscope_engine::session::from_trace_with(t, &opts, &tokenizer);
                     survey_session(&s, &policies)
                 })
                 .map_err(|e| Failure {

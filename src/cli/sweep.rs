@@ -51,7 +51,7 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
     }
     let n = sweep::validate(&policy, &axes)?;
     let session =
-        tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
+        tierscope_engine::session::load(&a.load.options()).context("loading the session")?;
     for w in &session.warnings {
         report::stderr::warn(w);
     }

@@ -175,7 +175,7 @@ fn run_generate(a: &GenerateArgs) -> anyhow::Result<()> {
         guard.check(d).context("the historian cache")?;
     }
     let session =
-        tierscope_engine::loaded::load(&a.load.options()).context("loading the session")?;
+        tierscope_engine::session::load(&a.load.options()).context("loading the session")?;
     for w in &session.warnings {
         report::stderr::warn(w);
     }

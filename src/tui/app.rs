@@ -5,7 +5,7 @@
 //! The state is split by feature, each part owning its data the way gitui's components do:
 //! [`MainState`] (the main screen), [`KnobsState`] (knobs panel, policy list, saving),
 //! [`PickerState`] (session picker), [`FollowState`] (live follow), and diff mode and the sweep
-//! pane while open. What they share is the loaded session and the [`Schedule`] on screen (policy,
+//! pane while open. What they share is the loaded session and the [`OnScreen`] run (policy,
 //! budget, replay). Page sizes and hit-test rectangles come from the [`Geometry`] the view
 //! reports, never from a layout computed here.
 
@@ -18,8 +18,8 @@ pub use crate::tui::geometry::Geometry;
 use crate::tui::keymap::{self, Action, Mode};
 use crate::tui::knobs::{KnobsState, SaveError};
 use crate::tui::main::{navigate, search, MainState};
+use crate::tui::on_screen::OnScreen;
 use crate::tui::picker::PickerState;
-use crate::tui::schedule::Schedule;
 use crate::tui::theme::Theme;
 use crate::tui::view_model::{ContextModel, ReplayModel, SessionEntry, SessionModel};
 use tierscope_engine::policy::Policy;
@@ -157,7 +157,7 @@ pub struct State {
     pub geometry: Geometry,
     pub source: String,
     pub session: Option<Arc<SessionView>>,
-    pub schedule: Schedule,
+    pub on_screen: OnScreen,
     pub main: MainState,
     pub knobs: KnobsState,
     pub picker: PickerState,
@@ -293,7 +293,7 @@ impl State {
             source: String::new(),
             session: None,
             knobs: KnobsState::new(&policy),
-            schedule: Schedule::new(policy, budget),
+            on_screen: OnScreen::new(policy, budget),
             main: MainState::default(),
             picker: PickerState::default(),
             follow: Default::default(),
@@ -350,7 +350,7 @@ impl State {
         if self.main.playing {
             return Some(SPEEDS_MS[self.main.speed.min(SPEEDS_MS.len() - 1)]);
         }
-        let waiting = matches!(self.screen, Screen::Loading(_)) || self.schedule.pending;
+        let waiting = matches!(self.screen, Screen::Loading(_)) || self.on_screen.pending;
         waiting.then_some(120)
     }
 
@@ -457,7 +457,7 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
         }
         Msg::Replayed { gen, result } => on_replayed(state, gen, result, &mut fx),
         Msg::Context { gen, at, result } => {
-            if gen == state.schedule.gen && at == state.main.cursor {
+            if gen == state.on_screen.gen && at == state.main.cursor {
                 state.main.context.pending = false;
                 match result {
                     Ok(c) => {
@@ -487,14 +487,14 @@ fn on_replayed(
     result: Result<Arc<ReplayModel>, String>,
     fx: &mut Vec<Effect>,
 ) {
-    if gen != state.schedule.gen {
+    if gen != state.on_screen.gen {
         return; // a newer replay is on its way (latest wins)
     }
-    state.schedule.pending = false;
+    state.on_screen.pending = false;
     match result {
         Ok(r) => {
-            state.schedule.replay = Some(r);
-            state.schedule.error = None;
+            state.on_screen.replay = Some(r);
+            state.on_screen.error = None;
             // A session without requests has no context to render (the main screen says so
             // instead).
             if state.requests() > 0 {
@@ -506,7 +506,7 @@ fn on_replayed(
             }
         }
         Err(e) => {
-            state.schedule.error = Some(e.clone());
+            state.on_screen.error = Some(e.clone());
             state.flash(format!("replay failed: {e}"), Level::Error);
         }
     }
@@ -519,7 +519,7 @@ pub fn on_loaded(state: &mut State, view: Arc<SessionView>, fx: &mut Vec<Effect>
     let id = view.model.id.clone();
     state.session = Some(view);
     state.screen = Screen::Main;
-    state.schedule.session_changed();
+    state.on_screen.session_changed();
     let m = &mut state.main;
     m.context = Default::default();
     m.context.expanded = false;
@@ -563,7 +563,7 @@ pub fn on_loaded(state: &mut State, view: Arc<SessionView>, fx: &mut Vec<Effect>
     state.main.selected = selected.min(state.episodes().saturating_sub(1));
     navigate::follow_cursor(state);
     navigate::follow_selection(state);
-    state.schedule.request(fx);
+    state.on_screen.request(fx);
     crate::tui::follow::on_session_shown(state, fx);
 }
 

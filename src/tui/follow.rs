@@ -18,8 +18,8 @@ use ratatui::text::Span;
 use crate::tui::app::{Effect, Level, Screen, SessionView, State};
 use tierscope_engine::follow::{follow_path, SessionBuilder};
 use tierscope_engine::follow::{FollowConfig, FollowEvent, FollowStatus, Follower, ReloadStats};
-use tierscope_engine::loaded::LoadOptions;
-use tierscope_engine::loaded::LoadedSession;
+use tierscope_engine::session::LoadOptions;
+use tierscope_engine::session::LoadedSession;
 
 /// The key that turns following on and off (`F` is "previous hold").
 pub const TOGGLE_KEY: char = 'W';
@@ -181,7 +181,7 @@ fn on_reloaded(
     let episodes = view.model.episodes.len();
     state.session = Some(view);
     // The replay and context of the old state no longer match; new ones are requested below.
-    state.schedule.session_changed();
+    state.on_screen.session_changed();
     state.main.context.model = None;
     crate::tui::main::search::refresh(state);
     if at_newest && n > 0 {
@@ -194,7 +194,7 @@ fn on_reloaded(
     }
     state.main.selected = state.main.selected.min(episodes.saturating_sub(1));
     crate::tui::main::navigate::follow_cursor(state);
-    state.schedule.request(fx);
+    state.on_screen.request(fx);
     // Diff mode compares the grown session too (its cursor keeps up when at the newest).
     crate::tui::diff::on_session_changed(state, fx);
 }
@@ -311,7 +311,7 @@ impl FollowDriver {
                 FollowEvent::Reloaded { data, stats } => {
                     let l: Arc<LoadedSession> = *data;
                     let view = Arc::new(SessionView {
-                        model: crate::tui::prepare::session_model(&l),
+                        model: crate::tui::presenter::session_model(&l),
                     });
                     // The slot first, the message second: a replay the message triggers finds
                     // this session (or a newer one) waiting.

@@ -7,11 +7,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex};
 
 use crate::tui::app::{Effect, Msg, SessionView};
-use crate::tui::prepare;
-use tierscope_engine::loaded::progress::{LoadProgress, LoadStage, ProgressSink};
-use tierscope_engine::loaded::LoadOptions;
-use tierscope_engine::loaded::LoadedSession;
+use crate::tui::presenter;
 use tierscope_engine::output_guard::OutputGuard;
+use tierscope_engine::session::progress::{LoadProgress, LoadStage, ProgressSink};
+use tierscope_engine::session::LoadOptions;
+use tierscope_engine::session::LoadedSession;
 
 /// Pending jobs, at most one per key.
 #[derive(Default)]
@@ -195,7 +195,7 @@ impl Worker {
         match source.list_sessions() {
             Ok(list) => Msg::Opened {
                 describe,
-                sessions: prepare::session_entries(&list),
+                sessions: presenter::session_entries(&list),
             },
             Err(e) => Msg::Failed(e.to_string()),
         }
@@ -206,7 +206,7 @@ impl Worker {
             self.current = Some(l.clone());
             self.replay = None;
             return Msg::Loaded(Ok(Arc::new(SessionView {
-                model: prepare::session_model(&l),
+                model: presenter::session_model(&l),
             })));
         }
         let what = self
@@ -231,7 +231,7 @@ impl Worker {
                 self.current = Some(l.clone());
                 self.replay = None;
                 Msg::Loaded(Ok(Arc::new(SessionView {
-                    model: prepare::session_model(&l),
+                    model: presenter::session_model(&l),
                 })))
             }
             Err(e) => Msg::Loaded(Err(e.to_string())),
@@ -250,7 +250,7 @@ impl Worker {
                 result: Err("no session loaded".to_owned()),
             };
         };
-        let (replay, model) = prepare::run_replay(&l, policy, budget);
+        let (replay, model) = presenter::run_replay(&l, policy, budget);
         self.replay = Some((gen, policy.clone(), budget, replay));
         Msg::Replayed {
             gen,
@@ -263,7 +263,7 @@ impl Worker {
     fn context(&mut self, gen: u64, at: usize) -> Option<Msg> {
         match (&self.current, &self.replay) {
             (Some(l), Some((g, policy, budget, replay))) if *g == gen => {
-                let result = prepare::context_model(l, policy, *budget, replay, at).map(Arc::new);
+                let result = presenter::context_model(l, policy, *budget, replay, at).map(Arc::new);
                 Some(Msg::Context { gen, at, result })
             }
             _ => None,
@@ -276,13 +276,13 @@ impl Worker {
 fn load_reporting(
     mut args: LoadOptions,
     report: &dyn Fn(LoadProgress),
-) -> Result<LoadedSession, tierscope_engine::loaded::LoadSessionError> {
+) -> Result<LoadedSession, tierscope_engine::session::LoadSessionError> {
     let (tx, rx) = std::sync::mpsc::channel();
     args.progress = ProgressSink::new(move |p| {
         let _ = tx.send(p);
     });
     std::thread::scope(|s| {
-        let job = s.spawn(move || tierscope_engine::loaded::load(&args));
+        let job = s.spawn(move || tierscope_engine::session::load(&args));
         loop {
             match rx.recv_timeout(std::time::Duration::from_millis(50)) {
                 Ok(p) => report(p),

@@ -1,7 +1,7 @@
 //! The knobs feature: the knobs panel (every knob of the policy, plus the budget), the policy
 //! list, saving the knobs as a policy TOML (asking before it overwrites a file), and whether
 //! the knobs are unsaved. What the last edits changed is the schedule's baseline
-//! ([`crate::tui::schedule::Baseline`]).
+//! ([`crate::tui::on_screen::Baseline`]).
 
 use std::collections::BTreeMap;
 
@@ -39,14 +39,14 @@ impl KnobsState {
 
 /// Whether the knobs were edited since the policy was started, switched to or saved.
 pub fn unsaved(state: &State) -> bool {
-    let p = &state.schedule.policy;
+    let p = &state.on_screen.policy;
     let (name, knobs) = &state.knobs.saved;
     *name != p.name || *knobs != p.knobs
 }
 
 /// `K`: the panel, budget row selected.
 pub fn open_panel(state: &mut State) {
-    state.schedule.end_edits();
+    state.on_screen.end_edits();
     state.knobs.panel = Some(0);
 }
 
@@ -56,7 +56,7 @@ pub fn open_policies(state: &mut State) {
         .knobs
         .names
         .iter()
-        .position(|n| *n == state.schedule.policy.name)
+        .position(|n| *n == state.on_screen.policy.name)
         .unwrap_or(0);
     state.knobs.policies = Some(selected);
 }
@@ -65,7 +65,7 @@ pub fn open_policies(state: &mut State) {
 pub fn start_save(state: &mut State) {
     state.input = Some(Input {
         purpose: InputPurpose::SavePath,
-        text: format!("{}-tuned.toml", state.schedule.policy.name),
+        text: format!("{}-tuned.toml", state.on_screen.policy.name),
         error: None,
     });
 }
@@ -82,7 +82,7 @@ pub fn save_to(state: &mut State, text: &str, fx: &mut Vec<Effect>) -> Result<()
     };
     fx.push(Effect::SavePolicy {
         path,
-        toml: policy_toml(&state.schedule.policy),
+        toml: policy_toml(&state.on_screen.policy),
         overwrite: false,
     });
     Ok(())
@@ -92,7 +92,7 @@ pub fn save_to(state: &mut State, text: &str, fx: &mut Vec<Effect>) -> Result<()
 pub fn on_saved(state: &mut State, result: Result<String, SaveError>) {
     match result {
         Ok(path) => {
-            let p = &state.schedule.policy;
+            let p = &state.on_screen.policy;
             state.knobs.saved = (p.name.clone(), p.knobs.clone());
             state.flash(format!("saved {path}"), Level::Info);
         }
@@ -167,14 +167,14 @@ pub fn on_policy_key(state: &mut State, action: Option<Action>, fx: &mut Vec<Eff
             };
             match tierscope_engine::policy::load(&name, &[]) {
                 Ok(p) => {
-                    state.schedule.end_edits();
-                    state.schedule.changing();
-                    state.schedule.end_edits();
+                    state.on_screen.end_edits();
+                    state.on_screen.changing();
+                    state.on_screen.end_edits();
                     state.knobs.saved = (p.name.clone(), p.knobs.clone());
-                    state.schedule.policy = p;
+                    state.on_screen.policy = p;
                     state.flash(format!("policy {name}"), Level::Info);
                     if state.session.is_some() {
-                        state.schedule.request(fx);
+                        state.on_screen.request(fx);
                     }
                 }
                 Err(e) => state.flash(e.to_string(), Level::Error),
@@ -195,7 +195,7 @@ pub fn set_knob(
     fx: &mut Vec<Effect>,
 ) -> Result<(), String> {
     let p = state
-        .schedule
+        .on_screen
         .policy
         .clone()
         .with_overrides(&[(name.to_owned(), text.to_owned())])
@@ -206,24 +206,24 @@ pub fn set_knob(
 
 /// Shows `p` (the same policy with other knobs), rerunning the replay when its knobs differ.
 pub fn set_policy(state: &mut State, p: Policy, fx: &mut Vec<Effect>) {
-    if p.knobs == state.schedule.policy.knobs {
+    if p.knobs == state.on_screen.policy.knobs {
         return;
     }
-    state.schedule.changing();
-    state.schedule.policy = p;
+    state.on_screen.changing();
+    state.on_screen.policy = p;
     if state.session.is_some() {
-        state.schedule.request(fx);
+        state.on_screen.request(fx);
     }
 }
 
 pub fn set_budget(state: &mut State, budget: Option<u64>, fx: &mut Vec<Effect>) {
-    if budget == state.schedule.budget {
+    if budget == state.on_screen.budget {
         return;
     }
-    state.schedule.changing();
-    state.schedule.budget = budget;
+    state.on_screen.changing();
+    state.on_screen.budget = budget;
     if state.session.is_some() {
-        state.schedule.request(fx);
+        state.on_screen.request(fx);
     }
 }
 
@@ -232,7 +232,7 @@ pub fn on_panel_key(state: &mut State, action: Option<Action>, fx: &mut Vec<Effe
     let Some(selected) = state.knobs.panel else {
         return;
     };
-    let rows = 1 + state.schedule.policy.specs.len();
+    let rows = 1 + state.on_screen.policy.specs.len();
     match action {
         Some(Action::KnobUp) => state.knobs.panel = Some(selected.saturating_sub(1)),
         Some(Action::KnobDown) => state.knobs.panel = Some((selected + 1).min(rows - 1)),
@@ -246,9 +246,9 @@ pub fn on_panel_key(state: &mut State, action: Option<Action>, fx: &mut Vec<Effe
             step_knob(state, selected, steps, fx);
         }
         Some(Action::KnobType) => {
-            let p = &state.schedule.policy;
+            let p = &state.on_screen.policy;
             let text = if selected == 0 {
-                state.schedule.effective_budget().to_string()
+                state.on_screen.effective_budget().to_string()
             } else {
                 p.specs
                     .get(selected - 1)
@@ -269,7 +269,7 @@ pub fn on_panel_key(state: &mut State, action: Option<Action>, fx: &mut Vec<Effe
         Some(Action::KnobReset) => {
             if selected == 0 {
                 set_budget(state, None, fx);
-            } else if let Some(spec) = state.schedule.policy.specs.get(selected - 1).cloned() {
+            } else if let Some(spec) = state.on_screen.policy.specs.get(selected - 1).cloned() {
                 if let Err(e) = set_knob(state, &spec.name, &spec.default.to_string(), fx) {
                     state.flash(e, Level::Error);
                 }
@@ -289,7 +289,7 @@ pub fn type_knob(state: &mut State, text: &str, fx: &mut Vec<Effect>) -> Result<
         return Ok(());
     };
     let Some(spec) = state
-        .schedule
+        .on_screen
         .policy
         .specs
         .get(selected.wrapping_sub(1))
@@ -317,17 +317,17 @@ pub fn type_budget(state: &mut State, text: &str, fx: &mut Vec<Effect>) -> Resul
 /// choices cycle.
 pub fn step_knob(state: &mut State, row: usize, steps: f64, fx: &mut Vec<Effect>) {
     if row == 0 {
-        let b = state.schedule.effective_budget();
+        let b = state.on_screen.effective_budget();
         if b == 0 {
             return;
         }
         set_budget(state, Some(stepped_budget(b, steps)), fx);
         return;
     }
-    let Some(spec) = state.schedule.policy.specs.get(row - 1).cloned() else {
+    let Some(spec) = state.on_screen.policy.specs.get(row - 1).cloned() else {
         return;
     };
-    let cur = state.schedule.policy.knobs.get(&spec.name);
+    let cur = state.on_screen.policy.knobs.get(&spec.name);
     let Some(text) = stepped_knob(&spec, cur, steps) else {
         return;
     };

@@ -21,7 +21,7 @@ use ratatui::Terminal;
 use crate::tui::app::{update, Effect, Msg, State};
 use crate::tui::jobs::{JobQueue, Worker};
 use crate::tui::ui;
-use tierscope_engine::loaded::LoadOptions;
+use tierscope_engine::session::LoadOptions;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {

@@ -1,5 +1,5 @@
 //! The view-models: what the views read, plain data prepared once off the UI thread (at load and
-//! after each replay, by [`crate::tui::prepare`]) so that `draw` only indexes and slices. All
+//! after each replay, by [`crate::tui::presenter`]) so that `draw` only indexes and slices. All
 //! trace text in here has already gone through [`crate::tui::safe_text`] and is inert.
 
 use tierscope_engine::episode::model::Tier;
@@ -165,7 +165,7 @@ pub struct ReplayModel {
     pub change_requests: Vec<usize>,
     pub hold_requests: Vec<usize>,
     pub thrash_requests: Vec<usize>,
-    /// The pressure chart's top ([`crate::tui::prepare::chart_top`]): the budget band, or the
+    /// The pressure chart's top ([`crate::tui::presenter::chart_top`]): the budget band, or the
     /// replayed tokens when far below the budget.
     pub y_max: u64,
     /// The largest replayed or recorded prompt: above `y_max`, the chart says it is off scale.

@@ -14,9 +14,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use tierscope_engine::loaded::{self, LoadOptions, LoadedSession};
 use tierscope_engine::policy;
 use tierscope_engine::replay;
+use tierscope_engine::session::{self, LoadOptions, LoadedSession};
 use tierscope_engine::trace::{DiagnosticKind, RequestStatus, SessionSummary};
 
 const REC: &str = concat!(
@@ -56,7 +56,7 @@ fn is_http_error(v: &Value) -> bool {
 }
 
 fn load(id: &str) -> LoadedSession {
-    loaded::load(&LoadOptions {
+    session::load(&LoadOptions {
         path: Some(data_dir()),
         session: Some(id.to_owned()),
         ..LoadOptions::default()
@@ -308,7 +308,7 @@ fn a_damaged_session_file_loads_what_is_intact() {
         .path()
         .join("d8678dc4-f11f-4ee6-bd2a-05a966d9ea36.jsonl");
     std::fs::write(&file, damaged).expect("write");
-    let s = loaded::load(&LoadOptions {
+    let s = session::load(&LoadOptions {
         path: Some(file),
         ..LoadOptions::default()
     })
@@ -337,7 +337,7 @@ fn counts_are_calibrated_to_a_provider_that_tokenizes_otherwise() {
             r.prompt = system + ((r.prompt - system) as f64 * 1.25).round() as u64;
         }
     }
-    let c = tierscope_engine::loaded::calibration::calibrate(&mut s).expect("fitted");
+    let c = tierscope_engine::session::calibration::calibrate(&mut s).expect("fitted");
     assert!(c.applied, "{c:?}");
     assert!((c.factor - 1.25).abs() < 0.02, "{c:?}");
     s.calibration = Some(c);

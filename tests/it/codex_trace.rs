@@ -14,9 +14,9 @@ use tierscope_engine::episode::classify::{self, Rules};
 use tierscope_engine::episode::segment::{self, Segmentation};
 use tierscope_engine::episode::EpisodeKind;
 use tierscope_engine::formats::codex::to_trace::{SUMMARY_PREFIX, WIRE};
-use tierscope_engine::loaded::{self, LoadOptions, LoadedSession};
 use tierscope_engine::policy;
 use tierscope_engine::replay;
+use tierscope_engine::session::{self, LoadOptions, LoadedSession};
 use tierscope_engine::trace::{
     CompactionStyle, DiagnosticKind, ListingCache, ModelRef, PartKind, RequestStatus, SourceKind,
     ToolStatus, Trace, UserKind,
@@ -63,7 +63,7 @@ fn trace_of(path: &Path) -> Trace {
 }
 
 fn load(path: &Path) -> LoadedSession {
-    loaded::load(&LoadOptions {
+    session::load(&LoadOptions {
         path: Some(path.to_owned()),
         ..LoadOptions::default()
     })

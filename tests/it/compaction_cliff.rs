@@ -5,10 +5,10 @@
 
 use std::path::Path;
 
-use tierscope_engine::loaded::{load, LoadOptions, LoadedSession};
 use tierscope_engine::policy;
 use tierscope_engine::replay::{self, Replay};
 use tierscope_engine::research::experiment::{self, BudgetMode};
+use tierscope_engine::session::{load, LoadOptions, LoadedSession};
 
 const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces");
 

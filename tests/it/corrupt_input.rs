@@ -12,7 +12,7 @@ use tierscope_engine::episode::options::EpisodeOptions;
 use tierscope_engine::formats::opencode::export::{load_export, parse_export};
 use tierscope_engine::trace::load::open;
 use tierscope_engine::trace::{DiagnosticKind, LoadError, ToolStatus, Trace};
-use tierscope_engine::{loaded, policy, replay};
+use tierscope_engine::{policy, replay, session};
 
 fn e1_export() -> std::path::PathBuf {
     Path::new(RECORDINGS).join("opencode-1.18.33/exports/E1.json")
@@ -43,7 +43,7 @@ fn load_one(db: &TestDb) -> Trace {
 /// What loaded must also get through the later stages: episodes (with tiers and tokens) and a
 /// replay under a pressure policy and under the never-forget baseline, one frame per request.
 fn survives_stages(t: &Trace) {
-    let l = loaded::from_trace(t.clone(), &EpisodeOptions::default());
+    let l = session::from_trace(t.clone(), &EpisodeOptions::default());
     assert_eq!(l.trace.requests.len(), t.requests.len());
     if !t.messages.is_empty() {
         assert!(!l.episodes.is_empty(), "{}: no episodes", t.session.id);

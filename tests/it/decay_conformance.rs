@@ -12,12 +12,12 @@ use tierscope_engine::episode::magic_context::{self as mc, render, rescore, Head
 use tierscope_engine::episode::options::{EpisodeOptions, TierSource};
 use tierscope_engine::episode::segment::Segmentation;
 use tierscope_engine::episode::Tier;
-use tierscope_engine::loaded::{from_trace, LoadedSession};
 use tierscope_engine::policy::kinds::decay::curve::Curve;
 use tierscope_engine::policy::kinds::decay::fold::{self, BlockTokens, Costs, FoldRow, TIER_COST};
 use tierscope_engine::policy::{self, Policy};
 use tierscope_engine::replay::synth::{generate, SynthSpec};
 use tierscope_engine::replay::{self, render_at, BoundaryKind, Cell, Input, Replay};
+use tierscope_engine::session::{from_trace, LoadedSession};
 use tierscope_engine::trace::model::PartKind;
 use tierscope_engine::trace::Trace;
 

@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 
 use tierscope_engine::compare::{self, context::RowKind};
 use tierscope_engine::episode::Tier;
-use tierscope_engine::loaded::LoadOptions;
-use tierscope_engine::loaded::{self, LoadedSession};
 use tierscope_engine::policy;
 use tierscope_engine::replay::{self, Input};
+use tierscope_engine::session::LoadOptions;
+use tierscope_engine::session::{self, LoadedSession};
 
 const REC_118: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -50,7 +50,7 @@ fn load(path: &Path) -> LoadedSession {
         path: Some(path.to_path_buf()),
         ..LoadOptions::default()
     };
-    loaded::load(&args).unwrap_or_else(|e| panic!("loading {}: {e}", path.display()))
+    session::load(&args).unwrap_or_else(|e| panic!("loading {}: {e}", path.display()))
 }
 
 #[test]

@@ -228,7 +228,7 @@ fn editing_either_side_reruns_both_replays_and_the_pre_edit_policy_is_offered() 
     assert!(app.state.diff.is_none());
     assert_eq!(
         app.state
-            .schedule
+            .on_screen
             .policy
             .knobs
             .get("min_dwell")

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use tierscope_engine::loaded::LoadOptions;
+use tierscope_engine::session::LoadOptions;
 
 const REC_118: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -41,13 +41,13 @@ fn second_load_of_the_largest_recording_does_no_tokenization() {
         token_cache_dir: Some(dir.path().to_owned()),
         ..LoadOptions::default()
     };
-    let first = tierscope_engine::loaded::load(&args).unwrap();
+    let first = tierscope_engine::session::load(&args).unwrap();
     assert!(first.token_stats.tokenized > 0);
     assert!(dir
         .path()
         .join(tierscope_engine::tokens::cache_file_name(Default::default()))
         .is_file());
-    let second = tierscope_engine::loaded::load(&args).unwrap();
+    let second = tierscope_engine::session::load(&args).unwrap();
     assert_eq!(second.token_stats.tokenized, 0, "{:?}", second.token_stats);
     assert!(second.token_stats.disk_entries > 0);
     // Same counts either way.
@@ -58,7 +58,7 @@ fn second_load_of_the_largest_recording_does_no_tokenization() {
         .path()
         .join(tierscope_engine::tokens::cache_file_name(Default::default()));
     std::fs::write(&path, b"not a cache").unwrap();
-    let third = tierscope_engine::loaded::load(&args).unwrap();
+    let third = tierscope_engine::session::load(&args).unwrap();
     assert!(third.token_stats.tokenized > 0);
     assert_eq!(first.episodes, third.episodes);
 }

@@ -19,8 +19,8 @@ use tierscope_engine::episode::sidecar::{Dimension, Probe};
 use tierscope_engine::episode::{EpisodeKind, Tier};
 use tierscope_engine::fixture::{generate_in_memory, FixtureConfig};
 use tierscope_engine::formats::opencode::export::parse_export;
-use tierscope_engine::loaded::{from_trace, LoadedSession};
 use tierscope_engine::research::audit::{audit_episode, episode_ids};
+use tierscope_engine::session::{from_trace, LoadedSession};
 
 const RECORDINGS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/recordings");
 const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces");

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use tierscope_engine::episode::options::{EpisodeOptions, TierSource};
 use tierscope_engine::episode::segment::Segmentation;
 use tierscope_engine::episode::{EpisodeKind, RetentionClass, Tier};
-use tierscope_engine::loaded::{from_trace, from_trace_with, LoadedSession};
+use tierscope_engine::session::{from_trace, from_trace_with, LoadedSession};
 use tierscope_engine::tokens::{Tokenizer, TokenizerKind};
 use tierscope_engine::trace::Trace;
 
@@ -443,7 +443,7 @@ fn pruned_variant_replaces_pruned_outputs() {
 fn a_summary_inside_an_episode_speaks_for_no_approach() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/recordings/opencode-1.0.61/exports/S2.json");
-    let l = tierscope_engine::loaded::load(&tierscope_engine::loaded::LoadOptions {
+    let l = tierscope_engine::session::load(&tierscope_engine::session::LoadOptions {
         path: Some(path.clone()),
         ..Default::default()
     })

@@ -8,7 +8,7 @@ use tierscope_engine::episode::options::{EpisodeOptions, TierSource};
 use tierscope_engine::episode::segment::Segmentation;
 use tierscope_engine::episode::sidecar::{Needle, SidecarLocator, Sidecars};
 use tierscope_engine::episode::{RetentionClass, Strategy, Tier};
-use tierscope_engine::loaded::from_trace;
+use tierscope_engine::session::from_trace;
 use tierscope_engine::trace::Trace;
 
 const REC_118: &str = concat!(

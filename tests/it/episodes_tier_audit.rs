@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use tierscope_engine::episode::options::{EpisodeOptions, TierSource};
 use tierscope_engine::episode::segment::Segmentation;
-use tierscope_engine::loaded::from_trace;
 use tierscope_engine::research::audit::audit_session;
+use tierscope_engine::session::from_trace;
 
 const REC_118: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

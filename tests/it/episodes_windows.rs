@@ -1,4 +1,4 @@
-//! A session of more episodes than one drafting window (`loaded::from_trace_with` drafts and
+//! A session of more episodes than one drafting window (`session::from_trace_with` drafts and
 //! counts 512 at a time): every window's counts and statistics are those of one batch, and a
 //! counts-only load (`drop_tier_texts`, what `episodes` uses) differs from a full one only in
 //! the texts it no longer holds.
@@ -8,7 +8,7 @@ use std::path::Path;
 use tierscope_engine::episode::options::EpisodeOptions;
 use tierscope_engine::fixture::{generate_in_memory, FixtureConfig};
 use tierscope_engine::formats::opencode::export::parse_export;
-use tierscope_engine::loaded::{from_trace, LoadedSession};
+use tierscope_engine::session::{from_trace, LoadedSession};
 use tierscope_engine::trace::Trace;
 
 /// 1,300 episodes: two full windows and part of a third.

@@ -15,9 +15,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use tierscope_engine::loaded::{self, LoadOptions, LoadedSession};
 use tierscope_engine::policy;
 use tierscope_engine::replay;
+use tierscope_engine::session::{self, LoadOptions, LoadedSession};
 use tierscope_engine::trace::{CompactionStyle, DiagnosticKind, UserKind};
 
 const RECORDINGS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/recordings");
@@ -151,7 +151,7 @@ fn load(rec: &Rec, scen: &str, session: &str) -> LoadedSession {
     } else {
         (rec.dir.join("data"), Some(session.to_owned()))
     };
-    loaded::load(&LoadOptions {
+    session::load(&LoadOptions {
         path: Some(path.clone()),
         session,
         ..LoadOptions::default()
@@ -354,7 +354,7 @@ fn every_era_sizes_every_request_as_the_model_received_it() {
 }
 
 fn load_path(path: &str, session: Option<&str>) -> LoadedSession {
-    loaded::load(&LoadOptions {
+    session::load(&LoadOptions {
         path: Some(PathBuf::from(path)),
         session: session.map(str::to_owned),
         ..LoadOptions::default()

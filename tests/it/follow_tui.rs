@@ -14,7 +14,7 @@ use tierscope::tui::app::{update, Effect, Msg, Screen, StartOptions, State};
 use tierscope::tui::jobs::{run_sync, Worker};
 use tierscope::tui::theme::Theme;
 use tierscope_engine::follow::FollowStatus;
-use tierscope_engine::loaded::LoadOptions;
+use tierscope_engine::session::LoadOptions;
 
 struct App {
     state: State,
@@ -48,7 +48,7 @@ impl App {
 }
 
 fn replay_matches(s: &State) -> bool {
-    s.schedule
+    s.on_screen
         .replay
         .as_ref()
         .is_some_and(|r| r.frames.len() == s.requests())
@@ -94,7 +94,7 @@ fn the_explorer_follows_a_growing_session() {
     // The user looks at request 0 and selects an episode; then the session grows.
     app.state.main.cursor = 0;
     app.state.main.selected = 1;
-    let knobs = app.state.schedule.policy.clone();
+    let knobs = app.state.on_screen.policy.clone();
     append_like_opencode(&w, &rest[..half], Duration::from_millis(5));
     let mid = tierscope_engine::trace::load::open(Some(&db))
         .unwrap()
@@ -110,7 +110,7 @@ fn the_explorer_follows_a_growing_session() {
     );
     assert_eq!(app.state.main.selected, 1);
     assert_eq!(app.state.follow.new_requests, mid - early);
-    assert_eq!(app.state.schedule.policy, knobs);
+    assert_eq!(app.state.on_screen.policy, knobs);
     assert!(app.state.follow.last_change.is_some());
 
     // At the newest request the cursor follows new ones.

@@ -12,7 +12,7 @@ use crate::historian_common::mock::{Fault, MockServer};
 use tierscope_engine::episode::options::TierSource;
 use tierscope_engine::episode::sidecar::parse_tiers;
 use tierscope_engine::episode::{Strategy, Tier};
-use tierscope_engine::loaded::{load, LoadOptions};
+use tierscope_engine::session::{load, LoadOptions};
 
 const BIN: &str = env!("CARGO_BIN_EXE_tierscope");
 const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces");

@@ -108,16 +108,16 @@ fn m1_child_loads_with_its_parent_from_the_export_and_the_database() {
 #[test]
 fn a_load_reports_its_stages_in_order() {
     use std::sync::{Arc, Mutex};
-    use tierscope_engine::loaded::progress::{LoadProgress, LoadStage, ProgressSink};
+    use tierscope_engine::session::progress::{LoadProgress, LoadStage, ProgressSink};
     let path = sample("M1.json");
     let seen: Arc<Mutex<Vec<LoadProgress>>> = Arc::default();
     let sink = seen.clone();
-    let opts = tierscope_engine::loaded::LoadOptions {
+    let opts = tierscope_engine::session::LoadOptions {
         path: Some(path.clone()),
         progress: ProgressSink::new(move |p| sink.lock().expect("lock").push(p)),
         ..Default::default()
     };
-    let l = tierscope_engine::loaded::load(&opts).expect("M1 loads");
+    let l = tierscope_engine::session::load(&opts).expect("M1 loads");
     let seen = seen.lock().expect("lock").clone();
     let stages: Vec<usize> = seen.iter().map(|p| p.stage.number()).collect();
     assert!(stages.windows(2).all(|w| w[0] <= w[1]), "{stages:?}");

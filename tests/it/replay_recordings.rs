@@ -5,10 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use tierscope_engine::loaded::LoadOptions;
-use tierscope_engine::loaded::{self, LoadedSession};
 use tierscope_engine::policy;
 use tierscope_engine::replay::{self, Replay};
+use tierscope_engine::session::LoadOptions;
+use tierscope_engine::session::{self, LoadedSession};
 
 const REC_118: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -40,7 +40,7 @@ fn load(path: &Path) -> LoadedSession {
         path: Some(path.to_path_buf()),
         ..LoadOptions::default()
     };
-    match loaded::load(&args) {
+    match session::load(&args) {
         Ok(s) => s,
         Err(e) => panic!("loading {}: {e}", path.display()),
     }
@@ -284,7 +284,7 @@ fn render_and_replay_agree_on_every_request() {
     ];
     let mut calls = 0;
     for (name, opts) in inputs {
-        let s = loaded::load(&opts).unwrap_or_else(|e| panic!("loading {name}: {e}"));
+        let s = session::load(&opts).unwrap_or_else(|e| panic!("loading {name}: {e}"));
         let all: Vec<usize> = (0..s.trace.requests.len()).collect();
         for (p, sets, budget) in policies {
             let sets: Vec<(String, String)> = sets
@@ -453,7 +453,7 @@ fn replay_accuracy_is_claimed_only_where_the_replay_follows_the_recording() {
                 session: Some(id.clone()),
                 ..LoadOptions::default()
             };
-            let s = loaded::load(&args).unwrap();
+            let s = session::load(&args).unwrap();
             if s.trace.compactions.is_empty() {
                 continue;
             }

@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
-use tierscope_engine::loaded::{self, LoadOptions};
+use tierscope_engine::session::{self, LoadOptions};
 use tierscope_engine::{policy, replay};
 
 const BIN: &str = env!("CARGO_BIN_EXE_tierscope");
@@ -30,7 +30,7 @@ fn cli(cache: &std::path::Path, args: &[&str]) -> String {
 #[test]
 fn streamed_outputs_read_as_the_replay_in_memory() {
     let cache = tempfile::tempdir().expect("tempdir");
-    let s = loaded::load(&LoadOptions {
+    let s = session::load(&LoadOptions {
         path: Some(M1.into()),
         token_cache_dir: Some(cache.path().to_owned()),
         ..LoadOptions::default()

@@ -4,8 +4,8 @@
 use tierscope_engine::episode::options::TierSource;
 use tierscope_engine::episode::Tier;
 use tierscope_engine::fixture::{write_fixture, FixtureConfig};
-use tierscope_engine::loaded::LoadOptions;
 use tierscope_engine::research::audit::audit;
+use tierscope_engine::session::LoadOptions;
 
 #[test]
 fn audit_of_a_fixture_with_both_strategies() {
@@ -21,7 +21,7 @@ fn audit_of_a_fixture_with_both_strategies() {
     )
     .unwrap();
     let load = |tiers| {
-        tierscope_engine::loaded::load(&LoadOptions {
+        tierscope_engine::session::load(&LoadOptions {
             path: report.export_path.clone(),
             tiers,
             ..LoadOptions::default()

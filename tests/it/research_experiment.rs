@@ -2,8 +2,8 @@
 //! policy that stays within the legal range keeps as much as `oracle-legal` with fewer tokens.
 
 use tierscope_engine::fixture::{write_fixture, FixtureConfig};
-use tierscope_engine::loaded::LoadOptions;
 use tierscope_engine::research::experiment::{run, BudgetMode, Experiment};
+use tierscope_engine::session::LoadOptions;
 
 fn fixture_experiment(seed: u64, requests: usize, mode: BudgetMode) -> Experiment {
     let dir = tempfile::tempdir().unwrap();
@@ -17,7 +17,7 @@ fn fixture_experiment(seed: u64, requests: usize, mode: BudgetMode) -> Experimen
         path: report.export_path.clone(),
         ..LoadOptions::default()
     };
-    let s = tierscope_engine::loaded::load(&args).unwrap();
+    let s = tierscope_engine::session::load(&args).unwrap();
     assert_eq!(
         s.probes.len(),
         report.probes,

@@ -1,8 +1,8 @@
 //! Figures: the replay figure and the sweep map are written as SVG with the expected pieces.
 
 use tierscope_engine::fixture::{write_fixture, FixtureConfig};
-use tierscope_engine::loaded::LoadOptions;
 use tierscope_engine::research::plot::{replay_figure, sweep_figure, SweepMetric};
+use tierscope_engine::session::LoadOptions;
 use tierscope_engine::sweep::{self, Axis};
 
 #[test]
@@ -17,7 +17,7 @@ fn replay_and_sweep_figures_are_svg() {
         dir.path(),
     )
     .unwrap();
-    let s = tierscope_engine::loaded::load(&LoadOptions {
+    let s = tierscope_engine::session::load(&LoadOptions {
         path: report.export_path.clone(),
         ..LoadOptions::default()
     })
@@ -80,7 +80,7 @@ fn control_characters_in_a_title_keep_the_svg_well_formed() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("evil.json");
     std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
-    let s = tierscope_engine::loaded::load(&LoadOptions {
+    let s = tierscope_engine::session::load(&LoadOptions {
         path: Some(path),
         ..LoadOptions::default()
     })
@@ -99,7 +99,7 @@ fn control_characters_in_a_title_keep_the_svg_well_formed() {
 /// in its own colour (full, tail only), with a legend entry; `retention` draws none.
 #[test]
 fn a_tail_only_episode_has_its_own_colour() {
-    let s = tierscope_engine::loaded::load(&LoadOptions {
+    let s = tierscope_engine::session::load(&LoadOptions {
         path: Some(concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces/M1.json").into()),
         ..LoadOptions::default()
     })

@@ -16,7 +16,7 @@ fn survey_of_the_sample_data_dir() {
     let mut sessions = Vec::new();
     for s in list.iter().filter(|s| s.parent_id.is_none()) {
         let t = source.load_session(Some(&s.id)).unwrap();
-        let loaded = tierscope_engine::loaded::from_trace(t, &Default::default());
+        let loaded = tierscope_engine::session::from_trace(t, &Default::default());
         let sv = survey_session(&loaded, &policies);
         assert!(
             (0.0..=1.0).contains(&sv.old_context_share),

@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use tierscope_engine::loaded::LoadOptions;
-use tierscope_engine::loaded::LoadedSession;
+use tierscope_engine::session::LoadOptions;
+use tierscope_engine::session::LoadedSession;
 use tierscope_engine::sweep::{self, dominates, Axis};
 
 fn exports() -> Vec<PathBuf> {
@@ -40,7 +40,7 @@ fn exports() -> Vec<PathBuf> {
 }
 
 fn load(p: &std::path::Path) -> LoadedSession {
-    tierscope_engine::loaded::load(&LoadOptions {
+    tierscope_engine::session::load(&LoadOptions {
         path: Some(p.to_path_buf()),
         ..LoadOptions::default()
     })

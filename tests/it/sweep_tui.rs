@@ -29,7 +29,7 @@ fn sw(app: &App) -> &SweepState {
 }
 
 fn num(app: &App, key: &str) -> f64 {
-    match app.state.schedule.policy.knobs.get(key) {
+    match app.state.on_screen.policy.knobs.get(key) {
         Some(KnobValue::Num(v)) => *v,
         other => panic!("{key}: {other:?}"),
     }
@@ -160,7 +160,7 @@ fn the_grid_runs_moves_and_enter_loads_the_point_into_the_main_view() {
         (num(&app, "demote_at"), num(&app, "promote_at")),
         (0.9, 0.6)
     );
-    let gen_before = app.state.schedule.gen;
+    let gen_before = app.state.on_screen.gen;
     let steps: Vec<Step> = vec![
         (
             "Enter runs the 7×6 grid, every point valid",
@@ -242,9 +242,9 @@ fn the_grid_runs_moves_and_enter_loads_the_point_into_the_main_view() {
     ];
     run_steps(&mut app, steps);
     // The main view's replay reran with the loaded knobs.
-    assert!(app.state.schedule.gen > gen_before);
-    assert!(!app.state.schedule.pending);
-    assert!(app.state.schedule.replay.is_some());
+    assert!(app.state.on_screen.gen > gen_before);
+    assert!(!app.state.on_screen.pending);
+    assert!(app.state.on_screen.replay.is_some());
     // The knobs panel of the main view shows the loaded values.
     app.key(KeyCode::Char('K'));
     let t = text(&app.draw());
@@ -258,7 +258,7 @@ fn the_grid_runs_moves_and_enter_loads_the_point_into_the_main_view() {
     assert!(row("promote_at").contains("0.48"), "{t}");
     app.key(KeyCode::Esc);
     // Diff mode offers the knobs before the sweep as the baseline.
-    let before = app.state.schedule.baseline.as_ref().expect("baseline");
+    let before = app.state.on_screen.baseline.as_ref().expect("baseline");
     assert_eq!(
         before.policy.knobs.get("demote_at"),
         Some(&KnobValue::Num(0.9))

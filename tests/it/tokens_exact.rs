@@ -111,7 +111,7 @@ fn fixtures() -> Vec<(String, Trace)> {
         .collect()
 }
 
-/// The texts a load counts for `trace` (as `loaded::from_trace_with` builds them), plus the
+/// The texts a load counts for `trace` (as `session::from_trace_with` builds them), plus the
 /// joined texts of each episode and of the whole session.
 fn counted_texts(trace: &Trace) -> Vec<String> {
     let rules = Rules::embedded().expect("embedded rules");

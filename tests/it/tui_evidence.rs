@@ -33,14 +33,14 @@ fn reversing(w: u16, h: u16) -> App {
 }
 
 fn cells_with(app: &App, bit: u8) -> u64 {
-    let r = app.state.schedule.replay.as_ref().expect("replay");
+    let r = app.state.on_screen.replay.as_ref().expect("replay");
     r.grid.cells_with(bit)
 }
 
 #[test]
 fn every_mark_is_a_counted_engine_fact() {
     let app = reversing(160, 45);
-    let r = app.state.schedule.replay.clone().expect("replay");
+    let r = app.state.on_screen.replay.clone().expect("replay");
     let t = r.totals;
     assert!(t.thrash >= 2, "the knobs make the schedule reverse: {t:?}");
     // One `!` per thrash the engine counted, at the requests it counted them.
@@ -77,7 +77,7 @@ fn every_mark_is_a_counted_engine_fact() {
 #[test]
 fn one_baseline_with_its_budget_in_the_strip_and_in_diff_mode() {
     let mut app = reversing(160, 45);
-    let base = app.state.schedule.baseline.clone().expect("baseline");
+    let base = app.state.on_screen.baseline.clone().expect("baseline");
     assert_eq!(base.shown_budget, 9000);
     assert_eq!(base.name(), "retention @ 9,000");
     let screen = text(&app.draw());
@@ -182,7 +182,7 @@ fn the_chart_scales_to_the_budget_band_and_marks_what_is_off_it() {
     // At 2,000 the recorded prompts (up to 11k) dwarf the budget.
     let mut app = open(sample("M1.json"), "dark", 80, 24, "retention", Some(2000));
     app.key(KeyCode::End);
-    let r = app.state.schedule.replay.clone().expect("replay");
+    let r = app.state.on_screen.replay.clone().expect("replay");
     assert!(r.y_max <= 3150, "{}", r.y_max);
     let screen = text(&app.draw());
     assert!(screen.contains("off scale"), "{screen}");

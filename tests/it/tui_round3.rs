@@ -123,7 +123,7 @@ fn every_figure_on_screen_has_a_help_entry() {
 #[test]
 fn the_run_totals_count_emergencies() {
     let app = open(sample("M1.json"), "dark", 160, 45, "retention", Some(3000));
-    let r = app.state.schedule.replay.as_ref().unwrap();
+    let r = app.state.on_screen.replay.as_ref().unwrap();
     let t = text(&app.draw());
     let run = t
         .lines()
@@ -138,7 +138,7 @@ fn the_run_totals_count_emergencies() {
 #[test]
 fn a_budget_no_schedule_can_meet_is_said() {
     let app = open(sample("M1.json"), "dark", 160, 45, "retention", Some(100));
-    let r = app.state.schedule.replay.as_ref().unwrap();
+    let r = app.state.on_screen.replay.as_ref().unwrap();
     let w = r.budget_warning.clone().unwrap_or_default();
     assert!(
         w.contains("budget unmeetable") || w.contains("every request"),
@@ -150,7 +150,7 @@ fn a_budget_no_schedule_can_meet_is_said() {
     let ok = m1(160, 45);
     assert!(ok
         .state
-        .schedule
+        .on_screen
         .replay
         .as_ref()
         .unwrap()
@@ -176,7 +176,7 @@ fn overlays_hold_their_text_whole() {
     );
     app.key(KeyCode::Esc);
     // A choice's value shows whole in the knobs panel.
-    let row = knob_row(&app.state.schedule.policy.specs, "boundary");
+    let row = knob_row(&app.state.on_screen.policy.specs, "boundary");
     while app.state.knobs.panel.is_some_and(|at| at > row) {
         app.key(KeyCode::Up);
     }

@@ -52,7 +52,7 @@ fn context_at_escape(app: &mut App) {
 fn bug_hunt_recording_shows_escape_sequences_as_text() {
     let mut app = open(sample("B1.json"), "dark", 160, 48, "full", None);
     // The raw bytes are in the recording (a tool output of request 0's step)...
-    let raw = tierscope_engine::loaded::load(&tierscope_engine::loaded::LoadOptions {
+    let raw = tierscope_engine::session::load(&tierscope_engine::session::LoadOptions {
         path: Some(sample("B1.json")),
         ..Default::default()
     })

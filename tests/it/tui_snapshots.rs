@@ -59,7 +59,7 @@ fn knobs_panel() {
 fn session_picker() {
     use tierscope::tui::app::{Effect, Screen, StartOptions, State};
     use tierscope::tui::jobs::{run_sync, Worker};
-    use tierscope_engine::loaded::LoadOptions;
+    use tierscope_engine::session::LoadOptions;
     for theme in THEMES {
         for (w, h) in SIZES {
             let policy =

@@ -17,7 +17,7 @@ fn m1() -> App {
 }
 
 fn num(app: &App, knob: &str) -> f64 {
-    match app.state.schedule.policy.knobs.get(knob) {
+    match app.state.on_screen.policy.knobs.get(knob) {
         Some(KnobValue::Num(v)) => *v,
         other => panic!("{knob}: {other:?}"),
     }
@@ -44,7 +44,7 @@ fn main_screen_keys() {
     let first_change = |a: &App| {
         let r = a
             .state
-            .schedule
+            .on_screen
             .replay
             .as_ref()
             .map(|r| r.change_requests.clone())
@@ -82,7 +82,7 @@ fn main_screen_keys() {
         ),
         ("f to a hold", vec![KeyCode::Char('f')], |a| {
             a.state
-                .schedule
+                .on_screen
                 .replay
                 .as_ref()
                 .is_some_and(|r| r.hold_requests.contains(&a.state.main.cursor))
@@ -217,7 +217,7 @@ fn knob_steps_rerun_the_replay() {
     for (knob, key, want) in cases {
         let mut app = m1();
         knobs_at(&mut app, knob);
-        let gen = app.state.schedule.gen;
+        let gen = app.state.on_screen.gen;
         let fx = app.key(key);
         assert!(
             fx.iter()
@@ -230,7 +230,7 @@ fn knob_steps_rerun_the_replay() {
             num(&app, knob)
         );
         assert!(
-            !app.state.schedule.pending,
+            !app.state.on_screen.pending,
             "{knob}: replay did not come back"
         );
     }
@@ -241,7 +241,7 @@ fn a_tighter_knob_changes_the_schedule() {
     let mut app = m1();
     let before = app
         .state
-        .schedule
+        .on_screen
         .replay
         .as_ref()
         .map(|r| r.change_requests.clone());
@@ -250,7 +250,7 @@ fn a_tighter_knob_changes_the_schedule() {
     assert_eq!(num(&app, "demote_at"), 1.5);
     let after = app
         .state
-        .schedule
+        .on_screen
         .replay
         .as_ref()
         .map(|r| r.change_requests.clone());
@@ -280,14 +280,14 @@ fn typed_values_are_checked() {
     let mut app = m1();
     app.key(KeyCode::Char('K'));
     type_value(&mut app, "20,000");
-    assert_eq!(app.state.schedule.budget, Some(20_000));
+    assert_eq!(app.state.on_screen.budget, Some(20_000));
     app.key(KeyCode::Right);
-    assert_eq!(app.state.schedule.budget, Some(21_000));
+    assert_eq!(app.state.on_screen.budget, Some(21_000));
     app.key(KeyCode::Char('r'));
-    assert_eq!(app.state.schedule.budget, None);
+    assert_eq!(app.state.on_screen.budget, None);
     assert!(app
         .state
-        .schedule
+        .on_screen
         .replay
         .as_ref()
         .is_some_and(|r| r.budget > 21_000));
@@ -297,24 +297,24 @@ fn typed_values_are_checked() {
 fn latest_replay_wins() {
     let mut app = m1();
     knobs_at(&mut app, "demote_at");
-    let g0 = app.state.schedule.gen;
+    let g0 = app.state.on_screen.gen;
     // Two steps before any job runs: the first result must be ignored.
     let fx1 = update(&mut app.state, Msg::Key(key(KeyCode::Right)));
     let fx2 = update(&mut app.state, Msg::Key(key(KeyCode::Right)));
-    assert_eq!(app.state.schedule.gen, g0 + 2);
-    let old = app.state.schedule.replay.clone();
+    assert_eq!(app.state.on_screen.gen, g0 + 2);
+    let old = app.state.on_screen.replay.clone();
     run_sync(&mut app.state, &mut app.worker, fx1);
-    assert!(app.state.schedule.pending, "a stale replay was taken");
+    assert!(app.state.on_screen.pending, "a stale replay was taken");
     assert!(std::sync::Arc::ptr_eq(
         old.as_ref().unwrap_or_else(|| panic!("no replay")),
         app.state
-            .schedule
+            .on_screen
             .replay
             .as_ref()
             .unwrap_or_else(|| panic!("no replay"))
     ));
     run_sync(&mut app.state, &mut app.worker, fx2);
-    assert!(!app.state.schedule.pending);
+    assert!(!app.state.on_screen.pending);
     assert!((num(&app, "demote_at") - 0.92).abs() < 1e-9);
 }
 
@@ -340,10 +340,10 @@ fn switch_policy() {
         app.key(KeyCode::Up);
     }
     app.key(KeyCode::Enter);
-    assert_eq!(app.state.schedule.policy.name, "full");
+    assert_eq!(app.state.on_screen.policy.name, "full");
     let r = app
         .state
-        .schedule
+        .on_screen
         .replay
         .as_ref()
         .unwrap_or_else(|| panic!("no replay"));
@@ -391,7 +391,7 @@ fn drill_into_the_sub_agent_and_back() {
         Some(child)
     );
     assert_eq!(app.state.main.stack.len(), 1);
-    assert!(app.state.schedule.replay.is_some());
+    assert!(app.state.on_screen.replay.is_some());
     app.key(KeyCode::Backspace);
     assert_eq!(
         app.state.session.as_ref().map(|s| s.model.id.clone()),
@@ -418,8 +418,8 @@ fn save_knobs_as_a_policy_file_that_loads_back() {
     app.key(KeyCode::Enter);
     let p = tierscope_engine::policy::load(&path.display().to_string(), &[])
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(p.kind, app.state.schedule.policy.kind);
-    assert_eq!(p.knobs, app.state.schedule.policy.knobs);
+    assert_eq!(p.kind, app.state.on_screen.policy.kind);
+    assert_eq!(p.knobs, app.state.on_screen.policy.knobs);
 }
 
 #[test]
@@ -470,7 +470,7 @@ fn mouse_click_on_the_heatmap_moves_cursor_and_selection() {
 fn started(start: tierscope::tui::app::StartOptions) -> tierscope::tui::app::State {
     use tierscope::tui::app::State;
     use tierscope::tui::jobs::Worker;
-    use tierscope_engine::loaded::LoadOptions;
+    use tierscope_engine::session::LoadOptions;
     let policy = tierscope_engine::policy::load("retention", &[]).unwrap_or_else(|e| panic!("{e}"));
     let mut state = State::new(theme("dark"), policy, None, start);
     let mut worker = Worker::new(LoadOptions {
@@ -740,13 +740,13 @@ fn the_context_opens_filled_with_the_divergence_in_view() {
 #[test]
 fn run_totals_show_before_and_after_a_knob_change() {
     let mut app = m1();
-    let before = app.state.schedule.replay.as_ref().map(|r| r.totals);
+    let before = app.state.on_screen.replay.as_ref().map(|r| r.totals);
     knobs_at(&mut app, "demote_at");
     type_value(&mut app, "1.5");
-    let base = app.state.schedule.baseline.as_ref().expect("a baseline");
+    let base = app.state.on_screen.baseline.as_ref().expect("a baseline");
     assert_eq!(base.totals, before);
     assert_eq!(base.shown_budget, 9000);
-    let after = app.state.schedule.replay.as_ref().map(|r| r.totals);
+    let after = app.state.on_screen.replay.as_ref().map(|r| r.totals);
     assert_ne!(before, after);
     app.key(KeyCode::Esc);
     let screen = text(&app.draw());

@@ -62,7 +62,7 @@ impl std::str::FromStr for TierSource {
     }
 }
 
-/// Everything [`crate::loaded::from_trace`] needs besides the trace.
+/// Everything [`crate::session::from_trace`] needs besides the trace.
 #[derive(Debug, Clone, Default)]
 pub struct EpisodeOptions {
     pub segmentation: Segmentation,
@@ -89,5 +89,5 @@ pub struct EpisodeOptions {
     /// so the peak holds one window's texts rather than the session's.
     pub drop_tier_texts: bool,
     /// Where the load reports how far it has got.
-    pub progress: crate::loaded::progress::ProgressSink,
+    pub progress: crate::session::progress::ProgressSink,
 }

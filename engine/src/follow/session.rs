@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use super::Snapshot;
 use crate::episode::options::TierSource;
 use crate::episode::segment::Segmentation;
-use crate::loaded::{LoadOptions, LoadSessionError, LoadedSession, Loader};
+use crate::session::{LoadOptions, LoadSessionError, LoadedSession, Loader};
 use crate::trace::adapter::{self, Env};
 
 /// Builds a [`LoadedSession`] from each followed [`Snapshot`] through the same [`Loader`] as
-/// [`crate::loaded::load`] (same options, sidecars, children), keeping its tokenizer cache between
+/// [`crate::session::load`] (same options, sidecars, children), keeping its tokenizer cache between
 /// reloads.
 pub struct SessionBuilder {
     loader: Loader,

@@ -5,8 +5,8 @@
 //! compaction agent's system chunk, and priced like every request.
 
 use super::cache_cost::{price_request, Price};
+use super::output::{CompactionCallCost, TierStat, TierStats};
 use super::prepare::Prep;
-use super::types::{CompactionCallCost, TierStat, TierStats};
 use crate::episode::{Episode, Tier};
 use crate::policy::kinds::Compacted;
 use crate::trace::model::CompactionShape;

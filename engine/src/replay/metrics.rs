@@ -18,11 +18,11 @@
 
 use super::cache_cost::{self, Price};
 use super::compaction_call;
+use super::output::*;
 use super::pass::PassOutput;
 use super::probes::ProbeIndex;
 use super::schedule::Waiting;
 use super::state::State;
-use super::types::*;
 use crate::episode::Tier;
 use crate::policy::kinds::Compacted;
 
@@ -633,10 +633,10 @@ mod incremental {
 
     use std::path::Path;
 
-    use crate::loaded::{self, LoadOptions, LoadedSession};
+    use crate::session::{self, LoadOptions, LoadedSession};
 
     fn load(path: &Path, cache: &Path) -> LoadedSession {
-        loaded::load(&LoadOptions {
+        session::load(&LoadOptions {
             path: Some(path.to_owned()),
             token_cache_dir: Some(cache.to_owned()),
             ..LoadOptions::default()

@@ -18,20 +18,20 @@
 
 pub mod cache_cost;
 pub(crate) mod compaction_call;
+pub mod decision_log;
 mod divergence;
 mod fenwick;
 mod holds;
 pub mod limits;
 mod metrics;
+pub mod output;
 mod pass;
 pub(crate) mod prepare;
 pub mod probes;
-pub mod records;
 pub mod render;
 pub(crate) mod schedule;
 pub(crate) mod state;
 pub mod synth;
-pub mod types;
 pub mod written;
 pub(crate) mod written_request;
 
@@ -40,14 +40,14 @@ use std::collections::BTreeSet;
 use crate::policy::kinds;
 use std::ops::ControlFlow;
 
+pub use output::*;
 pub use prepare::PrepCache;
 pub use render::{render_at, render_replayed, render_requests, RenderedChunk, RenderedContext};
-pub use types::*;
 
 use crate::episode::sidecar::Probe;
 use crate::episode::Episode;
-use crate::loaded::LoadedSession;
 use crate::policy::{Policy, PolicyKind};
+use crate::session::LoadedSession;
 use crate::trace::summary_call::CompactionSizes;
 use crate::trace::Trace;
 
@@ -58,7 +58,7 @@ pub struct Input<'a> {
     pub episodes: &'a [Episode],
     pub probes: &'a [Probe],
     /// Request indices of todo changes and compaction summary calls (see
-    /// [`crate::loaded::milestones`]).
+    /// [`crate::session::milestones`]).
     pub milestones: &'a BTreeSet<usize>,
     /// The Magic Context compartments behind the episodes, if they come from a `context.db`.
     pub magic_context: Option<&'a crate::episode::magic_context::MagicContextSession>,
@@ -250,7 +250,7 @@ fn replay_collect(
     input: &Input<'_>,
     policy: &Policy,
     budget: Option<u64>,
-    calibration: Option<crate::loaded::calibration::Calibration>,
+    calibration: Option<crate::session::calibration::Calibration>,
 ) -> Replay {
     let mut frames = Collect(Vec::with_capacity(input.trace.requests.len()));
     let r = replay_into(
@@ -278,7 +278,7 @@ pub fn replay_into(
     input: &Input<'_>,
     policy: &Policy,
     budget: Option<u64>,
-    calibration: Option<crate::loaded::calibration::Calibration>,
+    calibration: Option<crate::session::calibration::Calibration>,
     keep: Keep,
     sink: &mut dyn FrameSink,
 ) -> Option<Replay> {

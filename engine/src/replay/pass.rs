@@ -19,11 +19,11 @@ use super::cache_cost::Price;
 use super::compaction_call;
 use super::divergence::{self, Conv, Current};
 use super::metrics::{self, ProbeTally, ProbeTotals};
+use super::output::{Frame, RenderState, TierMatrix};
 use super::prepare::Prep;
 use super::probes::ProbeIndex;
 use super::schedule::{Boundaries, BoundaryKind};
 use super::state::State;
-use super::types::{Frame, RenderState, TierMatrix};
 use crate::episode::Tier;
 use crate::policy::kinds::{Decide, RequestView};
 use crate::policy::knobs::Common;
@@ -44,7 +44,7 @@ pub(crate) struct PassOutput {
     /// What the policy reports about its run (e.g. the token counter it used).
     pub note: Option<String>,
     /// How the policy compacted (`opencode`).
-    pub compaction: Option<super::types::CompactionRun>,
+    pub compaction: Option<super::output::CompactionRun>,
 }
 
 /// What one pass needs besides the policy's decision.

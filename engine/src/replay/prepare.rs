@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 use serde_json::Value;
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::types::SystemSegment;
+use super::output::SystemSegment;
 use super::Input;
 use crate::episode::{Episode, Tier};
 use crate::trace::{Trace, UserKind};
@@ -593,9 +593,9 @@ impl<'a> Prep<'a> {
     /// simulated one reuses); `None` for a simulated summary made of compact tiers.
     pub(crate) fn summary_messages(
         &self,
-        piece: &super::types::SummaryPiece,
+        piece: &super::output::SummaryPiece,
     ) -> Option<Vec<usize>> {
-        use super::types::SummaryPiece;
+        use super::output::SummaryPiece;
         match piece {
             SummaryPiece::Recorded { compaction } => Some(self.recorded_summary(*compaction).1),
             SummaryPiece::Simulated {
@@ -621,7 +621,7 @@ impl<'a> Prep<'a> {
     /// or one chunk standing for a summary made of compact tiers (unique to it).
     pub(crate) fn summary_chunk_list(
         &self,
-        piece: &super::types::SummaryPiece,
+        piece: &super::output::SummaryPiece,
         tokens: u64,
     ) -> Vec<(u64, u64, usize)> {
         match self.summary_messages(piece) {
@@ -633,8 +633,8 @@ impl<'a> Prep<'a> {
                 .collect(),
             None => {
                 let n = match piece {
-                    super::types::SummaryPiece::Simulated { number, .. } => *number as u64,
-                    super::types::SummaryPiece::Recorded { compaction } => *compaction as u64,
+                    super::output::SummaryPiece::Simulated { number, .. } => *number as u64,
+                    super::output::SummaryPiece::Recorded { compaction } => *compaction as u64,
                 };
                 vec![(
                     xxh3_64(format!("simulated summary {n}").as_bytes()),
@@ -872,7 +872,7 @@ fn requests(input: &Input<'_>, trace: &Trace, episodes: &[Episode]) -> Vec<ReqDa
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::loaded::{self, LoadOptions};
+    use crate::session::{self, LoadOptions};
 
     /// Requests that touch the same episodes share one list: a key many episodes carry must not
     /// be copied into every request naming it (on a 10k-response session that was requests ×
@@ -880,7 +880,7 @@ mod tests {
     #[test]
     fn equal_touch_sets_are_one_allocation() {
         let cache = tempfile::tempdir().expect("tempdir");
-        let s = loaded::load(&LoadOptions {
+        let s = session::load(&LoadOptions {
             path: Some(
                 std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sample-traces/M1.json"),
             ),

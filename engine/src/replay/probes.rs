@@ -13,8 +13,8 @@
 use aho_corasick::AhoCorasick;
 use regex::RegexSet;
 
+use super::output::SummaryPiece;
 use super::prepare::Prep;
-use super::types::SummaryPiece;
 use crate::episode::sidecar::{Needle, Probe, ProbeKind};
 use crate::episode::Tier;
 
@@ -561,10 +561,10 @@ mod tests {
         crate::fixture::write_fixture(&cfg, dir.path()).expect("fixture");
         let m1 = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sample-traces/M1.json");
         for path in [m1, dir.path().join("fx.json")] {
-            let s = crate::loaded::load(&crate::loaded::LoadOptions {
+            let s = crate::session::load(&crate::session::LoadOptions {
                 path: Some(path.clone()),
                 token_cache_dir: Some(dir.path().to_owned()),
-                ..crate::loaded::LoadOptions::default()
+                ..crate::session::LoadOptions::default()
             })
             .expect("load");
             assert!(!s.probes.is_empty());

@@ -8,8 +8,8 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use super::compaction_call::RecordedCall;
 use super::divergence::chunk_list;
+use super::output::{Cell, CutBy, RenderState, SummaryPiece};
 use super::prepare::Prep;
-use super::types::{Cell, CutBy, RenderState, SummaryPiece};
 use super::{Input, Prepared};
 use crate::episode::Tier;
 use crate::policy::Policy;
@@ -108,7 +108,7 @@ pub fn render_replayed(
     input: &Input<'_>,
     policy: &Policy,
     budget: Option<u64>,
-    replay: &super::types::Replay,
+    replay: &super::output::Replay,
     requests: &[usize],
 ) -> Result<Vec<RenderedContext>, RenderError> {
     in_range(input.trace.requests.len(), requests)?;
@@ -141,8 +141,8 @@ fn in_range(count: usize, requests: &[usize]) -> Result<(), RenderError> {
 
 /// What a pass leaves that rendering reads.
 struct Views<'v> {
-    frames: &'v [super::types::Frame],
-    applied: &'v super::types::TierMatrix,
+    frames: &'v [super::output::Frame],
+    applied: &'v super::output::TierMatrix,
     render_states: &'v [RenderState],
 }
 
@@ -226,7 +226,7 @@ fn contexts(
 fn split_heads(
     p: &Prep<'_>,
     rs: &RenderState,
-    applied: &super::types::TierMatrix,
+    applied: &super::output::TierMatrix,
     t: usize,
 ) -> String {
     rs.cuts
@@ -245,7 +245,7 @@ fn split_heads(
         .collect()
 }
 
-fn note(p: &Prep<'_>, frame: &super::types::Frame, rs: &RenderState) -> Option<String> {
+fn note(p: &Prep<'_>, frame: &super::output::Frame, rs: &RenderState) -> Option<String> {
     let t = frame.request;
     if let Some(c) = &frame.compaction_call {
         let mut s = format!(
@@ -314,7 +314,7 @@ fn written_lineage<'p>(
 fn materialize(
     p: &Prep<'_>,
     apply_prunes: bool,
-    applied: &super::types::TierMatrix,
+    applied: &super::output::TierMatrix,
     rs: &RenderState,
     t: usize,
 ) -> Vec<RenderedChunk> {

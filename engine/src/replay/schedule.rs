@@ -292,7 +292,7 @@ mod tests {
     #[test]
     fn pending_changes_wait_for_a_boundary_or_the_dwell() {
         use crate::episode::Tier;
-        use crate::replay::types::Reason;
+        use crate::replay::output::Reason;
         let synth = crate::replay::synth::generate(&crate::replay::synth::SynthSpec {
             requests: 12,
             episodes: 4,

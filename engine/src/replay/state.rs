@@ -13,9 +13,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::divergence::Conv;
 use super::fenwick::Fenwick;
 use super::holds::Holds;
+use super::output::{Change, Cut, CutBy, Reason, SummaryPiece, TierMatrix, TierStat};
 use super::prepare::Prep;
 use super::schedule::{Applied, Boundaries};
-use super::types::{Change, Cut, CutBy, Reason, SummaryPiece, TierMatrix, TierStat};
 use crate::episode::Tier;
 
 /// A change applied at request `at`, in direction `dir` (+1 = demotion, −1 = promotion).

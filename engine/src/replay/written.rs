@@ -13,7 +13,7 @@
 //! replays again ([`crate::research::flat_summaries`]): a summary's size moves every later
 //! compaction, so they are written in order.
 //!
-//! [`CompactionRun::pending_summary`]: super::types::CompactionRun::pending_summary
+//! [`CompactionRun::pending_summary`]: super::output::CompactionRun::pending_summary
 
 use std::collections::HashMap;
 

@@ -10,9 +10,9 @@
 //! say which of its text is a tool's output.
 
 use super::divergence::chunk_list;
+use super::output::SummaryPiece;
 use super::prepare::Prep;
 use super::state::State;
-use super::types::SummaryPiece;
 use super::written::{SummaryBook, SummaryRequest};
 use crate::episode::historian::prompt::fill;
 use crate::episode::Tier;

@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use crate::episode::sidecar::Probe;
 use crate::episode::{Episode, Tier};
-use crate::loaded::LoadedSession;
+use crate::session::LoadedSession;
 
 /// A generator's own clipping marker (`…[152 chars clipped]…`): its number is not a claim.
 static CLIP_MARKER: Lazy<Regex> =

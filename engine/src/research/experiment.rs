@@ -7,9 +7,9 @@ use serde::Serialize;
 
 use super::flat_summaries::{replay_written, FlatSummaryError, SummarySource};
 use crate::episode::Tier;
-use crate::loaded::LoadedSession;
 use crate::policy::Policy;
 use crate::replay::{self, Replay};
+use crate::session::LoadedSession;
 
 /// How budgets are chosen.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -17,10 +17,10 @@ use serde::Serialize;
 
 use crate::episode::historian::cost::{dollars, finite_dollars, GenerationPrice};
 use crate::episode::historian::summary::{SummaryBill, SummaryError, SummaryWriter, Written};
-use crate::loaded::LoadedSession;
 use crate::policy::{Policy, PolicyKind};
 use crate::replay::written::{SummaryBook, SummaryLineage, SummaryRequest, WrittenSummary};
 use crate::replay::{self, FrameSink, Input, Keep, PolicyInfo, Replay, TraceInfo};
+use crate::session::LoadedSession;
 use crate::tokens::TokenizerKind;
 use crate::trace::summary_call::CompactionPrompt;
 

@@ -13,9 +13,9 @@ use serde::Serialize;
 
 use super::experiment::{row_of, TierShare};
 use crate::episode::Tier;
-use crate::loaded::LoadedSession;
 use crate::policy::Policy;
 use crate::replay::{self, Replay};
+use crate::session::LoadedSession;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PolicySurvey {

@@ -18,8 +18,8 @@ use super::flat_summaries::{FlatSummaryError, FlatSummaryReport, SummarySource};
 use crate::episode::historian::cost::{bill, dollars, table_price};
 use crate::episode::historian::lineage;
 use crate::episode::options::TierSource;
-use crate::loaded::LoadedSession;
 use crate::policy::Policy;
+use crate::session::LoadedSession;
 
 /// The name of a load's tiers in tables: the tier source, or for model-written tiers
 /// `model:<model>/<strategy>`.

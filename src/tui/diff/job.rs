@@ -9,8 +9,8 @@ use super::view_model::{safe_context, DiffModel};
 use super::{DiffJob, DiffMsg};
 use crate::tui::app::Msg;
 use tierscope_engine::compare;
-use tierscope_engine::loaded::LoadedSession;
 use tierscope_engine::replay::{self, Input};
+use tierscope_engine::session::LoadedSession;
 
 /// How long the line and word diff may search for a minimal diff before settling for a coarser
 /// one: the rendered contexts of a long session run to thousands of lines.

@@ -200,10 +200,10 @@ pub enum DiffMsg {
 /// budget; when it differs from the current schedule), then every built-in at A's budget.
 pub fn choices(state: &State) -> Vec<Choice> {
     let mut out = Vec::new();
-    let current = &state.schedule.policy;
-    if let Some(base) = state.schedule.differing_baseline() {
+    let current = &state.on_screen.policy;
+    if let Some(base) = state.on_screen.differing_baseline() {
         let mut what = base.changed_knobs(current);
-        if base.budget != state.schedule.budget {
+        if base.budget != state.on_screen.budget {
             what.insert(
                 0,
                 format!("budget {}", crate::tui::ui::thousands(base.shown_budget)),
@@ -249,7 +249,7 @@ pub fn open(state: &mut State) {
         .iter()
         .position(|c| c.label.starts_with(BASELINE))
         .or_else(|| {
-            let want = if state.schedule.policy.name == "age" {
+            let want = if state.on_screen.policy.name == "age" {
                 "retention"
             } else {
                 "age"
@@ -258,10 +258,10 @@ pub fn open(state: &mut State) {
         })
         .unwrap_or(0);
     state.diff = Some(Box::new(DiffState {
-        a: state.schedule.policy.clone(),
-        b: state.schedule.policy.clone(),
-        budget: state.schedule.budget,
-        budget_b: state.schedule.budget,
+        a: state.on_screen.policy.clone(),
+        b: state.on_screen.policy.clone(),
+        budget: state.on_screen.budget,
+        budget_b: state.on_screen.budget,
         cursor: state.main.cursor,
         selected: state.main.selected,
         gen: 0,

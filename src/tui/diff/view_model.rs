@@ -46,7 +46,7 @@ fn with_compaction(label: String, r: &Replay) -> String {
 }
 
 fn grid_of(r: &Replay) -> Grid {
-    crate::tui::prepare::applied_grid(r, r.applied.episodes, r.applied.requests)
+    crate::tui::presenter::applied_grid(r, r.applied.episodes, r.applied.requests)
 }
 
 impl DiffModel {

@@ -182,7 +182,7 @@ pub fn shown_tier(state: &State) -> Option<Tier> {
 /// The applied tier of episode `ep` at the cursor (None while it is active or not yet there).
 pub fn applied_tier(state: &State, ep: usize) -> Option<Tier> {
     state
-        .schedule
+        .on_screen
         .replay
         .as_ref()?
         .grid
@@ -211,7 +211,7 @@ pub fn on_action(state: &mut State, a: Action, fx: &mut Vec<Effect>) {
     }
     let c = state.main.cursor;
     let jump_list = |state: &State, a: Action| -> (Vec<usize>, &'static str) {
-        let r = state.schedule.replay.as_deref();
+        let r = state.on_screen.replay.as_deref();
         let s = state.session.as_deref().map(|s| &s.model);
         let list = |v: Option<&Vec<usize>>| v.cloned().unwrap_or_default();
         match a {

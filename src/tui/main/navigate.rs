@@ -21,10 +21,10 @@ pub fn move_cursor(state: &mut State, to: usize, fx: &mut Vec<Effect>) {
     state.main.cursor = to;
     crate::tui::follow::on_cursor_moved(state);
     follow_cursor(state);
-    if state.schedule.replay.is_some() {
+    if state.on_screen.replay.is_some() {
         state.main.context.pending = true;
         fx.push(Effect::Context {
-            gen: state.schedule.gen,
+            gen: state.on_screen.gen,
             at: to,
         });
     }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::grid::SweepGrid;
 use super::{SweepJob, SweepMsg};
 use crate::tui::app::Msg;
-use tierscope_engine::loaded::LoadedSession;
+use tierscope_engine::session::LoadedSession;
 use tierscope_engine::sweep::{self, Axis, SweepResult};
 
 /// How often a running row's progress is looked at.

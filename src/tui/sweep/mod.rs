@@ -156,7 +156,7 @@ pub fn open(state: &mut State) {
         state.flash("no session loaded", Level::Info);
         return;
     }
-    let policy = state.schedule.policy.clone();
+    let policy = state.on_screen.policy.clone();
     let knobs = axes::numeric_knobs(&policy);
     let Some((x, y)) = axes::default_pair(&knobs) else {
         let name = crate::tui::safe_line(&policy.name);
@@ -169,8 +169,8 @@ pub fn open(state: &mut State) {
     state.main.playing = false;
     let (x_axis, y_axis) = axes::proposed_axes(&policy, &knobs[x], &knobs[y]);
     state.sweep = Some(Box::new(SweepState {
-        budget: state.schedule.budget,
-        main_budget: state.schedule.effective_budget(),
+        budget: state.on_screen.budget,
+        main_budget: state.on_screen.effective_budget(),
         policy,
         x_axis,
         y_axis,
@@ -455,13 +455,13 @@ fn load_point(state: &mut State, fx: &mut Vec<Effect>) {
         .map(|(k, v)| format!("{}={}", crate::tui::safe_line(k), format_value(*v)))
         .collect::<Vec<_>>()
         .join(" ");
-    match state.schedule.policy.clone().with_overrides(&overrides) {
+    match state.on_screen.policy.clone().with_overrides(&overrides) {
         Ok(np) => {
             close(state);
             // A point loaded is its own before → after.
-            state.schedule.end_edits();
+            state.on_screen.end_edits();
             crate::tui::knobs::set_policy(state, np, fx);
-            state.schedule.end_edits();
+            state.on_screen.end_edits();
             state.flash(format!("loaded {shown} from the sweep"), Level::Info);
         }
         Err(e) => {

@@ -11,7 +11,7 @@ use crate::tui::widgets::chart::{short, ChartKind, StripChart};
 
 pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
     let t = &state.theme;
-    let replay = state.schedule.replay.as_deref();
+    let replay = state.on_screen.replay.as_deref();
     let mut title = match state.main.chart {
         ChartKind::Pressure => {
             let mut v = vec![

@@ -138,7 +138,7 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) -> Scroll {
     let focused = state.main.focus == Pane::Context;
     let page = usize::from(area.height.saturating_sub(2));
     let Some(c) = &cv.model else {
-        let msg = if cv.pending || state.schedule.pending {
+        let msg = if cv.pending || state.on_screen.pending {
             "rendering…"
         } else if state.session.is_some() && state.requests() == 0 {
             "no requests: no context was sent to the model yet"

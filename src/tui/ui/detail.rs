@@ -79,7 +79,7 @@ fn page<'a>(state: &'a State, ep: &'a EpisodeRow) -> Vec<Line<'a>> {
     let needle = state.main.search.needle();
     let applied = applied_tier(state, sel);
     let shown = shown_tier(state);
-    let replay = state.schedule.replay.as_deref();
+    let replay = state.on_screen.replay.as_deref();
     let section = |s: &'a str| Line::from(Span::styled(s, t.title_focus));
     let mut lines: Vec<Line> = Vec::new();
     let mut head = vec![Span::styled(format!("{} ", ep.id), t.key)];
@@ -130,7 +130,7 @@ fn page<'a>(state: &'a State, ep: &'a EpisodeRow) -> Vec<Line<'a>> {
     if let Some(rp) = replay {
         if let (Some(d), Some(a)) = (rp.desired_at(sel, cursor).as_ref(), applied) {
             let boundary = state
-                .schedule
+                .on_screen
                 .policy
                 .knobs
                 .get("boundary")

@@ -56,7 +56,7 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     let with_class = wide;
     let narrow = w < 56;
     let needle = m.search.needle();
-    let replay = state.schedule.replay.as_deref();
+    let replay = state.on_screen.replay.as_deref();
     let mut rows = Vec::with_capacity(page);
     for &i in shown.iter().skip(top).take(page) {
         let e = &s.model.episodes[i];

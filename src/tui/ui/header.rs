@@ -15,7 +15,7 @@ use crate::tui::widgets::chart::short;
 
 /// The knobs worth a place in the header for a policy: those overridden, then the kind's main ones.
 pub fn key_knobs(state: &State) -> Vec<String> {
-    let p = &state.schedule.policy;
+    let p = &state.on_screen.policy;
     let mut names: Vec<&str> = p.overridden.iter().map(String::as_str).collect();
     for m in p.headline_knobs() {
         if !names.contains(m) && p.knobs.contains_key(*m) {
@@ -135,11 +135,11 @@ fn lead<'a>(state: &State, d: Detail, width: usize, title: usize) -> (Vec<Span<'
         let speed = speed_label(state.main.speed);
         spans.push(Span::styled(format!(" ▶ {speed}"), t.header));
     }
-    if state.schedule.pending {
+    if state.on_screen.pending {
         spans.push(Span::styled(" replaying…", t.header));
     }
     spans.push(sep());
-    let policy = &state.schedule.policy.name;
+    let policy = &state.on_screen.policy.name;
     let policy = if d.time {
         format!("policy {policy}")
     } else {
@@ -149,7 +149,7 @@ fn lead<'a>(state: &State, d: Detail, width: usize, title: usize) -> (Vec<Span<'
     // `opencode`: which trigger ran (with `auto`, the budget decides) and where it compacted,
     // before the knobs: it says what the replay on screen is.
     if let Some(c) = state
-        .schedule
+        .on_screen
         .replay
         .as_deref()
         .and_then(|r| r.compaction.as_deref())
@@ -174,9 +174,9 @@ fn lead<'a>(state: &State, d: Detail, width: usize, title: usize) -> (Vec<Span<'
     if !knobs.is_empty() {
         spans.push(Span::styled(format!(" ({})", knobs.join(" ")), t.header));
     }
-    let b = state.schedule.effective_budget();
-    let replay = state.schedule.replay.as_deref();
-    let src = match (&state.schedule.budget, replay) {
+    let b = state.on_screen.effective_budget();
+    let replay = state.on_screen.replay.as_deref();
+    let src = match (&state.on_screen.budget, replay) {
         (Some(_), _) => "set",
         (None, Some(r)) => r.budget_origin(),
         (None, None) => "…",

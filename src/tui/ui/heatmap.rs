@@ -82,7 +82,7 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
     tiers.push(Span::styled("◆", t.tier_active));
     tiers.push(Span::styled("active ", t.dim));
     let tails = state
-        .schedule
+        .on_screen
         .replay
         .as_ref()
         .is_some_and(|rp| rp.any_tail_only);
@@ -148,9 +148,9 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) {
     let block = rule_block(Line::from(title), state.main.focus == Pane::Heatmap, t)
         .title(Line::from(info).right_aligned());
     f.render_widget(block, r.heat);
-    let Some(replay) = &state.schedule.replay else {
+    let Some(replay) = &state.on_screen.replay else {
         let msg = state
-            .schedule
+            .on_screen
             .error
             .clone()
             .unwrap_or_else(|| "replaying…".to_owned());

@@ -20,13 +20,13 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         return;
     };
     let t = &state.theme;
-    let p = &state.schedule.policy;
+    let p = &state.on_screen.policy;
     let rows = 1 + p.specs.len();
     // Docked over the bottom panes so the heatmap, the chart and the metrics stay in view
     // while knobs change (that is the point of turning them).
     let rect = dock(state, area, rows as u16 + 6);
     crate::tui::ui::clear(f, rect, t.base);
-    let status = if state.schedule.pending {
+    let status = if state.on_screen.pending {
         "replaying…"
     } else {
         "up to date"
@@ -93,9 +93,9 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
             (false, false) => t.dim,
         };
         let (name, value, range): (String, String, Option<SliderRange>) = if row == 0 {
-            let b = state.schedule.effective_budget() as f64;
+            let b = state.on_screen.effective_budget() as f64;
             // Where it came from, in the header's words.
-            let src = match (&state.schedule.budget, state.schedule.replay.as_deref()) {
+            let src = match (&state.on_screen.budget, state.on_screen.replay.as_deref()) {
                 (Some(_), _) => "set",
                 (None, Some(r)) => r.budget_origin(),
                 (None, None) => "default",
@@ -210,7 +210,7 @@ pub fn render_policies(state: &State, f: &mut Frame, area: Rect, selected: usize
     let mut lines = Vec::new();
     for (i, name) in state.knobs.names.iter().enumerate() {
         let desc = state.knobs.descs.get(i).cloned().unwrap_or_default();
-        let cur = if *name == state.schedule.policy.name {
+        let cur = if *name == state.on_screen.policy.name {
             "●"
         } else {
             " "

@@ -19,12 +19,12 @@ use crate::tui::widgets::chart::short;
 
 pub fn render(state: &State, f: &mut Frame, area: Rect) {
     let t = &state.theme;
-    let replay = state.schedule.replay.as_deref();
+    let replay = state.on_screen.replay.as_deref();
     let Some(fr) = replay.and_then(|r| r.frames.get(state.main.cursor)) else {
         let msg = match replay {
             Some(r) if r.frames.is_empty() => " no requests: no metrics to show",
             Some(_) => " no frame at the cursor",
-            None if state.schedule.pending => " replaying…",
+            None if state.on_screen.pending => " replaying…",
             None => " no replay yet",
         };
         f.render_widget(Paragraph::new(msg).style(t.dim), area);
@@ -159,7 +159,7 @@ fn request_groups<'a>(at: usize, fr: &FrameRow, t: &Theme) -> Vec<Vec<Span<'a>>>
 /// them; requests), each `before→after` when it moved since the baseline (what was on screen
 /// before the last edits, named with its budget); then the summary's cost and cache hit ratio.
 fn totals_groups<'a>(state: &State, r: &ReplayModel, t: &Theme) -> Vec<Vec<Span<'a>>> {
-    let base = state.schedule.differing_baseline();
+    let base = state.on_screen.differing_baseline();
     let before = base.and_then(|b| b.totals);
     let was = before.map(|b| b.groups());
     let mut groups = Vec::new();

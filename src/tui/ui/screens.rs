@@ -78,7 +78,7 @@ pub fn input(state: &State, f: &mut Frame, area: Rect, input: &Input) {
             let name = state
                 .knobs
                 .panel
-                .and_then(|sel| state.schedule.policy.specs.get(sel.wrapping_sub(1)))
+                .and_then(|sel| state.on_screen.policy.specs.get(sel.wrapping_sub(1)))
                 .map(|s| s.name.clone())
                 .unwrap_or_default();
             format!("{name} = ")

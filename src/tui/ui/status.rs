@@ -34,8 +34,8 @@ const IDLE_PRESSURE: f64 = 0.5;
 /// default budget is so large that no episode ever changes tier (in few words when `narrow`, so
 /// the footer keeps its keys).
 pub fn idle_hint(state: &State, narrow: bool) -> Option<String> {
-    let r = state.schedule.replay.as_deref()?;
-    if state.schedule.budget.is_some()
+    let r = state.on_screen.replay.as_deref()?;
+    if state.on_screen.budget.is_some()
         || r.totals.changes > 0
         || r.peak_pressure >= IDLE_PRESSURE
         || r.frames.is_empty()
@@ -54,7 +54,7 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     let t = &state.theme;
     let mut lead = flash_spans(state);
     // In full where the main keys still fit beside it, else in a few words.
-    let unmeetable = state.schedule.replay.as_deref().and_then(|r| {
+    let unmeetable = state.on_screen.replay.as_deref().and_then(|r| {
         let long = r.budget_warning.clone()?;
         if long.chars().count() + 44 <= usize::from(area.width) {
             Some(long)

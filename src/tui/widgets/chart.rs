@@ -2,7 +2,7 @@
 //! the budget and the policy's `demote_at` / `target` / `promote_at` lines (each in the third of
 //! a row its value falls in, labelled with name and value), the recorded prompt as a dot, cache
 //! breaks (divergence points) on the bottom row, the cursor as a column.
-//! The scale is the budget band ([`crate::tui::prepare::chart_top`]); what is above it is drawn
+//! The scale is the budget band ([`crate::tui::presenter::chart_top`]); what is above it is drawn
 //! as off the scale (`▲` a bar, `↑` a recorded prompt). A chart too short to tell the lines
 //! apart from zero starts its axis just below the lowest line (the bottom label says where).
 //! The second view shows cumulative cost, replayed (bars) against recorded (dots).

@@ -9,10 +9,10 @@ use std::path::Path;
 use tierscope_engine::episode::magic_context::{self as mc, estimate::Estimator, HeadingDates};
 use tierscope_engine::episode::options::{EpisodeOptions, TierSource};
 use tierscope_engine::episode::segment::Segmentation;
-use tierscope_engine::loaded::{from_trace, LoadedSession};
 use tierscope_engine::policy::{self, Policy};
 use tierscope_engine::replay::synth::{generate, SynthSpec};
 use tierscope_engine::replay::{self, BoundaryKind, Cell, Input};
+use tierscope_engine::session::{from_trace, LoadedSession};
 use tierscope_engine::trace::Trace;
 
 /// The session id the compartments are written under (the synthetic trace's, seed 3).

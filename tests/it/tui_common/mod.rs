@@ -13,8 +13,8 @@ use ratatui::Terminal;
 use tierscope::tui::app::{update, Effect, Geometry, Msg, StartOptions, State};
 use tierscope::tui::jobs::{run_sync, Worker};
 use tierscope::tui::theme::Theme;
-use tierscope_engine::loaded::LoadOptions;
 use tierscope_engine::policy::KnobSpec;
+use tierscope_engine::session::LoadOptions;
 
 pub fn sample(name: &str) -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces")).join(name)
@@ -80,7 +80,7 @@ pub fn open(
         "session did not load: {:?}",
         state.screen
     );
-    assert!(state.schedule.replay.is_some(), "replay did not run");
+    assert!(state.on_screen.replay.is_some(), "replay did not run");
     App { state, worker }
 }
 
@@ -136,7 +136,7 @@ impl App {
     /// Opens the main knobs panel (`K`) with `knob` selected; returns its row.
     pub fn knobs_at(&mut self, knob: &str) -> usize {
         self.key(KeyCode::Char('K'));
-        let row = knob_row(&self.state.schedule.policy.specs, knob);
+        let row = knob_row(&self.state.on_screen.policy.specs, knob);
         self.down(row);
         row
     }

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::episode::Tier;
-use crate::loaded::LoadedSession;
+use crate::session::LoadedSession;
 
 /// One episode as the historian reads it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

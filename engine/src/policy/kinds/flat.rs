@@ -42,9 +42,9 @@ use crate::policy::knobs::{choice, common, num, uint};
 use crate::policy::{KnobSpec, Policy};
 use crate::replay::compaction_call;
 use crate::replay::limits;
+use crate::replay::output::{CompactionRun, CutBy, Reason, SummaryPiece};
 use crate::replay::prepare::Filter;
 use crate::replay::state::State;
-use crate::replay::types::{CompactionRun, CutBy, Reason, SummaryPiece};
 use crate::replay::written_request;
 use crate::trace::flat_rules::{FlatRules, KeptTail, TriggerCount};
 

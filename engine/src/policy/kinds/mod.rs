@@ -128,7 +128,7 @@ pub(crate) trait Decide {
         None
     }
     /// How the policy compacted over the pass (`opencode`), for `policy.compaction`.
-    fn compaction_run(&self) -> Option<crate::replay::types::CompactionRun> {
+    fn compaction_run(&self) -> Option<crate::replay::output::CompactionRun> {
         None
     }
     /// Whether [`Decide::note`] or [`Decide::compaction_run`] say what the pass did (folds,

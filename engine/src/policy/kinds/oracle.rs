@@ -8,9 +8,9 @@ use super::{Compacted, Decide, Kind, RequestView, Setup};
 use crate::episode::Tier;
 use crate::policy::knobs::{boundary, common};
 use crate::policy::{KnobSpec, Policy};
+use crate::replay::output::Reason;
 use crate::replay::schedule::{Boundary, Schedule};
 use crate::replay::state::State;
-use crate::replay::types::Reason;
 
 pub(crate) struct Oracle {
     schedule: Schedule,

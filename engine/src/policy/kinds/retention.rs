@@ -28,10 +28,10 @@ use std::ops::Bound;
 use super::progressive::Relevance;
 use super::{Compacted, Decide, RequestView};
 use crate::episode::RetentionClass;
+use crate::replay::output::Reason;
 use crate::replay::prepare::Prep;
 use crate::replay::schedule::Schedule;
 use crate::replay::state::State;
-use crate::replay::types::Reason;
 
 use super::victims::{VictimKey, VictimSet};
 

@@ -48,10 +48,10 @@ pub mod fold;
 use crate::policy::knobs::{choice, common, flag, num, uint};
 use crate::policy::{KnobSpec, Policy};
 use crate::replay::limits;
+use crate::replay::output::Reason;
 use crate::replay::prepare::Prep;
 use crate::replay::schedule::{Applied, BoundaryKind};
 use crate::replay::state::State;
-use crate::replay::types::Reason;
 use curve::Curve;
 use fold::{BlockTokens, Costs, FoldRow, ARCHIVED};
 

@@ -291,7 +291,7 @@ impl Loader {
         Ok(loaded)
     }
 
-    /// Write the token cache to disk (a failure is a warning of `loaded`) and refresh its stats.
+    /// Write the token cache to disk (a failure is a warning of the load) and refresh its stats.
     pub fn save_into(&self, loaded: &mut LoadedSession) {
         if let Err(e) = self.tokenizer.save() {
             loaded.warnings.push(e.to_string());

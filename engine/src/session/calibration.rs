@@ -118,12 +118,12 @@ struct Sizes(Vec<Size>);
 impl crate::replay::FrameSink for Sizes {
     fn head(
         &mut self,
-        _: &crate::replay::types::TraceInfo,
-        _: &crate::replay::types::PolicyInfo,
+        _: &crate::replay::output::TraceInfo,
+        _: &crate::replay::output::PolicyInfo,
     ) -> std::ops::ControlFlow<()> {
         std::ops::ControlFlow::Continue(())
     }
-    fn frame(&mut self, f: crate::replay::types::Frame) -> std::ops::ControlFlow<()> {
+    fn frame(&mut self, f: crate::replay::output::Frame) -> std::ops::ControlFlow<()> {
         self.0.push(Size {
             request: f.request,
             tokens: f.tokens,

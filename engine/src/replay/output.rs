@@ -440,9 +440,9 @@ pub struct TraceInfo {
     pub system_segments: Vec<SystemSegment>,
     pub pricing: PricingInfo,
     /// How the counts compare with the recorded usage where the model's provider tokenizes
-    /// otherwise (see [`crate::loaded::calibration`]).
+    /// otherwise (see [`crate::session::calibration`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub calibration: Option<crate::loaded::calibration::Calibration>,
+    pub calibration: Option<crate::session::calibration::Calibration>,
 }
 
 /// The policy part of the output: resolved knobs and where the budget came from.

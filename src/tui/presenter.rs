@@ -9,7 +9,7 @@ use crate::tui::view_model::{
 };
 use crate::tui::{safe_line, safe_text};
 use tierscope_engine::episode::model::Tier;
-use tierscope_engine::loaded::LoadedSession;
+use tierscope_engine::session::LoadedSession;
 use tierscope_engine::trace::load::SessionSummary;
 use tierscope_engine::trace::model::UserKind;
 

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::types::{Frame, Replay};
+use super::output::{Frame, Replay};
 use crate::episode::Tier;
 
 /// One selection decision.
@@ -21,7 +21,7 @@ pub struct SelectionRecord {
     pub selected: Tier,
     pub reason: String,
     /// `immediate`, `boundary:<kind>` or `emergency`.
-    pub applied: super::types::Applied,
+    pub applied: super::output::Applied,
     pub pressure: f64,
     /// Tokens of the common prefix with the previous request (the first divergence).
     pub first_divergence: u64,

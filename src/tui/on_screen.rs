@@ -1,4 +1,4 @@
-//! The schedule the main view shows: the policy with its knobs, the budget, the latest replay
+//! What the main view shows: the policy with its knobs, the budget, the latest replay
 //! under them (latest wins by generation) and the one baseline: what was on screen before the
 //! last run of edits (policy, knobs, budget and its totals). The metrics strip's before → after
 //! and diff mode's "baseline" choice both read it, so there is one "before", named with its
@@ -48,7 +48,7 @@ impl Baseline {
     }
 }
 
-pub struct Schedule {
+pub struct OnScreen {
     pub policy: Policy,
     /// The budget the user set (`None`: the recorded model's default).
     pub budget: Option<u64>,
@@ -65,9 +65,9 @@ pub struct Schedule {
     editing: bool,
 }
 
-impl Schedule {
-    pub fn new(policy: Policy, budget: Option<u64>) -> Schedule {
-        Schedule {
+impl OnScreen {
+    pub fn new(policy: Policy, budget: Option<u64>) -> OnScreen {
+        OnScreen {
             policy,
             budget,
             replay: None,
