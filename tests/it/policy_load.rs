@@ -6,25 +6,30 @@ fn set(k: &str, v: &str) -> Vec<(String, String)> {
     vec![(k.to_owned(), v.to_owned())]
 }
 
+/// The registry drives the built-ins: each kind's line lists its built-in policies, and
+/// those are the built-ins, in registry order, each of the kind whose line names it (a TOML
+/// whose `kind` disagrees with its registry line fails here). Every kind ships one.
+#[test]
+fn the_builtins_are_the_registrys() {
+    let ps = policy::builtins().expect("built-ins parse");
+    let names: Vec<&str> = ps.iter().map(|p| p.name.as_str()).collect();
+    let registered: Vec<&str> = PolicyKind::ALL
+        .iter()
+        .flat_map(|k| k.builtins().iter().copied())
+        .collect();
+    assert_eq!(names, registered);
+    assert_eq!(policy::builtin_names(), registered);
+    for p in &ps {
+        assert!(p.kind.builtins().contains(&p.name.as_str()), "{}", p.name);
+    }
+    for k in PolicyKind::ALL {
+        assert!(!k.builtins().is_empty(), "kind {k} ships no built-in");
+    }
+}
+
 #[test]
 fn the_builtins_load_with_their_kinds() {
     let ps = policy::builtins().expect("built-ins parse");
-    let names: Vec<&str> = ps.iter().map(|p| p.name.as_str()).collect();
-    assert_eq!(
-        names,
-        [
-            "full",
-            "truncate",
-            "opencode",
-            "claude-code",
-            "codex",
-            "age",
-            "retention",
-            "decay",
-            "oracle",
-            "oracle-legal"
-        ]
-    );
     let kind = |n: &str| {
         ps.iter()
             .find(|p| p.name == n)

@@ -169,6 +169,10 @@ macro_rules! registry {
             pub fn as_str(&self) -> &'static str {
                 match self { $(PolicyKind::$variant => $word,)* }
             }
+            /// The built-in policies of this kind, in display order.
+            pub fn builtins(&self) -> &'static [&'static str] {
+                match self { $(PolicyKind::$variant => &[$($b),*],)* }
+            }
         }
 
         /// The built-in policies' names and TOML texts, in display order.
