@@ -16,6 +16,7 @@ pub mod output_guard;
 pub mod policy;
 pub mod replay;
 pub mod research;
+pub mod rng;
 pub mod session;
 pub mod sweep;
 pub mod text;

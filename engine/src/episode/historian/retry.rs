@@ -16,7 +16,7 @@
 use std::time::Duration;
 
 use super::transport::HttpReply;
-use crate::fixture::rng::Rng;
+use crate::rng::Rng;
 
 /// Retry settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
