@@ -12,6 +12,7 @@ pub mod episode;
 pub mod fixture;
 pub mod follow;
 pub mod formats;
+pub mod historian;
 pub mod output_guard;
 pub mod policy;
 pub mod replay;

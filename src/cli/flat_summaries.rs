@@ -16,12 +16,12 @@ use clap::Args;
 
 use super::report::{self, Text};
 use super::tiers::{api_key, http::HttpTransport, is_local, price_line, price_value, tokens_line};
-use tierscope_engine::episode::historian::cache::HistorianCache;
-use tierscope_engine::episode::historian::cost::{table_price, GenerationPrice};
-use tierscope_engine::episode::historian::run::{Events, GenerateOptions, ThreadSleeper};
-use tierscope_engine::episode::historian::summary::SummaryWriter;
-use tierscope_engine::episode::historian::transport::{completions_url, display_url};
-use tierscope_engine::episode::historian::HistorianStrategy;
+use tierscope_engine::historian::cache::HistorianCache;
+use tierscope_engine::historian::cost::{table_price, GenerationPrice};
+use tierscope_engine::historian::run::{Events, GenerateOptions, ThreadSleeper};
+use tierscope_engine::historian::summary::SummaryWriter;
+use tierscope_engine::historian::transport::{completions_url, display_url};
+use tierscope_engine::historian::HistorianStrategy;
 use tierscope_engine::output_guard::OutputGuard;
 use tierscope_engine::policy::Policy;
 use tierscope_engine::replay::written::SummaryBook;

@@ -3,7 +3,7 @@
 //! under a deadline: a hang is a failure), the output is what an empty cache gives, and the entry
 //! is rewritten as a regular file. A database edited in place with its size kept and its mtime
 //! forged is not served from the listing cache. (The historian's cache: unit tests in
-//! `engine/src/episode/historian/cache.rs`.)
+//! `engine/src/historian/cache.rs`.)
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -248,5 +248,5 @@ fn sidecars_are_looked_up_by_plain_session_ids_only() {
             .all(|p| p.parent() == Some(&dir) || p.parent() == Some(&tmp.path().join("data"))));
     }
     // The historian never names its sidecar after a traversal id.
-    assert!(tierscope_engine::episode::historian::write::sidecar_path(&dir, "../x").is_err());
+    assert!(tierscope_engine::historian::write::sidecar_path(&dir, "../x").is_err());
 }

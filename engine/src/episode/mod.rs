@@ -2,7 +2,6 @@
 pub mod classify;
 pub mod evidence;
 pub mod external;
-pub mod historian;
 pub mod magic_context;
 pub mod model;
 pub mod needles;

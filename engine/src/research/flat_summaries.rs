@@ -15,8 +15,8 @@ use std::ops::ControlFlow;
 
 use serde::Serialize;
 
-use crate::episode::historian::cost::{dollars, finite_dollars, GenerationPrice};
-use crate::episode::historian::summary::{SummaryBill, SummaryError, SummaryWriter, Written};
+use crate::historian::cost::{dollars, finite_dollars, GenerationPrice};
+use crate::historian::summary::{SummaryBill, SummaryError, SummaryWriter, Written};
 use crate::policy::{Policy, PolicyKind};
 use crate::replay::written::{SummaryBook, SummaryLineage, SummaryRequest, WrittenSummary};
 use crate::replay::{self, FrameSink, Input, Keep, PolicyInfo, Replay, TraceInfo};

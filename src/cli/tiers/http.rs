@@ -8,7 +8,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use tierscope_engine::episode::historian::transport::{
+use tierscope_engine::historian::transport::{
     display_url, redact, HttpReply, Transport, TransportError,
 };
 

@@ -3,7 +3,7 @@
 //! `*.tiers.json` sidecar with their lineage and cost, and `--tiers external` (or `audit` /
 //! `experiment --tiers-dir DIR`) loads them like any other tiers.
 //!
-//! The engine does the work (`tierscope_engine::episode::historian`); this file reads the flags,
+//! The engine does the work (`tierscope_engine::historian`); this file reads the flags,
 //! finds the key, keeps the output out of OpenCode's data dir, drives the display and prints the
 //! summary. The key is read from the environment, sent in the `Authorization` header, and never
 //! printed, written or put into an error message.
@@ -20,23 +20,21 @@ use serde::Serialize;
 
 use super::report::{self, plural, Cell, Format, Table, Text};
 use super::LoadArgs;
-use tierscope_engine::episode::historian::cache::{CacheKey, HistorianCache, Lookup};
-use tierscope_engine::episode::historian::cost::{
-    dollars, finite_dollars, table_price, GenerationPrice,
-};
-use tierscope_engine::episode::historian::input::{episode_inputs, EpisodeInput};
-use tierscope_engine::episode::historian::prompt::{steps, PROMPT_VERSION};
-use tierscope_engine::episode::historian::retry::RetryPolicy;
-use tierscope_engine::episode::historian::run::{
-    generate, GenerateOptions, Outcome, RunReport, ThreadSleeper, UsageTotals,
-};
-use tierscope_engine::episode::historian::transport::{completions_url, display_url};
-use tierscope_engine::episode::historian::write::{
-    existing, external_episode, sidecar_path, tiers_file, write_tiers_file, Existing,
-};
-use tierscope_engine::episode::historian::HistorianStrategy;
 use tierscope_engine::episode::options::TierSource;
 use tierscope_engine::episode::sidecar::{ExternalEpisode, SidecarLocator};
+use tierscope_engine::historian::cache::{CacheKey, HistorianCache, Lookup};
+use tierscope_engine::historian::cost::{dollars, finite_dollars, table_price, GenerationPrice};
+use tierscope_engine::historian::input::{episode_inputs, EpisodeInput};
+use tierscope_engine::historian::prompt::{steps, PROMPT_VERSION};
+use tierscope_engine::historian::retry::RetryPolicy;
+use tierscope_engine::historian::run::{
+    generate, GenerateOptions, Outcome, RunReport, ThreadSleeper, UsageTotals,
+};
+use tierscope_engine::historian::transport::{completions_url, display_url};
+use tierscope_engine::historian::write::{
+    existing, external_episode, sidecar_path, tiers_file, write_tiers_file, Existing,
+};
+use tierscope_engine::historian::HistorianStrategy;
 use tierscope_engine::research::report::{thousands, thousands_u64};
 
 #[derive(Debug, Args)]

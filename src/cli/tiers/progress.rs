@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use tierscope_engine::episode::historian::run::{Events, Outcome};
+use tierscope_engine::historian::run::{Events, Outcome};
 
 use crate::cli::report;
 
