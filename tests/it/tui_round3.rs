@@ -366,13 +366,14 @@ fn a_thrash_in_the_detail_names_the_change_it_undid() {
         env!("CARGO_MANIFEST_DIR"),
         "/tests/recordings/opencode-1.1.65/data"
     ));
-    let mut app = open(path, "dark", 200, 60, "retention", Some(30_000));
+    // 120 wide: the note on the change line itself was clipped here.
+    let mut app = open(path, "dark", 120, 40, "retention", Some(30_000));
     app.state.main.focus = Pane::Detail;
     app.key(KeyCode::Char('+'));
     let t = squeezed(&text(&app.draw()));
     assert!(
         t.contains(&squeezed(
-            "r11 anchor→dense relevance (boundary:user-turn) ! thrash: undoes r8's dense→anchor (pressure, emergency) 3 requests on"
+            "r11 anchor→dense relevance (boundary:user-turn) ! thrash: undoes r8's dense→anchor (pressure, emergency), 3 requests on"
         )),
         "{t}"
     );

@@ -151,18 +151,19 @@ fn page<'a>(state: &'a State, ep: &'a EpisodeRow) -> Vec<Line<'a>> {
             for (j, c) in hist.iter().enumerate() {
                 // Changes after the cursor are still to come: dimmed.
                 let st = if c.request <= cursor { t.base } else { t.dim };
-                let mut spans = vec![Span::styled(
+                lines.push(Line::from(Span::styled(
                     format!(
                         "  r{:<4} {}→{}  {} ({})",
                         c.request, c.from, c.to, c.reason, c.applied
                     ),
                     st,
-                )];
-                // A thrash says which change it undid and how soon, so the count can be read.
+                )));
+                // A thrash says which change it undid and how soon, so the count can be read;
+                // on a line of its own, so a narrow or clipped pane still shows it whole.
                 if let (true, Some(prev)) = (c.thrash, j.checked_sub(1).and_then(|p| hist.get(p))) {
-                    spans.push(Span::styled(
+                    lines.push(Line::from(Span::styled(
                         format!(
-                            "  ! thrash: undoes r{}'s {}→{} ({}, {}) {} requests on",
+                            "        ! thrash: undoes r{}'s {}→{} ({}, {}), {} requests on",
                             prev.request,
                             prev.from,
                             prev.to,
@@ -171,9 +172,8 @@ fn page<'a>(state: &'a State, ep: &'a EpisodeRow) -> Vec<Line<'a>> {
                             c.request - prev.request
                         ),
                         t.mark_thrash,
-                    ));
+                    )));
                 }
-                lines.push(Line::from(spans));
             }
         }
         let runs = rp.holds_of.get(sel).map(Vec::as_slice).unwrap_or(&[]);
