@@ -2,7 +2,7 @@
 //! which chunks each tier renders (artefacts left out or not), token sums, prune events, the
 //! episodes each request touches (relevance keys), boundaries, conversations and system chunks.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_json::Value;
 use xxhash_rust::xxh3::xxh3_64;
@@ -756,7 +756,8 @@ fn touches(trace: &Trace, episodes: &[Episode], user_turns: &[bool]) -> Vec<Touc
         .map(|(i, m)| (m.id.as_str(), i))
         .collect();
     let mut out = Vec::with_capacity(trace.requests.len());
-    let mut sets: HashMap<Vec<u32>, TouchSet> = HashMap::new();
+    // Looked up by slice, so a set is held once (not once more as the map's key).
+    let mut sets: HashSet<TouchSet> = HashSet::new();
     for (r, &user_turn) in trace.requests.iter().zip(user_turns) {
         let mut strings = Vec::new();
         if let Some(m) = trace.messages.get(r.message_index) {
@@ -792,10 +793,15 @@ fn touches(trace: &Trace, episodes: &[Episode], user_turns: &[bool]) -> Vec<Touc
         }
         touched.sort_unstable();
         touched.dedup();
-        let set = sets
-            .entry(touched)
-            .or_insert_with_key(|t| TouchSet::from(t.as_slice()));
-        out.push(set.clone());
+        let set = match sets.get(touched.as_slice()) {
+            Some(set) => set.clone(),
+            None => {
+                let set = TouchSet::from(touched);
+                sets.insert(set.clone());
+                set
+            }
+        };
+        out.push(set);
     }
     out
 }

@@ -249,14 +249,13 @@ impl Source {
             }
         }
         let trace = self.load_session(id)?;
-        Ok(super::adapter::SessionParts {
-            child_ids: self.child_ids(&trace),
-            children: if children {
-                self.load_children(&trace)
-            } else {
-                Vec::new()
+        Ok(match self.store_of(&trace) {
+            Some(store) => super::adapter::SessionParts::of(store, trace, children),
+            None => super::adapter::SessionParts {
+                trace,
+                child_ids: Vec::new(),
+                children: Vec::new(),
             },
-            trace,
         })
     }
 
