@@ -89,6 +89,8 @@ pub(crate) struct Current {
     pub conv: usize,
     pub sys_key: u64,
     pub sys: u64,
+    /// [`crate::replay::prepare::ReqData::sys_changed_from`].
+    pub sys_changed_from: Option<(u64, u64)>,
     pub active: usize,
     pub active_n: usize,
     pub tokens: u64,
@@ -98,8 +100,16 @@ pub(crate) struct Current {
 /// Tokens of the longest common chunk prefix with the conversation's previous request.
 pub(crate) fn divergence(st: &State<'_, '_>, apply_prunes: bool, cur: &Current) -> u64 {
     let c = &st.conv[cur.conv];
-    if !c.has_prev || c.prev_sys != cur.sys_key {
+    if !c.has_prev {
         return 0;
+    }
+    if c.prev_sys != cur.sys_key {
+        return match cur.sys_changed_from {
+            Some((before, shared)) if before == c.prev_sys => {
+                shared.min(c.prev_tokens).min(cur.tokens)
+            }
+            _ => 0,
+        };
     }
     if c.prev_summary != st.summary_id() {
         // A new summary: the two share the system chunk and what the summaries begin with

@@ -227,6 +227,7 @@ pub(crate) fn run(
                     conv: rq.conv,
                     sys_key: rq.sys_key,
                     sys: rq.sys_tokens,
+                    sys_changed_from: rq.sys_changed_from,
                     active,
                     active_n,
                     tokens,

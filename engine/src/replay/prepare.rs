@@ -81,6 +81,11 @@ pub(crate) struct ReqData {
     pub milestone: bool,
     pub sys_key: u64,
     pub sys_tokens: u64,
+    /// Where the stored system prompt changed from the previous request's of the same agent and
+    /// model: that request's system key and the tokens the two still share from their start
+    /// (what is not stored, e.g. the tools, then the unchanged texts). The cached prefix breaks
+    /// there, not at the start of the system chunk.
+    pub sys_changed_from: Option<(u64, u64)>,
     /// A recorded compaction call's own request, as the agent built it (tokens without the
     /// system chunk).
     pub call_tokens: Option<u64>,
@@ -324,6 +329,8 @@ impl<'a> Prep<'a> {
         // A stored prompt also names the chunk: a request whose prompt changed shares no system
         // chunk with the one before it (the cached prefix breaks there).
         let mut text_hash: HashMap<usize, u64> = HashMap::new();
+        // The last system key of each (agent, model) chunk, to name what a changed prompt left.
+        let mut last_key: HashMap<u64, u64> = HashMap::new();
         for (t, r) in prep.reqs.iter_mut().enumerate() {
             r.sys_tokens = by_key.get(&r.sys_key).copied().unwrap_or(0);
             if let (Some(&b), Some(own)) = (base.get(&r.sys_key), stored(t)) {
@@ -334,7 +341,17 @@ impl<'a> Prep<'a> {
                 let h = *text_hash
                     .entry(mi)
                     .or_insert_with(|| xxh3_64(sys.texts.join("\0").as_bytes()));
-                r.sys_key = xxh3_64(format!("{}\0{h}", r.sys_key).as_bytes());
+                let owner = r.sys_key;
+                r.sys_key = xxh3_64(format!("{owner}\0{h}").as_bytes());
+                let before = last_key.insert(owner, r.sys_key);
+                if let (Some(before), Some(shared), Some(own)) =
+                    (before, sys.shared_with_previous, sys.tokens)
+                {
+                    if before != r.sys_key {
+                        let unstored = r.sys_tokens.saturating_sub(own);
+                        r.sys_changed_from = Some((before, unstored + shared));
+                    }
+                }
             }
         }
         prep
@@ -866,6 +883,7 @@ fn requests(input: &Input<'_>, trace: &Trace, episodes: &[Episode]) -> Vec<ReqDa
             milestone,
             sys_key: key,
             sys_tokens: 0,
+            sys_changed_from: None,
             call_tokens: input.compaction.call(r.index).map(|c| c.tokens),
             touched,
             prev_cache_ttl_s: last_ttl[usize::from(r.synthetic_call)],

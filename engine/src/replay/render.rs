@@ -208,6 +208,16 @@ fn contexts(
                     .take_while(|(a, b)| a.hash == b.hash)
                     .count();
                 ctx.divergence = ctx.chunks[..d].iter().map(|c| c.tokens).sum();
+                // A stored system prompt that changed since the previous request's still
+                // shares its beginning with it ([`super::prepare::ReqData::sys_changed_from`]).
+                if let (0, Some((before, shared)), Some(first)) =
+                    (d, prep.reqs[request].sys_changed_from, prev.first())
+                {
+                    if first.hash == before {
+                        let prev_tokens: u64 = prev.iter().map(|c| c.tokens).sum();
+                        ctx.divergence = shared.min(prev_tokens).min(ctx.tokens);
+                    }
+                }
                 d
             };
             ctx.divergence_index = Some(d);
@@ -334,11 +344,22 @@ fn materialize(
         message_id: None,
         tokens: rq.sys_tokens,
         hash: rq.sys_key,
-        text: format!(
-            "[system prompt and tool schemas for agent {agent:?}, model {model:?}: {} tokens, not stored by {}]",
-            rq.sys_tokens,
-            crate::trace::adapter::adapter(p.trace.origin.agent).map_or("OpenCode", |a| a.name())
-        ),
+        text: match rq.sys_changed_from {
+            // The agent stored this request's prompt, and it differs from the previous one's.
+            Some((_, shared)) => format!(
+                "[system prompt and tool schemas for agent {agent:?}, model {model:?}: {} tokens; \
+                 the prompt stored with this answer differs from the previous answer's (the \
+                 project tree or an instruction file changed): the first {shared} tokens are the \
+                 same]",
+                rq.sys_tokens
+            ),
+            None => format!(
+                "[system prompt and tool schemas for agent {agent:?}, model {model:?}: {} tokens, not stored by {}]",
+                rq.sys_tokens,
+                crate::trace::adapter::adapter(p.trace.origin.agent)
+                    .map_or("OpenCode", |a| a.name())
+            ),
+        },
         changed_since_prev: false,
     });
     match super::compaction_call::recorded_call(p, t, rs.call_not_made) {

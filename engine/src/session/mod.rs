@@ -23,6 +23,7 @@ use crate::trace::{LoadError, Trace, UserKind};
 pub mod calibration;
 mod draft;
 pub mod progress;
+mod stored_system;
 use draft::{draft_episode, DraftInputs, Drafted, Pending};
 
 /// Everything that can stop a load.
@@ -362,7 +363,7 @@ pub fn from_trace_with(
     opts: &EpisodeOptions,
     tokenizer: &Tokenizer,
 ) -> LoadedSession {
-    count_stored_systems(&mut trace, tokenizer);
+    stored_system::count(&mut trace, tokenizer);
     let mut warnings = Vec::new();
     let rules = match &opts.rules {
         Some(r) => r.clone(),
@@ -591,25 +592,6 @@ pub fn from_trace_with(
         compaction,
         calibration: None,
         prep_cache: Default::default(),
-    }
-}
-
-/// Count the system prompts stored with messages (OpenCode 0.1.x), so the replay can follow
-/// how the system chunk changed from the request it was estimated from.
-fn count_stored_systems(trace: &mut Trace, tokenizer: &Tokenizer) {
-    let texts: Vec<&str> = trace
-        .messages
-        .iter()
-        .filter_map(|m| m.system.as_ref())
-        .flat_map(|s| s.texts.iter().map(String::as_str))
-        .collect();
-    if texts.is_empty() {
-        return;
-    }
-    let mut counts = tokenizer.count_many(&texts).into_iter();
-    for s in trace.messages.iter_mut().filter_map(|m| m.system.as_mut()) {
-        let n = s.texts.len();
-        s.tokens = Some(counts.by_ref().take(n).map(u64::from).sum());
     }
 }
 

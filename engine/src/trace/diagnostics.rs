@@ -29,6 +29,8 @@ pub enum DiagnosticKind {
     RuleInlinePartIds,
     RuleStepRequests,
     RuleStepUsage,
+    /// A release that stored each turn's system prompt, read without it (a migration dropped it).
+    RuleSystemPrompt,
     RuleMessageOrder,
     RuleDirectory,
     RuleTokenSemantics,
@@ -70,6 +72,7 @@ impl DiagnosticKind {
             DiagnosticKind::RuleInlinePartIds
                 | DiagnosticKind::RuleStepRequests
                 | DiagnosticKind::RuleStepUsage
+                | DiagnosticKind::RuleSystemPrompt
                 | DiagnosticKind::RuleMessageOrder
                 | DiagnosticKind::RuleDirectory
                 | DiagnosticKind::RuleTokenSemantics
@@ -100,6 +103,7 @@ impl DiagnosticKind {
             DiagnosticKind::RuleInlinePartIds => "rule_inline_part_ids",
             DiagnosticKind::RuleStepRequests => "rule_step_requests",
             DiagnosticKind::RuleStepUsage => "rule_step_usage",
+            DiagnosticKind::RuleSystemPrompt => "rule_system_prompt",
             DiagnosticKind::RuleMessageOrder => "rule_message_order",
             DiagnosticKind::RuleDirectory => "rule_directory",
             DiagnosticKind::RuleTokenSemantics => "rule_token_semantics",

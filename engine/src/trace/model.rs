@@ -139,6 +139,11 @@ pub struct StoredSystem {
     #[serde(skip)]
     pub texts: Vec<String>,
     pub tokens: Option<u64>,
+    /// Where the texts differ from those of the previous assistant message of the same agent and
+    /// model: the tokens they share from their start (the texts before the first that differs
+    /// and that text's common beginning). `None` where they are the same, or nothing came before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared_with_previous: Option<u64>,
 }
 
 impl Message {

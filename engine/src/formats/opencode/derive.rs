@@ -2,7 +2,7 @@
 //! compaction events, sub-agent links, pruned outputs. Shared by every loader so that the same
 //! session loads to the same trace from any format.
 
-use super::dialect::{Dialect, InputSemantics, Markers};
+use super::dialect::{Dialect, Era, InputSemantics, Markers};
 use super::steps::{recorded_prompt, requests_of, semantics_for};
 use crate::trace::adapter::Adapter;
 use crate::trace::diagnostics::{DiagnosticKind, Diagnostics};
@@ -68,6 +68,9 @@ pub fn build_trace(
                     .clone()
                     .filter(|p| ids.contains(p.as_str()))
                     .or_else(|| last_user.clone());
+                if dialect.era == Era::V01 && m.system.is_none() {
+                    rules.without_system += 1;
+                }
                 let steps = requests_of(m, request_status(m));
                 if steps.len() > 1 {
                     rules.split += 1;
@@ -205,6 +208,9 @@ struct RuleCounts {
     failed_before: usize,
     /// Step requests without recorded usage (0.1.x).
     without_usage: usize,
+    /// 0.1.x assistant messages without the system prompt that release stored with each turn
+    /// (some later releases' migration of the storage dropped it).
+    without_system: usize,
     /// Requests with a cache hit read with input-includes-cache semantics.
     inclusive: usize,
     /// Requests whose numbers contradict those semantics.
@@ -239,6 +245,17 @@ impl RuleCounts {
             format!(
                 "OpenCode {v} stored no usage for {n} step request(s) (only each message's last \
                  step); the replay sizes them without a recorded prompt"
+            ),
+        );
+        let n = self.without_system;
+        diags.push_n(
+            DiagnosticKind::RuleSystemPrompt,
+            n,
+            format!(
+                "OpenCode {v} stored each turn's system prompt with its answer, but {n} assistant \
+                 message(s) have none (a later release's migration of the storage dropped it): \
+                 their requests are sized with the system prompt of the request it was estimated \
+                 from, so a project tree or instruction file that changed since is not followed"
             ),
         );
         let n = self.inclusive;

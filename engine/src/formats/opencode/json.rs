@@ -231,8 +231,24 @@ fn message(
         cwd,
         id,
         dropped_after_own_requests: false,
-        system: None,
+        system: stored_system(role, raw.system),
     })
+}
+
+/// The system prompt an assistant message was sent with, where the release stored it: 0.1.x in
+/// `metadata.assistant.system`, 0.2–0.5 (and a 0.1.x session those releases migrated) as
+/// `system`, one string per system message. A user's `system` (a custom prompt, 1.x) is not it.
+fn stored_system(role: Role, system: Option<Any<'_>>) -> Option<StoredSystem> {
+    match system {
+        Some(Json::Seq(texts)) if role == Role::Assistant && !texts.is_empty() => {
+            Some(StoredSystem {
+                texts: texts.into_iter().map(Cow::into_owned).collect(),
+                tokens: None,
+                shared_with_previous: None,
+            })
+        }
+        _ => None,
+    }
 }
 
 /// See [`RawMessage::created`].
@@ -896,13 +912,14 @@ pub(crate) struct RawMessage<'a> {
     tokens: Option<Json<'a, RawTokens<'a>>>,
     cost: Option<Any<'a>>,
     path: Option<Json<'a, RawPath<'a>>>,
+    system: Option<Any<'a>>,
 }
 
 object!(RawMessage, "a message object", {
     "id" => id, "sessionID" => session_id, "role" => role, "time" => time, "agent" => agent,
     "mode" => mode, "model" => model, "modelID" => model_id, "providerID" => provider_id,
     "parentID" => parent_id, "finish" => finish, "error" => error, "summary" => summary,
-    "tokens" => tokens, "cost" => cost, "path" => path,
+    "tokens" => tokens, "cost" => cost, "path" => path, "system" => system,
 });
 
 /// The keys of a message the listing reads ([`listed_from_text`]), read as [`RawMessage`] reads

@@ -55,19 +55,8 @@ pub fn parse_message_with_inline_parts(v: &Value, diags: &mut Diagnostics) -> Op
     use crate::formats::opencode::message_v1;
     if message_v1::is_v1(v) {
         let (info, parts) = message_v1::to_v2(v);
+        // The stored system prompt (`metadata.assistant.system`) is `system` of the rewritten info.
         let mut m = parse_message(&info, diags)?;
-        // 0.1.x stored the system prompt each turn was sent with (strings, one system message
-        // each); later releases store none.
-        if let Some(texts) = info.get("system").and_then(Value::as_array) {
-            m.system = Some(crate::trace::model::StoredSystem {
-                texts: texts
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect(),
-                tokens: None,
-            });
-        }
         let made = parts
             .iter()
             .filter(|p| {
