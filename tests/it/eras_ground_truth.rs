@@ -639,6 +639,46 @@ fn v05_a_changed_system_prompt_breaks_the_cached_prefix_where_it_changed() {
     assert!(f.divergence < f.tokens - 1000, "{}", f.divergence);
 }
 
+/// The cache read of request `request` (counting the model's requests of the scenario without
+/// title calls) and the model's own figure for it.
+fn cache_reads_at(rec: &str, scen: &str, session: &str, request: usize) -> (u64, u64) {
+    let dir = PathBuf::from(RECORDINGS).join(rec);
+    let logs = PathBuf::from(RECORDINGS).join(rec.trim_end_matches("-migrated"));
+    let s = load_data(dir.join("data").to_str().expect("utf-8"), session);
+    let mock = mock_log(&logs, scen);
+    let p = policy::load("opencode", &[]).expect("policy");
+    let r = replay::replay_session(&s, &p, None);
+    assert_eq!(r.frames.len(), mock.len(), "{rec} {scen}");
+    (r.frames[request].cache_read, mock[request].cached)
+}
+
+/// In a multi-step answer each step was sent the earlier ones as the model made them; once the
+/// answer is stored, later requests rebuild it, and 0.1.x rebuilt it with every step's tool calls
+/// in one assistant message (R1: the 4 calls of turn 1's answer, sent one per step while it ran;
+/// `run-events/R1.assistant-layout.jsonl`). The first request of turn 2 shares only what came
+/// before that answer: 9,216 tokens cached, not the whole previous request. 0.2–0.7 rebuilt an
+/// errored tool's result with `Error: ` before it (0.5.29 S3: the first request of a turn after
+/// an answer whose `write` failed mid-answer).
+#[test]
+fn an_answer_rebuilt_from_storage_breaks_the_prefix_where_it_changed() {
+    for rec in ["opencode-0.1.174", "opencode-0.1.174-migrated"] {
+        let (ours, theirs) = cache_reads_at(rec, "R1", "ses_dc4b34755ffe6nWazoPBWeBpYd", 5);
+        assert_eq!(theirs, 9216, "{rec}: the model's log");
+        assert_eq!(ours, theirs, "{rec}: R1 request 5");
+    }
+    let (ours, theirs) = cache_reads_at(
+        "opencode-0.5.29",
+        "S3",
+        "ses_dcf7253b5ffe5pSuStCKf2oJoR",
+        30,
+    );
+    assert_eq!(theirs, 29440, "the model's log");
+    assert!(
+        ours.abs_diff(theirs) <= 128,
+        "S3 request 30: {ours} where the model read {theirs}"
+    );
+}
+
 #[test]
 fn v05_multi_step_messages_are_one_request_per_step() {
     let data = format!("{RECORDINGS}/opencode-0.5.29/data");

@@ -22,6 +22,10 @@ pub(crate) struct Conv {
     pub prev_active_count: usize,
     /// The first episode changed since then, with its tier and cut before the change.
     pub pending: Option<(usize, Tier, usize)>,
+    /// The message of the previous request, and where its answer was in flight and later
+    /// requests receive it otherwise, that request's tokens before the step that changes.
+    pub prev_msg: usize,
+    pub prev_resent_at: Option<u64>,
 }
 
 impl Conv {
@@ -38,6 +42,40 @@ impl Conv {
             _ => self.pending = Some((e, tier, cut)),
         }
     }
+}
+
+/// Where a request's own answer was in flight (a step after `resent_from` of its message, see
+/// [`crate::trace::CompletedAnswer`]): its tokens before that step's chunk, the prefix a later
+/// message's request can still share with it once the answer is rebuilt from storage.
+pub(crate) fn resent_at(
+    st: &State<'_, '_>,
+    apply_prunes: bool,
+    rq: &super::prepare::ReqData,
+    active_n: usize,
+    time: i64,
+) -> Option<u64> {
+    let (msg, step) = rq.pos;
+    let from = rq.resent_from.filter(|&s| s < step)?;
+    let e = rq.active;
+    let rep = st.p.episodes.get(e)?.representation(Tier::Full)?;
+    let within: u64 = chunk_list(
+        st.p,
+        apply_prunes,
+        e,
+        Tier::Full,
+        st.cut(e),
+        Some(active_n),
+        time,
+    )
+    .into_iter()
+    .take_while(|&(_, _, ci)| {
+        rep.chunks
+            .get(ci)
+            .is_none_or(|c| c.message_index != msg || c.step < from)
+    })
+    .map(|(_, tokens, _)| tokens)
+    .sum();
+    Some(rq.sys_tokens + st.summary_tokens() + st.tokens_before(e) + within)
 }
 
 /// (hash, tokens, chunk index) of the chunks episode `e` renders at tier `t`, from included

@@ -635,6 +635,9 @@ pub struct RenderState {
     pub cuts: Vec<Cut>,
     /// A recorded summary call the policy does not make (it compacts on its own).
     pub call_not_made: bool,
+    /// [`super::divergence::Conv::prev_resent_at`] of this request: where a later message's
+    /// request stops sharing its prefix (its own answer was in flight here).
+    pub resent_at: Option<u64>,
 }
 
 /// A compaction summary standing in for the episodes before it.

@@ -220,20 +220,34 @@ pub(crate) fn run(
                     _ => sys,
                 }
             }
-            None => divergence::divergence(
-                &st,
-                common.apply_prunes,
-                &Current {
-                    conv: rq.conv,
-                    sys_key: rq.sys_key,
-                    sys: rq.sys_tokens,
-                    sys_changed_from: rq.sys_changed_from,
-                    active,
-                    active_n,
-                    tokens,
-                    time: rq.time,
-                },
-            ),
+            None => {
+                let d = divergence::divergence(
+                    &st,
+                    common.apply_prunes,
+                    &Current {
+                        conv: rq.conv,
+                        sys_key: rq.sys_key,
+                        sys: rq.sys_tokens,
+                        sys_changed_from: rq.sys_changed_from,
+                        active,
+                        active_n,
+                        tokens,
+                        time: rq.time,
+                    },
+                );
+                // The previous request's answer, in flight there, reaches a later message
+                // rebuilt from storage.
+                let c = &st.conv[rq.conv];
+                match c.prev_resent_at {
+                    Some(at) if c.has_prev && c.prev_msg != rq.msg => d.min(at),
+                    _ => d,
+                }
+            }
+        };
+        let resent = if built.is_none() {
+            divergence::resent_at(&st, common.apply_prunes, rq, active_n, rq.time)
+        } else {
+            None
         };
         let fresh = warm;
         let waiting = policy.waiting(&st);
@@ -267,6 +281,8 @@ pub(crate) fn run(
                 prev_active: active,
                 prev_active_count: active_n,
                 pending: None,
+                prev_msg: rq.msg,
+                prev_resent_at: resent,
             };
         }
         policy.after(&st, &view, tokens);
@@ -283,6 +299,7 @@ pub(crate) fn run(
                 summary: st.summary().clone(),
                 cuts: st.cuts_list().to_vec(),
                 call_not_made: not_made,
+                resent_at: resent,
             });
         }
         st.row_touched.clear();

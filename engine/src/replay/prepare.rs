@@ -86,6 +86,9 @@ pub(crate) struct ReqData {
     /// (what is not stored, e.g. the tools, then the unchanged texts). The cached prefix breaks
     /// there, not at the start of the system chunk.
     pub sys_changed_from: Option<(u64, u64)>,
+    /// The first step of this request's message that requests after the message received
+    /// otherwise than its own later steps did ([`crate::trace::CompletedAnswer`]).
+    pub resent_from: Option<u32>,
     /// A recorded compaction call's own request, as the agent built it (tokens without the
     /// system chunk).
     pub call_tokens: Option<u64>,
@@ -884,6 +887,10 @@ fn requests(input: &Input<'_>, trace: &Trace, episodes: &[Episode]) -> Vec<ReqDa
             sys_key: key,
             sys_tokens: 0,
             sys_changed_from: None,
+            resent_from: trace
+                .wire
+                .completed_answer
+                .resent_from(&trace.messages[r.message_index]),
             call_tokens: input.compaction.call(r.index).map(|c| c.tokens),
             touched,
             prev_cache_ttl_s: last_ttl[usize::from(r.synthetic_call)],

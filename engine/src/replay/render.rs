@@ -218,7 +218,30 @@ fn contexts(
                         ctx.divergence = shared.min(prev_tokens).min(ctx.tokens);
                     }
                 }
-                d
+                // The previous request's own answer, in flight there, reaches this later
+                // message rebuilt from storage ([`crate::trace::CompletedAnswer`]).
+                match pass.render_states[pr].resent_at {
+                    Some(at)
+                        if prep.reqs[pr].msg != prep.reqs[request].msg && at < ctx.divergence =>
+                    {
+                        ctx.divergence = at;
+                        let why = resent_note(prep, pr);
+                        ctx.note = Some(match ctx.note.take() {
+                            Some(n) => format!("{n}; {why}"),
+                            None => why,
+                        });
+                        let mut sum = 0;
+                        ctx.chunks
+                            .iter()
+                            .take_while(|c| {
+                                sum += c.tokens;
+                                sum <= at
+                            })
+                            .count()
+                            .min(d)
+                    }
+                    _ => d,
+                }
             };
             ctx.divergence_index = Some(d);
             for c in &mut ctx.chunks[d..] {
@@ -229,6 +252,22 @@ fn contexts(
         out.push(ctx);
     }
     out
+}
+
+/// Why the cached prefix ends inside the previous request's answer: it was in flight there, and
+/// this request gets it rebuilt from storage.
+fn resent_note(prep: &Prep<'_>, prev: usize) -> String {
+    use crate::trace::CompletedAnswer;
+    let how = match prep.trace.wire.completed_answer {
+        CompletedAnswer::ToolCallsMerged => "with every step's tool calls in one message",
+        CompletedAnswer::ErrorsPrefixed => "with its errored tool results as stored (\"Error: …\")",
+        CompletedAnswer::AsSent => "as stored",
+    };
+    format!(
+        "the answer of request {prev} was still running there; rebuilt from storage {how}, it \
+         differs from its step {} on, so the cached prefix ends before that step",
+        prep.reqs[prev].resent_from.unwrap_or(0) + 1
+    )
 }
 
 /// The heads of split episodes a simulated summary stands for too (their tails are shown):

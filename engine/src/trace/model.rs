@@ -555,6 +555,58 @@ pub struct WireRules {
     /// A summary call carried a system prompt of its own (and no tools); false: it carried the
     /// agent's own system prompt and tools, as the agent's other requests did.
     pub summary_call_own_system: bool,
+    /// How an answer of several model requests (steps) reached the model once complete, where
+    /// not as its own later steps had been sent it.
+    pub completed_answer: CompletedAnswer,
+}
+
+/// How the requests after an answer of several steps received the answer's earlier steps. The
+/// agent's own later steps were sent them as the model made them (in flight); once the answer is
+/// stored, later requests rebuild it from storage, and some releases rebuild it differently:
+/// there the cached prefix breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum CompletedAnswer {
+    /// As the steps sent it (and every release whose requests are one per stored message).
+    AsSent,
+    /// The tool calls of every step in one assistant message, then their results (OpenCode
+    /// 0.1.x): from the first step with a tool call, where a later step made another.
+    ToolCallsMerged,
+    /// An errored tool's result as stored, `Error: ` before the message its steps were sent
+    /// (OpenCode 0.2–0.7): from the first step with an errored tool, where a later step followed.
+    ErrorsPrefixed,
+}
+
+impl CompletedAnswer {
+    /// The first step of `m` that later requests received otherwise than its own later steps
+    /// did, if any.
+    pub fn resent_from(self, m: &Message) -> Option<u32> {
+        if self == CompletedAnswer::AsSent || !m.is_assistant() || m.step_count() < 2 {
+            return None;
+        }
+        let steps = m.part_steps();
+        let last = steps.last().copied().unwrap_or(0);
+        let step_of = |want: &dyn Fn(&ToolPart) -> bool| -> Vec<u32> {
+            m.parts
+                .iter()
+                .zip(&steps)
+                .filter_map(|(p, &s)| match &p.kind {
+                    PartKind::Tool(t) if want(t) => Some(s),
+                    _ => None,
+                })
+                .collect()
+        };
+        match self {
+            CompletedAnswer::AsSent => None,
+            CompletedAnswer::ToolCallsMerged => {
+                let with_calls = step_of(&|_| true);
+                let first = *with_calls.first()?;
+                with_calls.iter().any(|&s| s != first).then_some(first)
+            }
+            CompletedAnswer::ErrorsPrefixed => step_of(&|t| t.status == ToolStatus::Error)
+                .into_iter()
+                .find(|&s| s < last),
+        }
+    }
 }
 
 /// Which agent recorded a trace, which release of it, and in which of its formats: what an

@@ -32,9 +32,9 @@ use crate::replay::cache_cost::{Price, PricingTable};
 use crate::trace::diagnostics::Diagnostics;
 use crate::trace::flat_rules::{FlatRules, KeptTail, TriggerCount, TriggerRule};
 use crate::trace::model::{
-    CompactionEvent, CompactionShape, CompactionStyle, Message, MessageError, ModelRef, Origin,
-    Part, PartKind, Request, RequestStatus, Role, SessionInfo, SourceKind, ToolMetadata, ToolPart,
-    ToolStatus, Trace, UserKind, WireRules,
+    CompactionEvent, CompactionShape, CompactionStyle, CompletedAnswer, Message, MessageError,
+    ModelRef, Origin, Part, PartKind, Request, RequestStatus, Role, SessionInfo, SourceKind,
+    ToolMetadata, ToolPart, ToolStatus, Trace, UserKind, WireRules,
 };
 
 /// The provider every Claude Code request went to (as a model's `provider_id`).
@@ -54,6 +54,8 @@ pub const WIRE: WireRules = WireRules {
     // The summary call is the conversation's own request (same system prompt and tools) with
     // the summary instruction appended.
     summary_call_own_system: false,
+    // Each request is the transcript's messages as stored.
+    completed_answer: CompletedAnswer::AsSent,
 };
 
 /// Tokens (o200k) of the instruction Claude Code appends to the history for its summary call

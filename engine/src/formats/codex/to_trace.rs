@@ -51,9 +51,9 @@ use super::usage;
 use crate::trace::diagnostics::DiagnosticKind;
 use crate::trace::flat_rules::{FlatRules, KeptTail, TriggerCount, TriggerRule};
 use crate::trace::model::{
-    ChildLink, CompactionEvent, CompactionShape, CompactionStyle, Message, MessageError, ModelRef,
-    Origin, Part, PartKind, Request, RequestStatus, Role, SessionInfo, SourceKind, ToolMetadata,
-    ToolPart, ToolStatus, Trace, Usage, UserKind, WireRules,
+    ChildLink, CompactionEvent, CompactionShape, CompactionStyle, CompletedAnswer, Message,
+    MessageError, ModelRef, Origin, Part, PartKind, Request, RequestStatus, Role, SessionInfo,
+    SourceKind, ToolMetadata, ToolPart, ToolStatus, Trace, Usage, UserKind, WireRules,
 };
 
 /// The adapter's id, as a trace's origin names its agent.
@@ -101,6 +101,8 @@ pub const WIRE: WireRules = WireRules {
     summary_clips_tool_outputs_at: None,
     // Codex's compaction call has its own instructions and no tools.
     summary_call_own_system: true,
+    // One request per stored item: nothing is rebuilt differently.
+    completed_answer: CompletedAnswer::AsSent,
 };
 
 /// Codex's auto-compact: before a request is sent, when the thread's total (the last response's

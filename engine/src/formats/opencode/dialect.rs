@@ -169,6 +169,11 @@ impl Dialect {
                 .clips_summary_tool_outputs()
                 .then_some(super::compaction_request::CLIP_CHARS),
             summary_call_own_system: true,
+            completed_answer: match self.era {
+                Era::V01 => crate::trace::model::CompletedAnswer::ToolCallsMerged,
+                Era::MultiStep => crate::trace::model::CompletedAnswer::ErrorsPrefixed,
+                _ => crate::trace::model::CompletedAnswer::AsSent,
+            },
         }
     }
 
