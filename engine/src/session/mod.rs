@@ -190,7 +190,24 @@ pub fn load(args: &LoadOptions) -> Result<LoadedSession, LoadSessionError> {
     let parts = source.into_session(args.session.as_deref(), true)?;
     args.progress
         .report(LoadStage::Reading, input_bytes, input_bytes);
-    build_with_children(&Loader::new(args)?, parts.trace, parts.children)
+    let (trace, children) = split_results(parts.trace, parts.children);
+    Loader::new(args)?.finish(trace, children.0, children.1)
+}
+
+/// The children that loaded, and why the others did not.
+fn split_results(
+    trace: Trace,
+    results: Vec<Result<Trace, crate::trace::LoadError>>,
+) -> (Trace, (Vec<Trace>, Vec<String>)) {
+    let mut children = Vec::new();
+    let mut child_errors = Vec::new();
+    for child in results {
+        match child {
+            Ok(t) => children.push(t),
+            Err(e) => child_errors.push(e.to_string()),
+        }
+    }
+    (trace, (children, child_errors))
 }
 
 /// [`load`] for a source already open and its session's trace already read.
@@ -210,17 +227,19 @@ fn build_with_children(
     trace: Trace,
     results: Vec<Result<Trace, crate::trace::LoadError>>,
 ) -> Result<LoadedSession, LoadSessionError> {
-    let mut children = Vec::new();
-    let mut child_errors = Vec::new();
-    for child in results {
-        match child {
-            Ok(t) => children.push(t),
-            Err(e) => child_errors.push(e.to_string()),
-        }
-    }
+    let (trace, (children, child_errors)) = split_results(trace, results);
     let mut loaded = loader.build(trace, children, child_errors)?;
     loader.save_into(&mut loaded);
     Ok(loaded)
+}
+
+/// Fit each session's counts to its recorded usage where the model tokenizes otherwise
+/// ([`calibration`]).
+fn calibrate_all(loaded: &mut LoadedSession) {
+    for c in &mut loaded.children {
+        c.calibration = calibration::calibrate(c);
+    }
+    loaded.calibration = calibration::calibrate(loaded);
 }
 
 /// The set-up every loading path shares (a fresh load and each `--follow` reload): the
@@ -264,6 +283,34 @@ impl Loader {
         children: Vec<Trace>,
         child_errors: Vec<String>,
     ) -> Result<LoadedSession, LoadSessionError> {
+        let mut loaded = self.count(trace, children, child_errors)?;
+        calibrate_all(&mut loaded);
+        Ok(loaded)
+    }
+
+    /// [`Loader::build`] for a load that needs the tokenizer no more: the token cache is
+    /// written and its map freed before the calibration replays the session (on a long
+    /// session the map is tens of MB, and the replay is the load's peak).
+    pub fn finish(
+        self,
+        trace: Trace,
+        children: Vec<Trace>,
+        child_errors: Vec<String>,
+    ) -> Result<LoadedSession, LoadSessionError> {
+        let mut loaded = self.count(trace, children, child_errors)?;
+        self.save_into(&mut loaded);
+        drop(self);
+        calibrate_all(&mut loaded);
+        Ok(loaded)
+    }
+
+    /// The session and its children drafted and counted, not yet calibrated.
+    fn count(
+        &self,
+        trace: Trace,
+        children: Vec<Trace>,
+        child_errors: Vec<String>,
+    ) -> Result<LoadedSession, LoadSessionError> {
         let child_locator = self.locator.for_child();
         let mut built = Vec::with_capacity(children.len());
         for t in children {
@@ -275,10 +322,6 @@ impl Loader {
         let opts = self.options_for(&self.locator, &trace)?;
         let mut loaded = from_trace_with(trace, &opts, &self.tokenizer);
         opts.progress.report(progress::LoadStage::Finishing, 0, 0);
-        for c in &mut built {
-            c.calibration = calibration::calibrate(c);
-        }
-        loaded.calibration = calibration::calibrate(&mut loaded);
         loaded.children = built;
         loaded.warnings.extend(
             child_errors
@@ -363,6 +406,12 @@ pub fn from_trace_with(
     opts: &EpisodeOptions,
     tokenizer: &Tokenizer,
 ) -> LoadedSession {
+    // The readers grow the messages and their parts by doubling; the session keeps them for its
+    // life, so the spare capacity goes now (up to half of each vector).
+    trace.messages.shrink_to_fit();
+    for m in &mut trace.messages {
+        m.parts.shrink_to_fit();
+    }
     stored_system::count(&mut trace, tokenizer);
     let mut warnings = Vec::new();
     let rules = match &opts.rules {
