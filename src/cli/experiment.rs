@@ -208,7 +208,7 @@ fn policies_for(
     agent: &str,
     have_probes: bool,
 ) -> anyhow::Result<Vec<policy::Policy>> {
-    let is_oracle = |p: &policy::Policy| p.kind == policy::PolicyKind::Oracle;
+    let is_oracle = |p: &policy::Policy| p.role() == policy::KindRole::Oracle;
     if given.is_empty() {
         let mut all = policy::builtins_for_agent(agent)?;
         if !have_probes {

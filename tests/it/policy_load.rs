@@ -158,6 +158,40 @@ fn user_files_load_and_bad_files_explain_themselves() {
 /// knobs are knobs it declares and reads, it is pressure-driven exactly when it reads the
 /// pressure thresholds, and its floors come from where it says (a knob, always, or the file).
 /// Checked over every built-in and each driver a choice picks.
+/// What the engine treats a kind as beyond its decision is the kind's own answer: one baseline
+/// (`full`, what divergence cost is measured against), one compaction (`flat`, whose summaries
+/// a model may write and whose recorded trigger is the recording), one that needs the probes
+/// (`oracle`); every other kind is a schedule. And a kind without the `fold` boundary rejects
+/// it as a choice it does not have (no rule outside the kinds names `decay`).
+#[test]
+fn what_a_kind_is_to_the_engine_is_its_own_answer() {
+    use tierscope_engine::policy::{KindRole, PolicyKind};
+    let roles: Vec<(PolicyKind, KindRole)> =
+        PolicyKind::ALL.iter().map(|k| (*k, k.role())).collect();
+    let with = |r: KindRole| -> Vec<PolicyKind> {
+        roles
+            .iter()
+            .filter(|(_, x)| *x == r)
+            .map(|(k, _)| *k)
+            .collect()
+    };
+    assert_eq!(with(KindRole::Baseline), [PolicyKind::Full]);
+    assert_eq!(with(KindRole::Compaction), [PolicyKind::Flat]);
+    assert_eq!(with(KindRole::Oracle), [PolicyKind::Oracle]);
+    for p in policy::builtins().expect("built-ins parse") {
+        assert_eq!(p.role(), p.kind.role(), "{}", p.name);
+        if p.spec("boundary").is_some() {
+            let err = policy::load(&p.name, &set("boundary", "fold"))
+                .expect_err("fold is decay's boundary");
+            assert!(
+                err.to_string().contains("\"fold\" is not one of"),
+                "{}: {err}",
+                p.name
+            );
+        }
+    }
+}
+
 #[test]
 fn every_kind_answers_what_the_explorer_asks() {
     use tierscope_engine::policy::Floors;

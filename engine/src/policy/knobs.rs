@@ -120,14 +120,8 @@ pub fn is_read(p: &Policy, name: &str) -> bool {
 
 /// Constraints between knobs; `Err` explains the first one violated.
 pub fn check_constraints(p: &Policy) -> Result<(), String> {
-    crate::policy::kinds::check(p.kind, p)?;
-    if p.kind != PolicyKind::Decay
-        && p.knobs.contains_key("boundary")
-        && p.choice("boundary") == "fold"
-    {
-        return Err("boundary = fold is only for kind decay".into());
-    }
-    Ok(())
+    // (A kind that does not offer `boundary = fold` rejects it as a choice it does not have.)
+    crate::policy::kinds::check(p.kind, p)
 }
 
 #[cfg(test)]

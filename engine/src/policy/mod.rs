@@ -10,8 +10,8 @@ pub mod knobs;
 pub mod model;
 
 pub use model::{
-    parse_overrides, parse_policy, Floors, KnobSpec, KnobValue, Policy, PolicyError, PolicyKind,
-    PolicySource,
+    parse_overrides, parse_policy, Floors, KindRole, KnobSpec, KnobValue, Policy, PolicyError,
+    PolicyKind, PolicySource,
 };
 
 pub use kinds::BUILTIN_FILES;

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::knobs;
 use crate::text::{excerpt, excerpt_lines};
 
-pub use crate::policy::kinds::{Floors, PolicyKind};
+pub use crate::policy::kinds::{Floors, KindRole, PolicyKind};
 
 /// A knob value: a number, a switch or one of a fixed set of words.
 /// Serializes as a bare JSON number, boolean or string.
@@ -155,6 +155,11 @@ impl Policy {
     /// `promote_at`).
     pub fn pressure_driven(&self) -> bool {
         crate::policy::kinds::pressure_driven(self)
+    }
+
+    /// What the engine treats this policy's kind as, beyond its decision.
+    pub fn role(&self) -> KindRole {
+        self.kind.role()
     }
 
     /// A numeric knob (0 when the kind has no such knob; validation makes that unreachable for

@@ -46,7 +46,7 @@ pub use render::{render_at, render_replayed, render_requests, RenderedChunk, Ren
 
 use crate::episode::sidecar::Probe;
 use crate::episode::Episode;
-use crate::policy::{Policy, PolicyKind};
+use crate::policy::{KindRole, Policy};
 use crate::session::LoadedSession;
 use crate::trace::summary_call::CompactionSizes;
 use crate::trace::Trace;
@@ -341,7 +341,7 @@ pub fn replay_into(
     debug_assert!(out.note == info.note && out.compaction == info.compaction);
     // divergence_cost is measured against `full` on the same trace, with the same system chunk
     // (its probes are not needed).
-    let baseline = if policy.kind == PolicyKind::Full {
+    let baseline = if policy.role() == KindRole::Baseline {
         None
     } else {
         let sys = policy.num("system_tokens").to_string();

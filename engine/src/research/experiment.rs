@@ -243,7 +243,7 @@ pub fn run_with_summaries(
 ) -> Result<Experiment, FlatSummaryError> {
     let input = replay::Input::from(s);
     let written = |p: &Policy, at: At| {
-        if p.kind != crate::policy::PolicyKind::Flat {
+        if p.role() != crate::policy::KindRole::Compaction {
             return Ok(at.replay(&input, p));
         }
         let budget = match at {

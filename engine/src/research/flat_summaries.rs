@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::historian::cost::{dollars, finite_dollars, GenerationPrice};
 use crate::historian::summary::{SummaryBill, SummaryError, SummaryWriter, Written};
-use crate::policy::{Policy, PolicyKind};
+use crate::policy::{KindRole, Policy};
 use crate::replay::written::{SummaryBook, SummaryLineage, SummaryRequest, WrittenSummary};
 use crate::replay::{self, FrameSink, Input, Keep, PolicyInfo, Replay, TraceInfo};
 use crate::session::LoadedSession;
@@ -67,7 +67,7 @@ pub fn complete_book(
     budget: Option<u64>,
     src: &SummarySource<'_>,
 ) -> Result<Option<SummaryBook>, FlatSummaryError> {
-    if policy.kind != PolicyKind::Flat {
+    if policy.role() != KindRole::Compaction {
         return Ok(None);
     }
     let prompt = match src.prompt_for(s) {

@@ -16,7 +16,7 @@
 use serde::Serialize;
 
 use super::LoadedSession;
-use crate::policy::PolicyKind;
+use crate::policy::KindRole;
 use crate::trace::RequestStatus;
 
 /// A fitted factor this close to 1 is left unapplied.
@@ -65,7 +65,7 @@ pub fn fit(l: &LoadedSession) -> Option<Calibration> {
     let policy = crate::policy::builtins()
         .ok()?
         .into_iter()
-        .find(|p| p.kind == PolicyKind::Flat)?;
+        .find(|p| p.role() == KindRole::Compaction)?;
     let policy =
         crate::policy::load(&policy.name, &[("trigger".into(), "recorded".into())]).ok()?;
     // Only each frame's request and size are read: the frames are not kept whole, nor the

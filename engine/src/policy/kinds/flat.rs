@@ -36,7 +36,7 @@
 //!   OpenCode's prune thresholds (40,000 protected, 20,000 minimum) do not depend on the budget,
 //!   so a simulation does not add prunes of its own.
 
-use super::{Compacted, Decide, Kind, RequestView, Setup};
+use super::{Compacted, Decide, Kind, KindRole, RequestView, Setup};
 use crate::episode::Tier;
 use crate::policy::knobs::{choice, common, num, uint};
 use crate::policy::{KnobSpec, Policy};
@@ -258,6 +258,7 @@ struct Texts {
 }
 
 impl Kind for Flat {
+    const ROLE: KindRole = KindRole::Compaction;
     /// `recorded` follows the recording and reads none of the simulation's knobs; the model's
     /// limits matter only to `simulate` (with `auto`, the budget is the limit).
     fn reads(p: &Policy, name: &str) -> bool {

@@ -57,6 +57,22 @@ pub(crate) trait Kind {
     }
     /// Where its `respect_floors` comes from.
     const FLOORS: Floors = Floors::Declared;
+    /// What the engine treats it as, beyond its decision.
+    const ROLE: KindRole = KindRole::Schedule;
+}
+
+/// What a kind is to the rest of the engine, where that is more than its decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KindRole {
+    /// A tier schedule: nothing else asks about it.
+    Schedule,
+    /// The never-forget baseline every other policy's `divergence_cost` is measured against.
+    Baseline,
+    /// One summary replacing the history (the compaction cliff): its summaries can be written
+    /// by a model, and following the recording's own compactions it is the recording.
+    Compaction,
+    /// Knows which episodes the hidden probes need: without probes it has nothing to go by.
+    Oracle,
 }
 
 /// Where a kind's `respect_floors` (MODEL §2 law 1) comes from.
@@ -205,6 +221,10 @@ macro_rules! registry {
             /// Where this kind's `respect_floors` comes from.
             pub fn floors(&self) -> Floors {
                 match self { $(PolicyKind::$variant => <$module::$ty as Kind>::FLOORS,)* }
+            }
+            /// What the engine treats this kind as, beyond its decision.
+            pub fn role(&self) -> KindRole {
+                match self { $(PolicyKind::$variant => <$module::$ty as Kind>::ROLE,)* }
             }
         }
     };

@@ -4,7 +4,7 @@
 //! nothing is asked of an episode, so every one is dropped (`oracle`) or at its floor
 //! (`oracle-legal`).
 
-use super::{Compacted, Decide, Kind, RequestView, Setup};
+use super::{Compacted, Decide, Kind, KindRole, RequestView, Setup};
 use crate::episode::Tier;
 use crate::policy::knobs::{boundary, common};
 use crate::policy::{KnobSpec, Policy};
@@ -19,6 +19,7 @@ pub(crate) struct Oracle {
 }
 
 impl Kind for Oracle {
+    const ROLE: KindRole = KindRole::Oracle;
     fn specs() -> Vec<KnobSpec> {
         let mut v = common(false);
         v.push(boundary("request"));
