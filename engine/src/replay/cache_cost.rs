@@ -150,6 +150,17 @@ pub struct CacheCost {
 
 /// Price one request of `tokens` prompt tokens whose first `divergence` tokens equal the
 /// previous request of its conversation, `fresh` when that request is within the cache TTL.
+/// What `radius` tokens past the shared prefix cost above reading them from the cache: sent
+/// uncached (OpenAI style) or written to the cache (Anthropic style) instead of read. The
+/// dollars of a divergence.
+pub fn radius_price(p: &Price, radius: u64) -> f64 {
+    let paid = match p.style {
+        CacheStyle::Openai => 1.0,
+        CacheStyle::Anthropic => p.write_multiplier,
+    };
+    radius as f64 * p.input * (paid - p.read_multiplier) * 1e-6
+}
+
 pub fn price_request(
     p: &Price,
     tokens: u64,

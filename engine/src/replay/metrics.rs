@@ -333,6 +333,7 @@ pub(crate) fn frame(
         tiers,
         divergence: m.divergence,
         radius: m.tokens - m.divergence,
+        radius_cost: cache_cost::radius_price(price, m.tokens - m.divergence),
         cache_read: cc.cache_read,
         cache_write: cc.cache_write,
         uncached: cc.uncached,
@@ -379,6 +380,7 @@ pub(crate) struct SummaryAcc {
     tokens: u64,
     cache_read: u64,
     radius: u64,
+    radius_cost: f64,
     cost: f64,
     changes: u64,
     max_overflow: u64,
@@ -409,6 +411,7 @@ impl Default for SummaryAcc {
             tokens: 0,
             cache_read: 0,
             radius: 0,
+            radius_cost: 0.0,
             cost: sum_start(),
             changes: 0,
             max_overflow: 0,
@@ -437,6 +440,7 @@ impl SummaryAcc {
         self.tokens += f.tokens;
         self.cache_read += f.cache_read;
         self.radius += f.radius;
+        self.radius_cost += f.radius_cost;
         // Every request's cost (a frame's includes the compaction call the policy made before it).
         self.cost += f.cost;
         self.changes += f.changes.len() as u64;
@@ -475,16 +479,17 @@ impl SummaryAcc {
         self.after_recorded_summary = f.synthetic_call && !compacted_here;
     }
 
-    /// (Σ radius, Σ cost) so far: what a replay measures its `full` baseline by.
+    /// (Σ radius, what it cost above cache reads) so far: what a replay measures its `full`
+    /// baseline by.
     pub fn radius_cost(&self) -> (u64, f64) {
-        (self.radius, self.cost)
+        (self.radius, self.radius_cost)
     }
 
-    /// The summary; `baseline` = (Σ radius, Σ cost) of `full` on the same trace (None: this is
-    /// `full`).
+    /// The summary; `baseline` = [`SummaryAcc::radius_cost`] of `full` on the same trace (None:
+    /// this is `full`).
     pub fn finish(self, out: &PassOutput, baseline: Option<(u64, f64)>) -> Summary {
         let n = self.n;
-        let (base_radius, base_cost) = baseline.unwrap_or((self.radius, self.cost));
+        let (base_radius, base_cost) = baseline.unwrap_or((self.radius, self.radius_cost));
         let mut err = self.err;
         if err.requests > 0 {
             err.mean_abs_pct = self.pct_sum / err.requests as f64;
@@ -510,7 +515,7 @@ impl SummaryAcc {
             },
             divergence_cost: DivergenceCost {
                 tokens: self.radius as i64 - base_radius as i64,
-                dollars: self.cost - base_cost,
+                dollars: self.radius_cost - base_cost,
             },
             changes: self.changes,
             switches_per_100: if n > 0 {

@@ -229,6 +229,10 @@ pub struct Frame {
     pub tiers: TierStats,
     pub divergence: u64,
     pub radius: u64,
+    /// What the radius cost above reading it from the cache ([`super::cache_cost::radius_price`]);
+    /// summed into the summary's divergence cost, not written per frame.
+    #[serde(skip)]
+    pub radius_cost: f64,
     pub cache_read: u64,
     pub cache_write: u64,
     pub uncached: u64,
@@ -465,7 +469,9 @@ pub struct PolicyInfo {
     pub compaction: Option<CompactionRun>,
 }
 
-/// Σ radius over `full`'s Σ radius on the same trace.
+/// Σ radius over `full`'s Σ radius on the same trace: in tokens, and in what those tokens cost
+/// above reading them from the cache (not the difference of the two replays' whole costs, which
+/// the smaller contexts of a policy that forgets move the other way).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct DivergenceCost {
     pub tokens: i64,
