@@ -659,6 +659,7 @@ pub fn context_model(
         divergence_chunk,
         divergence_tokens: ctx.divergence,
         total_tokens: ctx.tokens,
+        note: ctx.note.as_deref().map(safe_line),
         chunks,
         lines,
         chunk_start,

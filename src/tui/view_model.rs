@@ -227,6 +227,9 @@ pub struct ContextModel {
     pub divergence_chunk: Option<usize>,
     pub divergence_tokens: u64,
     pub total_tokens: u64,
+    /// What the request is besides its chunks, where the engine says why (a recorded summary
+    /// call, a previous answer rebuilt from storage that ends the cached prefix early).
+    pub note: Option<String>,
     /// Every chunk's text, line by line, for the expanded view: (chunk index, line).
     pub lines: Vec<(usize, String)>,
     /// Index into `lines` of each chunk's first line.
@@ -241,6 +244,8 @@ pub struct ContextModel {
 pub enum ContextRow {
     /// Where this context stops matching the previous request's (the cache breaks there).
     Divergence,
+    /// The engine's note on the request: under the divergence marker, else first.
+    Note,
     /// The previous context is a prefix of this one (the last row).
     NoDivergence,
     /// A chunk on one line (collapsed), or the header above its text (expanded).
@@ -252,12 +257,21 @@ pub enum ContextRow {
 impl ContextModel {
     /// Builds the row lists from the chunks, the lines and the divergence point.
     pub fn with_rows(mut self) -> ContextModel {
-        let mut collapsed = Vec::with_capacity(self.chunks.len() + 1);
-        let mut expanded = Vec::with_capacity(self.chunks.len() * 2 + self.lines.len() + 1);
+        let mut collapsed = Vec::with_capacity(self.chunks.len() + 2);
+        let mut expanded = Vec::with_capacity(self.chunks.len() * 2 + self.lines.len() + 2);
+        let note_first = self.note.is_some() && self.divergence_chunk.is_none();
+        if note_first {
+            collapsed.push(ContextRow::Note);
+            expanded.push(ContextRow::Note);
+        }
         for i in 0..self.chunks.len() {
             if self.divergence_chunk == Some(i) {
                 collapsed.push(ContextRow::Divergence);
                 expanded.push(ContextRow::Divergence);
+                if self.note.is_some() {
+                    collapsed.push(ContextRow::Note);
+                    expanded.push(ContextRow::Note);
+                }
             }
             collapsed.push(ContextRow::Chunk(i));
             expanded.push(ContextRow::Chunk(i));

@@ -383,3 +383,24 @@ fn a_thrash_in_the_detail_names_the_change_it_undid() {
         "{t}"
     );
 }
+
+/// Where the engine says why the cached prefix ended where it did, the context pane says it
+/// under the divergence marker: in OpenCode 0.1.174 recording R1, request 5 (turn 2) gets turn
+/// 1's answer rebuilt from storage with its tool calls merged, so it keeps only what came before
+/// that answer.
+#[test]
+fn the_context_pane_says_why_the_prefix_ended() {
+    let path = std::path::PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/recordings/opencode-0.1.174/data"
+    ));
+    // The data dir's newest session is R1.
+    let mut app = open(path, "dark", 160, 45, "opencode", None);
+    app.key(KeyCode::Char(':'));
+    app.key(KeyCode::Char('5'));
+    app.key(KeyCode::Enter);
+    let t = text(&app.draw());
+    assert!(t.contains("Fetcher retry backoff"), "{t}");
+    assert!(t.contains("kept 9.3k, redo"), "{t}");
+    assert!(t.contains("why: the answer of request 4 was still"), "{t}");
+}

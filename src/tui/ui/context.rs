@@ -108,6 +108,10 @@ fn row_line<'a>(
 ) -> Line<'a> {
     match row {
         ContextRow::Divergence => divergence_line(c, t, inner_w),
+        ContextRow::Note => Line::from(Span::styled(
+            format!("   why: {}", c.note.as_deref().unwrap_or_default()),
+            t.dim,
+        )),
         ContextRow::NoDivergence => Line::from(Span::styled(
             if inner_w >= 54 {
                 "── no divergence: the previous context is a prefix ──"
