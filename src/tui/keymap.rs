@@ -1,5 +1,8 @@
-//! Every key the explorer knows, with its description: one table feeds key handling, the help
+//! Every key the explorer knows, with its description: one keymap feeds key handling, the help
 //! overlay (which lists every binding) and the status bar hints, so they cannot drift apart.
+//! Each feature contributes its own bindings (`main/keys.rs`, `diff/keys.rs`, `sweep/keys.rs`);
+//! the overlays every screen shares (questions, knobs, policy list, picker, help) and the text
+//! fields are here, with the dispatch ([`lookup`]) and the hints.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
@@ -221,7 +224,7 @@ use Action as A;
 use Key::{Char as C, Code, Ctrl, Shift};
 use KeyCode as K;
 
-const fn b(
+pub(crate) const fn b(
     mode: Mode,
     keys: &'static [Key],
     action: Action,
@@ -239,7 +242,7 @@ const fn b(
 }
 
 /// A main-screen binding whose hint shows while one of `panes` has the focus.
-const fn bp(
+pub(crate) const fn bp(
     keys: &'static [Key],
     action: Action,
     desc: &'static str,
@@ -256,384 +259,27 @@ const fn bp(
     }
 }
 
-const HEAT: &[Pane] = &[Pane::Heatmap];
-const LISTS: &[Pane] = &[Pane::Heatmap, Pane::Episodes];
-const TEXTS: &[Pane] = &[Pane::Context, Pane::Detail];
+pub(crate) const HEAT: &[Pane] = &[Pane::Heatmap];
+pub(crate) const LISTS: &[Pane] = &[Pane::Heatmap, Pane::Episodes];
+pub(crate) const TEXTS: &[Pane] = &[Pane::Context, Pane::Detail];
 
-/// The whole keymap. Order is the order of the help overlay and the status bar hints.
-pub static BINDINGS: &[Binding] = &[
-    // main screen (hints: what the focused pane offers first, then what works everywhere)
-    bp(
-        &[Code(K::Right), C('l')],
-        A::StepNext,
-        "next request",
-        "step",
-        &[],
-    ),
-    b(
-        Mode::Main,
-        &[Code(K::Left), C('h')],
-        A::StepPrev,
-        "previous request",
-        None,
-    ),
-    b(
-        Mode::Main,
-        &[Shift(K::Right), C('L')],
-        A::StepNextFast,
-        "10 requests forward",
-        None,
-    ),
-    b(
-        Mode::Main,
-        &[Shift(K::Left), C('H')],
-        A::StepPrevFast,
-        "10 requests back",
-        None,
-    ),
-    b(
-        Mode::Main,
-        &[Code(K::Home), C('g')],
-        A::First,
-        "first request",
-        None,
-    ),
-    b(
-        Mode::Main,
-        &[Code(K::End), C('G')],
-        A::Last,
-        "last request",
-        None,
-    ),
-    bp(
-        &[C(':')],
-        A::Goto,
-        "go to a request (42) or an episode (E3)",
-        "goto",
-        &[],
-    ),
-    b(
-        Mode::Main,
-        &[C('u')],
-        A::NextUserTurn,
-        "next user turn",
-        None,
-    ),
-    b(
-        Mode::Main,
-        &[C('U')],
-        A::PrevUserTurn,
-        "previous user turn",
-        None,
-    ),
-    bp(&[C('c')], A::NextChange, "next tier change", "change", HEAT),
-    b(
-        Mode::Main,
-        &[C('C')],
-        A::PrevChange,
-        "previous tier change",
-        None,
-    ),
-    b(
-        Mode::Main,
-        &[C('f')],
-        A::NextHold,
-        "next hold at a floor",
-        None,
-    ),
-    b(
-        Mode::Main,
-        &[C('F')],
-        A::PrevHold,
-        "previous hold at a floor",
-        None,
-    ),
-    b(Mode::Main, &[C('t')], A::NextThrash, "next thrash", None),
-    b(
-        Mode::Main,
-        &[C('T')],
-        A::PrevThrash,
-        "previous thrash",
-        None,
-    ),
-    b(
-        Mode::Main,
-        &[C('x')],
-        A::NextCompaction,
-        "next compaction",
-        None,
-    ),
-    b(
-        Mode::Main,
-        &[C('X')],
-        A::PrevCompaction,
-        "previous compaction",
-        None,
-    ),
-    bp(&[C(' ')], A::PlayPause, "play / pause", "play", HEAT),
-    b(Mode::Main, &[C('=')], A::Faster, "play faster", None),
-    b(Mode::Main, &[C('-')], A::Slower, "play slower", None),
-    bp(
-        &[Code(K::Down), C('j')],
-        A::SelectDown,
-        "next episode",
-        "episode",
-        LISTS,
-    ),
-    b(
-        Mode::Main,
-        &[Code(K::Up), C('k')],
-        A::SelectUp,
-        "previous episode",
-        None,
-    ),
-    bp(
-        &[Code(K::PageDown), Ctrl('d')],
-        A::ScrollDown,
-        "scroll the focused pane down (half a page; a short pane: a page)",
-        "scroll",
-        TEXTS,
-    ),
-    b(
-        Mode::Main,
-        &[Code(K::PageUp), Ctrl('u')],
-        A::ScrollUp,
-        "scroll the focused pane up (half a page; a short pane: a page)",
-        None,
-    ),
-    bp(
-        &[Code(K::Tab)],
-        A::FocusNext,
-        "focus the next pane",
-        "focus",
-        &[],
-    ),
-    b(
-        Mode::Main,
-        &[Code(K::BackTab), Shift(K::BackTab)],
-        A::FocusPrev,
-        "focus the previous pane",
-        None,
-    ),
-    bp(
-        &[C('+')],
-        A::Maximize,
-        "the focused pane fills the screen (again: every pane)",
-        "max",
-        &[],
-    ),
-    bp(
-        &[C('z')],
-        A::ZoomIn,
-        "heatmap: zoom in (fewer requests, wider cells)",
-        "zoom",
-        HEAT,
-    ),
-    b(
-        Mode::Main,
-        &[C('Z')],
-        A::ZoomOut,
-        "heatmap: zoom out (up to the whole session)",
-        None,
-    ),
-    b(
-        Mode::Main,
-        &[C('<'), C(',')],
-        A::PanLeft,
-        "heatmap: scroll left (when zoomed in)",
-        None,
-    ),
-    b(
-        Mode::Main,
-        &[C('>'), C('.')],
-        A::PanRight,
-        "heatmap: scroll right (when zoomed in)",
-        None,
-    ),
-    b(
-        Mode::Main,
-        &[C('v')],
-        A::ToggleChart,
-        "chart: pressure / cumulative cost",
-        None,
-    ),
-    bp(
-        &[C(']')],
-        A::NextTierText,
-        "detail: show the next tier's text",
-        "tier",
-        &[Pane::Detail],
-    ),
-    b(
-        Mode::Main,
-        &[C('[')],
-        A::PrevTierText,
-        "detail: show the previous tier's text",
-        None,
-    ),
-    bp(
-        &[C('e')],
-        A::ToggleContextText,
-        "context: every chunk's text / one line per chunk",
-        "text",
-        &[Pane::Context],
-    ),
-    bp(
-        &[C('E')],
-        A::ToggleWrap,
-        "context, detail and diff: wrap long lines / clip them at the border",
-        "wrap",
-        &[Pane::Context, Pane::Detail],
-    ),
-    bp(
-        &[C('y')],
-        A::Copy,
-        "copy the shown tier text (OSC 52)",
-        "copy",
-        &[Pane::Detail],
-    ),
-    bp(
-        &[Code(K::Enter)],
-        A::DrillIn,
-        "open the selected episode's sub-agent session (a list when it has several)",
-        "sub-agent",
-        &[Pane::Episodes, Pane::Detail],
-    ),
-    b(
-        Mode::Main,
-        &[Code(K::Backspace)],
-        A::Back,
-        "back to the parent session (from a sub-agent session opened with Enter)",
-        None,
-    ),
-    bp(
-        &[C('/')],
-        A::Search,
-        "search episodes by text (filters the table, highlights the matches)",
-        "search",
-        LISTS,
-    ),
-    b(
-        Mode::Main,
-        &[C('n')],
-        A::SearchNext,
-        "next search match",
-        None,
-    ),
-    b(
-        Mode::Main,
-        &[C('N')],
-        A::SearchPrev,
-        "previous search match",
-        None,
-    ),
-    bp(
-        &[C('K')],
-        A::OpenKnobs,
-        "knobs panel (edit the policy's knobs and the budget)",
-        "knobs",
-        &[],
-    ),
-    b(
-        Mode::Main,
-        &[C('p')],
-        A::SwitchPolicy,
-        "switch policy",
-        Some("policy"),
-    ),
-    b(
-        Mode::Main,
-        &[C('w')],
-        A::SavePolicy,
-        "save the current knobs as a policy TOML (asks before overwriting)",
-        None,
-    ),
-    b(
-        Mode::Main,
-        &[C('d')],
-        A::OpenDiff,
-        "diff mode: compare with a second policy (A/B)",
-        Some("diff"),
-    ),
-    b(
-        Mode::Main,
-        &[C('S')],
-        A::OpenSweep,
-        "sweep pane: two knobs as a grid of a metric",
-        None,
-    ),
-    b(
-        Mode::Main,
-        &[C(crate::tui::follow::TOGGLE_KEY)],
-        A::ToggleFollow,
-        "follow the session live as OpenCode writes it (pause / resume)",
-        None,
-    ),
-    b(
-        Mode::Main,
-        &[Ctrl('t')],
-        A::CycleTheme,
-        "next theme: dark, light, high-contrast, mono (--theme picks the first)",
-        None,
-    ),
-    b(
-        Mode::Main,
-        &[C('?'), Code(K::F(1))],
-        A::Help,
-        "this help",
-        Some("help"),
-    ),
-    b(
-        Mode::Main,
-        &[Code(K::Esc)],
-        A::Cancel,
-        "close or cancel: the search, the maximised pane, the sub-agent session",
-        None,
-    ),
-    b(
-        Mode::Main,
-        &[C('q')],
-        A::Quit,
-        "quit (asks first when knob edits are unsaved)",
-        Some("quit"),
-    ),
-    b(Mode::Main, &[Ctrl('c')], A::ForceQuit, "quit at once", None),
-    // sub-agent list
-    b(
-        Mode::SubAgents,
-        &[Code(K::Up), C('k')],
-        A::ListUp,
-        "previous sub-agent session",
-        None,
-    ),
-    b(
-        Mode::SubAgents,
-        &[Code(K::Down), C('j')],
-        A::ListDown,
-        "next sub-agent session",
-        None,
-    ),
-    b(
-        Mode::SubAgents,
-        &[Code(K::Enter)],
-        A::Accept,
-        "open it",
-        Some("open"),
-    ),
-    b(
-        Mode::SubAgents,
-        &[Code(K::Esc), C('q')],
-        A::CloseOverlay,
-        "close the list",
-        Some("close"),
-    ),
-    b(
-        Mode::SubAgents,
-        &[Ctrl('c')],
-        A::ForceQuit,
-        "quit at once",
-        None,
-    ),
+/// The keymap: each feature's bindings, then the overlays' and the text fields'. Order is the
+/// order of the help overlay and the status bar hints.
+static GROUPS: &[&[Binding]] = &[
+    crate::tui::main::keys::BINDINGS,
+    OVERLAYS,
+    crate::tui::diff::keys::BINDINGS,
+    crate::tui::sweep::keys::BINDINGS,
+    TEXT_FIELDS,
+];
+
+/// Every binding, in keymap order.
+pub fn bindings() -> impl Iterator<Item = &'static Binding> {
+    GROUPS.iter().flat_map(|g| g.iter())
+}
+
+/// The overlays shared by every screen: questions, knobs, policy list, session picker, help.
+static OVERLAYS: &[Binding] = &[
     // questions
     b(
         Mode::Confirm,
@@ -887,451 +533,10 @@ pub static BINDINGS: &[Binding] = &[
         Some("close"),
     ),
     b(Mode::Help, &[Ctrl('c')], A::ForceQuit, "quit at once", None),
-    // diff mode
-    b(
-        Mode::Diff,
-        &[C('E')],
-        A::ToggleWrap,
-        "context diff: wrap long lines / clip them at the border",
-        None,
-    ),
-    b(
-        Mode::Diff,
-        &[Code(K::Right), C('l')],
-        A::StepNext,
-        "next request",
-        Some("step"),
-    ),
-    b(
-        Mode::Diff,
-        &[Code(K::Left), C('h')],
-        A::StepPrev,
-        "previous request",
-        None,
-    ),
-    b(
-        Mode::Diff,
-        &[Shift(K::Right), C('L')],
-        A::StepNextFast,
-        "10 requests forward",
-        None,
-    ),
-    b(
-        Mode::Diff,
-        &[Shift(K::Left), C('H')],
-        A::StepPrevFast,
-        "10 requests back",
-        None,
-    ),
-    b(
-        Mode::Diff,
-        &[Code(K::Home), C('g')],
-        A::First,
-        "first request",
-        None,
-    ),
-    b(
-        Mode::Diff,
-        &[Code(K::End), C('G')],
-        A::Last,
-        "last request",
-        None,
-    ),
-    b(
-        Mode::Diff,
-        &[C(':')],
-        A::Goto,
-        "go to a request (42) or an episode (E3)",
-        None,
-    ),
-    b(
-        Mode::Diff,
-        &[C('c')],
-        A::NextChange,
-        "next request where A and B differ",
-        Some("next diff"),
-    ),
-    b(
-        Mode::Diff,
-        &[C('C')],
-        A::PrevChange,
-        "previous request where A and B differ",
-        None,
-    ),
-    b(
-        Mode::Diff,
-        &[Code(K::Down), C('j')],
-        A::SelectDown,
-        "next episode",
-        None,
-    ),
-    b(
-        Mode::Diff,
-        &[Code(K::Up), C('k')],
-        A::SelectUp,
-        "previous episode",
-        None,
-    ),
-    b(
-        Mode::Diff,
-        &[C('n')],
-        A::NextHunk,
-        "context: next hunk",
-        Some("hunk"),
-    ),
-    b(
-        Mode::Diff,
-        &[C('N')],
-        A::PrevHunk,
-        "context: previous hunk",
-        None,
-    ),
-    b(
-        Mode::Diff,
-        &[Code(K::PageDown), Ctrl('d')],
-        A::ScrollDown,
-        "context: scroll both sides down",
-        None,
-    ),
-    b(
-        Mode::Diff,
-        &[Code(K::PageUp), Ctrl('u')],
-        A::ScrollUp,
-        "context: scroll both sides up",
-        None,
-    ),
-    b(
-        Mode::Diff,
-        &[C('a')],
-        A::EditA,
-        "edit A's knobs (both replays rerun)",
-        Some("knobs A"),
-    ),
-    b(
-        Mode::Diff,
-        &[C('b')],
-        A::EditB,
-        "edit B's knobs (both replays rerun)",
-        Some("knobs B"),
-    ),
-    b(
-        Mode::Diff,
-        &[C('p')],
-        A::PickB,
-        "choose policy B again",
-        Some("policy B"),
-    ),
-    b(Mode::Diff, &[C('s')], A::SwapSides, "swap A and B", None),
-    b(
-        Mode::Diff,
-        &[Ctrl('t')],
-        A::CycleTheme,
-        "next theme: dark, light, high-contrast, mono",
-        None,
-    ),
-    b(
-        Mode::Diff,
-        &[C('?'), Code(K::F(1))],
-        A::Help,
-        "this help",
-        Some("help"),
-    ),
-    b(
-        Mode::Diff,
-        &[Code(K::Esc), C('q'), C('d')],
-        A::CloseOverlay,
-        "close diff mode",
-        Some("close"),
-    ),
-    b(Mode::Diff, &[Ctrl('c')], A::ForceQuit, "quit at once", None),
-    b(
-        Mode::DiffKnobs,
-        &[Code(K::Up), C('k')],
-        A::KnobUp,
-        "previous knob",
-        None,
-    ),
-    b(
-        Mode::DiffKnobs,
-        &[Code(K::Down), C('j')],
-        A::KnobDown,
-        "next knob",
-        None,
-    ),
-    b(
-        Mode::DiffKnobs,
-        &[Code(K::Right), C('l')],
-        A::KnobInc,
-        "increase by one step",
-        Some("adjust"),
-    ),
-    b(
-        Mode::DiffKnobs,
-        &[Code(K::Left), C('h')],
-        A::KnobDec,
-        "decrease by one step",
-        None,
-    ),
-    b(
-        Mode::DiffKnobs,
-        &[Shift(K::Right), C('L')],
-        A::KnobIncBig,
-        "increase by ten steps",
-        None,
-    ),
-    b(
-        Mode::DiffKnobs,
-        &[Shift(K::Left), C('H')],
-        A::KnobDecBig,
-        "decrease by ten steps",
-        None,
-    ),
-    b(
-        Mode::DiffKnobs,
-        &[C('r')],
-        A::KnobReset,
-        "reset the knob to its default",
-        Some("reset"),
-    ),
-    b(
-        Mode::DiffKnobs,
-        &[Code(K::Tab), Code(K::BackTab), Shift(K::BackTab)],
-        A::FocusNext,
-        "edit the other side's knobs",
-        Some("other side"),
-    ),
-    b(
-        Mode::DiffKnobs,
-        &[Code(K::Esc), C('q'), C('a'), C('b')],
-        A::CloseOverlay,
-        "close the panel",
-        Some("close"),
-    ),
-    b(
-        Mode::DiffKnobs,
-        &[Ctrl('c')],
-        A::ForceQuit,
-        "quit at once",
-        None,
-    ),
-    b(
-        Mode::DiffPick,
-        &[Code(K::Up), C('k')],
-        A::ListUp,
-        "previous policy",
-        None,
-    ),
-    b(
-        Mode::DiffPick,
-        &[Code(K::Down), C('j')],
-        A::ListDown,
-        "next policy",
-        None,
-    ),
-    b(
-        Mode::DiffPick,
-        &[Code(K::Enter)],
-        A::Accept,
-        "compare with this policy",
-        Some("compare"),
-    ),
-    b(
-        Mode::DiffPick,
-        &[Code(K::Esc), C('q')],
-        A::CloseOverlay,
-        "cancel",
-        Some("cancel"),
-    ),
-    b(
-        Mode::DiffPick,
-        &[Ctrl('c')],
-        A::ForceQuit,
-        "quit at once",
-        None,
-    ),
-    // sweep pane
-    b(
-        Mode::Sweep,
-        &[Code(K::Up), C('k')],
-        A::SelectUp,
-        "previous row (y value)",
-        None,
-    ),
-    b(
-        Mode::Sweep,
-        &[Code(K::Down), C('j')],
-        A::SelectDown,
-        "next row (y value)",
-        None,
-    ),
-    b(
-        Mode::Sweep,
-        &[Code(K::Left), C('h')],
-        A::StepPrev,
-        "previous column (x value)",
-        None,
-    ),
-    b(
-        Mode::Sweep,
-        &[Code(K::Right), C('l')],
-        A::StepNext,
-        "next column (x value)",
-        Some("move"),
-    ),
-    b(
-        Mode::Sweep,
-        &[Code(K::Home), C('g')],
-        A::First,
-        "first point",
-        None,
-    ),
-    b(
-        Mode::Sweep,
-        &[Code(K::End), C('G')],
-        A::Last,
-        "last point",
-        None,
-    ),
-    b(
-        Mode::Sweep,
-        &[Code(K::Enter)],
-        A::Accept,
-        "load the point's knobs into the main view",
-        Some("load"),
-    ),
-    b(
-        Mode::Sweep,
-        &[C('m')],
-        A::SweepNextMetric,
-        "colour by the next metric",
-        Some("metric"),
-    ),
-    b(
-        Mode::Sweep,
-        &[C('M')],
-        A::SweepPrevMetric,
-        "colour by the previous metric",
-        None,
-    ),
-    b(
-        Mode::Sweep,
-        &[C('s'), C('e')],
-        A::SweepSetup,
-        "change the knobs, ranges or metric",
-        Some("setup"),
-    ),
-    b(
-        Mode::Sweep,
-        &[C('?'), Code(K::F(1))],
-        A::Help,
-        "this help",
-        None,
-    ),
-    b(
-        Mode::Sweep,
-        &[Code(K::Esc), C('q'), C('S')],
-        A::CloseOverlay,
-        "close the pane (while sweeping: cancel)",
-        Some("close"),
-    ),
-    b(
-        Mode::Sweep,
-        &[Ctrl('c')],
-        A::ForceQuit,
-        "quit at once",
-        None,
-    ),
-    b(
-        Mode::SweepSetup,
-        &[Code(K::Up), C('k')],
-        A::ListUp,
-        "previous row",
-        None,
-    ),
-    b(
-        Mode::SweepSetup,
-        &[Code(K::Down), C('j')],
-        A::ListDown,
-        "next row",
-        None,
-    ),
-    b(
-        Mode::SweepSetup,
-        &[Code(K::Right), C('l')],
-        A::KnobInc,
-        "next knob (or metric)",
-        Some("change"),
-    ),
-    b(
-        Mode::SweepSetup,
-        &[Code(K::Left), C('h')],
-        A::KnobDec,
-        "previous knob (or metric)",
-        None,
-    ),
-    b(
-        Mode::SweepSetup,
-        &[C('e')],
-        A::SweepEditRange,
-        "type the range as FROM:TO:STEP",
-        Some("range"),
-    ),
-    b(
-        Mode::SweepSetup,
-        &[Code(K::Enter)],
-        A::Accept,
-        "run the sweep",
-        Some("run"),
-    ),
-    b(
-        Mode::SweepSetup,
-        &[C('?'), Code(K::F(1))],
-        A::Help,
-        "this help",
-        None,
-    ),
-    b(
-        Mode::SweepSetup,
-        &[Code(K::Esc), C('q')],
-        A::CloseOverlay,
-        "back to the grid, else close the pane",
-        Some("close"),
-    ),
-    b(
-        Mode::SweepSetup,
-        &[Ctrl('c')],
-        A::ForceQuit,
-        "quit at once",
-        None,
-    ),
-    b(
-        Mode::SweepEdit,
-        &[Code(K::Enter)],
-        A::Accept,
-        "use the range",
-        Some("accept"),
-    ),
-    b(
-        Mode::SweepEdit,
-        &[Code(K::Esc)],
-        A::CloseOverlay,
-        "keep the old range",
-        Some("cancel"),
-    ),
-    b(
-        Mode::SweepEdit,
-        &[Ctrl('u')],
-        A::ClearInput,
-        "clear the field",
-        None,
-    ),
-    b(
-        Mode::SweepEdit,
-        &[Ctrl('c')],
-        A::ForceQuit,
-        "quit at once",
-        None,
-    ),
+];
+
+/// Text fields (the goto prompt, a knob's value).
+static TEXT_FIELDS: &[Binding] = &[
     // text fields
     b(
         Mode::Input,
@@ -1365,8 +570,7 @@ pub static BINDINGS: &[Binding] = &[
 
 /// The action bound to `ev` in `mode`, if any.
 pub fn lookup(mode: Mode, ev: &KeyEvent) -> Option<Action> {
-    BINDINGS
-        .iter()
+    bindings()
         .filter(|b| b.mode == mode)
         .find(|b| b.keys.iter().any(|k| k.matches(ev)))
         .map(|b| b.action)
@@ -1387,8 +591,7 @@ pub fn keys_label(b: &Binding) -> String {
 /// focused pane come first, then those for every pane.
 pub fn hints(mode: Mode, focus: Pane) -> Vec<(String, &'static str)> {
     let of = |pane_specific: bool| {
-        BINDINGS
-            .iter()
+        bindings()
             .filter(move |b| b.mode == mode && b.panes.is_empty() != pane_specific)
             .filter(move |b| b.panes.is_empty() || b.panes.contains(&focus))
             .filter_map(|b| Some((b.keys.first()?.label(), b.hint?)))
@@ -1402,13 +605,29 @@ mod tests {
 
     #[test]
     fn no_key_is_bound_twice_in_one_mode() {
-        for (i, a) in BINDINGS.iter().enumerate() {
-            for bnd in &BINDINGS[i + 1..] {
+        let all: Vec<&Binding> = bindings().collect();
+        for (i, a) in all.iter().enumerate() {
+            for bnd in &all[i + 1..] {
                 if a.mode != bnd.mode {
                     continue;
                 }
                 for k in a.keys {
                     assert!(!bnd.keys.contains(k), "{:?} bound twice in {:?}", k, a.mode);
+                }
+            }
+        }
+    }
+
+    /// Each group holds whole modes, so a mode's bindings (and its help and hints) are in one
+    /// place, whichever feature owns them.
+    #[test]
+    fn a_mode_is_bound_in_one_group() {
+        let mut seen: Vec<(Mode, usize)> = Vec::new();
+        for (g, group) in GROUPS.iter().enumerate() {
+            for b in group.iter() {
+                match seen.iter().find(|(m, _)| *m == b.mode) {
+                    Some((_, at)) => assert_eq!(*at, g, "{:?} bound in two groups", b.mode),
+                    None => seen.push((b.mode, g)),
                 }
             }
         }

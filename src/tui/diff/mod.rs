@@ -10,6 +10,7 @@
 //! policy as it was. It has its own request cursor, starting at the main one.
 
 pub mod job;
+pub mod keys;
 pub mod view;
 pub mod view_model;
 

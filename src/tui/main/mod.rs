@@ -4,6 +4,7 @@
 //! Positions are logical (a request, an episode, a top row); the views map them to cells, and the
 //! page sizes come from the geometry the view last reported ([`crate::tui::geometry`]).
 
+pub mod keys;
 pub mod navigate;
 pub mod search;
 

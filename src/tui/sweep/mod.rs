@@ -12,6 +12,7 @@
 pub mod axes;
 pub mod grid;
 pub mod job;
+pub mod keys;
 pub mod view;
 
 use std::sync::atomic::{AtomicBool, Ordering};

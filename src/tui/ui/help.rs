@@ -10,7 +10,7 @@ use ratatui::Frame;
 use super::{centered, hidden_rows, pane_block, scrollbar};
 use crate::tui::app::{HelpView, State};
 use crate::tui::geometry::Scroll;
-use crate::tui::keymap::{keys_label, Mode, BINDINGS};
+use crate::tui::keymap::{bindings, keys_label, Mode};
 
 /// The sections, in order.
 const MODES: [Mode; 14] = [
@@ -73,8 +73,7 @@ fn entries(state: &State, m: Mode) -> Vec<(String, &'static str)> {
     // Backspace reaches the session picker only when there is one (not with `--session` or an
     // export file, which open one session directly).
     let picker = state.picker.sessions.len() > 1;
-    let mut v: Vec<(String, &'static str)> = BINDINGS
-        .iter()
+    let mut v: Vec<(String, &'static str)> = bindings()
         .filter(|b| b.mode == m)
         .map(|b| {
             let desc = match b.action {
@@ -236,7 +235,7 @@ mod tests {
             "a line is cut"
         );
         let joined = text.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ");
-        for b in BINDINGS {
+        for b in bindings() {
             let keys = keys_label(b);
             assert!(
                 text.iter().any(|l| l.contains(&keys)) && joined.contains(b.desc),
