@@ -97,6 +97,32 @@ fn push_escape(out: &mut String, c: char) {
     };
 }
 
+/// Fill `{{name}}` placeholders from `vars` in one pass; an unknown name is left as written.
+pub fn fill_placeholders(template: &str, vars: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len() + 1024);
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        match after.find("}}") {
+            Some(end) => {
+                let name = &after[..end];
+                match vars.iter().find(|(k, _)| *k == name) {
+                    Some((_, v)) => out.push_str(v),
+                    None => out.push_str(&rest[start..start + 2 + end + 2]),
+                }
+                rest = &after[end + 2..];
+            }
+            None => {
+                out.push_str(&rest[start..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod sanitize_tests {
     use super::{excerpt, excerpt_lines, sanitize_for_terminal, sanitize_line, EXCERPT_CHARS};

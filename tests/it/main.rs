@@ -45,6 +45,7 @@ mod historian_cli;
 mod historian_endpoint;
 mod hostile_caches;
 mod hostile_ids;
+mod layers;
 mod listing;
 mod loader_db;
 mod loader_export;

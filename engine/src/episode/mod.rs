@@ -2,6 +2,7 @@
 pub mod classify;
 pub mod evidence;
 pub mod external;
+pub mod lineage;
 pub mod magic_context;
 pub mod model;
 pub mod needles;

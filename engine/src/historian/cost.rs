@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use super::lineage::TierLineage;
 use super::response::Usage;
 use super::run::UsageTotals;
+use crate::episode::lineage::TierLineage;
 use crate::replay::cache_cost::PricingTable;
 use crate::trace::ModelRef;
 

@@ -19,12 +19,10 @@
 //!   compactions (issue 32), written with the agent's own compaction prompt;
 //! - [`write`]: the `*.tiers.json` sidecar with lineage per tier;
 //! - [`cost`]: calls, tokens and dollars from the bundled pricing table;
-//! - [`lineage`]: what a loaded external tier says about how it was made (for the audit).
 
 pub mod cache;
 pub mod cost;
 pub mod input;
-pub mod lineage;
 pub mod prompt;
 pub mod response;
 pub mod retry;

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use super::input::EpisodeInput;
 use super::HistorianStrategy;
 use crate::episode::Tier;
+use crate::text::fill_placeholders as fill;
 
 /// The version every tier written with this prompt records (and every cache key holds).
 pub const PROMPT_VERSION: &str = "historian-v1";
@@ -52,32 +53,6 @@ fn section(text: &str, name: &str) -> Option<String> {
         }
     }
     out.map(|v| v.join("\n").trim().to_owned())
-}
-
-/// Fill `{{name}}` placeholders from `vars` in one pass; an unknown name is left as written.
-pub(crate) fn fill(template: &str, vars: &[(&str, &str)]) -> String {
-    let mut out = String::with_capacity(template.len() + 1024);
-    let mut rest = template;
-    while let Some(start) = rest.find("{{") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        match after.find("}}") {
-            Some(end) => {
-                let name = &after[..end];
-                match vars.iter().find(|(k, _)| *k == name) {
-                    Some((_, v)) => out.push_str(v),
-                    None => out.push_str(&rest[start..start + 2 + end + 2]),
-                }
-                rest = &after[end + 2..];
-            }
-            None => {
-                out.push_str(&rest[start..]);
-                rest = "";
-            }
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 /// One call of the historian: which tier it reads and which it writes.

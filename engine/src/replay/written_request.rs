@@ -15,8 +15,8 @@ use super::prepare::Prep;
 use super::state::State;
 use super::written::{SummaryBook, SummaryRequest};
 use crate::episode::Tier;
-use crate::historian::prompt::fill;
 use crate::policy::kinds::RequestView;
+use crate::text::fill_placeholders as fill;
 use crate::trace::model::CompactionShape;
 use crate::trace::summary_call::{HISTORY, PREVIOUS_SUMMARY};
 

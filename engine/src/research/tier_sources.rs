@@ -15,9 +15,9 @@ use serde::Serialize;
 use super::audit::{tokenizer_generation, GenerationCost};
 use super::experiment::{run, run_with_summaries, BudgetMode, Experiment};
 use super::flat_summaries::{FlatSummaryError, FlatSummaryReport, SummarySource};
+use crate::episode::lineage;
 use crate::episode::options::TierSource;
 use crate::historian::cost::{bill, dollars, table_price};
-use crate::historian::lineage;
 use crate::policy::Policy;
 use crate::session::LoadedSession;
 

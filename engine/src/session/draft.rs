@@ -131,7 +131,7 @@ fn apply_annotations(
 pub(super) struct Drafted {
     pub(super) pending: Pending,
     pub(super) warnings: Vec<String>,
-    pub(super) lineage: Vec<crate::historian::lineage::TierLineage>,
+    pub(super) lineage: Vec<crate::episode::lineage::TierLineage>,
     pub(super) without_external: bool,
 }
 
@@ -253,7 +253,7 @@ pub(super) fn draft_episode(inputs: &DraftInputs<'_>, k: usize, seg: &segment::S
                 ext = d;
                 notes.extend(n);
                 importance = e.importance;
-                tier_lineage.extend(crate::historian::lineage::of_entry(&id, e));
+                tier_lineage.extend(crate::episode::lineage::of_entry(&id, e));
             }
         }
         if ext.is_empty() {

@@ -78,7 +78,7 @@ pub struct LoadedSession {
     pub magic_context: Option<magic_context::MagicContextSession>,
     /// Lineage of the external tiers taken from a `*.tiers.json` sidecar (model, prompt,
     /// strategy, usage of the call that wrote each), for the audit and the experiment.
-    pub tier_lineage: Vec<crate::historian::lineage::TierLineage>,
+    pub tier_lineage: Vec<crate::episode::lineage::TierLineage>,
     /// The recorded compaction calls as the agent built them and its compaction prompt, with
     /// their token counts.
     pub compaction: CompactionSizes,

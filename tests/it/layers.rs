@@ -1,0 +1,94 @@
+//! The engine's layers (docs/ARCHITECTURE.md): a core that reads traces, builds episodes and
+//! tiers, counts tokens and replays schedules, as plain data and pure functions; above it the
+//! integrations that call models or the outside (the historian, model-written summaries), follow
+//! a live session, and run research, comparisons, sweeps and fixtures. Data flows up: no core
+//! module names an integration outside its tests, so the core builds and runs without them.
+
+use std::path::{Path, PathBuf};
+
+const ENGINE_SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/engine/src");
+
+/// The core's modules (`engine/src/<name>/` or `<name>.rs`).
+const CORE: &[&str] = &[
+    "trace",
+    "formats",
+    "episode",
+    "tokens",
+    "session",
+    "policy",
+    "replay",
+    "text",
+    "output_guard",
+    "cache_file",
+    "rng",
+    "watch",
+];
+
+/// The integrations above it.
+const ABOVE: &[&str] = &[
+    "historian",
+    "research",
+    "follow",
+    "compare",
+    "sweep",
+    "fixture",
+];
+
+fn rust_files(p: &Path, out: &mut Vec<PathBuf>) {
+    if p.is_dir() {
+        for e in std::fs::read_dir(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())) {
+            rust_files(&e.expect("dir entry").path(), out);
+        }
+    } else if p.extension().is_some_and(|x| x == "rs") {
+        out.push(p.to_owned());
+    }
+}
+
+#[test]
+fn no_core_module_names_an_integration() {
+    let root = Path::new(ENGINE_SRC);
+    let module = |name: &str| -> PathBuf {
+        let dir = root.join(name);
+        let file = root.join(format!("{name}.rs"));
+        assert!(
+            dir.is_dir() || file.is_file(),
+            "module {name} is gone: update the layers"
+        );
+        if dir.is_dir() {
+            dir
+        } else {
+            file
+        }
+    };
+    for a in ABOVE {
+        module(a);
+    }
+    let mut files = Vec::new();
+    for c in CORE {
+        rust_files(&module(c), &mut files);
+    }
+    assert!(files.len() > 100, "{} core files", files.len());
+    let mut found = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("read");
+        // A file's tests may use the fixtures; the code above them may not reach up.
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for (n, line) in code.lines().enumerate() {
+            let line = line.trim_start();
+            if line.starts_with("//") {
+                continue;
+            }
+            for a in ABOVE {
+                if line.contains(&format!("crate::{a}::")) || line.contains(&format!("crate::{a};"))
+                {
+                    found.push(format!("{}:{}: {line}", f.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "core modules reaching up:\n{}",
+        found.join("\n")
+    );
+}
