@@ -78,6 +78,24 @@ pub(crate) fn resent_at(
     Some(rq.sys_tokens + st.summary_tokens() + st.tokens_before(e) + within)
 }
 
+/// What a request whose stored system prompt changed still shares with the previous request of
+/// its conversation (system key `prev_sys`), where the change is from that request's prompt.
+pub(crate) fn shared_system(prev_sys: u64, changed_from: Option<(u64, u64)>) -> Option<u64> {
+    changed_from
+        .filter(|&(before, _)| before == prev_sys)
+        .map(|(_, shared)| shared)
+}
+
+/// Where the previous request's own answer, in flight there, reaches a request of a later
+/// message rebuilt from storage ([`resent_at`]): the shared prefix ends there at the latest.
+pub(crate) fn rebuilt_answer_cap(
+    prev_resent_at: Option<u64>,
+    prev_msg: usize,
+    msg: usize,
+) -> Option<u64> {
+    prev_resent_at.filter(|_| prev_msg != msg)
+}
+
 /// (hash, tokens, chunk index) of the chunks episode `e` renders at tier `t`, from included
 /// chunk `from` (full tier only) up to `upto`, with the recorded prunes as of `time`.
 pub(crate) fn chunk_list(
@@ -142,12 +160,8 @@ pub(crate) fn divergence(st: &State<'_, '_>, apply_prunes: bool, cur: &Current) 
         return 0;
     }
     if c.prev_sys != cur.sys_key {
-        return match cur.sys_changed_from {
-            Some((before, shared)) if before == c.prev_sys => {
-                shared.min(c.prev_tokens).min(cur.tokens)
-            }
-            _ => 0,
-        };
+        return shared_system(c.prev_sys, cur.sys_changed_from)
+            .map_or(0, |shared| shared.min(c.prev_tokens).min(cur.tokens));
     }
     if c.prev_summary != st.summary_id() {
         // A new summary: the two share the system chunk and what the summaries begin with

@@ -238,8 +238,8 @@ pub(crate) fn run(
                 // The previous request's answer, in flight there, reaches a later message
                 // rebuilt from storage.
                 let c = &st.conv[rq.conv];
-                match c.prev_resent_at {
-                    Some(at) if c.has_prev && c.prev_msg != rq.msg => d.min(at),
+                match divergence::rebuilt_answer_cap(c.prev_resent_at, c.prev_msg, rq.msg) {
+                    Some(at) if c.has_prev => d.min(at),
                     _ => d,
                 }
             }

@@ -7,7 +7,7 @@ use serde::Serialize;
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::compaction_call::RecordedCall;
-use super::divergence::chunk_list;
+use super::divergence::{chunk_list, rebuilt_answer_cap, shared_system};
 use super::output::{Cell, CutBy, RenderState, SummaryPiece};
 use super::prepare::Prep;
 use super::{Input, Prepared};
@@ -192,14 +192,7 @@ fn contexts(
                 // A call's prefix is the pass's figure ([`super::compaction_call`]): the chunks
                 // it covers whole.
                 ctx.divergence = pass.frames[request].divergence;
-                let mut sum = 0;
-                ctx.chunks
-                    .iter()
-                    .take_while(|c| {
-                        sum += c.tokens;
-                        sum <= ctx.divergence
-                    })
-                    .count()
+                chunks_within(&ctx.chunks, ctx.divergence)
             } else {
                 let d = ctx
                     .chunks
@@ -210,35 +203,30 @@ fn contexts(
                 ctx.divergence = ctx.chunks[..d].iter().map(|c| c.tokens).sum();
                 // A stored system prompt that changed since the previous request's still
                 // shares its beginning with it ([`super::prepare::ReqData::sys_changed_from`]).
-                if let (0, Some((before, shared)), Some(first)) =
-                    (d, prep.reqs[request].sys_changed_from, prev.first())
-                {
-                    if first.hash == before {
+                if let (0, Some(first)) = (d, prev.first()) {
+                    if let Some(shared) =
+                        shared_system(first.hash, prep.reqs[request].sys_changed_from)
+                    {
                         let prev_tokens: u64 = prev.iter().map(|c| c.tokens).sum();
                         ctx.divergence = shared.min(prev_tokens).min(ctx.tokens);
                     }
                 }
                 // The previous request's own answer, in flight there, reaches this later
                 // message rebuilt from storage ([`crate::trace::CompletedAnswer`]).
-                match pass.render_states[pr].resent_at {
-                    Some(at)
-                        if prep.reqs[pr].msg != prep.reqs[request].msg && at < ctx.divergence =>
-                    {
+                let cap = rebuilt_answer_cap(
+                    pass.render_states[pr].resent_at,
+                    prep.reqs[pr].msg,
+                    prep.reqs[request].msg,
+                );
+                match cap {
+                    Some(at) if at < ctx.divergence => {
                         ctx.divergence = at;
                         let why = resent_note(prep, pr);
                         ctx.note = Some(match ctx.note.take() {
                             Some(n) => format!("{n}; {why}"),
                             None => why,
                         });
-                        let mut sum = 0;
-                        ctx.chunks
-                            .iter()
-                            .take_while(|c| {
-                                sum += c.tokens;
-                                sum <= at
-                            })
-                            .count()
-                            .min(d)
+                        chunks_within(&ctx.chunks, at).min(d)
                     }
                     _ => d,
                 }
@@ -252,6 +240,18 @@ fn contexts(
         out.push(ctx);
     }
     out
+}
+
+/// How many chunks from the start lie whole within the first `tokens`.
+fn chunks_within(chunks: &[RenderedChunk], tokens: u64) -> usize {
+    let mut sum = 0;
+    chunks
+        .iter()
+        .take_while(|c| {
+            sum += c.tokens;
+            sum <= tokens
+        })
+        .count()
 }
 
 /// Why the cached prefix ends inside the previous request's answer: it was in flight there, and
