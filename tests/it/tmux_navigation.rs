@@ -63,8 +63,9 @@ fn context_opens_filled_with_the_divergence_in_view() {
     }
     let t = open("tierscope-nav-context", 120, 40);
     t.keys(&["End"]);
-    let s = t.wait("the context at the last request", |s| {
-        s.contains("Context r23:") && !s.contains("rendering")
+    // Settled: rendered and scrolled to the divergence (under load a frame can come between).
+    let s = t.wait("the context at the last request, scrolled", |s| {
+        s.contains("Context r23:") && !s.contains("rendering") && s.contains("▲ ")
     });
     let rows = box_rows(&s, "Context r23:");
     assert!(rows.len() >= 5, "{s}");
