@@ -97,6 +97,16 @@ fn push_escape(out: &mut String, c: char) {
     };
 }
 
+/// What `b` shares with `a` from their start, ending on a character boundary of both.
+pub fn common_head<'b>(a: &str, b: &'b str) -> &'b str {
+    let n = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    let n = (0..=n)
+        .rev()
+        .find(|&i| a.is_char_boundary(i) && b.is_char_boundary(i))
+        .unwrap_or(0);
+    &b[..n]
+}
+
 /// Fill `{{name}}` placeholders from `vars` in one pass; an unknown name is left as written.
 pub fn fill_placeholders(template: &str, vars: &[(&str, &str)]) -> String {
     let mut out = String::with_capacity(template.len() + 1024);
@@ -187,5 +197,19 @@ mod sanitize_tests {
     #[test]
     fn one_line_text_cannot_forge_a_line() {
         assert_eq!(sanitize_line("a\nb\tc\x1b"), "a ⏎ b c\\x1b");
+    }
+}
+
+#[cfg(test)]
+mod common_head_tests {
+    use super::common_head;
+
+    #[test]
+    fn a_common_beginning_ends_on_a_character_boundary() {
+        assert_eq!(common_head("tree: a\nb", "tree: a\nc"), "tree: a\n");
+        // "é" and "ê" share their first byte only.
+        assert_eq!(common_head("café", "cafê"), "caf");
+        assert_eq!(common_head("", "x"), "");
+        assert_eq!(common_head("same", "same"), "same");
     }
 }

@@ -439,11 +439,11 @@ fn every_era_sizes_every_request_as_the_model_received_it() {
             cell(&calls),
             cell(&full)
         );
-        // What is left: releases before 0.9 sent an answer's reasoning to its own later steps
-        // only, so the first request of the next turn breaks the prefix there (0.1.x stored no
-        // reasoning at all), and the first request after a 0.x summary.
-        assert!(
-            cache_agree * 10 >= cache_n * 9,
+        // Every one: the first request of a turn after a multi-step answer (rebuilt from
+        // storage), after a changed stored system prompt, and after a new summary (which
+        // begins as the previous one did) included.
+        assert_eq!(
+            cache_agree, cache_n,
             "{name}: {cache_agree} of {cache_n} cache reads agree with the model's"
         );
         check(&format!("{name} opencode turns"), &turns);
@@ -644,7 +644,12 @@ fn v05_a_changed_system_prompt_breaks_the_cached_prefix_where_it_changed() {
 fn cache_reads_at(rec: &str, scen: &str, session: &str, request: usize) -> (u64, u64) {
     let dir = PathBuf::from(RECORDINGS).join(rec);
     let logs = PathBuf::from(RECORDINGS).join(rec.trim_end_matches("-migrated"));
-    let s = load_data(dir.join("data").to_str().expect("utf-8"), session);
+    // Releases without a kept data dir were recorded as exports, one per scenario.
+    let data = match dir.join("data") {
+        d if d.is_dir() => d,
+        _ => dir.join("exports").join(format!("{scen}.json")),
+    };
+    let s = load_data(data.to_str().expect("utf-8"), session);
     let mock = mock_log(&logs, scen);
     let p = policy::load("opencode", &[]).expect("policy");
     let r = replay::replay_session(&s, &p, None);
@@ -677,6 +682,35 @@ fn an_answer_rebuilt_from_storage_breaks_the_prefix_where_it_changed() {
         ours.abs_diff(theirs) <= 128,
         "S3 request 30: {ours} where the model read {theirs}"
     );
+}
+
+/// An agent's summaries follow one template and restate the goal and findings so far, so a new
+/// summary begins as the previous one did (0.1.174 S2's second and third: 1,003 and 1,561
+/// characters alike), and the model's cache served that head to the first request after it:
+/// ~250 and ~380 tokens beyond the system prompt that a chunk-by-chunk comparison missed.
+#[test]
+fn a_new_summary_shares_the_head_it_has_in_common_with_the_previous_one() {
+    for (rec, session, requests) in [
+        (
+            "opencode-0.1.174",
+            "ses_dcf192ca4ffeRjMcSdmmvRXUcJ",
+            [15, 20],
+        ),
+        (
+            "opencode-1.0.61",
+            "ses_dcf1795dbffeK0xwXOyRvhHj5t",
+            [14, 21],
+        ),
+    ] {
+        for r in requests {
+            let (ours, theirs) = cache_reads_at(rec, "S2", session, r);
+            assert!(
+                ours.abs_diff(theirs) <= 128,
+                "{rec} S2 request {r}: {ours} where the model read {theirs}"
+            );
+            assert!(theirs > 9216 + 128, "{rec} S2 request {r}: the model's log");
+        }
+    }
 }
 
 #[test]

@@ -49,6 +49,16 @@ struct PricingFile {
     model: Vec<ModelEntry>,
 }
 
+/// The prices of a trace's model: the first request's that names one, else the session's.
+pub fn pricing_of(trace: &crate::trace::Trace) -> PricingInfo {
+    let model = trace
+        .requests
+        .iter()
+        .find_map(|r| r.model.as_ref())
+        .or(trace.session.model.as_ref());
+    PricingTable::bundled().lookup(model)
+}
+
 /// The bundled pricing table.
 #[derive(Debug)]
 pub struct PricingTable {

@@ -139,6 +139,17 @@ pub(crate) fn common_prefix(old: &[(u64, u64, usize)], new: &[(u64, u64, usize)]
         .sum()
 }
 
+/// Tokens two summaries' chunk lists share from their start: the equal chunks, then, where
+/// the first different pair are two consecutive recorded summaries, the text both begin with.
+fn summaries_shared(p: &Prep<'_>, old: &[(u64, u64, usize)], new: &[(u64, u64, usize)]) -> u64 {
+    let same = old.iter().zip(new).take_while(|(a, b)| a.0 == b.0).count();
+    let head = match (old.get(same), new.get(same)) {
+        (Some(a), Some(b)) => p.compaction.summary_head(a.0, b.0).min(a.1).min(b.1),
+        _ => 0,
+    };
+    common_prefix(old, new) + head
+}
+
 /// What the current request renders, for [`divergence`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Current {
@@ -165,8 +176,10 @@ pub(crate) fn divergence(st: &State<'_, '_>, apply_prunes: bool, cur: &Current) 
     }
     if c.prev_summary != st.summary_id() {
         // A new summary: the two share the system chunk and what the summaries begin with
-        // (the agent's compaction message reads the same each time).
-        let shared = common_prefix(
+        // (the agent's compaction message reads the same each time, and its summaries often
+        // begin alike).
+        let shared = summaries_shared(
+            st.p,
             st.summary_chunks(c.prev_summary),
             st.summary_chunks(st.summary_id()),
         );

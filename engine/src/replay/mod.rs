@@ -133,13 +133,7 @@ impl<'a> Prepared<'a> {
     ) -> Prepared<'a> {
         let common = crate::policy::knobs::Common::from_policy(policy);
         let probes = probes::ProbeIndex::new(&prep, input.probes);
-        let model = input
-            .trace
-            .requests
-            .iter()
-            .find_map(|r| r.model.as_ref())
-            .or(input.trace.session.model.as_ref());
-        let pricing = cache_cost::PricingTable::bundled().lookup(model);
+        let pricing = cache_cost::pricing_of(input.trace);
         Prepared {
             common,
             filter,

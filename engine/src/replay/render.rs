@@ -201,6 +201,26 @@ fn contexts(
                     .take_while(|(a, b)| a.hash == b.hash)
                     .count();
                 ctx.divergence = ctx.chunks[..d].iter().map(|c| c.tokens).sum();
+                // A new summary that begins as the previous one did shares that head
+                // ([`crate::trace::summary_call::SummaryHead`]).
+                if let (Some(old), Some(new)) = (prev.get(d), ctx.chunks.get(d)) {
+                    let head = prep
+                        .compaction
+                        .summary_head(old.hash, new.hash)
+                        .min(old.tokens)
+                        .min(new.tokens);
+                    if head > 0 {
+                        ctx.divergence += head;
+                        let why = format!(
+                            "the new summary begins as the previous one did: its first {head} \
+                             tokens are still the cached prefix"
+                        );
+                        ctx.note = Some(match ctx.note.take() {
+                            Some(n) => format!("{n}; {why}"),
+                            None => why,
+                        });
+                    }
+                }
                 // A stored system prompt that changed since the previous request's still
                 // shares its beginning with it ([`super::prepare::ReqData::sys_changed_from`]).
                 if let (0, Some(first)) = (d, prev.first()) {

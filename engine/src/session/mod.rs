@@ -24,6 +24,7 @@ pub mod calibration;
 mod draft;
 pub mod progress;
 mod stored_system;
+mod summary_heads;
 use draft::{draft_episode, DraftInputs, Drafted, Pending};
 
 /// Everything that can stop a load.
@@ -600,7 +601,8 @@ pub fn from_trace_with(
         .map(|(_, p)| p.clone())
         .unwrap_or_default();
     let milestones = milestones(&trace);
-    let compaction = size_compaction_calls(&trace, tokenizer);
+    let mut compaction = size_compaction_calls(&trace, tokenizer);
+    compaction.summary_heads = summary_heads::count(&trace, &episodes, tokenizer);
     let mut sidecar_paths = Vec::new();
     if let Some((p, _)) = &opts.sidecars.annotations {
         sidecar_paths.push(("annotations".to_owned(), p.clone()));
@@ -653,15 +655,12 @@ fn size_compaction_calls(trace: &Trace, tokenizer: &Tokenizer) -> CompactionSize
     let n = calls.built.len();
     let mut texts: Vec<&str> = calls.built.iter().map(|r| r.text.as_str()).collect();
     // What each call's text shares with the previous one's, from their start (whole chars).
-    texts.extend(calls.built.windows(2).map(|w| {
-        let (a, b) = (w[0].text.as_str(), w[1].text.as_str());
-        let common = a
-            .char_indices()
-            .zip(b.chars())
-            .find(|((_, x), y)| x != y)
-            .map_or(a.len().min(b.len()), |((i, _), _)| i);
-        &b[..common]
-    }));
+    texts.extend(
+        calls
+            .built
+            .windows(2)
+            .map(|w| crate::text::common_head(&w[0].text, &w[1].text)),
+    );
     texts.push(&calls.fixed_prompt);
     let mut counts = tokenizer.count_many(&texts);
     let counted = counts.pop().map_or(0, u64::from);
@@ -682,6 +681,7 @@ fn size_compaction_calls(trace: &Trace, tokenizer: &Tokenizer) -> CompactionSize
         prompt_tokens,
         prompt_text: calls.fixed_prompt,
         prompt: calls.prompt,
+        summary_heads: Vec::new(),
     }
 }
 

@@ -27,7 +27,7 @@ pub(super) fn count(trace: &mut Trace, tokenizer: &Tokenizer) {
             let same = before.iter().zip(&ids).take_while(|(a, b)| a == b).count();
             let head = match (before.get(same), sys.texts.get(same)) {
                 (Some(&b), Some(cur)) => {
-                    let n = common_prefix_len(texts.all[b], cur);
+                    let n = crate::text::common_head(texts.all[b], cur).len();
                     Some(n).filter(|&n| n > 0).map(|n| &cur[..n])
                 }
                 _ => None,
@@ -113,28 +113,5 @@ impl<'a> PromptOwner<'a> {
                 .map(|r| (r.provider_id.as_str(), r.model_id.as_str())),
             summary: m.summary,
         }
-    }
-}
-
-/// Bytes two texts share from their start, cut back to a character boundary of both.
-fn common_prefix_len(a: &str, b: &str) -> usize {
-    let n = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
-    (0..=n)
-        .rev()
-        .find(|&i| a.is_char_boundary(i) && b.is_char_boundary(i))
-        .unwrap_or(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_common_beginning_ends_on_a_character_boundary() {
-        assert_eq!(common_prefix_len("tree: a\nb", "tree: a\nc"), 8);
-        // "é" and "ê" share their first byte only.
-        assert_eq!(common_prefix_len("café", "cafê"), 3);
-        assert_eq!(common_prefix_len("", "x"), 0);
-        assert_eq!(common_prefix_len("same", "same"), 4);
     }
 }

@@ -133,6 +133,21 @@ pub struct CompactionSizes {
     /// summaries of simulated compactions).
     #[serde(skip)]
     pub prompt: Option<CompactionPrompt>,
+    /// What each recorded summary shares from its start with the one before it, where the
+    /// model's cache serves any prefix.
+    #[serde(skip)]
+    pub summary_heads: Vec<SummaryHead>,
+}
+
+/// The text a recorded summary begins with that the previous recorded summary began with too
+/// (an agent's summaries follow one template and restate the same goal): after a new summary
+/// a model's prefix cache still serves it. Keyed by the two summaries' first chunks (content
+/// hashes), which is where a request after the new summary first differs from one before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SummaryHead {
+    pub before: u64,
+    pub after: u64,
+    pub tokens: u64,
 }
 
 impl CompactionSizes {
@@ -143,10 +158,20 @@ impl CompactionSizes {
         prompt_tokens: 0,
         prompt_text: String::new(),
         prompt: None,
+        summary_heads: Vec::new(),
     };
     /// The recorded call whose summary request is `request`.
     pub fn call(&self, request: usize) -> Option<&CompactionCall> {
         self.calls.iter().find(|c| c.request == request)
+    }
+
+    /// Tokens the summary whose first chunk is `after` shares from its start with the one before
+    /// it, whose first chunk is `before` (0 where they are not consecutive recorded summaries).
+    pub fn summary_head(&self, before: u64, after: u64) -> u64 {
+        self.summary_heads
+            .iter()
+            .find(|h| h.before == before && h.after == after)
+            .map_or(0, |h| h.tokens)
     }
 
     /// The built call before the one at `request`, if any.
