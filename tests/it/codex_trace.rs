@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
-use tierscope_engine::episode::classify::{self, Rules};
+use tierscope_engine::episode::classify;
+use tierscope_engine::episode::rules::Rules;
 use tierscope_engine::episode::segment::{self, Segmentation};
 use tierscope_engine::episode::EpisodeKind;
 use tierscope_engine::formats::codex::to_trace::{SUMMARY_PREFIX, WIRE};
@@ -245,7 +246,7 @@ fn tool_calls_are_tool_parts_with_their_core_names() {
             "exec_command" => {
                 assert_eq!(tp.behaves_as(), "bash");
                 assert_eq!(tp.exit_code(), Some(0));
-                assert!(!classify::tool_command(tp).is_empty());
+                assert!(!tierscope_engine::episode::reading::tool_command(tp).is_empty());
             }
             "update_plan" => assert_eq!(tp.behaves_as(), "todowrite"),
             "apply_patch" => {
@@ -254,7 +255,10 @@ fn tool_calls_are_tool_parts_with_their_core_names() {
                     .input
                     .as_str()
                     .is_some_and(|p| p.starts_with("*** Begin Patch")));
-                assert_eq!(classify::tool_files(tp), vec!["FINDINGS.md".to_owned()]);
+                assert_eq!(
+                    tierscope_engine::episode::reading::tool_files(tp),
+                    vec!["FINDINGS.md".to_owned()]
+                );
             }
             other => panic!("unexpected tool {other}"),
         }
@@ -568,7 +572,10 @@ fn failures_are_classified_and_failed_requests_kept() {
     assert_eq!(f[0].exit, Some(101));
     // The killing line is the program's, never Codex's header (chunk, wall time, exit code).
     assert_eq!(f[0].line, "test parse_empty ... FAILED");
-    assert_eq!(f[0].line, classify::error_line(&tools[0], &rules));
+    assert_eq!(
+        f[0].line,
+        tierscope_engine::episode::evidence::error_line(&tools[0], &rules)
+    );
     assert_eq!(f[1].tool, "apply_patch");
     assert!(
         f[1].line.contains("apply_patch verification failed"),

@@ -141,11 +141,11 @@ fn records_are_jsonl_with_lineage() {
 fn rules_file_overrides_the_embedded_rules() {
     let cache = tempfile::tempdir().unwrap();
     let rules = cache.path().join("rules.toml");
-    let text = tierscope_engine::episode::classify::DEFAULT_RULES.replace(
+    let text = tierscope_engine::episode::rules::DEFAULT_RULES.replace(
         "[kinds.constraint]\n",
         "[kinds.constraint]\nclass = \"pin\"\n",
     );
-    assert_ne!(text, tierscope_engine::episode::classify::DEFAULT_RULES);
+    assert_ne!(text, tierscope_engine::episode::rules::DEFAULT_RULES);
     std::fs::write(&rules, text).unwrap();
     let (ok, out, err) = run(
         &[&e1(), "--rules", rules.to_str().unwrap(), "--json"],

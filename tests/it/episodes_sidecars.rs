@@ -287,5 +287,5 @@ fn documented_examples_parse() {
     assert_eq!(pr.len(), 2);
     let toml = blocks("toml");
     assert_eq!(toml.len(), 1);
-    tierscope_engine::episode::classify::Rules::parse(&toml[0], "docs").unwrap();
+    tierscope_engine::episode::rules::Rules::parse(&toml[0], "docs").unwrap();
 }

@@ -92,3 +92,45 @@ fn no_core_module_names_an_integration() {
         found.join("\n")
     );
 }
+
+/// Inside `episode/`, each job's module uses only the ones below it: the rules and the text
+/// readers stand alone, the evidence rule reads them, the facts hold what the evidence found,
+/// and classification uses them all. A cycle here is how one 1,800-line module grew.
+#[test]
+fn the_episode_modules_depend_one_way() {
+    let below: &[(&str, &[&str])] = &[
+        ("rules", &["reading", "evidence", "facts", "classify"]),
+        (
+            "reading",
+            &["rules", "evidence", "facts", "classify", "prose"],
+        ),
+        ("prose", &["evidence", "facts", "classify"]),
+        ("evidence", &["facts", "classify"]),
+        ("facts", &["classify"]),
+    ];
+    let mut found = Vec::new();
+    for (module, not) in below {
+        let path = Path::new(ENGINE_SRC).join(format!("episode/{module}.rs"));
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for (n, line) in code.lines().enumerate() {
+            let line = line.trim_start();
+            if line.starts_with("//") {
+                continue;
+            }
+            for above in *not {
+                if line.contains(&format!("super::{above}"))
+                    || line.contains(&format!("episode::{above}"))
+                {
+                    found.push(format!("episode/{module}.rs:{}: {line}", n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "episode modules reaching up:\n{}",
+        found.join("\n")
+    );
+}

@@ -9,7 +9,8 @@
 use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
-use tierscope_engine::episode::classify::{self, Rules};
+use tierscope_engine::episode::classify;
+use tierscope_engine::episode::rules::Rules;
 use tierscope_engine::episode::segment::{self, Segmentation};
 use tierscope_engine::episode::tiers;
 use tierscope_engine::episode::Strategy;

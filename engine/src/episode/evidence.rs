@@ -27,7 +27,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::classify::{tool_command, Failure, Rules};
+use super::reading::tool_command;
+use super::rules::Rules;
 use crate::trace::{Message, PartKind, ToolPart};
 
 /// The minimum length of a quote: shorter spans (a crate name, `exit=2`) match by accident.
@@ -512,6 +513,56 @@ fn killing(
         reasons,
         rule,
     }
+}
+
+/// A failed tool call, with the line that quotes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    pub message_index: usize,
+    /// Index of the tool part in its message's parts.
+    pub part_index: usize,
+    pub request: Option<usize>,
+    pub part_id: String,
+    pub call_id: String,
+    pub tool: String,
+    /// The bash command (first line) or the tool's main input.
+    pub command: String,
+    pub exit: Option<i64>,
+    /// The decisive line ([`decisive_line`]), exactly as recorded.
+    pub line: String,
+    /// The rank of the error pattern that chose `line` (lower = stronger).
+    pub rank: usize,
+    /// Lines after `line` that state its reason ([`Decisive::reasons`]).
+    pub reasons: Vec<String>,
+    pub kind: FailureKind,
+}
+
+impl Failure {
+    /// e.g. `bash exit 1 in request 3: "…"` (for reasons).
+    pub fn describe(&self) -> String {
+        let at = self
+            .request
+            .map_or_else(String::new, |r| format!(" in request {r}"));
+        format!("{}{at}: \"{}\"", self.what(), self.line)
+    }
+
+    /// e.g. `bash exit 1: "…"`: what the model saw, without our request numbering (for tiers).
+    pub fn quote(&self) -> String {
+        format!("{}: \"{}\"", self.what(), self.line)
+    }
+
+    pub(super) fn what(&self) -> String {
+        match self.exit {
+            Some(c) if c != 0 => format!("{} exit {c}", self.tool),
+            _ => format!("{} error", self.tool),
+        }
+    }
+}
+
+/// The line that quotes a failure: the decisive line of the tool's error, else its output
+/// ([`decisive_line`]). Exact, trailing whitespace trimmed.
+pub fn error_line(t: &ToolPart, rules: &Rules) -> String {
+    decisive_line(result_text(t), rules).line
 }
 
 #[cfg(test)]

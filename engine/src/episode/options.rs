@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::classify::Rules;
+use super::rules::Rules;
 use super::segment::Segmentation;
 use crate::tokens::TokenizerKind;
 

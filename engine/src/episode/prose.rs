@@ -5,7 +5,7 @@
 use once_cell::sync::Lazy;
 use regex::Regex;
 
-use super::classify::sentences;
+use super::reading::sentences;
 use crate::text::clip_chars;
 
 /// `**x**` / `__x__` (and `*x*` / `_x_`) as emphasis: the opening marker after the start, a

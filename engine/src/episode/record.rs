@@ -17,9 +17,10 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::classify::{assistant_prose, sentences, tool_command, Rules};
 use super::evidence::{step_text, steps_of, FailureKind, KillRule};
 use super::prose::{plain, prose};
+use super::reading::{assistant_prose, sentences, tool_command};
+use super::rules::Rules;
 use super::segment::TodoChange;
 use super::tiers::EpisodeSource;
 use crate::text::{clip_chars, first_line};
@@ -631,7 +632,7 @@ fn locations(
     cite: &CiteFn<'_>,
 ) -> Locations {
     let dir = &i.episode.trace.session.directory;
-    let rel = |p: &str| super::classify::relative_to(p, dir).to_owned();
+    let rel = |p: &str| super::reading::relative_to(p, dir).to_owned();
     let full_has = |s: &str| i.full.iter().any(|(_, t)| t.contains(s));
     let mut seen = BTreeSet::new();
     let mut out = Locations::default();
@@ -717,7 +718,7 @@ fn kind_of(id: &str) -> IdentifierKind {
 /// The exact identifiers (without line references, which are locations), then the names the
 /// texts use (classification's identifiers) the exact ones do not already hold.
 fn identifiers(
-    f: &super::classify::Facts,
+    f: &super::facts::Facts,
     exact: &[String],
     full: &str,
     said: &dyn Fn(&str) -> bool,

@@ -180,10 +180,8 @@ fn body(r: &EpisodeRecord, v: View) -> String {
     if !r.rejected.is_empty() {
         push(&mut out, "rejected:");
         for x in &r.rejected {
-            let approach = super::classify::approach_name(
-                x.approach.as_ref().map(|a| a.text.as_str()),
-                &x.files,
-            );
+            let approach =
+                super::facts::approach_name(x.approach.as_ref().map(|a| a.text.as_str()), &x.files);
             let at = x.approach.as_ref().map_or(&x.cite, |a| &a.cite);
             push(&mut out, &format!("- {approach} {}", cite(at, v)));
             if dense && !x.files.is_empty() {
@@ -371,7 +369,7 @@ fn anchor(r: &EpisodeRecord) -> String {
     });
     let rejected = r.rejected.first().map(|x| {
         let approach = clip_words(
-            &super::classify::approach_name(x.approach.as_ref().map(|a| a.text.as_str()), &x.files),
+            &super::facts::approach_name(x.approach.as_ref().map(|a| a.text.as_str()), &x.files),
             ANCHOR_APPROACH,
         );
         match &x.killed_by {

@@ -26,8 +26,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::classify::{Classified, Rules};
+use super::classify::Classified;
 use super::model::{Chunk, PrunedChunk, Representation, Strategy, Tier};
+use super::rules::Rules;
 use super::segment::Segment;
 use crate::text::clip_chars;
 use crate::trace::{Message, PartKind, ToolPart, ToolStatus, Trace};
@@ -613,7 +614,7 @@ fn source_compact(id: &str, cl: &Classified, full_text: &str) -> String {
         for r in &f.rejections {
             let approach = r.attempt.as_ref().map_or_else(
                 || "an approach".to_owned(),
-                |a| super::classify::approach_name(a.text.as_deref(), &a.files),
+                |a| super::facts::approach_name(a.text.as_deref(), &a.files),
             );
             let killed = r.quote().map_or_else(
                 || "no failing command decided it".to_owned(),
@@ -816,7 +817,7 @@ fn cascade_compact(id: &str, title: &str, dense: &str, rules: &Rules) -> String 
                 errors.push(format!("- {}: {}", &l[1..l.len() - 1], f.trim_end()));
             }
         } else if !is_header(l) {
-            for s in super::classify::sentences(l) {
+            for s in super::reading::sentences(l) {
                 if rules.is_decision_or_rejection(s) {
                     said.push(format!("- {}", super::prose::plain(s)));
                 }
@@ -836,7 +837,7 @@ fn cascade_compact(id: &str, title: &str, dense: &str, rules: &Rules) -> String 
         }
     }
     list_line(&mut out, "commands", &commands, 10);
-    let ids = super::classify::identifiers(dense);
+    let ids = super::reading::identifiers(dense);
     list_line(&mut out, "identifiers", &ids, 16);
     out
 }

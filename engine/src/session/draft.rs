@@ -5,12 +5,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::episode::classify::{self, Rules};
+use crate::episode::classify;
 use crate::episode::external;
 use crate::episode::magic_context;
 use crate::episode::options::{EpisodeOptions, TierSource};
 use crate::episode::record::{self, EpisodeRecord};
 use crate::episode::record_view;
+use crate::episode::rules::Rules;
 use crate::episode::segment::{self, Segmentation};
 use crate::episode::tiers::{self, Draft};
 use crate::episode::{Episode, EpisodeKind, Pin, RetentionClass, Strategy};

@@ -7,10 +7,11 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use crate::episode::classify::{self, Rules, RulesError};
+use crate::episode::classify;
 use crate::episode::magic_context::{self, MagicContextError};
 use crate::episode::options::{EpisodeOptions, TierSource};
 use crate::episode::record::EpisodeRecord;
+use crate::episode::rules::{Rules, RulesError};
 use crate::episode::segment::{self, Segmentation};
 use crate::episode::sidecar::{Probe, SidecarError, SidecarLocator, Sidecars};
 use crate::episode::tiers;

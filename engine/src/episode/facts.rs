@@ -1,0 +1,109 @@
+//! What classification finds in an episode beside its class and floor: the rejected approaches
+//! (with what killed them), the attempts before them, the decisions stated, and the facts the
+//! reasons and the tier generators quote.
+
+use super::evidence::{Failure, Killing};
+
+/// An approach that failed and was given up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejection {
+    /// The failure that makes the message a rejection (the latest unclaimed one within
+    /// `within_requests`): detection, not evidence.
+    pub failure: Failure,
+    /// What killed the approach, by the evidence rule; `None` when no failing command decided it.
+    pub killed_by: Option<Killing>,
+    /// The revert command or the assistant's sentence that gives it up.
+    pub evidence: String,
+    /// The rejecting message, and its step among the episode's ([`evidence::steps_of`]).
+    pub message_index: usize,
+    pub step: usize,
+    /// The sentence that gives the approach up (text over reasoning) and its part id.
+    pub words: Option<(String, String)>,
+    /// The rejecting step's prose (its text, not its reasoning) and its first text part id.
+    pub reason: Option<(String, String)>,
+    /// The revert command (first line) and its call id.
+    pub revert: Option<(String, String)>,
+    /// The attempt: the latest step up to the evidence's that edited a file (else the latest with
+    /// text), its prose and the files edited since the previous rejection.
+    pub attempt: Option<Attempt>,
+}
+
+impl Rejection {
+    /// e.g. `` `cargo build --offline`: bash exit 101 in request 3: "error: …" `` (for reasons),
+    /// or what it came after when no failing command decided it.
+    pub fn describe(&self, req_of: impl Fn(usize) -> Option<usize>) -> String {
+        match &self.killed_by {
+            Some(k) => {
+                let at = req_of(k.message_index)
+                    .map_or_else(String::new, |r| format!(" in request {r}"));
+                format!("`{}`: {}{at}: \"{}\"", k.command, k.what(), k.line)
+            }
+            None => format!(
+                "no failing command decided it (after {})",
+                self.failure.describe()
+            ),
+        }
+    }
+
+    /// The same without our request numbering (for tiers).
+    pub fn quote(&self) -> Option<String> {
+        self.killed_by
+            .as_ref()
+            .map(|k| format!("`{}` ({}): {}", k.command, k.what(), k.quoted()))
+    }
+}
+
+/// What was tried before a rejection.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attempt {
+    pub message_index: usize,
+    /// The text part holding `text`.
+    pub part_id: Option<String>,
+    /// The message's prose, markdown emphasis removed, clipped at a sentence.
+    pub text: Option<String>,
+    /// Files edited from the previous rejection (or the episode start) to the rejecting message.
+    pub files: Vec<String>,
+}
+
+/// How a rejected approach is named: what the assistant said it tried, else the files it
+/// changed for it, else (nothing recorded names it) "an approach".
+pub fn approach_name(text: Option<&str>, files: &[String]) -> String {
+    match text {
+        Some(t) if !t.trim().is_empty() => t.to_owned(),
+        _ if !files.is_empty() => format!("the change to {}", files.join(", ")),
+        _ => "an approach".to_owned(),
+    }
+}
+
+/// A sentence of assistant text that states a choice.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// The sentence, markdown emphasis removed.
+    pub text: String,
+    pub message_index: usize,
+    pub part_id: String,
+}
+
+impl std::fmt::Display for Decision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// What classification found, for reasons and for the tier generators.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Facts {
+    pub objective: String,
+    pub outcome: String,
+    pub failures: Vec<Failure>,
+    pub rejections: Vec<Rejection>,
+    pub decisions: Vec<Decision>,
+    pub files: Vec<String>,
+    pub commands: Vec<String>,
+    pub identifiers: Vec<String>,
+    /// Todo status changes inside the episode ("<todo>: pending → completed").
+    pub todos: Vec<String>,
+    /// Where `objective` and `outcome` come from: (message index, text part id).
+    pub objective_at: Option<(usize, String)>,
+    pub outcome_at: Option<(usize, String)>,
+}
