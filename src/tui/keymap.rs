@@ -1,6 +1,8 @@
 //! Every key the explorer knows, with its description: one keymap feeds key handling, the help
 //! overlay (which lists every binding) and the status bar hints, so they cannot drift apart.
-//! Each feature contributes its own bindings (`main/keys.rs`, `diff/keys.rs`, `sweep/keys.rs`);
+//! Each feature contributes its own bindings (`main/keys.rs`, `diff/keys.rs`, `sweep/keys.rs`),
+//! and a feature's own actions are its enum there ([`Action::Diff`], [`Action::Sweep`]): adding
+//! one touches that feature alone;
 //! the overlays every screen shares (questions, knobs, policy list, picker, help) and the text
 //! fields are here, with the dispatch ([`lookup`]) and the hints.
 
@@ -136,20 +138,14 @@ pub enum Action {
     ClearInput,
     /// Answer "no" to a question, but save first (the quit question's `w`).
     SaveThenQuit,
-    // diff mode
+    /// Open diff mode; its own actions are [`crate::tui::diff::keys::DiffAction`].
     OpenDiff,
-    NextHunk,
-    PrevHunk,
-    EditA,
-    EditB,
-    PickB,
-    SwapSides,
-    // sweep pane
+    /// Open the sweep pane; its own actions are [`crate::tui::sweep::keys::SweepAction`].
     OpenSweep,
-    SweepEditRange,
-    SweepNextMetric,
-    SweepPrevMetric,
-    SweepSetup,
+    /// An action only diff mode has (it declares them with its bindings).
+    Diff(crate::tui::diff::keys::DiffAction),
+    /// An action only the sweep pane has.
+    Sweep(crate::tui::sweep::keys::SweepAction),
 }
 
 /// One key, as bound and as shown.

@@ -7,6 +7,17 @@ use crate::tui::keymap::Action as A;
 use crate::tui::keymap::Key::{Char as C, Code, Ctrl, Shift};
 use crate::tui::keymap::{b, Binding, Mode};
 
+/// What only diff mode does; the shared actions (move, scroll, knobs) are [`Action`](A)'s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiffAction {
+    NextHunk,
+    PrevHunk,
+    EditA,
+    EditB,
+    PickB,
+    SwapSides,
+}
+
 /// The diff mode's bindings: the two runs side by side, their knobs, the policy to compare.
 pub static BINDINGS: &[Binding] = &[
     // diff mode
@@ -97,14 +108,14 @@ pub static BINDINGS: &[Binding] = &[
     b(
         Mode::Diff,
         &[C('n')],
-        A::NextHunk,
+        A::Diff(DiffAction::NextHunk),
         "context: next hunk",
         Some("hunk"),
     ),
     b(
         Mode::Diff,
         &[C('N')],
-        A::PrevHunk,
+        A::Diff(DiffAction::PrevHunk),
         "context: previous hunk",
         None,
     ),
@@ -125,25 +136,31 @@ pub static BINDINGS: &[Binding] = &[
     b(
         Mode::Diff,
         &[C('a')],
-        A::EditA,
+        A::Diff(DiffAction::EditA),
         "edit A's knobs (both replays rerun)",
         Some("knobs A"),
     ),
     b(
         Mode::Diff,
         &[C('b')],
-        A::EditB,
+        A::Diff(DiffAction::EditB),
         "edit B's knobs (both replays rerun)",
         Some("knobs B"),
     ),
     b(
         Mode::Diff,
         &[C('p')],
-        A::PickB,
+        A::Diff(DiffAction::PickB),
         "choose policy B again",
         Some("policy B"),
     ),
-    b(Mode::Diff, &[C('s')], A::SwapSides, "swap A and B", None),
+    b(
+        Mode::Diff,
+        &[C('s')],
+        A::Diff(DiffAction::SwapSides),
+        "swap A and B",
+        None,
+    ),
     b(
         Mode::Diff,
         &[Ctrl('t')],

@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use crate::tui::app::{Effect, HelpView, JobKey, Level, Overlay, State};
 use crate::tui::keymap::{Action, Mode};
+use keys::DiffAction;
 use tierscope_engine::compare::ContextDiff;
 use tierscope_engine::policy::Policy;
 use view_model::DiffModel;
@@ -534,14 +535,14 @@ fn on_diff(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
             let by = if a == Action::ScrollDown { by } else { -by };
             d.context_scroll = page.moved(d.context_scroll.min(page.max), by);
         }
-        Action::NextHunk | Action::PrevHunk => {
+        Action::Diff(DiffAction::NextHunk | DiffAction::PrevHunk) => {
             let Some(ctx) = d.context.clone() else { return };
             if ctx.hunks.is_empty() {
                 state.flash("the rendered contexts are identical here", Level::Info);
                 return;
             }
             let n = ctx.hunks.len();
-            let fwd = a == Action::NextHunk;
+            let fwd = a == Action::Diff(DiffAction::NextHunk);
             // From the hunk last jumped to while the view still sits on it; after scrolling by
             // hand, from what is on screen (a jumped-to hunk sits two rows below the top).
             let at_hunk = d.hunk.filter(|&i| {
@@ -564,11 +565,15 @@ fn on_diff(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
             d.hunk = Some(i);
             d.context_scroll = ctx.hunks[i].saturating_sub(2);
         }
-        Action::EditA | Action::EditB => {
-            let side = if a == Action::EditA { Side::A } else { Side::B };
+        Action::Diff(DiffAction::EditA | DiffAction::EditB) => {
+            let side = if a == Action::Diff(DiffAction::EditA) {
+                Side::A
+            } else {
+                Side::B
+            };
             d.knobs = Some(KnobEdit { side, selected: 0 });
         }
-        Action::PickB => {
+        Action::Diff(DiffAction::PickB) => {
             let list = choices(state);
             let Some(d) = state.diff.as_deref_mut() else {
                 return;
@@ -576,7 +581,7 @@ fn on_diff(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
             let sel = list.iter().position(|ch| ch.policy == d.b).unwrap_or(0);
             d.picker = Some((list, sel));
         }
-        Action::SwapSides => {
+        Action::Diff(DiffAction::SwapSides) => {
             std::mem::swap(&mut d.a, &mut d.b);
             std::mem::swap(&mut d.budget, &mut d.budget_b);
             d.context = None;

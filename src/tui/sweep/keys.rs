@@ -7,6 +7,17 @@ use crate::tui::keymap::Action as A;
 use crate::tui::keymap::Key::{Char as C, Code, Ctrl};
 use crate::tui::keymap::{b, Binding, Mode};
 
+/// What only the sweep pane does; the shared actions (move, lists, help) are [`Action`](A)'s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SweepAction {
+    /// Type the range of the selected knob.
+    EditRange,
+    NextMetric,
+    PrevMetric,
+    /// Back to choosing the knobs, their ranges and the metric.
+    Setup,
+}
+
 /// The sweep pane's bindings: the grid, its setup and its fields.
 pub static BINDINGS: &[Binding] = &[
     // sweep pane
@@ -62,21 +73,21 @@ pub static BINDINGS: &[Binding] = &[
     b(
         Mode::Sweep,
         &[C('m')],
-        A::SweepNextMetric,
+        A::Sweep(SweepAction::NextMetric),
         "colour by the next metric",
         Some("metric"),
     ),
     b(
         Mode::Sweep,
         &[C('M')],
-        A::SweepPrevMetric,
+        A::Sweep(SweepAction::PrevMetric),
         "colour by the previous metric",
         None,
     ),
     b(
         Mode::Sweep,
         &[C('s'), C('e')],
-        A::SweepSetup,
+        A::Sweep(SweepAction::Setup),
         "change the knobs, ranges or metric",
         Some("setup"),
     ),
@@ -132,7 +143,7 @@ pub static BINDINGS: &[Binding] = &[
     b(
         Mode::SweepSetup,
         &[C('e')],
-        A::SweepEditRange,
+        A::Sweep(SweepAction::EditRange),
         "type the range as FROM:TO:STEP",
         Some("range"),
     ),

@@ -24,6 +24,7 @@ use crate::tui::app::{Effect, HelpView, JobKey, Level, Overlay, State};
 use crate::tui::keymap::{Action, Mode};
 use axes::KnobChoice;
 use grid::{Metric, SweepGrid};
+use keys::SweepAction;
 use tierscope_engine::policy::Policy;
 use tierscope_engine::sweep::{format_value, Axis};
 
@@ -346,7 +347,7 @@ fn on_setup(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
                 row => change_knob(s, row, by),
             }
         }
-        Action::SweepEditRange => {
+        Action::Sweep(SweepAction::EditRange) => {
             let axis = match s.form_row {
                 ROW_X => &s.x_axis,
                 ROW_Y => &s.y_axis,
@@ -418,9 +419,9 @@ fn on_grid(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
         Action::StepNext => s.sel.1 = (c + 1).min(cols.saturating_sub(1)),
         Action::First => s.sel = (0, 0),
         Action::Last => s.sel = (rows.saturating_sub(1), cols.saturating_sub(1)),
-        Action::SweepNextMetric => s.metric = s.metric.cycle(1),
-        Action::SweepPrevMetric => s.metric = s.metric.cycle(-1),
-        Action::SweepSetup => s.phase = Phase::Setup,
+        Action::Sweep(SweepAction::NextMetric) => s.metric = s.metric.cycle(1),
+        Action::Sweep(SweepAction::PrevMetric) => s.metric = s.metric.cycle(-1),
+        Action::Sweep(SweepAction::Setup) => s.phase = Phase::Setup,
         Action::Accept => load_point(state, fx),
         Action::CloseOverlay | Action::Quit => close(state),
         Action::Help => state.overlay = Overlay::Help(HelpView::at(mode_of(state))),
