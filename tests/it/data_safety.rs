@@ -359,7 +359,7 @@ fn a_magic_context_db_with_a_wal_and_no_shm_gets_nothing_beside_it() {
             > 0
     );
     let before = snapshot(&mc);
-    let rows = tierscope_engine::episode::magic_context::read_compartments(
+    let rows = tierscope_engine::formats::magic_context::read_compartments(
         &mc.join("context.db"),
         "ses_1",
     )

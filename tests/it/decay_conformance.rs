@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection};
 use serde_json::Value;
-use tierscope_engine::episode::magic_context::estimate::{self, Estimator};
-use tierscope_engine::episode::magic_context::{self as mc, render, rescore, HeadingDates};
 use tierscope_engine::episode::options::{EpisodeOptions, TierSource};
 use tierscope_engine::episode::segment::Segmentation;
 use tierscope_engine::episode::Tier;
+use tierscope_engine::formats::magic_context::estimate::{self, Estimator};
+use tierscope_engine::formats::magic_context::{self as mc, render, rescore, HeadingDates};
 use tierscope_engine::policy::kinds::decay::curve::Curve;
 use tierscope_engine::policy::kinds::decay::fold::{self, BlockTokens, Costs, FoldRow, TIER_COST};
 use tierscope_engine::policy::{self, Policy};

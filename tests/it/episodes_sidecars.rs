@@ -3,11 +3,11 @@
 
 use std::path::Path;
 
-use tierscope_engine::episode::magic_context::read_compartments;
 use tierscope_engine::episode::options::{EpisodeOptions, TierSource};
 use tierscope_engine::episode::segment::Segmentation;
 use tierscope_engine::episode::sidecar::{Needle, SidecarLocator, Sidecars};
 use tierscope_engine::episode::{RetentionClass, Strategy, Tier};
+use tierscope_engine::formats::magic_context::read_compartments;
 use tierscope_engine::session::from_trace;
 use tierscope_engine::trace::Trace;
 
@@ -124,7 +124,7 @@ fn magic_context_db_loads_as_episodes_with_external_tiers() {
     // the boundary messages in UTC, title) and the tier text; the empty p4 (`<p4/>`) is the
     // heading alone.
     let day =
-        |i: usize| tierscope_engine::episode::magic_context::date_of(m_time(&t, i), 0).unwrap();
+        |i: usize| tierscope_engine::formats::magic_context::date_of(m_time(&t, i), 0).unwrap();
     let dates = if day(0) == day(11) {
         day(0)
     } else {

@@ -134,3 +134,25 @@ fn the_episode_modules_depend_one_way() {
         found.join("\n")
     );
 }
+
+/// Episodes are built from data: a database (Magic Context's `context.db`, an agent's) is read by
+/// its reader in `formats/`, never from `episode/`.
+#[test]
+fn no_database_is_opened_in_episode() {
+    let mut files = Vec::new();
+    rust_files(&Path::new(ENGINE_SRC).join("episode"), &mut files);
+    assert!(files.len() > 10, "{} episode files", files.len());
+    let found: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            std::fs::read_to_string(f)
+                .expect("read")
+                .contains("rusqlite")
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        found.is_empty(),
+        "episode modules opening a database: {found:?}"
+    );
+}

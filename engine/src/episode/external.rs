@@ -1,10 +1,10 @@
 //! External tiers (MODEL §5): representations written by someone else, from a `*.tiers.json`
 //! sidecar or Magic Context's compartments, turned into drafts for the common counting step.
 
-use super::magic_context::{render, Compartment};
 use super::model::{Strategy, Tier};
 use super::sidecar::ExternalEpisode;
 use super::tiers::{contract, Draft, DraftChunk};
+use crate::formats::magic_context::{render, Compartment};
 
 /// Drafts for one episode from a `*.tiers.json` entry. Unknown tier names are reported.
 pub fn from_tiers_file(

@@ -2,13 +2,14 @@
 //! segmentation (`segment`), classification (`classify` with `evidence` and `facts`: class,
 //! floor, reasons, pins), tiers (`tiers`, `external`, `needles`), the canonical record
 //! (`record`, `record_view`), and the data they share (`model`, `options`, `lineage`,
-//! `sidecar`). Magic Context's reader (`magic_context`) turns its compartments into episodes.
+//! `sidecar`). Magic Context's compartments come from its reader in
+//! [`crate::formats::magic_context`]; the only files read here are a `--rules` file and the
+//! sidecars.
 pub mod classify;
 pub mod evidence;
 pub mod external;
 pub mod facts;
 pub mod lineage;
-pub mod magic_context;
 pub mod model;
 pub mod needles;
 pub mod options;

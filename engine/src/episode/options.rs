@@ -75,13 +75,13 @@ pub struct EpisodeOptions {
     /// Sidecars already found and parsed (annotations, tiers, probes).
     pub sidecars: super::sidecar::Sidecars,
     /// Magic Context compartments for this session, already read.
-    pub compartments: Vec<super::magic_context::Compartment>,
+    pub compartments: Vec<crate::formats::magic_context::Compartment>,
     /// Where the Magic Context rows came from (for lineage and messages).
     pub magic_context_db: Option<PathBuf>,
     /// What else was read with them (schema version, m[0] mutations, notes).
-    pub magic_context_meta: super::magic_context::SessionMeta,
+    pub magic_context_meta: crate::formats::magic_context::SessionMeta,
     /// The dates in Magic Context's compartment headings.
-    pub magic_context_dates: super::magic_context::HeadingDates,
+    pub magic_context_dates: crate::formats::magic_context::HeadingDates,
     /// Keep the canonical records (`LoadedSession::records`); `Record` tiers keep them anyway.
     pub keep_records: bool,
     /// Drop every chunk's text once it is counted and hashed ([`Representation::drop_texts`]):

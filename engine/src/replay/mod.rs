@@ -61,7 +61,7 @@ pub struct Input<'a> {
     /// [`crate::session::milestones`]).
     pub milestones: &'a BTreeSet<usize>,
     /// The Magic Context compartments behind the episodes, if they come from a `context.db`.
-    pub magic_context: Option<&'a crate::episode::magic_context::MagicContextSession>,
+    pub magic_context: Option<&'a crate::formats::magic_context::MagicContextSession>,
     /// The recorded compaction calls as the agent built them, and its compaction
     /// prompt, sized at load (see [`crate::formats::opencode::compaction_request`]).
     pub compaction: &'a CompactionSizes,

@@ -111,7 +111,7 @@ pub(crate) struct Prep<'a> {
     /// Message indices of compaction messages and summaries (left out under `Recorded`).
     pub compaction_msgs: BTreeSet<usize>,
     /// The Magic Context compartments behind the episodes, if any.
-    pub magic_context: Option<&'a crate::episode::magic_context::MagicContextSession>,
+    pub magic_context: Option<&'a crate::formats::magic_context::MagicContextSession>,
     /// How compaction calls are sized (recorded calls, the release's fixed prompt).
     pub compaction: &'a crate::trace::summary_call::CompactionSizes,
     /// Per episode, the share of its full-tier text a compaction call of this release shows

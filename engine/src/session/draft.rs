@@ -7,7 +7,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::episode::classify;
 use crate::episode::external;
-use crate::episode::magic_context;
 use crate::episode::options::{EpisodeOptions, TierSource};
 use crate::episode::record::{self, EpisodeRecord};
 use crate::episode::record_view;
@@ -15,6 +14,7 @@ use crate::episode::rules::Rules;
 use crate::episode::segment::{self, Segmentation};
 use crate::episode::tiers::{self, Draft};
 use crate::episode::{Episode, EpisodeKind, Pin, RetentionClass, Strategy};
+use crate::formats::magic_context;
 use crate::trace::Trace;
 
 fn request_range(trace: &Trace, a: usize, b: usize) -> (Option<usize>, Option<usize>) {

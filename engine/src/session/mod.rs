@@ -8,7 +8,6 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::episode::classify;
-use crate::episode::magic_context::{self, MagicContextError};
 use crate::episode::options::{EpisodeOptions, TierSource};
 use crate::episode::record::EpisodeRecord;
 use crate::episode::rules::{Rules, RulesError};
@@ -16,6 +15,7 @@ use crate::episode::segment::{self, Segmentation};
 use crate::episode::sidecar::{Probe, SidecarError, SidecarLocator, Sidecars};
 use crate::episode::tiers;
 use crate::episode::{Episode, EpisodeKind, Representation, Strategy};
+use crate::formats::magic_context::{self, MagicContextError};
 use crate::tokens::{TokenStats, Tokenizer};
 use crate::trace::load::Source;
 use crate::trace::summary_call::CompactionSizes;

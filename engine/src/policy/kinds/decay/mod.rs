@@ -39,9 +39,9 @@
 use std::collections::BTreeMap;
 
 use super::{Compacted, Decide, Floors, Kind, RequestView, Setup};
-use crate::episode::magic_context::estimate::{chars_estimate_units, Estimator};
-use crate::episode::magic_context::render::{self, utf16_len, RowText};
 use crate::episode::{Episode, RetentionClass, Tier};
+use crate::formats::magic_context::estimate::{chars_estimate_units, Estimator};
+use crate::formats::magic_context::render::{self, utf16_len, RowText};
 pub mod curve;
 pub mod fold;
 
@@ -517,8 +517,8 @@ fn render_blocks(p: &Prep<'_>, e: usize, compartment: bool) -> [String; 4] {
         .map(|t| ep.representation(*t).map(|r| r.text()))
         .collect();
     let dates = (
-        crate::episode::magic_context::date_of(ep.time_start, 0).unwrap_or_default(),
-        crate::episode::magic_context::date_of(ep.time_end, 0).unwrap_or_default(),
+        crate::formats::magic_context::date_of(ep.time_start, 0).unwrap_or_default(),
+        crate::formats::magic_context::date_of(ep.time_end, 0).unwrap_or_default(),
     );
     let row = RowText {
         start_message: ep.first_message as i64 + 1,
