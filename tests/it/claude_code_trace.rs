@@ -475,3 +475,25 @@ fn a_resumed_copy_counts_each_response_once() {
     let old_t = source.load_session(Some(old)).expect("loads");
     assert!(t.messages.len() >= 2 * old_t.messages.len() - 1);
 }
+
+/// Claude's cache keeps whole entries at its breakpoints: a new summary that begins as the
+/// previous one did is written again from its start, so the head two summaries share (which an
+/// OpenAI-style prefix cache serves, see `eras_ground_truth`) is not counted here; the model's
+/// log read only the system prompt and tools (16,209) after every compaction.
+#[test]
+fn a_summary_head_is_not_read_from_claudes_cache() {
+    let s = load("927b1170-f977-416a-aabb-46039b7eb22a");
+    let sums: Vec<&str> = s
+        .trace
+        .compactions
+        .iter()
+        .map(|c| c.summary_text.as_str())
+        .collect();
+    assert!(sums.len() >= 2, "{} compactions", sums.len());
+    assert!(
+        sums.windows(2)
+            .any(|w| !tierscope_engine::text::common_head(w[0], w[1]).is_empty()),
+        "the recording's summaries begin alike"
+    );
+    assert!(s.compaction.summary_heads.is_empty());
+}
