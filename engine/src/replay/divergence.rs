@@ -144,10 +144,20 @@ pub(crate) fn common_prefix(old: &[(u64, u64, usize)], new: &[(u64, u64, usize)]
 fn summaries_shared(p: &Prep<'_>, old: &[(u64, u64, usize)], new: &[(u64, u64, usize)]) -> u64 {
     let same = old.iter().zip(new).take_while(|(a, b)| a.0 == b.0).count();
     let head = match (old.get(same), new.get(same)) {
-        (Some(a), Some(b)) => p.compaction.summary_head(a.0, b.0).min(a.1).min(b.1),
+        (Some(a), Some(b)) => summary_head(p, (a.0, a.1), (b.0, b.1)),
         _ => 0,
     };
     common_prefix(old, new) + head
+}
+
+/// What chunk `new` (hash, tokens), first to differ from `old` where a request after a new
+/// summary parts from the one before, still shares with it: the head two consecutive recorded
+/// summaries begin with ([`crate::trace::summary_call::SummaryHead`]), else 0.
+pub(crate) fn summary_head(p: &Prep<'_>, old: (u64, u64), new: (u64, u64)) -> u64 {
+    p.compaction
+        .summary_head(old.0, new.0)
+        .min(old.1)
+        .min(new.1)
 }
 
 /// What the current request renders, for [`divergence`].

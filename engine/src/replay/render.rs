@@ -7,7 +7,7 @@ use serde::Serialize;
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::compaction_call::RecordedCall;
-use super::divergence::{chunk_list, rebuilt_answer_cap, shared_system};
+use super::divergence::{chunk_list, rebuilt_answer_cap, shared_system, summary_head};
 use super::output::{Cell, CutBy, RenderState, SummaryPiece};
 use super::prepare::Prep;
 use super::{Input, Prepared};
@@ -204,21 +204,16 @@ fn contexts(
                 // A new summary that begins as the previous one did shares that head
                 // ([`crate::trace::summary_call::SummaryHead`]).
                 if let (Some(old), Some(new)) = (prev.get(d), ctx.chunks.get(d)) {
-                    let head = prep
-                        .compaction
-                        .summary_head(old.hash, new.hash)
-                        .min(old.tokens)
-                        .min(new.tokens);
+                    let head = summary_head(prep, (old.hash, old.tokens), (new.hash, new.tokens));
                     if head > 0 {
                         ctx.divergence += head;
-                        let why = format!(
-                            "the new summary begins as the previous one did: its first {head} \
-                             tokens are still the cached prefix"
+                        add_note(
+                            &mut ctx.note,
+                            format!(
+                                "the new summary begins as the previous one did: its first \
+                                 {head} tokens are still the cached prefix"
+                            ),
                         );
-                        ctx.note = Some(match ctx.note.take() {
-                            Some(n) => format!("{n}; {why}"),
-                            None => why,
-                        });
                     }
                 }
                 // A stored system prompt that changed since the previous request's still
@@ -241,11 +236,7 @@ fn contexts(
                 match cap {
                     Some(at) if at < ctx.divergence => {
                         ctx.divergence = at;
-                        let why = resent_note(prep, pr);
-                        ctx.note = Some(match ctx.note.take() {
-                            Some(n) => format!("{n}; {why}"),
-                            None => why,
-                        });
+                        add_note(&mut ctx.note, resent_note(prep, pr));
                         chunks_within(&ctx.chunks, at).min(d)
                     }
                     _ => d,
@@ -260,6 +251,14 @@ fn contexts(
         out.push(ctx);
     }
     out
+}
+
+/// A request's note, with `why` after what it said already.
+fn add_note(note: &mut Option<String>, why: String) {
+    *note = Some(match note.take() {
+        Some(n) => format!("{n}; {why}"),
+        None => why,
+    });
 }
 
 /// How many chunks from the start lie whole within the first `tokens`.

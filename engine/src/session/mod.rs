@@ -192,15 +192,14 @@ pub fn load(args: &LoadOptions) -> Result<LoadedSession, LoadSessionError> {
     let parts = source.into_session(args.session.as_deref(), true)?;
     args.progress
         .report(LoadStage::Reading, input_bytes, input_bytes);
-    let (trace, children) = split_results(parts.trace, parts.children);
-    Loader::new(args)?.finish(trace, children.0, children.1)
+    let (children, child_errors) = split_results(parts.children);
+    Loader::new(args)?.finish(parts.trace, children, child_errors)
 }
 
 /// The children that loaded, and why the others did not.
 fn split_results(
-    trace: Trace,
     results: Vec<Result<Trace, crate::trace::LoadError>>,
-) -> (Trace, (Vec<Trace>, Vec<String>)) {
+) -> (Vec<Trace>, Vec<String>) {
     let mut children = Vec::new();
     let mut child_errors = Vec::new();
     for child in results {
@@ -209,7 +208,7 @@ fn split_results(
             Err(e) => child_errors.push(e.to_string()),
         }
     }
-    (trace, (children, child_errors))
+    (children, child_errors)
 }
 
 /// [`load`] for a source already open and its session's trace already read.
@@ -229,7 +228,7 @@ fn build_with_children(
     trace: Trace,
     results: Vec<Result<Trace, crate::trace::LoadError>>,
 ) -> Result<LoadedSession, LoadSessionError> {
-    let (trace, (children, child_errors)) = split_results(trace, results);
+    let (children, child_errors) = split_results(results);
     let mut loaded = loader.build(trace, children, child_errors)?;
     loader.save_into(&mut loaded);
     Ok(loaded)
