@@ -41,9 +41,9 @@ fn manifest() -> Value {
 }
 
 fn thread() -> Thread {
-    let r = rollout::read_path(&rollout_path()).expect("rollout reads");
+    let mut r = rollout::read_path(&rollout_path()).expect("rollout reads");
     assert!(r.diagnostics.is_empty(), "{:?}", r.diagnostics);
-    Thread::from_rollout(&r)
+    Thread::from_rollout(&mut r)
 }
 
 fn u(v: &Value, k: &str) -> u64 {
@@ -110,14 +110,14 @@ fn token_counts_give_the_same_responses_as_the_records() {
         .map(|l| format!("{l}\n"))
         .collect();
     assert!(without.len() < text.len(), "records were removed");
-    let r = rollout::read_bytes(without.as_bytes());
+    let mut r = rollout::read_bytes(without.as_bytes());
     let counts = r
         .lines
         .iter()
         .filter(|l| matches!(&l.record, Record::Event(rollout::Event::TokenCount { .. })))
         .count();
     assert_eq!(counts, 27);
-    let fallback = Thread::from_rollout(&r);
+    let fallback = Thread::from_rollout(&mut r);
     assert!(fallback
         .responses
         .iter()
@@ -309,7 +309,7 @@ fn damaged_lines_are_reported_and_the_rest_loads() {
         .path()
         .join(format!("rollout-2026-12-02T05-58-56-{THREAD}.jsonl"));
     std::fs::write(&path, &damaged).expect("write");
-    let r = rollout::read_path_limited(&path, 1 << 20).expect("reads");
+    let mut r = rollout::read_path_limited(&path, 1 << 20).expect("reads");
     let d: &Diagnostics = &r.diagnostics;
     assert_eq!(d.count(DiagnosticKind::CorruptJson), 1, "{d:?}");
     assert_eq!(d.count(DiagnosticKind::NonUtf8), 1, "{d:?}");
@@ -317,7 +317,7 @@ fn damaged_lines_are_reported_and_the_rest_loads() {
     assert_eq!(d.count(DiagnosticKind::PartialWrite), 1, "{d:?}");
     assert_eq!(d.total(), 4, "{d:?}");
     assert_eq!(r.lines.len(), 177);
-    let t = Thread::from_rollout(&r);
+    let t = Thread::from_rollout(&mut r);
     assert_eq!(t.responses.len(), 23);
     assert_eq!(t.compactions.len(), 2);
     // The cut line was the last turn's `task_complete`.

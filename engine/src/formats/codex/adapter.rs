@@ -172,7 +172,7 @@ impl CodexStore {
             ),
         })?;
         let r = rollout::read_path(&path)?;
-        let mut trace = to_trace::to_trace(&path, &r);
+        let mut trace = to_trace::to_trace(&path, r);
         // The index knows a sub-agent's parent where the rollout does not say it.
         if trace.session.parent_id.is_none() {
             trace.session.parent_id = t.parent_id.clone();

@@ -150,7 +150,7 @@ pub fn scan_path(path: &Path) -> Result<RolloutSummary, LoadError> {
         path: path.to_owned(),
         source,
     })?;
-    let thread = Thread::from_rollout(&rollout::Rollout {
+    let thread = Thread::from_rollout(&mut rollout::Rollout {
         lines,
         diagnostics: Diagnostics::new(),
     });

@@ -199,9 +199,11 @@ impl Thread {
         u
     }
 
-    /// Read `rollout` (see the module docs).
-    pub fn from_rollout(rollout: &Rollout) -> Thread {
-        Builder::default().run(&rollout.lines)
+    /// Read `rollout` (see the module docs). The tool calls' inputs and outputs and the
+    /// compactions move out of the rollout into the thread (they are the rollout's bulk, and a
+    /// reader that holds both holds them twice); the rest of each line stays.
+    pub fn from_rollout(rollout: &mut Rollout) -> Thread {
+        Builder::default().run(&mut rollout.lines)
     }
 }
 
@@ -224,8 +226,8 @@ struct Builder {
 }
 
 impl Builder {
-    fn run(mut self, lines: &[Line]) -> Thread {
-        for line in lines {
+    fn run(mut self, lines: &mut [Line]) -> Thread {
+        for line in lines.iter_mut() {
             self.line(line);
         }
         if self.pending_output {
@@ -304,7 +306,9 @@ impl Builder {
         self.pending_output = false;
     }
 
-    fn line(&mut self, line: &Line) {
+    fn line(&mut self, line: &mut Line) {
+        let taken = take_bulk(&mut line.record);
+        let line = &*line;
         match &line.record {
             Record::SessionMeta(m) => {
                 // `resume` may write it again: the first one is the thread's.
@@ -335,8 +339,8 @@ impl Builder {
                 self.record_pending = true;
             }
             Record::Event(e) => self.event(line, e),
-            Record::ResponseItem(r) => self.item(line, &r.item),
-            Record::Compacted(c) => self.compacted(line, c),
+            Record::ResponseItem(r) => self.item(line, &r.item, taken),
+            Record::Compacted(_) => self.compacted(line, taken.compacted.unwrap_or_default()),
             Record::Other { .. } => {}
         }
     }
@@ -407,7 +411,7 @@ impl Builder {
         }
     }
 
-    fn item(&mut self, line: &Line, item: &ResponseItem) {
+    fn item(&mut self, line: &Line, item: &ResponseItem, taken: Bulk) {
         if is_output(item) {
             self.pending_output = true;
         }
@@ -423,37 +427,30 @@ impl Builder {
                 else {
                     return;
                 };
-                local = (
-                    id.to_owned(),
-                    "local_shell".to_owned(),
-                    payload
-                        .get("action")
-                        .map(Value::to_string)
-                        .unwrap_or_default(),
-                );
-                (&local.0, &local.1, CallKind::Function, &local.2)
+                local = (id.to_owned(), "local_shell".to_owned());
+                let action = payload
+                    .get("action")
+                    .map(Value::to_string)
+                    .unwrap_or_default();
+                (&local.0, &local.1, CallKind::Function, action)
             }
-            ResponseItem::FunctionCall {
-                call_id,
-                name,
-                arguments,
-            } => (call_id, name, CallKind::Function, arguments),
-            ResponseItem::CustomToolCall {
-                call_id,
-                name,
-                input,
-            } => (call_id, name, CallKind::Custom, input),
-            ResponseItem::FunctionCallOutput { call_id, output }
-            | ResponseItem::CustomToolCallOutput { call_id, output } => {
-                self.output(line, call_id, output);
+            ResponseItem::FunctionCall { call_id, name, .. } => {
+                (call_id, name, CallKind::Function, taken.text)
+            }
+            ResponseItem::CustomToolCall { call_id, name, .. } => {
+                (call_id, name, CallKind::Custom, taken.text)
+            }
+            ResponseItem::FunctionCallOutput { call_id, .. }
+            | ResponseItem::CustomToolCallOutput { call_id, .. } => {
+                self.output(line, call_id, taken.text);
                 return;
             }
             _ => return,
         };
         let patch_files = match (name.as_str(), kind) {
-            ("apply_patch", CallKind::Custom) => patch_files(input),
+            ("apply_patch", CallKind::Custom) => patch_files(&input),
             // Releases that offer it as a JSON function: `{"input": "*** Begin Patch…"}`.
-            ("apply_patch", CallKind::Function) => serde_json::from_str::<Value>(input)
+            ("apply_patch", CallKind::Function) => serde_json::from_str::<Value>(&input)
                 .ok()
                 .and_then(|v| v.get("input").and_then(Value::as_str).map(patch_files))
                 .unwrap_or_default(),
@@ -464,7 +461,7 @@ impl Builder {
             call_id: call_id.clone(),
             name: name.clone(),
             kind,
-            input: input.clone(),
+            input,
             line: line.number,
             turn_id: self.turn_id(),
             output: None,
@@ -475,7 +472,7 @@ impl Builder {
         });
     }
 
-    fn output(&mut self, line: &Line, call_id: &str, output: &str) {
+    fn output(&mut self, line: &Line, call_id: &str, output: String) {
         let Some(&i) = self.calls.get(call_id) else {
             self.t.diagnostics.push(
                 DiagnosticKind::OrphanPart,
@@ -487,9 +484,8 @@ impl Builder {
             return;
         };
         let call = &mut self.t.tool_calls[i];
-        call.output = Some(output.to_owned());
         call.output_line = Some(line.number);
-        if let Some(code) = exit_code(output) {
+        if let Some(code) = exit_code(&output) {
             call.exit_code = Some(code);
         }
         call.failed = match (call.name.as_str(), call.exit_code) {
@@ -498,6 +494,7 @@ impl Builder {
             ("apply_patch", None) => !output.contains("Success."),
             _ => call.failed,
         };
+        call.output = Some(output);
     }
 
     /// Codex's own record of a finished call: the exit code where the output has none.
@@ -518,7 +515,7 @@ impl Builder {
         }
     }
 
-    fn compacted(&mut self, line: &Line, c: &Compacted) {
+    fn compacted(&mut self, line: &Line, c: Compacted) {
         // The summary request: the response `compaction_response_id` names, else the last one.
         let request = match &c.compaction_response_id {
             Some(id) => self
@@ -534,12 +531,36 @@ impl Builder {
         self.t.compactions.push(Compaction {
             line: line.number,
             turn_id: self.turn_id(),
-            compacted: c.clone(),
+            compacted: c,
             request,
             turn_context_after: None,
         });
         self.awaiting_context = Some(self.t.compactions.len() - 1);
     }
+}
+
+/// What a line gives up to the thread: a call's input or output, or a compaction.
+#[derive(Default)]
+struct Bulk {
+    text: String,
+    compacted: Option<Compacted>,
+}
+
+/// Move the bulk out of `record`, leaving an empty text (or compaction) behind.
+fn take_bulk(record: &mut Record) -> Bulk {
+    let mut bulk = Bulk::default();
+    match record {
+        Record::ResponseItem(r) => match &mut r.item {
+            ResponseItem::FunctionCall { arguments: t, .. }
+            | ResponseItem::CustomToolCall { input: t, .. }
+            | ResponseItem::FunctionCallOutput { output: t, .. }
+            | ResponseItem::CustomToolCallOutput { output: t, .. } => bulk.text = std::mem::take(t),
+            _ => {}
+        },
+        Record::Compacted(c) => bulk.compacted = Some(std::mem::take(&mut **c)),
+        _ => {}
+    }
+    bulk
 }
 
 /// Whether an item is part of the model's answer (what a response produces) rather than its
@@ -652,7 +673,7 @@ mod tests {
 
     #[test]
     fn turns_end_completed_aborted_failed_or_open() {
-        let r = read_bytes(
+        let mut r = read_bytes(
             br#"{"type":"event_msg","payload":{"type":"task_started","turn_id":"t1"}}
 {"type":"event_msg","payload":{"type":"task_complete","turn_id":"t1"}}
 {"type":"event_msg","payload":{"type":"task_started","turn_id":"t2"}}
@@ -664,7 +685,7 @@ mod tests {
 {"type":"event_msg","payload":{"type":"task_started","turn_id":"t4"}}
 "#,
         );
-        let t = Thread::from_rollout(&r);
+        let t = Thread::from_rollout(&mut r);
         let st: Vec<_> = t.turns.iter().map(|t| t.status.clone()).collect();
         assert_eq!(
             st,
@@ -684,14 +705,14 @@ mod tests {
 
     #[test]
     fn a_failed_patch_and_a_failing_command_are_failures() {
-        let r = read_bytes(
+        let mut r = read_bytes(
             br#"{"type":"response_item","payload":{"type":"custom_tool_call","name":"apply_patch","call_id":"p","input":"*** Begin Patch\n*** Update File: x.rs\n@@\n-a\n+b\n*** End Patch"}}
 {"type":"response_item","payload":{"type":"custom_tool_call_output","call_id":"p","output":"apply_patch verification failed: Failed to find expected lines in x.rs"}}
 {"type":"response_item","payload":{"type":"function_call","name":"exec_command","call_id":"e","arguments":"{\"cmd\":\"false\"}"}}
 {"type":"response_item","payload":{"type":"function_call_output","call_id":"e","output":"Chunk ID: 1\nProcess exited with code 1\nOutput:\n"}}
 "#,
         );
-        let t = Thread::from_rollout(&r);
+        let t = Thread::from_rollout(&mut r);
         assert_eq!(t.tool_calls.len(), 2);
         assert!(t.tool_calls[0].failed && t.tool_calls[0].exit_code.is_none());
         assert_eq!(t.tool_calls[0].patch_files[0].path, "x.rs");
@@ -702,14 +723,47 @@ mod tests {
         assert!(t.diagnostics.is_empty());
     }
 
+    /// The rollout's bulk is held once: a call's input and output and a compaction move into
+    /// the thread, and the lines keep nothing of them.
+    #[test]
+    fn calls_and_compactions_move_out_of_the_rollout() {
+        let mut r = read_bytes(
+            br#"{"type":"response_item","payload":{"type":"function_call","name":"exec_command","call_id":"e","arguments":"{\"cmd\":\"ls\"}"}}
+{"type":"response_item","payload":{"type":"function_call_output","call_id":"e","output":"Process exited with code 0\nOutput:\na.rs\n"}}
+{"type":"compacted","payload":{"message":"the summary","replacement_history":[{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}]}}
+"#,
+        );
+        let t = Thread::from_rollout(&mut r);
+        assert_eq!(t.tool_calls[0].input, r#"{"cmd":"ls"}"#);
+        assert_eq!(
+            t.tool_calls[0].output.as_deref(),
+            Some("Process exited with code 0\nOutput:\na.rs\n")
+        );
+        assert_eq!(t.compactions[0].compacted.message, "the summary");
+        assert_eq!(t.compactions[0].compacted.replacement_history.len(), 1);
+        for line in &r.lines {
+            match &line.record {
+                Record::ResponseItem(ri) => match &ri.item {
+                    ResponseItem::FunctionCall { arguments: t, .. }
+                    | ResponseItem::FunctionCallOutput { output: t, .. } => {
+                        assert!(t.is_empty(), "line {} kept {t:?}", line.number)
+                    }
+                    other => panic!("unexpected item {other:?}"),
+                },
+                Record::Compacted(c) => assert_eq!(**c, Compacted::default()),
+                other => panic!("unexpected record {other:?}"),
+            }
+        }
+    }
+
     #[test]
     fn a_call_without_output_and_an_output_without_call_are_reported() {
-        let r = read_bytes(
+        let mut r = read_bytes(
             br#"{"type":"response_item","payload":{"type":"function_call","name":"exec_command","call_id":"a","arguments":"{}"}}
 {"type":"response_item","payload":{"type":"function_call_output","call_id":"zz","output":"x"}}
 "#,
         );
-        let t = Thread::from_rollout(&r);
+        let t = Thread::from_rollout(&mut r);
         assert_eq!(t.diagnostics.count(DiagnosticKind::DanglingTool), 1);
         assert_eq!(t.diagnostics.count(DiagnosticKind::OrphanPart), 1);
         assert_eq!(t.tool_calls[0].output, None);
@@ -721,11 +775,11 @@ mod tests {
             exit_code(r#"{"output":"boom\n","metadata":{"exit_code":127,"duration_seconds":0.1}}"#),
             Some(127)
         );
-        let r = read_bytes(
+        let mut r = read_bytes(
             br#"{"type":"response_item","payload":{"type":"function_call","name":"apply_patch","call_id":"p","arguments":"{\"input\":\"*** Begin Patch\\n*** Delete File: old.txt\\n*** End Patch\"}"}}
 "#,
         );
-        let t = Thread::from_rollout(&r);
+        let t = Thread::from_rollout(&mut r);
         assert_eq!(t.tool_calls[0].patch_files[0].path, "old.txt");
     }
 
@@ -738,7 +792,7 @@ mod tests {
         };
         let rec = r#"{"type":"token_usage_record","payload":{"response_id":"r","usage":{"input_tokens":10}}}"#;
         let text = [tc(10), tc(20), rec.to_owned(), tc(30), tc(30)].join("\n");
-        let t = Thread::from_rollout(&read_bytes(text.as_bytes()));
+        let t = Thread::from_rollout(&mut read_bytes(text.as_bytes()));
         let sources: Vec<_> = t.responses.iter().map(|r| r.source).collect();
         assert_eq!(
             sources,
@@ -758,7 +812,7 @@ mod tests {
             )
         };
         let text = [tc(100, 100), tc(100, 100), tc(250, 150), tc(250, 0)].join("\n");
-        let t = Thread::from_rollout(&read_bytes(text.as_bytes()));
+        let t = Thread::from_rollout(&mut read_bytes(text.as_bytes()));
         let inputs: Vec<u64> = t
             .responses
             .iter()

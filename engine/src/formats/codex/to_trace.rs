@@ -44,11 +44,11 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::rollout::{Line, Record, ResponseItem, Rollout};
+use super::rollout::{Compacted, Line, Record, ResponseItem, Rollout};
 use super::scan::{is_user_text, unix_ms};
 use super::thread::{CallKind, FailedKind, Thread, ToolCall, TurnStatus, OUTPUT_KINDS};
 use super::usage;
-use crate::trace::diagnostics::DiagnosticKind;
+use crate::trace::diagnostics::{DiagnosticKind, Diagnostics};
 use crate::trace::flat_rules::{FlatRules, KeptTail, TriggerCount, TriggerRule};
 use crate::trace::model::{
     ChildLink, CompactionEvent, CompactionShape, CompactionStyle, CompletedAnswer, Message,
@@ -139,14 +139,15 @@ pub fn alias_of(name: &str) -> Option<&'static str> {
     })
 }
 
-/// Convert a rollout read from `path` (see the module docs).
-pub fn to_trace(path: &Path, rollout: &Rollout) -> Trace {
-    let thread = Thread::from_rollout(rollout);
-    let mut b = Builder::new(path, &thread);
-    for line in &rollout.lines {
+/// Convert a rollout read from `path` (see the module docs). The rollout is consumed: its
+/// texts move into the trace, so the two are never held whole side by side.
+pub fn to_trace(path: &Path, mut rollout: Rollout) -> Trace {
+    let thread = Thread::from_rollout(&mut rollout);
+    let mut b = Builder::new(path, thread);
+    for line in rollout.lines {
         b.line(line);
     }
-    b.finish(rollout)
+    b.finish(rollout.diagnostics)
 }
 
 /// A message part id: the item's line (and its position there).
@@ -176,7 +177,10 @@ fn text_part(id: String, text: String, synthetic: bool) -> Part {
 
 struct Builder<'a> {
     path: &'a Path,
-    thread: &'a Thread,
+    /// Its calls' texts and compactions move into the trace as they are placed.
+    thread: Thread,
+    /// A compaction without replacement history (whose history is rebuilt) is in the thread.
+    any_rebuilt: bool,
     provider: Option<String>,
     messages: Vec<Message>,
     requests: Vec<Request>,
@@ -206,13 +210,16 @@ struct Builder<'a> {
 }
 
 impl<'a> Builder<'a> {
-    fn new(path: &'a Path, thread: &'a Thread) -> Builder<'a> {
+    fn new(path: &'a Path, thread: Thread) -> Builder<'a> {
         let index = |lines: Vec<usize>| -> HashMap<usize, usize> {
             lines.into_iter().enumerate().map(|(i, l)| (l, i)).collect()
         };
         Builder {
             path,
-            thread,
+            any_rebuilt: thread
+                .compactions
+                .iter()
+                .any(|c| c.compacted.replacement_history.is_empty()),
             provider: thread.meta.as_ref().and_then(|m| m.model_provider.clone()),
             messages: Vec::new(),
             requests: Vec::new(),
@@ -246,6 +253,7 @@ impl<'a> Builder<'a> {
             title: None,
             rebuilt_compactions: 0,
             skipped_history_items: 0,
+            thread,
         }
     }
 
@@ -264,18 +272,26 @@ impl<'a> Builder<'a> {
             .unwrap_or(self.last_time)
     }
 
-    fn line(&mut self, line: &Line) {
+    fn line(&mut self, mut line: Line) {
         if let Some(t) = line.timestamp.as_deref().and_then(unix_ms) {
             self.last_time = self.last_time.max(t);
             self.time_of_line.insert(line.number, t);
         }
-        match &line.record {
+        let record = std::mem::replace(
+            &mut line.record,
+            Record::Other {
+                kind: String::new(),
+                payload: Value::Null,
+            },
+        );
+        let line = &line;
+        match record {
             Record::TurnContext(c) => {
-                if let Some(cwd) = c.cwd.clone().filter(|c| !c.is_empty()) {
+                if let Some(cwd) = c.cwd.filter(|c| !c.is_empty()) {
                     self.cwd = Some(cwd);
                 }
             }
-            Record::ResponseItem(r) => self.item(line, &r.item),
+            Record::ResponseItem(r) => self.item(line, r.item),
             Record::TokenUsageRecord(_) | Record::Event(_) => {
                 if let Some(&ri) = self.response_at.get(&line.number) {
                     self.close_response(line, ri);
@@ -319,23 +335,21 @@ impl<'a> Builder<'a> {
         })
     }
 
-    fn item(&mut self, line: &Line, item: &ResponseItem) {
+    fn item(&mut self, line: &Line, item: ResponseItem) {
         let n = line.number;
         match item {
             ResponseItem::Message { role, text, .. } if role == "assistant" => {
                 let m = self.pending(line);
-                m.parts.push(text_part(part_id(n, 0), text.clone(), false));
+                m.parts.push(text_part(part_id(n, 0), text, false));
             }
-            ResponseItem::Message { role, text, .. } => self.user_message(line, role, text),
+            ResponseItem::Message { role, text, .. } => self.user_message(line, &role, text),
             ResponseItem::Reasoning { summary, .. } => {
                 let m = self.pending(line);
                 // Encrypted reasoning alone has no text to show; the answer is under way.
                 if !summary.trim().is_empty() {
                     m.parts.push(Part {
                         id: part_id(n, 0),
-                        kind: PartKind::Reasoning {
-                            text: summary.clone(),
-                        },
+                        kind: PartKind::Reasoning { text: summary },
                     });
                 }
             }
@@ -370,7 +384,6 @@ impl<'a> Builder<'a> {
             }
             ResponseItem::Other { kind, .. } if OUTPUT_KINDS.contains(&kind.as_str()) => {
                 // An answer item this reader does not render (its payload can be an image).
-                let kind = kind.clone();
                 self.pending(line).parts.push(Part {
                     id: part_id(n, 0),
                     kind: PartKind::Unknown {
@@ -384,18 +397,19 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn user_message(&mut self, line: &Line, role: &str, text: &str) {
-        let human = role == "user" && is_user_text(text);
+    fn user_message(&mut self, line: &Line, role: &str, text: String) {
+        let human = role == "user" && is_user_text(&text);
         let id = message_id(line.number);
         if human {
             if self.title.is_none() {
                 self.title = Some(text.trim().to_owned());
             }
             self.last_human = Some(id.clone());
-            self.human_texts.push(text.to_owned());
+            // Kept for a compaction whose history has to be rebuilt.
+            self.human_texts.push(text.clone());
             self.human_lines.push(line.number);
         } else if self.last_human.is_none() {
-            self.initial_context.push(text.to_owned());
+            self.initial_context.push(text.clone());
         }
         self.last_user = Some(id.clone());
         self.messages.push(Message {
@@ -412,7 +426,7 @@ impl<'a> Builder<'a> {
             summary: false,
             tokens: None,
             cost: 0.0,
-            parts: vec![text_part(part_id(line.number, 0), text.to_owned(), !human)],
+            parts: vec![text_part(part_id(line.number, 0), text, !human)],
             user_kind: Some(if human {
                 UserKind::Human
             } else {
@@ -429,13 +443,13 @@ impl<'a> Builder<'a> {
         let Some(&ci) = self.call_at.get(&line.number) else {
             return;
         };
-        let thread = self.thread;
-        let call = &thread.tool_calls[ci];
         let start = self.time(line);
+        let call = &mut self.thread.tool_calls[ci];
         let end = call
             .output_line
             .and_then(|l| self.time_of_line.get(&l).copied());
-        let open = thread
+        let open = self
+            .thread
             .turns
             .iter()
             .rev()
@@ -533,13 +547,19 @@ impl<'a> Builder<'a> {
 
     fn close_response(&mut self, line: &Line, ri: usize) {
         let r = &self.thread.responses[ri];
+        let (usage, prompt, model, summary) = (
+            r.usage,
+            r.recorded.input_tokens,
+            r.model.clone(),
+            r.is_compaction,
+        );
         let mi = self.close(
             line,
             RequestStatus::Ok,
-            r.usage,
-            r.recorded.input_tokens,
-            r.model.as_deref(),
-            r.is_compaction,
+            usage,
+            prompt,
+            model.as_deref(),
+            summary,
         );
         self.message_of_response.insert(ri, mi);
     }
@@ -551,7 +571,8 @@ impl<'a> Builder<'a> {
             FailedKind::Aborted(reason) => (RequestStatus::Aborted, ("aborted", reason.clone())),
             FailedKind::Cut => (RequestStatus::Cut, ("cut", None)),
         };
-        let mi = self.close(line, status, Usage::default(), 0, f.model.as_deref(), false);
+        let model = f.model.clone();
+        let mi = self.close(line, status, Usage::default(), 0, model.as_deref(), false);
         if let Some(m) = self.messages.get_mut(mi) {
             m.error = Some(MessageError {
                 name: error.0.to_owned(),
@@ -561,11 +582,9 @@ impl<'a> Builder<'a> {
     }
 
     fn compaction(&mut self, line: &Line, ci: usize) {
-        let c = &self.thread.compactions[ci];
-        let mi = match c
-            .request
-            .and_then(|r| self.message_of_response.get(&r).copied())
-        {
+        let request = self.thread.compactions[ci].request;
+        let compacted = std::mem::take(&mut self.thread.compactions[ci].compacted);
+        let mi = match request.and_then(|r| self.message_of_response.get(&r).copied()) {
             Some(mi) => mi,
             // No response of its own (a compaction done elsewhere): its summary stands alone,
             // with a request that has no usage.
@@ -582,7 +601,11 @@ impl<'a> Builder<'a> {
             }
         };
         let mut parts = Vec::new();
-        let history = &c.compacted.replacement_history;
+        let Compacted {
+            message,
+            replacement_history: history,
+            ..
+        } = compacted;
         if history.is_empty() {
             self.rebuilt_compactions += 1;
             let mut texts: Vec<String> = self.initial_context.clone();
@@ -596,7 +619,6 @@ impl<'a> Builder<'a> {
                 kept.push(t);
             }
             texts.extend(kept.into_iter().rev().cloned());
-            let message = &c.compacted.message;
             texts.push(if message.starts_with(SUMMARY_PREFIX) {
                 message.clone()
             } else {
@@ -606,10 +628,10 @@ impl<'a> Builder<'a> {
                 parts.push(text_part(part_id(line.number, k), t, true));
             }
         } else {
-            for (k, item) in history.iter().enumerate() {
+            for (k, item) in history.into_iter().enumerate() {
                 match item {
                     ResponseItem::Message { text, .. } => {
-                        parts.push(text_part(part_id(line.number, k), text.clone(), true))
+                        parts.push(text_part(part_id(line.number, k), text, true))
                     }
                     _ => self.skipped_history_items += 1,
                 }
@@ -631,7 +653,7 @@ impl<'a> Builder<'a> {
             overflow: false,
             tail_start_id: None,
             continuation_message_id: None,
-            summary_text: c.compacted.message.clone(),
+            summary_text: message,
         });
     }
 
@@ -650,7 +672,7 @@ impl<'a> Builder<'a> {
                 .any(|&l| l > turn.line && l < c.line)
     }
 
-    fn finish(mut self, rollout: &Rollout) -> Trace {
+    fn finish(mut self, read: Diagnostics) -> Trace {
         // An answer the file ends in before its usage.
         if self.pending.is_some() {
             if let Some(fi) = self
@@ -720,7 +742,7 @@ impl<'a> Builder<'a> {
             time_created: created,
             time_updated: self.last_time.max(created),
         };
-        let mut diagnostics = rollout.diagnostics.clone();
+        let mut diagnostics = read;
         diagnostics.extend(&self.thread.diagnostics);
         // One rule note (a kind keeps its first example): how usage was read and priced.
         let mut unpriced: Vec<String> = Vec::new();
@@ -772,12 +794,7 @@ impl<'a> Builder<'a> {
                 format!("thread {id}: no model response recorded"),
             );
         }
-        let rules = if self
-            .thread
-            .compactions
-            .iter()
-            .any(|c| c.compacted.replacement_history.is_empty())
-        {
+        let rules = if self.any_rebuilt {
             RULES_REBUILT_HISTORY
         } else {
             RULES_REPLACEMENT_HISTORY
@@ -804,16 +821,22 @@ impl<'a> Builder<'a> {
     }
 }
 
-/// A tool call as a neutral tool part (see the module docs).
-fn tool_part(call: &ToolCall, start: i64, end: Option<i64>, turn_open: bool) -> ToolPart {
+/// A tool call as a neutral tool part (see the module docs); its input and output move into
+/// the part.
+fn tool_part(call: &mut ToolCall, start: i64, end: Option<i64>, turn_open: bool) -> ToolPart {
+    let text = std::mem::take(&mut call.input);
     let input = match call.kind {
-        CallKind::Function => serde_json::from_str::<Value>(&call.input)
-            .unwrap_or_else(|_| Value::String(call.input.clone())),
-        CallKind::Custom => Value::String(call.input.clone()),
+        CallKind::Function => {
+            serde_json::from_str::<Value>(&text).unwrap_or_else(|_| Value::String(text))
+        }
+        CallKind::Custom => Value::String(text),
     };
     let alias = alias_of(&call.name);
     let bash = alias == Some("bash");
-    let (status, output, error) = match &call.output {
+    let session_id = (call.name == "spawn_agent")
+        .then(|| call.output.as_deref().and_then(spawned_thread))
+        .flatten();
+    let (status, output, error) = match call.output.take() {
         None if turn_open => (ToolStatus::Running, None, None),
         None => (
             ToolStatus::Error,
@@ -822,13 +845,10 @@ fn tool_part(call: &ToolCall, start: i64, end: Option<i64>, turn_open: bool) -> 
         ),
         // A command's failure is its exit code; anything else that failed is an error part.
         Some(o) if call.failed && !(bash && call.exit_code.is_some()) => {
-            (ToolStatus::Error, None, Some(o.clone()))
+            (ToolStatus::Error, None, Some(o))
         }
-        Some(o) => (ToolStatus::Completed, Some(o.clone()), None),
+        Some(o) => (ToolStatus::Completed, Some(o), None),
     };
-    let session_id = (call.name == "spawn_agent")
-        .then(|| call.output.as_deref().and_then(spawned_thread))
-        .flatten();
     ToolPart {
         call_id: call.call_id.clone(),
         tool: call.name.clone(),
