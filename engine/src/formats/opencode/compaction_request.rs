@@ -17,16 +17,20 @@
 //!
 //! The prompt texts (system prompt, instruction, template) come from a table of OpenCode's own
 //! texts per release range (`data/compaction_prompts.json`). Message-shaped requests are written in
-//! a neutral serialization (`role:` then the content, tool calls as `call name arguments`, each
-//! result as a `tool:` message): its token count tracks what the provider counted message by
-//! message, which is what the replay needs. The environment block that ≤1.0.68 also sent as
+//! the serialization of the tiers' full text (`role:` then the content, a call as `[tool name]
+//! arguments`, each result a message headed `[result name status]`), so a message costs the same
+//! in a compaction call as in the requests around it. (A lighter `call name arguments` and
+//! `tool:` left a 0.1.174 summary call of 110 messages and 104 calls 12 % short of what the model
+//! counted: the markup is per message, and summary calls carry many.) The environment block that ≤1.0.68 also sent as
 //! system is not stored; the replay's compaction system chunk carries it.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::dialect::{parse_version, CompactionShape, Dialect, Version};
-use crate::trace::model::{CompactionStyle, Message, PartKind, ToolPart, ToolStatus, Trace};
+use crate::trace::model::{
+    CompactionStyle, CompletedAnswer, Message, PartKind, ToolPart, ToolStatus, Trace,
+};
 
 /// What OpenCode sends in place of an output it pruned.
 pub const PRUNED_OUTPUT: &str = "[Old tool result content cleared]";
@@ -323,9 +327,14 @@ fn summary_text(m: &Message) -> String {
     parts.join("\n\n").trim().to_owned()
 }
 
-fn push_message(out: &mut String, role: &str, content: &str) {
-    out.push_str(role);
-    out.push_str(":\n");
+/// One message: its head (`user:`, `assistant:`, a tool result's `[result …]` line), then its
+/// content.
+fn push_message(out: &mut String, head: &str, content: &str) {
+    out.push_str(head);
+    if !head.starts_with('[') {
+        out.push(':');
+    }
+    out.push('\n');
     out.push_str(content);
     out.push('\n');
 }
@@ -421,12 +430,22 @@ fn wire_messages(
         }
         return out;
     }
-    let steps = m.part_steps();
-    let n_steps = steps.last().map_or(0, |s| s + 1);
-    for k in 0..n_steps.max(1) {
+    // 0.1.x rebuilt a stored answer in the AI SDK's blocks; later releases sent it step by step.
+    let groups: Vec<Vec<usize>> = if d.wire().completed_answer == CompletedAnswer::ToolCallsMerged {
+        CompletedAnswer::rebuilt_blocks(m)
+    } else {
+        let steps = m.part_steps();
+        let n_steps = steps.last().map_or(0, |s| s + 1) as usize;
+        let mut by_step = vec![Vec::new(); n_steps.max(1)];
+        for (i, &s) in steps.iter().enumerate() {
+            by_step[s as usize].push(i);
+        }
+        by_step
+    };
+    for group in groups {
         let mut content = String::new();
         let mut calls: Vec<&ToolPart> = Vec::new();
-        for (p, _) in m.parts.iter().zip(&steps).filter(|(_, s)| **s == k) {
+        for p in group.iter().map(|&i| &m.parts[i]) {
             match &p.kind {
                 PartKind::Text { text, ignored, .. } if !*ignored => content.push_str(text),
                 PartKind::Reasoning { text } if d.sends_stored_reasoning() => {
@@ -445,7 +464,7 @@ fn wire_messages(
             continue;
         }
         for t in &calls {
-            content.push_str(&format!("\ncall {} {}", t.tool, compact_json(&t.input)));
+            content.push_str(&format!("\n[tool {}] {}", t.tool, compact_json(&t.input)));
         }
         let mut s = String::new();
         push_message(&mut s, "assistant", &content);
@@ -454,7 +473,7 @@ fn wire_messages(
             let mut r = String::new();
             push_message(
                 &mut r,
-                "tool",
+                &t.result_header(),
                 &if d.json_encodes_tool_results() {
                     Value::String(tool_result(t, at, clip, clipped, ClipStyle::Marker)).to_string()
                 } else {

@@ -3,8 +3,11 @@
 //! From OpenCode 0.8 every assistant message is one request. In 0.1–0.7 one assistant message
 //! holds a whole turn: one request per `step-start` part, each step's usage in its own
 //! `step-finish` (0.2.26–0.7), or only the last step's usage in `message.tokens` (0.1.x, which
-//! writes no `step-finish`). A 0.2–0.7 message with an `error` after a complete last step made one
-//! more request that failed before it could write a `step-start` (an HTTP error).
+//! writes no `step-finish`). A message whose `error` came after a complete last step made one
+//! more request that failed before it could write a `step-start` (an HTTP error): in 0.2–0.7 the
+//! last step has its `step-finish`; 0.1.x writes none, but its error says what failed, and an
+//! `AI_APICallError` (the provider answered with an error status) is raised before any stream,
+//! so every step the message holds was complete.
 
 use super::dialect::{Dialect, InputSemantics};
 use crate::trace::model::{Message, PartKind, RequestStatus, Usage};
@@ -29,7 +32,13 @@ pub struct StepRequest {
 /// The requests of assistant message `m`.
 pub fn requests_of(m: &Message, status: RequestStatus) -> Vec<StepRequest> {
     let steps = m.step_count();
-    if m.summary || steps <= 1 {
+    let any_finish = m
+        .parts
+        .iter()
+        .any(|p| matches!(p.kind, PartKind::StepFinish { .. }));
+    // 0.1.x: an HTTP error after the message's last (complete) step.
+    let refused_after_steps = !any_finish && steps > 0 && is_api_call_error(m);
+    if m.summary || (steps <= 1 && !refused_after_steps) {
         let (usage, cost, has) = single_usage(m);
         return vec![StepRequest {
             step: None,
@@ -42,10 +51,6 @@ pub fn requests_of(m: &Message, status: RequestStatus) -> Vec<StepRequest> {
         }];
     }
     let part_steps = m.part_steps();
-    let any_finish = m
-        .parts
-        .iter()
-        .any(|p| matches!(p.kind, PartKind::StepFinish { .. }));
     let mut out: Vec<StepRequest> = Vec::with_capacity(steps + 1);
     // One pass over the parts: each step's usage (its step-finish) and when its tools ended.
     let mut finishes: Vec<Option<(Usage, f64)>> = vec![None; steps];
@@ -80,7 +85,7 @@ pub fn requests_of(m: &Message, status: RequestStatus) -> Vec<StepRequest> {
         };
         let step_status = if !last {
             RequestStatus::Ok
-        } else if finish.is_some() && m.error.is_some() {
+        } else if (finish.is_some() && m.error.is_some()) || refused_after_steps {
             // The error belongs to the request after this complete step.
             RequestStatus::Ok
         } else {
@@ -98,7 +103,7 @@ pub fn requests_of(m: &Message, status: RequestStatus) -> Vec<StepRequest> {
         tools_end = step_tools_end;
     }
     let last_complete = out.last().is_some_and(|r| r.has_usage) && any_finish;
-    if m.error.is_some() && last_complete {
+    if (m.error.is_some() && last_complete) || refused_after_steps {
         out.push(StepRequest {
             step: Some(steps as u32),
             usage: Usage::default(),
@@ -110,6 +115,17 @@ pub fn requests_of(m: &Message, status: RequestStatus) -> Vec<StepRequest> {
         });
     }
     out
+}
+
+/// An error the AI SDK raised for an HTTP error status (0.1.x stores it as `UnknownError` with the
+/// SDK's `AI_APICallError: …` message), which comes before the request streams anything.
+fn is_api_call_error(m: &Message) -> bool {
+    m.error.as_ref().is_some_and(|e| {
+        e.name == "APICallError"
+            || e.message
+                .as_deref()
+                .is_some_and(|t| t.starts_with("AI_APICallError"))
+    })
 }
 
 /// Usage of a one-request message: the sum of its step-finish parts, else `message.tokens`.
@@ -275,6 +291,117 @@ mod tests {
         assert_eq!(r.len(), 3);
         assert_eq!(r[1].status, RequestStatus::Ok);
         assert!(r[2].failed_before_step && r[2].status == RequestStatus::Error);
+    }
+
+    /// OpenCode 0.1.174 (long recordings): a step, its tool's result, then a request the
+    /// provider refused (HTTP 400). The message keeps the step's usage and the error; the model
+    /// received two requests.
+    #[test]
+    fn a_refused_request_after_a_0_1_step_is_one_more_request() {
+        let mut m = msg(vec![
+            part("p1", PartKind::StepStart { snapshot: None }),
+            part("p2", tool(5)),
+        ]);
+        m.tokens = Some(Usage {
+            input: 14_309,
+            ..Usage::default()
+        });
+        m.error = Some(crate::trace::MessageError {
+            name: "UnknownError".into(),
+            message: Some("AI_APICallError: This model's maximum context length is 20000".into()),
+        });
+        let r = requests_of(&m, RequestStatus::Error);
+        assert_eq!(r.len(), 2);
+        assert_eq!((r[0].status, r[0].usage.input), (RequestStatus::Ok, 14_309));
+        assert!(r[1].failed_before_step && r[1].status == RequestStatus::Error);
+        // An error raised while the step streamed (a tool call the SDK could not parse) is the
+        // step's own.
+        m.error = Some(crate::trace::MessageError {
+            name: "UnknownError".into(),
+            message: Some("AI_InvalidToolArgumentsError: Invalid arguments for tool write".into()),
+        });
+        let r = requests_of(&m, RequestStatus::Error);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].status, RequestStatus::Error);
+    }
+
+    /// 0.1.174 rebuilt a stored answer in the AI SDK v4's blocks (the layouts the model received
+    /// in the recordings R1 and L3 of `tests/recordings/opencode-0.1.174*`).
+    #[test]
+    fn a_0_1_answer_is_rebuilt_in_the_sdks_blocks() {
+        use crate::trace::model::CompletedAnswer;
+        let text = |id: &str| {
+            part(
+                id,
+                PartKind::Text {
+                    text: id.into(),
+                    synthetic: false,
+                    ignored: false,
+                    compaction_continue: false,
+                },
+            )
+        };
+        let step = |id: &str| part(id, PartKind::StepStart { snapshot: None });
+        // R1: four steps of one call each, then the answer: the calls become one message.
+        let r1 = msg(vec![
+            step("s0"),
+            part("c1", tool(1)),
+            step("s1"),
+            part("c2", tool(2)),
+            step("s2"),
+            part("c3", tool(3)),
+            step("s3"),
+            part("c4", tool(4)),
+            step("s4"),
+            text("answer"),
+        ]);
+        let merged = CompletedAnswer::ToolCallsMerged;
+        assert_eq!(
+            CompletedAnswer::rebuilt_blocks(&r1),
+            vec![vec![1, 3, 5, 7], vec![9]]
+        );
+        assert_eq!(merged.resent_from(&r1), Some(0));
+        // L3: steps with a text before their calls: the first block is as sent, then each text
+        // and each call is a message of its own, so the prefix breaks in the second step.
+        let l3 = msg(vec![
+            step("s0"),
+            text("read it"),
+            part("c1", tool(1)),
+            step("s1"),
+            text("point 0"),
+            part("c2", tool(2)),
+            step("s2"),
+            text("two checks"),
+            part("c3", tool(3)),
+            part("c4", tool(4)),
+            step("s3"),
+            text("file first"),
+            text("then env"),
+        ]);
+        assert_eq!(
+            CompletedAnswer::rebuilt_blocks(&l3),
+            vec![
+                vec![1, 2],
+                vec![4],
+                vec![5],
+                vec![7],
+                vec![8],
+                vec![9],
+                vec![11, 12]
+            ]
+        );
+        assert_eq!(merged.resent_from(&l3), Some(1));
+        // One step of calls before the answer: rebuilt as it was sent.
+        let one = msg(vec![
+            step("s0"),
+            text("look"),
+            part("c1", tool(1)),
+            part("c2", tool(2)),
+            step("s1"),
+            text("done"),
+        ]);
+        assert_eq!(merged.resent_from(&one), None);
+        assert_eq!(CompletedAnswer::AsSent.resent_from(&l3), None);
     }
 
     #[test]
