@@ -120,12 +120,10 @@ pub fn requests_of(m: &Message, status: RequestStatus) -> Vec<StepRequest> {
 /// An error the AI SDK raised for an HTTP error status (0.1.x stores it as `UnknownError` with the
 /// SDK's `AI_APICallError: …` message), which comes before the request streams anything.
 fn is_api_call_error(m: &Message) -> bool {
-    m.error.as_ref().is_some_and(|e| {
-        e.name == "APICallError"
-            || e.message
-                .as_deref()
-                .is_some_and(|t| t.starts_with("AI_APICallError"))
-    })
+    m.error
+        .as_ref()
+        .and_then(|e| e.message.as_deref())
+        .is_some_and(|t| t.starts_with("AI_APICallError"))
 }
 
 /// Usage of a one-request message: the sum of its step-finish parts, else `message.tokens`.
