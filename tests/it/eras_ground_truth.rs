@@ -999,3 +999,48 @@ fn a_migrated_session_takes_its_projects_worktree() {
     assert_eq!(listed[0].directory, "/home/u/src/app");
     assert_eq!(src.diagnostics().count(DiagnosticKind::RuleDirectory), 1);
 }
+
+/// 0.1.174 L5: a `write` whose arguments the SDK rejected. OpenCode stored a 2,419-token
+/// `AI_InvalidToolArgumentsError` with the message and sent the model only the message's parts,
+/// so no tier carries the error (the era table sizes its requests within 0.2 % of the model's),
+/// and the failed request says what failed in its note.
+#[test]
+fn v01_a_stored_error_is_not_sent_and_its_request_says_so() {
+    use tierscope_engine::replay::{render_at, Input};
+    let l = load_data(
+        &format!("{RECORDINGS}/opencode-0.1.174-long/data"),
+        "ses_dc3327589ffeFzIL2yppdtVnFB",
+    );
+    let failed = l
+        .trace
+        .messages
+        .iter()
+        .position(|m| m.error.is_some())
+        .expect("an errored message");
+    let error = l.trace.messages[failed].error.as_ref().expect("error");
+    assert!(error
+        .message
+        .as_deref()
+        .is_some_and(|m| m.starts_with("AI_InvalidToolArgumentsError") && m.len() > 8_000));
+    for e in &l.episodes {
+        for rep in e.tiers.values() {
+            for c in &rep.chunks {
+                assert!(!c.text.contains("AI_InvalidToolArgumentsError"), "{}", e.id);
+            }
+        }
+    }
+    let p = policy::load("opencode", &[]).expect("policy");
+    let r = l
+        .trace
+        .requests
+        .iter()
+        .position(|r| r.message_index == failed)
+        .expect("its request");
+    let ctx = render_at(&Input::from(&l), &p, None, r).expect("renders");
+    let note = ctx.note.expect("a note");
+    assert!(
+        note.starts_with("this request failed (UnknownError: AI_InvalidToolArgumentsError"),
+        "{note}"
+    );
+    assert!(note.chars().count() < 400, "{note}");
+}

@@ -13,10 +13,10 @@
 //!                                      <output, or the error>
 //! ```
 //!
-//! A failed request's error (`[error <name>: <message>]` in the record) is not in it: no agent
+//! A failed request's stored error is not in it: no agent
 //! sends its stored error text back to the model (OpenCode 0.1.174 sent the errored message's
-//! parts without its 2,419-token `AI_InvalidToolArgumentsError`), so the compact tier's record
-//! names it instead (`request N failed (Name)`).
+//! parts without its 2,419-token `AI_InvalidToolArgumentsError`). The failure stays on the
+//! request (its status, `error`, in the replay and the explorer; the message's error in `inspect`).
 //!
 //! The pruned variant replaces a pruned tool output by `[Old tool result content cleared]`.
 //! **Dense** keeps texts verbatim, drops reasoning, clips long input strings and tool outputs to

@@ -13,6 +13,8 @@ use super::prepare::Prep;
 use super::{Input, Prepared};
 use crate::episode::Tier;
 use crate::policy::Policy;
+use crate::text::{clip_chars, sanitize_line};
+use crate::trace::RequestStatus;
 
 /// One chunk of a rendered context.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -186,6 +188,9 @@ fn contexts(
             replaced: Vec::new(),
             note: note(prep, &pass.frames[request], &pass.render_states[request]),
         };
+        if let Some(why) = failure_note(prep.trace, request) {
+            add_note(&mut ctx.note, why);
+        }
         if let Some(pr) = prev_request {
             let prev = context(pr);
             let d = if call.is_some() {
@@ -251,6 +256,29 @@ fn contexts(
         out.push(ctx);
     }
     out
+}
+
+/// A request that failed, and the error its agent stored: no agent sends that text to the model,
+/// so it is in no tier; the note is where it shows.
+fn failure_note(trace: &crate::trace::Trace, request: usize) -> Option<String> {
+    let rq = trace.requests.get(request)?;
+    let how = match rq.status {
+        RequestStatus::Error => "failed",
+        RequestStatus::Aborted => "was interrupted",
+        RequestStatus::Cut => "was cut off",
+        RequestStatus::Ok | RequestStatus::Empty => return None,
+    };
+    let e = trace.messages.get(rq.message_index)?.error.as_ref()?;
+    let first = e
+        .message
+        .as_deref()
+        .and_then(|m| m.lines().find(|l| !l.trim().is_empty()))
+        .map(|l| format!(": {}", clip_chars(&sanitize_line(l), 160)))
+        .unwrap_or_default();
+    Some(format!(
+        "this request {how} ({}{first}); the agent stored the error with its message and never sent it",
+        sanitize_line(&e.name)
+    ))
 }
 
 /// A request's note, with `why` after what it said already.
