@@ -16,7 +16,8 @@
 //! A failed request's stored error is not in it: no agent
 //! sends its stored error text back to the model (OpenCode 0.1.174 sent the errored message's
 //! parts without its 2,419-token `AI_InvalidToolArgumentsError`). The failure stays on the
-//! request (its status, `error`, in the replay and the explorer; the message's error in `inspect`).
+//! request: its status (`error`) in the replay, and a note saying what failed in `render` and the
+//! explorer's context pane.
 //!
 //! The pruned variant replaces a pruned tool output by `[Old tool result content cleared]`.
 //! **Dense** keeps texts verbatim, drops reasoning, clips long input strings and tool outputs to
@@ -443,7 +444,7 @@ fn render(m: &Message, how: Fidelity, parts: std::ops::Range<usize>, json_result
                 } else {
                     compact_json(&clip_json(&t.input))
                 };
-                line(&mut out, &format!("[tool {}] {input}", t.tool));
+                line(&mut out, &t.call_line(&input));
                 line(&mut out, &t.result_header());
                 let body = match how {
                     Fidelity::Full { pruned: true } if t.time_compacted.is_some() => {

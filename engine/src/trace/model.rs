@@ -375,6 +375,11 @@ impl ToolPart {
     pub fn exit_code(&self) -> Option<i64> {
         self.metadata.exit
     }
+    /// The line of the call in every serialization of a request (the tiers' full text, a
+    /// compaction call's history): `[tool NAME] INPUT`, `input` as that serialization writes it.
+    pub fn call_line(&self, input: &str) -> String {
+        format!("[tool {}] {input}", self.tool)
+    }
     /// The line that heads its result in every serialization of a request (the tiers' full
     /// text, a compaction call's history): `[result NAME STATUS[, exit N]]`. One header, so a
     /// call costs the same wherever the model was sent it.

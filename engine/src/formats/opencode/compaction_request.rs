@@ -20,7 +20,7 @@
 //! the serialization of the tiers' full text (`role:` then the content, a call as `[tool name]
 //! arguments`, each result a message headed `[result name status]`), so a message costs the same
 //! in a compaction call as in the requests around it. (A lighter `call name arguments` and
-//! `tool:` left a 0.1.174 summary call of 110 messages and 104 calls 12 % short of what the model
+//! `tool:` left a 0.1.174 summary call of 110 messages and 104 calls 13 % short of what the model
 //! counted: the markup is per message, and summary calls carry many.) The environment block that ≤1.0.68 also sent as
 //! system is not stored; the replay's compaction system chunk carries it.
 
@@ -327,13 +327,14 @@ fn summary_text(m: &Message) -> String {
     parts.join("\n\n").trim().to_owned()
 }
 
-/// One message: its head (`user:`, `assistant:`, a tool result's `[result …]` line), then its
-/// content.
-fn push_message(out: &mut String, head: &str, content: &str) {
+/// One message of `role` (`role:`, then its content).
+fn push_message(out: &mut String, role: &str, content: &str) {
+    push_headed(out, &format!("{role}:"), content);
+}
+
+/// One message under the line `head` (a role, or a tool result's `[result …]` line).
+fn push_headed(out: &mut String, head: &str, content: &str) {
     out.push_str(head);
-    if !head.starts_with('[') {
-        out.push(':');
-    }
     out.push('\n');
     out.push_str(content);
     out.push('\n');
@@ -464,14 +465,15 @@ fn wire_messages(
             continue;
         }
         for t in &calls {
-            content.push_str(&format!("\n[tool {}] {}", t.tool, compact_json(&t.input)));
+            content.push('\n');
+            content.push_str(&t.call_line(&compact_json(&t.input)));
         }
         let mut s = String::new();
         push_message(&mut s, "assistant", &content);
         out.push(s);
         for t in calls {
             let mut r = String::new();
-            push_message(
+            push_headed(
                 &mut r,
                 &t.result_header(),
                 &if d.json_encodes_tool_results() {
