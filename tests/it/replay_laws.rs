@@ -396,6 +396,33 @@ proptest! {
         }
     }
 
+    /// Hysteresis in time: no episode is promoted `promote_after` or fewer requests after its
+    /// last demotion, whatever the promotion's reason, so with `promote_after = thrash_window`
+    /// no promotion is thrash (a demotion soon after a promotion still can be).
+    #[test]
+    fn retention_waits_promote_after_a_demotion(
+        sp in spec(),
+        share in 0.05f64..1.2,
+        knobs in band(),
+        wait in 0usize..30,
+    ) {
+        let s = generate(&sp);
+        let budget = ((total_full(&s) as f64) * share) as u64 + 1;
+        let p = retention(knobs, &[("promote_after", wait.to_string()), ("thrash_window", wait.max(1).to_string())]);
+        let r = replay::replay(&s.input(), &p, Some(budget));
+        let mut demoted_at: std::collections::HashMap<&str, usize> = Default::default();
+        for f in &r.frames {
+            for c in &f.changes {
+                if c.to > c.from {
+                    demoted_at.insert(&c.episode, f.request);
+                } else if let Some(&at) = demoted_at.get(c.episode.as_str()) {
+                    prop_assert!(f.request - at > wait, "request {} promotes {} demoted at {at} (promote_after {wait})", f.request, c.episode);
+                }
+                prop_assert!(!(c.thrash && c.to < c.from), "request {}: a promotion counted as thrash: {c:?}", f.request);
+            }
+        }
+    }
+
     /// Every built-in's summary is the sum of its frames, and its pending changes are split
     /// into deferrals and dwell blocks.
     #[test]

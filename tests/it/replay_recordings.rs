@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use tierscope_engine::policy;
-use tierscope_engine::replay::{self, Replay};
+use tierscope_engine::replay::{self, Applied, Replay};
 use tierscope_engine::session::LoadOptions;
 use tierscope_engine::session::{self, LoadedSession};
 
@@ -380,9 +380,9 @@ fn a_summary_call_shares_its_head_with_the_previous_call() {
 
 /// `retention` leaves the agent's own compaction messages out of its view, so an episode made
 /// of them shows nothing at any tier: demoting or promoting it would change no token yet count
-/// a change, a hold and thrash. On the 1.1.65 session with three compactions at 30,000 (where
-/// the agent's compaction lets six episodes come back at one boundary) no change, hold or
-/// thrash names such an episode.
+/// a change, a hold and thrash. On the 1.1.65 session with three compactions at 30,000 (where,
+/// with no wait after a demotion, the agent's compaction lets six episodes come back at one
+/// boundary) no change, hold or thrash names such an episode.
 #[test]
 fn retention_never_changes_an_episode_it_shows_nothing_of() {
     use tierscope_engine::episode::model::EpisodeKind;
@@ -397,7 +397,11 @@ fn retention_never_changes_an_episode_it_shows_nothing_of() {
         .map(|e| e.id.as_str())
         .collect();
     assert!(compaction.len() >= 2, "{compaction:?}");
-    let r = run(&s, "retention", Some(30_000));
+    // promote_after 0: the burst of promotions right after the agent's compaction, which
+    // the default's wait spreads out.
+    let p = policy::load("retention", &[("promote_after".into(), "0".into())])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let r = replay::replay_session(&s, &p, Some(30_000));
     let mut promotions_at_once = 0;
     for f in &r.frames {
         for c in &f.changes {
@@ -424,6 +428,35 @@ fn retention_never_changes_an_episode_it_shows_nothing_of() {
         promotions_at_once >= 5,
         "the burst the session is here for: {promotions_at_once}"
     );
+}
+
+/// Issue 32 item 7: on the same session at 30,000 the default `retention` promoted six episodes
+/// at one boundary 9–14 requests after it demoted them, six thrash by its own measure. Its
+/// `promote_after` (= `thrash_window`) waits instead: no promotion is thrash, only emergencies
+/// (a demotion the context forces) are, and the six come back later, not at once.
+#[test]
+fn default_retention_does_not_promote_back_inside_its_thrash_window() {
+    let s = load(Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/recordings/opencode-1.1.65/data"
+    )));
+    let r = run(&s, "retention", Some(30_000));
+    let promotions: usize = r
+        .frames
+        .iter()
+        .map(|f| f.changes.iter().filter(|c| c.to < c.from).count())
+        .sum();
+    assert!(promotions >= 3, "episodes still come back: {promotions}");
+    for f in &r.frames {
+        for c in f.changes.iter().filter(|c| c.thrash) {
+            assert!(
+                c.to > c.from && c.applied == Applied::Emergency,
+                "r{}: {c:?} is thrash and no forced demotion",
+                f.request
+            );
+        }
+    }
+    assert!(r.summary.thrash <= 1, "thrash {}", r.summary.thrash);
 }
 
 /// "Replay accuracy" is claimed only when the policy sent what the agent sent. On every

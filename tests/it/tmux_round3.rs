@@ -103,7 +103,7 @@ fn the_heatmaps_thrash_marks_are_the_thrash_counter() {
     }
     let t = Tmux::new("tierscope-r3-thrash");
     let args = "--budget 12000 --set boundary=request --set min_dwell=0 \
-                --set demote_at=0.76 --set promote_at=0.74";
+                --set demote_at=0.76 --set promote_at=0.74 --set promote_after=0";
     t.start_sized(160, 45, &explorer("M1.json", args));
     let s = t.wait("the replayed screen", |s| {
         s.contains("r0/23") && run_total(s, "thrash").is_some() && !s.contains("replaying")

@@ -11,7 +11,8 @@ use tierscope::tui::main::Pane;
 use tierscope::tui::view_model::cell;
 use tui_common::*;
 
-/// M1 under the knobs (`boundary=request`, `min_dwell=0`, demote 0.76 / promote 0.74)
+/// M1 under the knobs (`boundary=request`, `min_dwell=0`, demote 0.76 / promote 0.74,
+/// no wait after a demotion: `promote_after=0`)
 /// at a budget of 12,000: several reversals, most of them not back to the same tier.
 fn reversing(w: u16, h: u16) -> App {
     let mut app = open_m1("dark", w, h);
@@ -22,6 +23,7 @@ fn reversing(w: u16, h: u16) -> App {
             ("min_dwell".to_owned(), "0".to_owned()),
             ("demote_at".to_owned(), "0.76".to_owned()),
             ("promote_at".to_owned(), "0.74".to_owned()),
+            ("promote_after".to_owned(), "0".to_owned()),
         ],
     )
     .unwrap_or_else(|e| panic!("{e}"));

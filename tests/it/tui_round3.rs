@@ -357,8 +357,8 @@ fn help_says_where_backspace_goes() {
 }
 
 /// A thrash in an episode's change history says which change it undid and how soon: on the
-/// 1.1.65 session under `retention` at 30,000, E0's return to dense at r11 undoes r8's
-/// emergency demotion, three requests on (the `thrash` counter counts it; the reader sees why).
+/// 1.1.65 session under `retention` at 30,000 with `promote_after=0`, E0's return to dense at
+/// r11 undoes r8's emergency demotion, three requests on (the `thrash` counter counts it; the reader sees why).
 #[test]
 fn a_thrash_in_the_detail_names_the_change_it_undid() {
     use tierscope::tui::main::Pane;
@@ -368,6 +368,15 @@ fn a_thrash_in_the_detail_names_the_change_it_undid() {
     ));
     // 120 wide: the note on the change line itself was clipped here.
     let mut app = open(path, "dark", 120, 40, "retention", Some(30_000));
+    // No wait after a demotion (the default's promote_after waits out the thrash window).
+    let p = tierscope_engine::policy::load(
+        "retention",
+        &[("promote_after".to_owned(), "0".to_owned())],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut fx = Vec::new();
+    tierscope::tui::knobs::set_policy(&mut app.state, p, &mut fx);
+    settle(&mut app.state, &mut app.worker, fx);
     app.state.main.focus = Pane::Detail;
     app.key(KeyCode::Char('+'));
     let t = squeezed(&text(&app.draw()));

@@ -200,6 +200,10 @@ impl<'p, 'a> State<'p, 'a> {
     pub fn last_change(&self, e: usize) -> Option<usize> {
         self.last_change[e].map(|c| c.at)
     }
+    /// The request at which `e` was last demoted, when its last applied change was a demotion.
+    pub fn demoted_at(&self, e: usize) -> Option<usize> {
+        self.last_change[e].filter(|c| c.dir > 0).map(|c| c.at)
+    }
     /// Tokens of `e` at its applied tier.
     pub fn ep_tokens(&self, e: usize) -> u64 {
         self.ep_tok[e]

@@ -176,6 +176,9 @@ fn page<'a>(state: &'a State, ep: &'a EpisodeRow) -> Vec<Line<'a>> {
                 }
             }
         }
+        if let Some(line) = promotion_wait(&state.on_screen.policy, hist, cursor) {
+            lines.push(Line::from(Span::styled(line, t.mark_deferred)));
+        }
         let runs = rp.holds_of.get(sel).map(Vec::as_slice).unwrap_or(&[]);
         if !runs.is_empty() {
             // One per held request (what the `hold` counter counts), listed as runs.
@@ -294,4 +297,27 @@ fn page<'a>(state: &'a State, ep: &'a EpisodeRow) -> Vec<Line<'a>> {
         }
     }
     lines
+}
+
+/// Why a demoted episode is not promoted yet: its last change up to the cursor was a demotion
+/// `promote_after` or fewer requests ago (the policy's hysteresis in time).
+fn promotion_wait(
+    policy: &tierscope_engine::policy::Policy,
+    hist: &[crate::tui::view_model::ChangeRow],
+    cursor: usize,
+) -> Option<String> {
+    if !policy.reads("promote_after") {
+        return None;
+    }
+    let wait = policy.num("promote_after") as usize;
+    let last = hist.iter().rev().find(|c| c.request <= cursor)?;
+    let since = cursor - last.request;
+    (last.to > last.from && wait > 0 && since <= wait).then(|| {
+        format!(
+            "no promotion before r{}: demoted at r{} ({} requests ago), promote_after {wait}",
+            last.request + wait + 1,
+            last.request,
+            since
+        )
+    })
 }

@@ -26,7 +26,7 @@ impl Kind for Progressive {
     fn reads(p: &Policy, name: &str) -> bool {
         let age = p.choice("driver") == "age";
         match name {
-            "demote_at" | "target" | "promote_at" | "relevance_source" => !age,
+            "demote_at" | "target" | "promote_at" | "promote_after" | "relevance_source" => !age,
             "relevance_window" => !age && p.choice("relevance_source") != "probes",
             "dense_after" | "compact_after" | "anchor_after" => age,
             _ => true,
@@ -50,6 +50,8 @@ impl Kind for Progressive {
             num("demote_at", 0.9, 0.05, 2.0, 0.01, "pressure above which victims are demoted"),
             num("target", 0.75, 0.05, 2.0, 0.01, "pressure that demotion aims for and promotion must not exceed"),
             num("promote_at", 0.6, 0.0, 2.0, 0.01, "pressure below which episodes are promoted"),
+            num("promote_after", 20.0, 0.0, 1000.0, 1.0,
+                "an episode demoted this many requests ago or fewer is not promoted again (0 = no wait): a reversal that soon is thrash"),
             num("min_dwell", 3.0, 0.0, 1000.0, 1.0,
                 "an episode changed less than this many requests ago is not changed again (except in an emergency)"),
             boundary("user-turn"),
@@ -115,6 +117,7 @@ impl Kind for Progressive {
                     demote_at: p.num("demote_at"),
                     target: p.num("target"),
                     promote_at: p.num("promote_at"),
+                    promote_after: uint(p.num("promote_after")) as usize,
                 },
                 schedule,
                 relevance,

@@ -10,7 +10,8 @@
 //! - **Promote** only when p measured before this request's changes (the applied context) is
 //!   below `promote_at`: compressible before discardable (the reverse of the victims' order),
 //!   then the most relevant, then the newest, one tier at a time while the projection stays ≤
-//!   `target`.
+//!   `target`. An episode demoted `promote_after` or fewer requests ago is not a candidate:
+//!   the room that came back so soon may go as soon, and the reversal would be thrash.
 //! - **Hysteresis**: a request that needs room gives none back. When it demotes, pending
 //!   promotions are withdrawn; when it promotes, pending demotions for pressure are withdrawn;
 //!   between `promote_at` and `demote_at`, pending promotions for pressure are withdrawn (their
@@ -73,6 +74,8 @@ pub(crate) struct RetentionKnobs {
     pub demote_at: f64,
     pub target: f64,
     pub promote_at: f64,
+    /// An episode demoted this many requests ago or fewer is not promoted.
+    pub promote_after: usize,
 }
 
 pub(crate) struct Retention {
@@ -257,6 +260,14 @@ impl Retention {
         }
     }
 
+    /// Hysteresis in time: room that came back soon after a demotion may go again as soon, so
+    /// an episode demoted `promote_after` or fewer requests ago stays where it is (the span
+    /// inside which the reversal would count as thrash when `promote_after = thrash_window`).
+    fn too_soon_to_promote(&self, st: &State<'_, '_>, e: usize) -> bool {
+        st.demoted_at(e)
+            .is_some_and(|at| st.now() - at <= self.knobs.promote_after)
+    }
+
     fn decide_tiers(&mut self, st: &mut State<'_, '_>, base: u64) {
         let k = self.knobs;
         let b = st.budget().max(1) as f64;
@@ -331,6 +342,9 @@ impl Retention {
         while progress {
             progress = false;
             for &e in &cands {
+                if self.too_soon_to_promote(st, e) {
+                    continue;
+                }
                 let Some(up) = st.next_higher(e, st.desired(e)) else {
                     continue;
                 };
