@@ -24,15 +24,8 @@ pub enum Refused {
 /// The bytes of the cache file at `path`: a regular file (not through a symlink) of at most `cap`
 /// bytes, opened without blocking.
 pub fn read(path: &Path, cap: u64) -> Result<Vec<u8>, Refused> {
-    let file = open(path).map_err(|e| Refused::Open(e.kind()))?;
-    let meta = file.metadata().map_err(|e| Refused::Open(e.kind()))?;
-    if !meta.is_file() {
-        return Err(Refused::NotRegular);
-    }
-    if meta.len() > cap {
-        return Err(Refused::TooLarge(cap));
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    let (file, len) = open_checked(path, cap)?;
+    let mut bytes = Vec::with_capacity(len as usize);
     // A file that grows while read stops at the cap too.
     file.take(cap + 1)
         .read_to_end(&mut bytes)
@@ -41,6 +34,26 @@ pub fn read(path: &Path, cap: u64) -> Result<Vec<u8>, Refused> {
         return Err(Refused::TooLarge(cap));
     }
     Ok(bytes)
+}
+
+/// The cache file at `path` opened for reading as it streams (see [`read`]): a regular file, not
+/// through a symlink, of at most `cap` bytes when opened; no more than `cap` bytes are read from
+/// the handle, even if it grows. Also its length.
+pub fn open_capped(path: &Path, cap: u64) -> Result<(std::io::Take<std::fs::File>, u64), Refused> {
+    let (file, len) = open_checked(path, cap)?;
+    Ok((file.take(cap), len))
+}
+
+fn open_checked(path: &Path, cap: u64) -> Result<(std::fs::File, u64), Refused> {
+    let file = open(path).map_err(|e| Refused::Open(e.kind()))?;
+    let meta = file.metadata().map_err(|e| Refused::Open(e.kind()))?;
+    if !meta.is_file() {
+        return Err(Refused::NotRegular);
+    }
+    if meta.len() > cap {
+        return Err(Refused::TooLarge(cap));
+    }
+    Ok((file, meta.len()))
 }
 
 /// The first `n` bytes of the regular file at `path` (following a symlink: this is a user's

@@ -159,6 +159,11 @@ impl WatchTarget {
         self.kind
     }
 
+    /// Every file of the source now (see [`WatchSpec::files`]).
+    pub fn files(&self) -> Vec<PathBuf> {
+        self.spec.files()
+    }
+
     /// The SQLite files of the source (their commits can hide from a file stat).
     pub fn databases(&self) -> Vec<PathBuf> {
         self.spec.databases()
@@ -382,11 +387,11 @@ pub fn stat_into(h: &mut Xxh3, p: &Path) {
 }
 
 /// Every `*.json` under `dir`, in a stable order.
-pub fn walk_json(h: &mut Xxh3, dir: &Path) {
+pub fn json_files(out: &mut Vec<PathBuf>, dir: &Path) {
     for p in sorted_entries(Some(dir)) {
         match std::fs::symlink_metadata(&p) {
-            Ok(m) if m.is_dir() => walk_json(h, &p),
-            Ok(_) if is_json(&p) => stat_into(h, &p),
+            Ok(m) if m.is_dir() => json_files(out, &p),
+            Ok(_) if is_json(&p) => out.push(p),
             _ => {}
         }
     }

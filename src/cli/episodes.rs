@@ -10,6 +10,7 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use super::output_cache::OutputCache;
 use super::report::{self, plural, Cell, Column, Format, Table, Text};
 use super::sessions::format_time;
 use super::LoadArgs;
@@ -54,9 +55,40 @@ pub fn run(args: &EpisodesArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.records {
         guard.check(path)?;
     }
+    // `--json` alone is a pure function of the files: kept for an unchanged source.
+    let cache =
+        (args.json && args.records.is_none() && args.explain.is_none() && args.show.is_none())
+            .then(|| OutputCache::for_command("episodes", args, &args.load))
+            .flatten();
+    if let Some(hit) = cache.as_ref().and_then(OutputCache::lookup) {
+        for w in &hit.warnings {
+            report::stderr::warn(w);
+        }
+        // Said, so that a reader of `token_stats` (the counting of the load that made it) knows.
+        report::stderr::note(&format!(
+            "the episodes of an unchanged source, as drafted at {} ({}=1 drafts them again)",
+            hit.made_at,
+            super::output_cache::OFF_ENV
+        ));
+        return report::json::write_kept(hit);
+    }
     let loaded = tierscope_engine::session::load(&opts)?;
     for w in &loaded.warnings {
         report::stderr::warn(w);
+    }
+    if let Some(mut entry) = cache.and_then(|c| {
+        c.entry(
+            tierscope_engine::session::files_beside_source(&opts, &loaded),
+            &loaded.warnings,
+        )
+    }) {
+        report::json::write_document_teed(
+            &report::Report::document(&EpisodesReport(&loaded)),
+            &mut entry,
+        )?;
+        entry.keep();
+        super::keep_until_exit(loaded);
+        return Ok(());
     }
     if let Some(path) = &args.records {
         guard.loaded(&loaded);

@@ -15,6 +15,7 @@ pub mod flat_summaries;
 pub mod follow;
 pub mod inspect;
 pub mod load_args;
+pub mod output_cache;
 pub mod outputs;
 pub mod plot;
 pub mod policies;

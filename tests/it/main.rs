@@ -53,6 +53,7 @@ mod loader_recordings;
 mod loader_samples;
 mod loader_storage;
 mod opencode_json;
+mod output_cache;
 mod policy_load;
 mod replay_laws;
 mod replay_recordings;

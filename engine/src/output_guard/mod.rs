@@ -426,13 +426,25 @@ impl AtomicFile {
         self.finish(false)
     }
 
+    /// [`Self::commit`] without syncing to disk first: for a cache entry, which after a crash
+    /// may be torn (and is then a miss) but must not cost the run a sync.
+    pub fn commit_unsynced(self) -> Result<(), OutputError> {
+        self.finish_with(true, false)
+    }
+
     fn finish(self, overwrite: bool) -> Result<(), OutputError> {
+        self.finish_with(overwrite, true)
+    }
+
+    fn finish_with(self, overwrite: bool, sync: bool) -> Result<(), OutputError> {
         let target = self.target;
         let tmp = self
             .file
             .into_inner()
             .map_err(|e| io_at(&target)(e.into_error()))?;
-        tmp.as_file().sync_all().map_err(io_at(&target))?;
+        if sync {
+            tmp.as_file().sync_all().map_err(io_at(&target))?;
+        }
         let persisted = if overwrite {
             tmp.persist(&target)
         } else {

@@ -12,7 +12,7 @@ use crate::episode::options::{EpisodeOptions, TierSource};
 use crate::episode::record::EpisodeRecord;
 use crate::episode::rules::{Rules, RulesError};
 use crate::episode::segment::{self, Segmentation};
-use crate::episode::sidecar::{Probe, SidecarError, SidecarLocator, Sidecars};
+use crate::episode::sidecar::{Probe, SidecarError, SidecarKind, SidecarLocator, Sidecars};
 use crate::episode::tiers;
 use crate::episode::{Episode, EpisodeKind, Representation, Strategy};
 use crate::formats::magic_context::{self, MagicContextError};
@@ -258,11 +258,7 @@ impl Loader {
     pub fn new(args: &LoadOptions) -> Result<Self, LoadSessionError> {
         Ok(Loader {
             base: options_from_args(args)?,
-            locator: SidecarLocator {
-                dir: args.sidecars.clone(),
-                export_file: export_path(args.path.as_deref()).map(Path::to_path_buf),
-                data_dir: SidecarLocator::default_data_dir(),
-            },
+            locator: sidecar_locator(args),
             magic_context: args.magic_context.clone(),
             tokenizer: Tokenizer::with_disk_cache_for(
                 args.tokenizer,
@@ -351,6 +347,48 @@ impl Loader {
         trace: &Trace,
     ) -> Result<EpisodeOptions, LoadSessionError> {
         options_for(&self.base, locator, trace, self.magic_context.as_deref())
+    }
+}
+
+/// The files beside the source that a load of `loaded` read or looked for: every sidecar
+/// candidate of the session and of its sub-agents (a missing one counts: creating it changes
+/// the load), the rules file and the Magic Context database with its WAL. With the source's own
+/// files ([`crate::watch::WatchTarget::fingerprint`]) they are everything the load is made from.
+pub fn files_beside_source(args: &LoadOptions, loaded: &LoadedSession) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    sidecar_candidates(&sidecar_locator(args), loaded, &mut out);
+    out.extend(args.rules.clone());
+    if let Some(db) = args
+        .magic_context
+        .clone()
+        .or_else(magic_context::default_db_path)
+    {
+        out.push(crate::watch::side_file(&db, "-wal"));
+        out.push(db);
+    }
+    out
+}
+
+/// Where the loading flags look for sidecars: `--sidecars`, the export's dir, the data dir.
+fn sidecar_locator(args: &LoadOptions) -> SidecarLocator {
+    SidecarLocator {
+        dir: args.sidecars.clone(),
+        export_file: export_path(args.path.as_deref()).map(Path::to_path_buf),
+        data_dir: SidecarLocator::default_data_dir(),
+    }
+}
+
+fn sidecar_candidates(locator: &SidecarLocator, l: &LoadedSession, out: &mut Vec<PathBuf>) {
+    for kind in [
+        SidecarKind::Annotations,
+        SidecarKind::Tiers,
+        SidecarKind::Probes,
+    ] {
+        out.extend(locator.candidates(&l.trace.session.id, kind));
+    }
+    let child = locator.for_child();
+    for c in &l.children {
+        sidecar_candidates(&child, c, out);
     }
 }
 

@@ -253,8 +253,15 @@ pub trait WatchSpec: fmt::Debug + Send + Sync {
     fn roots(&self) -> Vec<(PathBuf, bool)>;
     /// True when a change of `p` can change the source.
     fn is_relevant(&self, p: &Path) -> bool;
+    /// Every file of the source now, in a stable order (a missing one the source may gain, such
+    /// as a `-wal`, included).
+    fn files(&self) -> Vec<PathBuf>;
     /// Hash the state (name, size, mtime, inode) of every file of the source into `h`.
-    fn fingerprint_into(&self, h: &mut Xxh3);
+    fn fingerprint_into(&self, h: &mut Xxh3) {
+        for p in self.files() {
+            crate::watch::stat_into(h, &p);
+        }
+    }
     /// The SQLite files of the source, whose commits a file stat can miss.
     fn databases(&self) -> Vec<PathBuf> {
         Vec::new()

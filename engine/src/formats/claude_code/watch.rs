@@ -4,11 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use xxhash_rust::xxh3::Xxh3;
-
 use super::subagents::subagents_dir;
 use crate::trace::adapter::WatchSpec;
-use crate::watch::{sorted_entries, stat_into};
+use crate::watch::sorted_entries;
 
 /// How deep a directory source is walked (data dir → projects → project → session → subagents).
 const MAX_DEPTH: usize = 5;
@@ -35,11 +33,11 @@ fn is_transcript_file(p: &Path) -> bool {
         .is_some_and(|n| n.ends_with(".jsonl") || n.ends_with(".meta.json"))
 }
 
-fn walk(h: &mut Xxh3, dir: &Path, depth: usize) {
+fn walk(out: &mut Vec<PathBuf>, dir: &Path, depth: usize) {
     for p in sorted_entries(Some(dir)) {
         match std::fs::symlink_metadata(&p) {
-            Ok(m) if m.is_dir() && depth < MAX_DEPTH => walk(h, &p, depth + 1),
-            Ok(m) if m.is_file() && is_transcript_file(&p) => stat_into(h, &p),
+            Ok(m) if m.is_dir() && depth < MAX_DEPTH => walk(out, &p, depth + 1),
+            Ok(m) if m.is_file() && is_transcript_file(&p) => out.push(p),
             _ => {}
         }
     }
@@ -68,25 +66,28 @@ impl WatchSpec for ClaudeCodeWatch {
                 .is_some_and(|d| p.parent() == Some(d.as_path()) && is_transcript_file(p))
     }
 
-    fn fingerprint_into(&self, h: &mut Xxh3) {
+    fn files(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
         if self.is_dir {
-            walk(h, &self.path, 0);
-            return;
+            walk(&mut out, &self.path, 0);
+            return out;
         }
-        stat_into(h, &self.path);
+        out.push(self.path.clone());
         if let Some(d) = subagents_dir(&self.path) {
-            for p in sorted_entries(Some(&d)) {
-                if is_transcript_file(&p) {
-                    stat_into(h, &p);
-                }
-            }
+            out.extend(
+                sorted_entries(Some(&d))
+                    .into_iter()
+                    .filter(|p| is_transcript_file(p)),
+            );
         }
+        out
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xxhash_rust::xxh3::Xxh3;
 
     #[test]
     fn a_new_sub_agent_file_changes_a_followed_session() {

@@ -3,13 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use xxhash_rust::xxh3::Xxh3;
-
 use super::home::thread_id_of;
 use super::input::Input;
 use super::state_db::FILE as INDEX;
 use crate::trace::adapter::WatchSpec;
-use crate::watch::{side_file, sorted_entries, stat_into};
+use crate::watch::{side_file, sorted_entries};
 
 /// See the module docs.
 #[derive(Debug, Clone)]
@@ -82,19 +80,20 @@ impl WatchSpec for CodexWatch {
         }
     }
 
-    fn fingerprint_into(&self, h: &mut Xxh3) {
+    fn files(&self) -> Vec<PathBuf> {
         if let Input::Rollout(f) = &self.input {
-            stat_into(h, f);
-            return;
+            return vec![f.clone()];
         }
+        let mut out = Vec::new();
         if let Some(home) = self.home() {
             let index = home.join(INDEX);
-            stat_into(h, &index);
-            stat_into(h, &side_file(&index, "-wal"));
+            out.push(side_file(&index, "-wal"));
+            out.insert(0, index);
         }
         for tree in self.trees() {
-            walk(h, &tree, 4);
+            walk(&mut out, &tree, 4);
         }
+        out
     }
 
     fn databases(&self) -> Vec<PathBuf> {
@@ -106,12 +105,12 @@ impl WatchSpec for CodexWatch {
     }
 }
 
-/// Stat every rollout file under `dir`, in name order, a few levels down (symlinks not followed).
-fn walk(h: &mut Xxh3, dir: &Path, depth: usize) {
+/// Every rollout file under `dir`, in name order, a few levels down (symlinks not followed).
+fn walk(out: &mut Vec<PathBuf>, dir: &Path, depth: usize) {
     for p in sorted_entries(Some(dir)) {
         match std::fs::symlink_metadata(&p) {
-            Ok(m) if m.is_dir() && depth > 0 => walk(h, &p, depth - 1),
-            Ok(m) if m.is_file() && thread_id_of(&p).is_some() => stat_into(h, &p),
+            Ok(m) if m.is_dir() && depth > 0 => walk(out, &p, depth - 1),
+            Ok(m) if m.is_file() && thread_id_of(&p).is_some() => out.push(p),
             _ => {}
         }
     }

@@ -74,8 +74,8 @@ impl ListingCache {
     }
 }
 
-/// A database's change marker: see the module docs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A database's change marker: see the module docs. Also the output cache's key of a database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Marker {
     db: FileStamp,
     wal: Option<FileStamp>,
@@ -83,7 +83,7 @@ pub struct Marker {
     headers: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct FileStamp {
     dev: u64,
     ino: u64,

@@ -4,10 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use xxhash_rust::xxh3::Xxh3;
-
 use crate::trace::adapter::WatchSpec;
-use crate::watch::{is_json, side_file, sorted_entries, stat_into, walk_json};
+use crate::watch::{is_json, json_files, side_file, sorted_entries};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -101,30 +99,32 @@ impl WatchSpec for OpenCodeWatch {
         }
     }
 
-    fn fingerprint_into(&self, h: &mut Xxh3) {
+    fn files(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
         match self.kind {
             Kind::Database => {
-                stat_into(h, &self.path);
-                stat_into(h, &side_file(&self.path, "-wal"));
+                out.push(self.path.clone());
+                out.push(side_file(&self.path, "-wal"));
             }
             Kind::Export => {
-                stat_into(h, &self.path);
-                for p in sorted_entries(self.path.parent()) {
-                    if p != self.path && self.is_relevant(&p) {
-                        stat_into(h, &p);
-                    }
-                }
+                out.push(self.path.clone());
+                out.extend(
+                    sorted_entries(self.path.parent())
+                        .into_iter()
+                        .filter(|p| *p != self.path && self.is_relevant(p)),
+                );
             }
             Kind::DataDir => {
-                for p in sorted_entries(Some(&self.path)) {
-                    if self.is_relevant(&p) {
-                        stat_into(h, &p);
-                    }
-                }
-                walk_json(h, &self.path.join("storage"));
+                out.extend(
+                    sorted_entries(Some(&self.path))
+                        .into_iter()
+                        .filter(|p| self.is_relevant(p)),
+                );
+                json_files(&mut out, &self.path.join("storage"));
             }
-            Kind::Tree => walk_json(h, &self.path),
+            Kind::Tree => json_files(&mut out, &self.path),
         }
+        out
     }
 
     fn databases(&self) -> Vec<PathBuf> {
