@@ -82,11 +82,14 @@ pub fn run(args: &EpisodesArgs) -> anyhow::Result<()> {
             &loaded.warnings,
         )
     }) {
-        report::json::write_document_teed(
+        let whole = report::json::write_document_teed(
             &report::Report::document(&EpisodesReport(&loaded)),
             &mut entry,
         )?;
-        entry.keep();
+        // Half a document (the reader went away) is not kept.
+        if whole {
+            entry.keep();
+        }
         super::keep_until_exit(loaded);
         return Ok(());
     }

@@ -19,7 +19,8 @@ struct Run {
     err: String,
 }
 
-fn episodes(input: &Path, cache: &Path, env: &[(&str, &str)]) -> Run {
+/// `tierscope episodes INPUT --json` with a cache dir (and data dir) of the test's own.
+fn command(input: &Path, cache: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_tierscope"));
     c.arg("episodes")
         .arg(input)
@@ -27,6 +28,11 @@ fn episodes(input: &Path, cache: &Path, env: &[(&str, &str)]) -> Run {
         .env("TIERSCOPE_CACHE_DIR", cache)
         .env("XDG_DATA_HOME", cache.join("data"))
         .env_remove("TIERSCOPE_NO_OUTPUT_CACHE");
+    c
+}
+
+fn episodes(input: &Path, cache: &Path, env: &[(&str, &str)]) -> Run {
+    let mut c = command(input, cache);
     for (k, v) in env {
         c.env(k, v);
     }
@@ -77,12 +83,18 @@ fn set_mtime(p: &Path, t: std::time::SystemTime) {
         .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
 }
 
-#[test]
-fn a_second_run_prints_the_kept_output_and_a_changed_source_drafts_again() {
+/// A scratch dir with a copy of sample M1 (an export) and a cache dir beside it.
+fn m1_copy() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
     let cache = dir.path().join("cache");
     let m1 = dir.path().join("M1.json");
     copy(&Path::new(SAMPLES).join("M1.json"), &m1);
+    (dir, cache, m1)
+}
+
+#[test]
+fn a_second_run_prints_the_kept_output_and_a_changed_source_drafts_again() {
+    let (dir, cache, m1) = m1_copy();
     copy(
         &Path::new(SAMPLES).join("M1.probes.json"),
         &dir.path().join("M1.probes.json"),
@@ -103,10 +115,18 @@ fn a_second_run_prints_the_kept_output_and_a_changed_source_drafts_again() {
     let body = b"{\"doctored\": true}\n";
     doctored.extend_from_slice(body);
     doctored.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    doctored.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(body).to_le_bytes());
     std::fs::write(entry, &doctored).expect("doctor");
     assert_eq!(json(&episodes(&m1, &cache, &[]))["doctored"], true);
-    // A torn entry (its footer's length is not what is there) is a miss.
-    std::fs::write(entry, &doctored[..doctored.len() - 12]).expect("tear");
+    // A damaged entry (a byte of its output changed) fails its checksum: a miss.
+    let mut damaged = doctored.clone();
+    damaged[nl + 3] ^= 0x20;
+    std::fs::write(entry, &damaged).expect("damage");
+    let r = episodes(&m1, &cache, &[]);
+    assert!(!r.err.contains(NOTE), "{}", r.err);
+    assert_eq!(r.out, first.out.replace(&stats(&first), &stats(&r)));
+    // A torn one (its footer's length is not what is there) too.
+    std::fs::write(entry, &doctored[..doctored.len() - 20]).expect("tear");
     let torn = episodes(&m1, &cache, &[]);
     assert!(!torn.err.contains(NOTE), "{}", torn.err);
     assert_eq!(torn.out, first.out.replace(&stats(&first), &stats(&torn)));
@@ -128,10 +148,7 @@ fn a_second_run_prints_the_kept_output_and_a_changed_source_drafts_again() {
 
 #[test]
 fn a_sidecar_created_beside_the_source_drafts_again() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let cache = dir.path().join("cache");
-    let m1 = dir.path().join("M1.json");
-    copy(&Path::new(SAMPLES).join("M1.json"), &m1);
+    let (dir, cache, m1) = m1_copy();
     let before = json(&episodes(&m1, &cache, &[]));
     assert_eq!(before["probes"], 0, "no sidecar yet");
     copy(
@@ -206,10 +223,7 @@ fn a_database_commit_its_stats_hide_still_drafts_again() {
 #[cfg(unix)]
 #[test]
 fn a_hostile_entry_is_a_miss() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let cache = dir.path().join("cache");
-    let m1 = dir.path().join("M1.json");
-    copy(&Path::new(SAMPLES).join("M1.json"), &m1);
+    let (dir, cache, m1) = m1_copy();
     let first = episodes(&m1, &cache, &[]);
     let entry = entries(&cache).pop().expect("an entry");
     std::fs::remove_file(&entry).expect("rm");
@@ -236,10 +250,7 @@ fn a_hostile_entry_is_a_miss() {
 /// time moves with every write, and nothing short of the clock sets it back.
 #[test]
 fn an_edit_that_forges_the_mtime_still_drafts_again() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let cache = dir.path().join("cache");
-    let m1 = dir.path().join("M1.json");
-    copy(&Path::new(SAMPLES).join("M1.json"), &m1);
+    let (_dir, cache, m1) = m1_copy();
     let first = json(&episodes(&m1, &cache, &[]));
     let title = first["title"].as_str().expect("title").to_owned();
     let t = std::fs::metadata(&m1)
@@ -253,4 +264,27 @@ fn an_edit_that_forges_the_mtime_still_drafts_again() {
     let r = episodes(&m1, &cache, &[]);
     assert!(!r.err.contains(NOTE), "{}", r.err);
     assert_eq!(json(&r)["title"], forged.as_str());
+}
+
+/// A reader that goes away (`episodes --json | head`) took part of the document: what was
+/// written is not kept, so the next run drafts the whole again.
+#[test]
+fn half_a_document_is_not_kept() {
+    use std::process::Stdio;
+    let (_dir, cache, m1) = m1_copy();
+    let mut child = command(&m1, &cache)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    // Closed before the load is done: the first write finds no reader.
+    drop(child.stdout.take());
+    assert!(
+        child.wait().expect("wait").success(),
+        "a closed pipe is no error"
+    );
+    assert!(entries(&cache).is_empty(), "{:?}", entries(&cache));
+    let r = episodes(&m1, &cache, &[]);
+    assert!(!r.err.contains(NOTE), "{}", r.err);
+    json(&r);
 }

@@ -119,18 +119,18 @@ pub fn to_line<T: Serialize + ?Sized>(v: &T) -> serde_json::Result<String> {
     Ok(String::from_utf8(buf).unwrap_or_default())
 }
 
-/// `v` as pretty JSON to stdout, then a newline; streamed (a long replay's document is not
-/// built in memory first). A closed pipe ends it quietly.
-/// [`write_document`], the bytes also going to `side` (the output cache's entry).
+/// [`write_document`], the bytes also going to `side` (the output cache's entry). True when the
+/// whole document reached stdout (a reader that went away took part of it: not to be kept).
 pub fn write_document_teed<T: Serialize + ?Sized>(
     v: &T,
     side: &mut crate::cli::output_cache::Entry,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<bool> {
     super::stdout::with_stdout(|out| {
         let mut tee = crate::cli::output_cache::Tee { out, entry: side };
         to_writer_pretty(&mut tee, v).map_err(io::Error::from)?;
         tee.write_all(b"\n")
-    })
+    })?;
+    Ok(!super::stdout::is_closed())
 }
 
 /// A document this binary wrote before (the output cache's), copied unchanged.
@@ -138,6 +138,8 @@ pub fn write_kept(hit: crate::cli::output_cache::Hit) -> anyhow::Result<()> {
     super::stdout::with_stdout(|out| hit.copy_to(out).map(drop))
 }
 
+/// `v` as pretty JSON to stdout, then a newline; streamed (a long replay's document is not
+/// built in memory first). A closed pipe ends it quietly.
 pub fn write_document<T: Serialize + ?Sized>(v: &T) -> anyhow::Result<()> {
     super::stdout::with_stdout(|out| {
         to_writer_pretty(&mut *out, v).map_err(io::Error::from)?;
