@@ -77,7 +77,8 @@ impl OutputCache {
     /// The entry for `command` run with `args` on `load`'s source, or `None` when nothing is
     /// kept: no explicit source path (the default source is a discovery, not a file), the cache
     /// turned off or without a dir, a cache dir inside the input's own dir (refused as the token
-    /// cache's is), or a source that cannot be told unchanged.
+    /// cache's is), an `outputs` dir that is a symlink (it would put entries elsewhere), or a
+    /// source that cannot be told unchanged.
     pub fn for_command(command: &str, args: &impl Debug, load: &LoadArgs) -> Option<OutputCache> {
         if std::env::var_os(OFF_ENV).is_some_and(|v| !v.is_empty()) {
             return None;
@@ -88,7 +89,11 @@ impl OutputCache {
             .into_iter()
             .flatten()
             .collect();
-        if output_guard::cache_dir_refusal(&dir, &inputs).is_some() {
+        let outputs = dir.join("outputs");
+        if output_guard::cache_dir_refusal(&dir, &inputs).is_some()
+            || output_guard::cache_dir_refusal(&outputs, &inputs).is_some()
+            || is_elsewhere(&outputs)
+        {
             return None;
         }
         let target = WatchTarget::for_path(&source).ok()?;
@@ -126,9 +131,7 @@ impl OutputCache {
         }
         let guard = OutputGuard::for_load(&load.options());
         Some(OutputCache {
-            path: dir
-                .join("outputs")
-                .join(format!("{command}-{:016x}.json", h.digest())),
+            path: outputs.join(format!("{command}-{:016x}.json", h.digest())),
             guard,
         })
     }
@@ -273,6 +276,12 @@ impl<W: Write> Write for Tee<'_, W> {
     fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
     }
+}
+
+/// `outputs` exists as something other than a directory of its own (a symlink to one elsewhere,
+/// beside a recording for instance, or a file): entries are only ever written inside the cache dir.
+fn is_elsewhere(outputs: &Path) -> bool {
+    std::fs::symlink_metadata(outputs).is_ok_and(|m| !m.is_dir())
 }
 
 /// [`stamp_into`] of `p` alone.

@@ -288,3 +288,24 @@ fn half_a_document_is_not_kept() {
     assert!(!r.err.contains(NOTE), "{}", r.err);
     json(&r);
 }
+
+/// An `outputs` dir that is a symlink (here to the recording's own dir) is not followed: no entry
+/// is written beside the recording, and the run drafts as usual.
+#[cfg(unix)]
+#[test]
+fn a_symlinked_outputs_dir_writes_nothing_beside_the_source() {
+    let (dir, cache, m1) = m1_copy();
+    std::fs::create_dir_all(&cache).expect("mkdir");
+    std::os::unix::fs::symlink(dir.path(), cache.join("outputs")).expect("symlink");
+    for _ in 0..2 {
+        let r = episodes(&m1, &cache, &[]);
+        assert!(!r.err.contains(NOTE), "{}", r.err);
+        json(&r);
+    }
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("ls")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["M1.json", "cache"], "nothing beside the recording");
+}
