@@ -453,7 +453,7 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
     };
     let identifiers = identifiers(f, &exact, full_text, &said, &home, &cite);
 
-    EpisodeRecord {
+    let mut record = EpisodeRecord {
         version: RECORD_VERSION,
         episode_id: i.episode.episode_id.to_owned(),
         title: i.episode.classified.title.clone(),
@@ -469,6 +469,32 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
         provenance: provenance(trace, msgs, &ids),
         uncertainty: uncertainty(msgs, i.episode.seg.first_message, i.episode.rules, &cite),
         steps: steps(msgs, i.episode.seg.first_message, &cite),
+    };
+    record.shrink();
+    record
+}
+
+impl EpisodeRecord {
+    /// Give back the spare room its lists grew by: a load keeps one record per episode (20k on
+    /// a 100k-request session), and their lists' doubling left about a third of them empty.
+    fn shrink(&mut self) {
+        self.constraints.shrink_to_fit();
+        self.decisions.shrink_to_fit();
+        self.rejected.shrink_to_fit();
+        self.failures.shrink_to_fit();
+        self.status.shrink_to_fit();
+        self.locations.subsystems.shrink_to_fit();
+        self.locations.files.shrink_to_fit();
+        self.locations.lines.shrink_to_fit();
+        self.identifiers.shrink_to_fit();
+        self.provenance.messages.shrink_to_fit();
+        for m in &mut self.provenance.messages {
+            m.parts.shrink_to_fit();
+            m.calls.shrink_to_fit();
+        }
+        self.uncertainty.open_questions.shrink_to_fit();
+        self.uncertainty.unverified.shrink_to_fit();
+        self.steps.shrink_to_fit();
     }
 }
 

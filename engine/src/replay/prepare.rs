@@ -92,10 +92,6 @@ pub(crate) struct ReqData {
     /// A recorded compaction call's own request, as the agent built it (tokens without the
     /// system chunk).
     pub call_tokens: Option<u64>,
-    /// Episodes whose keys this request touches (sorted). Shared: requests that touch the
-    /// same episodes hold one list (a key many episodes carry would otherwise be copied into
-    /// every request naming it, requests × episodes).
-    pub touched: TouchSet,
     /// The recorded cache lifetime of the conversation's previous request, if any.
     pub prev_cache_ttl_s: Option<u64>,
 }
@@ -124,6 +120,32 @@ pub(crate) struct Prep<'a> {
     pub summaries: Option<&'a super::written::SummaryBook>,
     /// Recorded prunes are applied (what a simulated compaction call sends of a pruned output).
     pub apply_prunes: bool,
+    /// Per request, the episodes its tool inputs touch ([`Prep::touched`]), worked out on first
+    /// use: only a relevance schedule reads them, and at 100k requests they are tens of MB
+    /// that every other replay (the load's own calibration among them) would hold for nothing.
+    touches: Touches<'a>,
+}
+
+/// Where a view's touch sets are kept: the loaded session's cache, or the view itself.
+enum Touches<'a> {
+    Shared(&'a std::sync::OnceLock<Vec<TouchSet>>),
+    Own(std::sync::OnceLock<Vec<TouchSet>>),
+}
+
+impl Prep<'_> {
+    /// The episodes whose keys request `t` touches (sorted; empty past the last request).
+    /// Requests that touch the same episodes share one list.
+    pub fn touched(&self, t: usize) -> &[u32] {
+        let cell = match &self.touches {
+            Touches::Shared(c) => *c,
+            Touches::Own(c) => c,
+        };
+        let sets = cell.get_or_init(|| {
+            let user_turns: Vec<bool> = self.reqs.iter().map(|r| r.user_turn).collect();
+            touches(self.trace, self.episodes, &user_turns)
+        });
+        sets.get(t).map_or(&[], |s| &s[..])
+    }
 }
 
 fn tier_data(
@@ -294,6 +316,10 @@ impl<'a> Prep<'a> {
             .clone(),
             summaries: input.summaries,
             apply_prunes,
+            touches: match input.cache {
+                Some(c) => Touches::Shared(&c.touches),
+                None => Touches::Own(Default::default()),
+            },
         };
         // A summary call that is the conversation's own request with the instruction appended
         // (the agent built none of its own): the history as the conversation held it, then
@@ -707,16 +733,12 @@ pub(crate) fn recorded_prompt(trace: &Trace, t: usize) -> u64 {
 /// change in place. Whoever edits a session's messages or episodes in place resets it.
 #[derive(Debug, Clone, Default)]
 pub struct PrepCache {
-    requests: std::sync::OnceLock<RequestContent>,
+    /// Per request, whether it starts a human turn.
+    user_turns: std::sync::OnceLock<Vec<bool>>,
+    /// Per request, the episodes it touches (see [`Prep::touched`]).
+    touches: std::sync::OnceLock<Vec<TouchSet>>,
     /// Per episode, [`super::compaction_call::keep_share`].
     keep_shares: std::sync::OnceLock<Vec<f64>>,
-}
-
-/// Per request, what its messages' content says.
-#[derive(Debug, Clone)]
-struct RequestContent {
-    user_turns: Vec<bool>,
-    touches: Vec<TouchSet>,
 }
 
 /// A request's touched episodes, one allocation per distinct set.
@@ -828,13 +850,8 @@ fn touches(trace: &Trace, episodes: &[Episode], user_turns: &[bool]) -> Vec<Touc
 
 fn requests(input: &Input<'_>, trace: &Trace, episodes: &[Episode]) -> Vec<ReqData> {
     let mut slot = None;
-    let content = PrepCache::get(input.cache.map(|c| &c.requests), &mut slot, || {
-        let user_turns = user_turns(trace);
-        let touches = touches(trace, episodes, &user_turns);
-        RequestContent {
-            user_turns,
-            touches,
-        }
+    let user_turns = PrepCache::get(input.cache.map(|c| &c.user_turns), &mut slot, || {
+        user_turns(trace)
     });
     // System keys by what names them (a handful per session; one string each would be built
     // per request otherwise).
@@ -847,7 +864,7 @@ fn requests(input: &Input<'_>, trace: &Trace, episodes: &[Episode]) -> Vec<ReqDa
         let active = episodes
             .partition_point(|e| e.last_message < r.message_index)
             .min(episodes.len().saturating_sub(1));
-        let user_turn = content.user_turns.get(i).copied().unwrap_or(false);
+        let user_turn = user_turns.get(i).copied().unwrap_or(false);
         // The todo change or compaction happened in the previous step: this request is the
         // first one after it.
         let milestone = r.index > 0 && input.milestones.contains(&(r.index - 1));
@@ -871,11 +888,6 @@ fn requests(input: &Input<'_>, trace: &Trace, episodes: &[Episode]) -> Vec<ReqDa
                 .unwrap_or_default();
             sys_key(&system_agent(trace, r), &model)
         });
-        let touched = content
-            .touches
-            .get(i)
-            .cloned()
-            .unwrap_or_else(|| TouchSet::from([]));
         out.push(ReqData {
             msg: r.message_index,
             pos: r.position(),
@@ -892,7 +904,6 @@ fn requests(input: &Input<'_>, trace: &Trace, episodes: &[Episode]) -> Vec<ReqDa
                 .completed_answer
                 .resent_from(&trace.messages[r.message_index]),
             call_tokens: input.compaction.call(r.index).map(|c| c.tokens),
-            touched,
             prev_cache_ttl_s: last_ttl[usize::from(r.synthetic_call)],
         });
         last_ttl[usize::from(r.synthetic_call)] = r.cache_ttl_s;
@@ -935,5 +946,41 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Touch sets are worked out only for a schedule that reads them: the load's calibration
+    /// and a flat replay leave them unbuilt; a relevance replay builds them once, into the
+    /// session's cache, and its view reads the same sets as the direct computation.
+    #[test]
+    fn touches_are_built_only_for_a_schedule_that_reads_them() {
+        let cache = tempfile::tempdir().expect("tempdir");
+        let s = session::load(&LoadOptions {
+            path: Some(
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sample-traces/M1.json"),
+            ),
+            token_cache_dir: Some(cache.path().to_owned()),
+            ..LoadOptions::default()
+        })
+        .expect("M1 loads");
+        let policy = |name: &str| crate::policy::load(name, &[]).expect("built-in");
+        assert!(s.prep_cache.touches.get().is_none(), "the load built them");
+        crate::replay::replay_session(&s, &policy("opencode"), Some(30_000));
+        assert!(
+            s.prep_cache.touches.get().is_none(),
+            "a flat replay built them"
+        );
+        crate::replay::replay_session(&s, &policy("retention"), Some(30_000));
+        let kept = s
+            .prep_cache
+            .touches
+            .get()
+            .expect("a relevance replay builds them");
+        let direct = touches(&s.trace, &s.episodes, &user_turns(&s.trace));
+        assert_eq!(kept.len(), direct.len());
+        assert!(kept.iter().zip(&direct).all(|(a, b)| a[..] == b[..]));
+        assert!(
+            kept.iter().any(|t| !t.is_empty()),
+            "M1's requests touch episodes"
+        );
     }
 }

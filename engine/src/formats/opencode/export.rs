@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{export_salvage, export_stream};
+use super::{export_salvage, export_stream, export_window};
 use crate::formats::opencode::derive::build_trace;
 use crate::formats::opencode::parse::{parse_message, parse_part, parse_session};
 use crate::trace::diagnostics::{DiagnosticKind, Diagnostics};
@@ -23,6 +23,28 @@ pub const MAX_EXPORT_BYTES: u64 = 4 << 30;
 
 /// Read an export file into a trace (a regular file of at most [`MAX_EXPORT_BYTES`]).
 pub fn load_export(path: &Path) -> Result<Trace, LoadError> {
+    let meta = crate::trace::input::check_regular(path)?;
+    if meta.len() > MAX_EXPORT_BYTES {
+        return Err(LoadError::TooLarge {
+            path: path.to_owned(),
+            size: meta.len(),
+            cap: MAX_EXPORT_BYTES,
+        });
+    }
+    let io = |source| LoadError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    // An intact export is read a window at a time; anything else is read whole, where the
+    // salvaging reader can go back and forth over it (a file that grew past the cap meanwhile
+    // is cut here, so it is read whole and refused there).
+    let file = std::fs::File::open(path).map_err(io)?;
+    if let Some(read) =
+        export_window::read(std::io::Read::take(file, MAX_EXPORT_BYTES)).map_err(io)?
+    {
+        let info = read.info.unwrap_or(Value::Null);
+        return finish(&info, read.messages, path, read.diags);
+    }
     let bytes = crate::trace::input::read_bounded(path, MAX_EXPORT_BYTES)?;
     parse_export(&bytes, path)
 }

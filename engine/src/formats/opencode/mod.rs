@@ -10,6 +10,7 @@ pub mod discover;
 pub mod export;
 mod export_salvage;
 mod export_stream;
+mod export_window;
 pub mod flat_rules;
 pub mod json;
 pub mod listing;

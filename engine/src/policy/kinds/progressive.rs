@@ -161,7 +161,7 @@ impl Relevance {
             return flipped;
         }
         if t >= 1 {
-            for &e in st.p.reqs[t - 1].touched.iter() {
+            for &e in st.p.touched(t - 1) {
                 let e = e as usize;
                 self.count[e] += 1;
                 if self.count[e] == 1 {
@@ -170,7 +170,7 @@ impl Relevance {
             }
         }
         if t > self.window {
-            for &e in st.p.reqs[t - 1 - self.window].touched.iter() {
+            for &e in st.p.touched(t - 1 - self.window) {
                 let e = e as usize;
                 self.count[e] -= 1;
                 if self.count[e] == 0 {

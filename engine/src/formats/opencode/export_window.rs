@@ -1,0 +1,386 @@
+//! An intact export read from its file window by window: each message's bytes are found by a
+//! structural scan, parsed on their own and turned into a trace message, and the window moves
+//! on. Held whole, the file's bytes and the trace built from them were alive together (1.95× a
+//! 400 MB export); this way the read holds the trace and one message's bytes.
+//!
+//! Only the plain case is read here: one object after an optional preamble, valid UTF-8, every
+//! value well formed. Anything else (a share feed, damage, invalid UTF-8, trailing bytes) gives
+//! `None`, and the caller reads the file whole, where the salvaging reader takes over.
+
+use std::io::Read;
+
+use serde::de::IgnoredAny;
+use serde_json::Value;
+
+use super::export::read_entry;
+use super::export_stream::Read as Intact;
+use crate::trace::diagnostics::Diagnostics;
+
+/// Bytes asked of the file at a time.
+const STEP: usize = 1 << 20;
+
+/// Read `file` as an intact export. `Ok(None)`: not one this reader takes (the caller reads it
+/// whole); `Err`: the file could not be read.
+pub(super) fn read(file: impl Read) -> std::io::Result<Option<Intact>> {
+    let mut w = Window {
+        src: file,
+        buf: Vec::with_capacity(STEP),
+        pos: 0,
+        eof: false,
+    };
+    let mut out = Intact {
+        info: None,
+        messages: Vec::new(),
+        diags: Diagnostics::new(),
+    };
+    Ok(read_object(&mut w, &mut out)?.map(|()| out))
+}
+
+/// The file from its start to its end: the preamble, the object, nothing but whitespace after.
+fn read_object(w: &mut Window<impl Read>, out: &mut Intact) -> std::io::Result<Option<()>> {
+    // The preamble: a `[` before the first `{` is a share feed; either way it must be UTF-8.
+    loop {
+        let rest = &w.buf[w.pos..];
+        if let Some(i) = rest.iter().position(|&b| b == b'{' || b == b'[') {
+            if rest[i] == b'[' || std::str::from_utf8(&rest[..i]).is_err() {
+                return Ok(None);
+            }
+            w.pos += i + 1;
+            break;
+        }
+        if std::str::from_utf8(rest).is_err() {
+            return Ok(None);
+        }
+        w.pos = w.buf.len();
+        if !w.more()? {
+            return Ok(None);
+        }
+    }
+    if w.skip_ws()? == Some(b'}') {
+        w.pos += 1;
+        return finish(w);
+    }
+    loop {
+        if w.skip_ws()? != Some(b'"') {
+            return Ok(None);
+        }
+        let Some(end) = w.value_end()? else {
+            return Ok(None);
+        };
+        let Ok(key) = serde_json::from_slice::<String>(&w.buf[w.pos..end]) else {
+            return Ok(None);
+        };
+        w.pos = end;
+        if w.skip_ws()? != Some(b':') {
+            return Ok(None);
+        }
+        w.pos += 1;
+        let first = w.skip_ws()?;
+        let read = match (key.as_str(), first) {
+            // A later `messages` replaces an earlier one, as in a parsed document.
+            ("messages", Some(b'[')) => {
+                out.messages.clear();
+                read_messages(w, out)?
+            }
+            ("messages", _) => {
+                out.messages.clear();
+                skip_value(w)?
+            }
+            ("info", _) => match parse_value::<Value>(w)? {
+                Some(v) => {
+                    out.info = Some(v);
+                    Some(())
+                }
+                None => None,
+            },
+            _ => skip_value(w)?,
+        };
+        if read.is_none() {
+            return Ok(None);
+        }
+        match w.skip_ws()? {
+            Some(b',') => w.pos += 1,
+            Some(b'}') => {
+                w.pos += 1;
+                return finish(w);
+            }
+            _ => return Ok(None),
+        }
+    }
+}
+
+/// After the object: whitespace only.
+fn finish(w: &mut Window<impl Read>) -> std::io::Result<Option<()>> {
+    Ok(w.skip_ws()?.is_none().then_some(()))
+}
+
+/// The `messages` array from its `[`, entry by entry.
+fn read_messages(w: &mut Window<impl Read>, out: &mut Intact) -> std::io::Result<Option<()>> {
+    w.pos += 1;
+    if w.skip_ws()? == Some(b']') {
+        w.pos += 1;
+        return Ok(Some(()));
+    }
+    loop {
+        w.skip_ws()?;
+        let Some(entry) = parse_value::<Value>(w)? else {
+            return Ok(None);
+        };
+        if let Some(m) = read_entry(entry, &mut out.diags) {
+            out.messages.push(m);
+        }
+        match w.skip_ws()? {
+            Some(b',') => w.pos += 1,
+            Some(b']') => {
+                w.pos += 1;
+                return Ok(Some(()));
+            }
+            _ => return Ok(None),
+        }
+    }
+}
+
+/// Check and step over a value nothing reads.
+fn skip_value(w: &mut Window<impl Read>) -> std::io::Result<Option<()>> {
+    Ok(parse_value::<IgnoredAny>(w)?.map(|_| ()))
+}
+
+/// The value at the window's position, parsed on its own; `None` when it is damaged.
+fn parse_value<T: serde::de::DeserializeOwned>(
+    w: &mut Window<impl Read>,
+) -> std::io::Result<Option<T>> {
+    let Some(end) = w.value_end()? else {
+        return Ok(None);
+    };
+    let parsed = serde_json::from_slice(&w.buf[w.pos..end]).ok();
+    w.pos = end;
+    Ok(parsed)
+}
+
+/// The file's unread bytes: `buf[pos..]`, refilled a step at a time.
+struct Window<R> {
+    src: R,
+    buf: Vec<u8>,
+    pos: usize,
+    eof: bool,
+}
+
+impl<R: Read> Window<R> {
+    /// Read another step, first dropping the bytes before `pos`. False at the end of the file.
+    fn more(&mut self) -> std::io::Result<bool> {
+        if self.eof {
+            return Ok(false);
+        }
+        if self.pos > 0 {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+        let len = self.buf.len();
+        self.buf.resize(len + STEP, 0);
+        let n = loop {
+            match self.src.read(&mut self.buf[len..]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.buf.truncate(len);
+                    return Err(e);
+                }
+            }
+        };
+        self.buf.truncate(len + n);
+        self.eof = n == 0;
+        Ok(n > 0)
+    }
+
+    /// Step over whitespace; the byte after it, `None` at the end of the file.
+    fn skip_ws(&mut self) -> std::io::Result<Option<u8>> {
+        loop {
+            while let Some(&b) = self.buf.get(self.pos) {
+                if !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+                    return Ok(Some(b));
+                }
+                self.pos += 1;
+            }
+            if !self.more()? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Where the value starting at `pos` ends (exclusive), reading as much of the file as it
+    /// takes; `None` when the file ends first. Only the structure is followed (strings and their
+    /// escapes, bracket depth); the parser checks the rest.
+    fn value_end(&mut self) -> std::io::Result<Option<usize>> {
+        let mut scan = Scan::default();
+        let mut at = 0; // offset from `pos`, so a refill that moves the window keeps it valid
+        loop {
+            if let Some(end) = scan.run(&self.buf[self.pos..], &mut at) {
+                return Ok(Some(self.pos + end));
+            }
+            if !self.more()? {
+                // A scalar may end with the file.
+                return Ok(scan.scalar_to_end().then_some(self.buf.len()));
+            }
+        }
+    }
+}
+
+/// The state of a structural scan over one value.
+#[derive(Default)]
+struct Scan {
+    started: bool,
+    depth: usize,
+    in_string: bool,
+    /// Inside a number or literal (a value that is neither string nor container).
+    scalar: bool,
+}
+
+impl Scan {
+    /// Continue the scan over `bytes` from `*at`; the value's end when it is reached, else `*at`
+    /// is left at the end of `bytes` (a `\` that ends them is left to be read again).
+    fn run(&mut self, bytes: &[u8], at: &mut usize) -> Option<usize> {
+        while *at < bytes.len() {
+            if self.in_string {
+                match memchr::memchr2(b'"', b'\\', &bytes[*at..]) {
+                    None => {
+                        *at = bytes.len();
+                        return None;
+                    }
+                    Some(i) if bytes[*at + i] == b'\\' => {
+                        if *at + i + 1 >= bytes.len() {
+                            *at += i;
+                            return None;
+                        }
+                        *at += i + 2;
+                    }
+                    Some(i) => {
+                        *at += i + 1;
+                        self.in_string = false;
+                        if self.depth == 0 {
+                            return Some(*at);
+                        }
+                    }
+                }
+                continue;
+            }
+            let b = bytes[*at];
+            if !self.started {
+                self.started = true;
+                match b {
+                    b'"' => self.in_string = true,
+                    b'{' | b'[' => self.depth = 1,
+                    _ => self.scalar = true,
+                }
+                *at += 1;
+                continue;
+            }
+            if self.scalar {
+                if matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
+                    return Some(*at);
+                }
+                *at += 1;
+                continue;
+            }
+            *at += 1;
+            match b {
+                b'"' => self.in_string = true,
+                b'{' | b'[' => self.depth += 1,
+                b'}' | b']' => {
+                    self.depth -= 1;
+                    if self.depth == 0 {
+                        return Some(*at);
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// A scalar cut by the end of the file ends there.
+    fn scalar_to_end(&self) -> bool {
+        self.scalar
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader that hands out a few bytes at a time, so every boundary falls inside a window.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.1.min(self.0.len()).min(out.len());
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    fn windowed(text: &str, step: usize) -> Option<Intact> {
+        read(Trickle(text.as_bytes(), step)).expect("reads")
+    }
+
+    /// On the intact recordings it reads what the one-pass reader reads from the whole text,
+    /// with the same reports, whatever the size of the reads.
+    #[test]
+    fn reads_what_the_whole_text_reader_reads() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../sample-traces");
+        for name in ["M1.json", "B1.json", "C1.json"] {
+            let path = std::path::Path::new(dir).join(name);
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let start = text
+                .find('{')
+                .unwrap_or_else(|| panic!("{name}: no object"));
+            let whole = super::super::export_stream::read(&text[start..], &Diagnostics::new())
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(whole.messages.len() > 10, "{name}");
+            for step in [1, 7, 4096, STEP] {
+                let w = windowed(&text, step).unwrap_or_else(|| panic!("{name}: not read"));
+                assert_eq!(w.info, whole.info, "{name} {step}");
+                assert!(
+                    w.messages == whole.messages,
+                    "{name} {step}: messages differ"
+                );
+                assert_eq!(w.diags, whole.diags, "{name} {step}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_plain_shapes_are_read_and_every_other_is_left_to_the_whole_reader() {
+        let r = windowed(
+            "Exporting session: x\n{\"version\": [1, {\"a\": \"}]\\\\\"}], \"n\": -1.5e3, \"t\": true, \"info\": {\"id\": \"ses_x\"}, \"messages\": {\"not\": \"a list\"}}\n",
+            3,
+        )
+        .expect("read");
+        assert_eq!(r.info, Some(serde_json::json!({"id": "ses_x"})));
+        assert!(r.messages.is_empty());
+        assert!(windowed("{}", 1).is_some_and(|r| r.info.is_none()));
+        assert!(windowed(r#"{"info": 5}"#, 1).is_some_and(|r| r.info == Some(5.into())));
+        for left in [
+            // a share feed
+            r#"[{"type": "session", "data": {"id": "ses_x"}}]"#,
+            // trailing bytes, a trailing comma, a cut, a flipped quote, no object
+            r#"{"info": {"id": "ses_x"}, "messages": []} trailing"#,
+            r#"{"info": {"id": "ses_x"},}"#,
+            r#"{"info": {"id": "ses_x"}, "messages": [{"info": {"#,
+            r#"{"info": {"id": "ses_x}, "messages": []}"#,
+            r#"{"info": {"id": "ses_x"}, "messages": [1 2]}"#,
+            "no object here",
+            "",
+        ] {
+            assert!(windowed(left, 2).is_none(), "{left}");
+        }
+        // invalid UTF-8, in a value and in the preamble
+        let mut bad = br#"{"info": {"id": "ses_"#.to_vec();
+        bad.extend([0xff, b'"', b'}', b'}']);
+        assert!(read(Trickle(&bad, 4)).expect("reads").is_none());
+        assert!(read(Trickle(&[0xff, b'{', b'}'], 1))
+            .expect("reads")
+            .is_none());
+    }
+}
