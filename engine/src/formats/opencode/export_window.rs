@@ -1,7 +1,7 @@
 //! An intact export read from its file window by window: each message is parsed from the
 //! window (read further when the message goes past it), turned into a trace message, and the
-//! window moves on. Held whole, the file's bytes and the trace built from them were alive together (1.95× a
-//! 400 MB export); this way the read holds the trace and one message's bytes.
+//! window moves on. Read whole, the file's bytes and the trace built from them were alive
+//! together (1.95× a 400 MB export); this way the read holds the trace and a window.
 //!
 //! Only the plain case is read here: one object after an optional preamble, valid UTF-8, every
 //! value well formed. Anything else (a share feed, damage, invalid UTF-8, trailing bytes) gives
@@ -147,6 +147,7 @@ fn skip_value(w: &mut Window<impl Read>) -> std::io::Result<Option<()>> {
 fn parse_value<T: serde::de::DeserializeOwned>(
     w: &mut Window<impl Read>,
 ) -> std::io::Result<Option<T>> {
+    let mut looked_past_error = false;
     loop {
         let mut values = serde_json::Deserializer::from_slice(&w.buf[w.pos..]).into_iter::<T>();
         let read = values.next();
@@ -157,9 +158,19 @@ fn parse_value<T: serde::de::DeserializeOwned>(
                 w.pos = end;
                 return Ok(Some(v));
             }
-            // Damage, or a number the window's end cut ("-1." of "-1.5"): only the rest of the
-            // file tells them apart, so damage reads on to the end before it is given up.
+            // A syntax error may be a number the window's end cut ("-1." of "-1.5"): one more
+            // step tells; an error still there is damage (not read on to the end of the file).
+            Some(Err(e)) if !e.is_eof() => {
+                if looked_past_error || w.eof {
+                    return Ok(None);
+                }
+                looked_past_error = true;
+                if !w.more(STEP)? {
+                    return Ok(None);
+                }
+            }
             _ => {
+                looked_past_error = false;
                 let held = w.buf.len() - w.pos;
                 if !w.more(held.max(STEP))? {
                     return Ok(None);
@@ -300,5 +311,23 @@ mod tests {
         assert!(read(Trickle(&[0xff, b'{', b'}'], 1))
             .expect("reads")
             .is_none());
+    }
+
+    /// Damage near the start of a large export is given up a step past it, not after reading
+    /// the rest of the file into the window (the whole reader reads it next).
+    #[test]
+    fn damage_is_given_up_without_reading_on_to_the_end() {
+        let filler = format!(r#"{{"info": {{"note": "{}"}}}}"#, "x".repeat(1000));
+        let mut text = String::from(r#"{"info": {"id": "ses_x"}, "messages": [{"info": nope}"#);
+        while text.len() < 8 * STEP {
+            text.push_str(", ");
+            text.push_str(&filler);
+        }
+        text.push_str("]}");
+        let mut src = text.as_bytes();
+        let before = src.len();
+        assert!(read(&mut src).expect("reads").is_none());
+        let taken = before - src.len();
+        assert!(taken <= 2 * STEP, "read {taken} of {before} bytes");
     }
 }
