@@ -17,7 +17,7 @@ use crate::tui::follow::FollowState;
 pub use crate::tui::geometry::Geometry;
 use crate::tui::keymap::{self, Action, Mode};
 use crate::tui::knobs::{KnobsState, SaveError};
-use crate::tui::main::{navigate, search, MainState};
+use crate::tui::main::{navigate, MainState};
 use crate::tui::on_screen::OnScreen;
 use crate::tui::picker::PickerState;
 use crate::tui::theme::Theme;
@@ -402,14 +402,17 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
         Msg::Geometry(g) => {
             let old = std::mem::replace(&mut state.geometry, g);
             if state.screen == Screen::Main {
-                navigate::on_geometry(state, &old);
+                let (m, env) = state.main_and_env();
+                m.on_geometry(&env, &old.main);
             }
         }
         Msg::Tick => {
             state.spinner = state.spinner.wrapping_add(1);
             if state.main.playing && state.screen == Screen::Main {
                 if state.main.cursor + 1 < state.requests() {
-                    navigate::move_cursor(state, state.main.cursor + 1, &mut fx);
+                    crate::tui::main::update(state, &mut fx, |m, env, out| {
+                        m.move_cursor(env, m.cursor + 1, out)
+                    });
                 } else {
                     state.main.playing = false;
                     state.flash("end of the session", Level::Info);
@@ -462,8 +465,10 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
                 match result {
                     Ok(c) => {
                         let page = state.geometry.main.context_scroll.page;
-                        let expanded = state.main.context.expanded;
-                        let layout = navigate::context_layout(state, &c, expanded);
+                        let (expanded, clip) =
+                            (state.main.context.expanded, state.main.context.clip);
+                        let layout =
+                            navigate::context_layout(&state.main_env(), &c, expanded, clip);
                         let cv = &mut state.main.context;
                         cv.scroll = navigate::context_home(&c, &layout, expanded, page);
                         cv.model = Some(c);
@@ -558,11 +563,12 @@ pub fn on_loaded(state: &mut State, view: Arc<SessionView>, fx: &mut Vec<Effect>
             selected = b.selected;
         }
     }
-    search::refresh(state);
     state.main.cursor = cursor;
     state.main.selected = selected.min(state.episodes().saturating_sub(1));
-    navigate::follow_cursor(state);
-    navigate::follow_selection(state);
+    let (m, env) = state.main_and_env();
+    m.refresh_search(&env);
+    m.follow_cursor(&env);
+    m.follow_selection(&env);
     state.on_screen.request(fx);
     crate::tui::follow::on_session_shown(state, fx);
 }
@@ -668,7 +674,8 @@ fn on_input_key(state: &mut State, k: KeyEvent, action: Option<Action>, fx: &mut
         Some(Action::CloseOverlay) => {
             // Cancelled: the field is dropped; a cancelled search also clears its matches.
             if input.purpose == InputPurpose::Search {
-                search::clear(state);
+                let (m, env) = state.main_and_env();
+                m.clear_search(&env);
             }
             return;
         }
@@ -703,7 +710,8 @@ fn on_input_key(state: &mut State, k: KeyEvent, action: Option<Action>, fx: &mut
 /// match as the user types.
 fn input_changed(state: &mut State, input: Input) {
     if input.purpose == InputPurpose::Search {
-        search::set_query(state, &input.text);
+        let (m, env) = state.main_and_env();
+        m.set_query(&env, &input.text);
     }
     state.input = Some(input);
 }
@@ -723,11 +731,13 @@ fn accept_input(state: &mut State, input: &Input, fx: &mut Vec<Effect>) -> Resul
     let text = input.text.trim();
     match input.purpose {
         InputPurpose::Search => {
-            search::accept(state, text);
+            crate::tui::main::update(state, fx, |m, env, out| m.accept_search(env, text, out));
             Ok(())
         }
         InputPurpose::Goto if state.diff.is_some() => crate::tui::diff::goto(state, text, fx),
-        InputPurpose::Goto => search::goto(state, text, fx),
+        InputPurpose::Goto => {
+            crate::tui::main::update(state, fx, |m, env, out| m.goto(env, text, out))
+        }
         InputPurpose::KnobValue => crate::tui::knobs::type_knob(state, text, fx),
         InputPurpose::Budget => crate::tui::knobs::type_budget(state, text, fx),
         InputPurpose::SavePath => crate::tui::knobs::save_to(state, text, fx),

@@ -183,7 +183,6 @@ fn on_reloaded(
     // The replay and context of the old state no longer match; new ones are requested below.
     state.on_screen.session_changed();
     state.main.context.model = None;
-    crate::tui::main::search::refresh(state);
     if at_newest && n > 0 {
         state.main.cursor = n - 1;
         state.follow.new_requests = 0;
@@ -193,7 +192,9 @@ fn on_reloaded(
         state.main.cursor = state.main.cursor.min(n.saturating_sub(1));
     }
     state.main.selected = state.main.selected.min(episodes.saturating_sub(1));
-    crate::tui::main::navigate::follow_cursor(state);
+    let (m, env) = state.main_and_env();
+    m.refresh_search(&env);
+    m.follow_cursor(&env);
     state.on_screen.request(fx);
     // Diff mode compares the grown session too (its cursor keeps up when at the newest).
     crate::tui::diff::on_session_changed(state, fx);

@@ -712,7 +712,8 @@ fn the_context_opens_filled_with_the_divergence_in_view() {
     let c = app.context();
     let g = app.state.geometry.main.context_scroll;
     // Rows wrap: the scroll counts screen lines.
-    let layout = context_layout(&app.state, &c, false);
+    let clip = app.state.main.context.clip;
+    let layout = context_layout(&app.state.main_env(), &c, false, clip);
     let lines = layout.total();
     let top = app.state.main.context.scroll;
     // Filled: as many lines as the pane holds (or all of them).
@@ -729,7 +730,7 @@ fn the_context_opens_filled_with_the_divergence_in_view() {
     app.key(KeyCode::Char('e'));
     let top = app.state.main.context.scroll;
     let page = app.state.geometry.main.context_scroll.page;
-    let layout = context_layout(&app.state, &c, true);
+    let layout = context_layout(&app.state.main_env(), &c, true, clip);
     let d = layout.line_of(
         c.divergence_row(true)
             .unwrap_or_else(|| panic!("no divergence")),

@@ -472,7 +472,7 @@ fn on_diff(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
     match action {
         Some(Action::ToggleWrap) => {
             // One setting for every pane that wraps (the main screen's context and detail too).
-            crate::tui::main::navigate::toggle_wrap(state);
+            crate::tui::main::update(state, fx, |m, env, out| m.toggle_wrap(env, out));
             return;
         }
         Some(Action::CycleTheme) => {

@@ -4,11 +4,9 @@
 //! field clears it, Esc clears the search. Goto takes a request number (`42`, `t42`, `r42`) or an
 //! episode id (`E3`).
 
-use crate::tui::app::{Input, InputPurpose, Level, State};
+use super::{Env, MainState, Out};
+use crate::tui::app::Level;
 use crate::tui::view_model::SessionModel;
-
-use super::navigate::{move_cursor, select};
-use crate::tui::app::Effect;
 
 /// The search as typed and the episodes it matches.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -45,70 +43,93 @@ pub fn matches(s: &SessionModel, query: &str) -> Vec<usize> {
         .collect()
 }
 
-/// `/`: the field, holding the current query.
-pub fn open(state: &mut State) {
-    state.input = Some(Input {
-        purpose: InputPurpose::Search,
-        text: state.main.search.query.clone(),
-        error: None,
-    });
-}
-
-/// Sets the query (as typed: incremental), recomputes the matches and selects the first match
-/// at or after the selection.
-pub fn set_query(state: &mut State, query: &str) {
-    state.main.search.query = query.to_owned();
-    refresh(state);
-    let hits = &state.main.search.hits;
-    let sel = state.main.selected;
-    if let Some(&to) = hits.iter().find(|&&i| i >= sel).or(hits.first()) {
-        select(state, to);
+impl MainState {
+    /// Sets the query (as typed: incremental), recomputes the matches and selects the first
+    /// match at or after the selection.
+    pub fn set_query(&mut self, env: &Env<'_>, query: &str) {
+        self.search.query = query.to_owned();
+        self.refresh_search(env);
+        let hits = &self.search.hits;
+        let first = hits.iter().find(|&&i| i >= self.selected).or(hits.first());
+        if let Some(to) = first.copied() {
+            self.select(env, to);
+        }
+        self.table_top = 0;
+        self.follow_selection(env);
     }
-    state.main.table_top = 0;
-    super::navigate::follow_selection(state);
-}
 
-/// Recomputes the matches (a new session, or a new state of it).
-pub fn refresh(state: &mut State) {
-    state.main.search.hits = match &state.session {
-        Some(s) => matches(&s.model, &state.main.search.query),
-        None => Vec::new(),
-    };
-}
-
-pub fn clear(state: &mut State) {
-    state.main.search = Search::default();
-    super::navigate::follow_selection(state);
-}
-
-/// The search field's Enter: keep the search (and say how many matched).
-pub fn accept(state: &mut State, text: &str) {
-    set_query(state, text);
-    if !text.is_empty() {
-        let n = state.main.search.hits.len();
-        let msg = format!("{n} episodes match {text:?} (n / N walk them, Esc clears)");
-        state.flash(msg, Level::Info);
+    /// Recomputes the matches (a new session, or a new state of it).
+    pub fn refresh_search(&mut self, env: &Env<'_>) {
+        self.search.hits = match env.session {
+            Some(s) => matches(&s.model, &self.search.query),
+            None => Vec::new(),
+        };
     }
-}
 
-/// `n` / `N`: the next or previous match, wrapping.
-pub fn next_match(state: &mut State, forward: bool) {
-    let m = state.main.search.hits.clone();
-    if m.is_empty() {
-        state.flash("no search matches", Level::Info);
-        return;
+    pub fn clear_search(&mut self, env: &Env<'_>) {
+        self.search = Search::default();
+        self.follow_selection(env);
     }
-    let s = state.main.selected;
-    let next = if forward {
-        m.iter().copied().find(|&i| i > s).unwrap_or(m[0])
-    } else {
-        m.iter()
-            .rev()
-            .copied()
-            .find(|&i| i < s)
-            .unwrap_or(m[m.len() - 1])
-    };
-    select(state, next);
+
+    /// The search field's Enter: keep the search (and say how many matched).
+    pub fn accept_search(&mut self, env: &Env<'_>, text: &str, out: &mut Out) {
+        self.set_query(env, text);
+        if !text.is_empty() {
+            let n = self.search.hits.len();
+            let msg = format!("{n} episodes match {text:?} (n / N walk them, Esc clears)");
+            out.flash(msg, Level::Info);
+        }
+    }
+
+    /// `n` / `N`: the next or previous match, wrapping.
+    pub fn next_match(&mut self, env: &Env<'_>, forward: bool, out: &mut Out) {
+        let m = self.search.hits.clone();
+        if m.is_empty() {
+            out.flash("no search matches", Level::Info);
+            return;
+        }
+        let s = self.selected;
+        let next = if forward {
+            m.iter().copied().find(|&i| i > s).unwrap_or(m[0])
+        } else {
+            m.iter()
+                .rev()
+                .copied()
+                .find(|&i| i < s)
+                .unwrap_or(m[m.len() - 1])
+        };
+        self.select(env, next);
+    }
+
+    /// The goto field's Enter. A request past the end goes to the last one and says so.
+    pub fn goto(&mut self, env: &Env<'_>, text: &str, out: &mut Out) -> Result<(), String> {
+        let Some(s) = env.session else {
+            return Ok(());
+        };
+        match parse_goto(&s.model, text)? {
+            Target::Episode(i) => {
+                self.select(env, i);
+                let e = &s.model.episodes[i];
+                let msg = match (e.first_request, e.last_request) {
+                    (Some(a), Some(b)) => format!("{}: requests {a}–{b}", e.id),
+                    _ => format!("{}: no requests", e.id),
+                };
+                out.flash(msg, Level::Info);
+            }
+            Target::Request(r) => {
+                let n = env.requests();
+                if n == 0 {
+                    return Err("this session has no requests yet".to_owned());
+                }
+                self.move_cursor(env, r, out);
+                if r >= n {
+                    let msg = format!("request {r} is past the end: at {} (the last)", n - 1);
+                    out.flash(msg, Level::Warn);
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Where a goto leads.
@@ -141,36 +162,6 @@ pub fn parse_goto(s: &SessionModel, text: &str) -> Result<Target, String> {
             "{t:?} is neither a request number nor an episode id (E0–E{last})"
         )),
     }
-}
-
-/// The goto field's Enter. A request past the end goes to the last one and says so.
-pub fn goto(state: &mut State, text: &str, fx: &mut Vec<Effect>) -> Result<(), String> {
-    let Some(s) = state.session.clone() else {
-        return Ok(());
-    };
-    match parse_goto(&s.model, text)? {
-        Target::Episode(i) => {
-            select(state, i);
-            let e = &s.model.episodes[i];
-            let msg = match (e.first_request, e.last_request) {
-                (Some(a), Some(b)) => format!("{}: requests {a}–{b}", e.id),
-                _ => format!("{}: no requests", e.id),
-            };
-            state.flash(msg, Level::Info);
-        }
-        Target::Request(r) => {
-            let n = state.requests();
-            if n == 0 {
-                return Err("this session has no requests yet".to_owned());
-            }
-            move_cursor(state, r, fx);
-            if r >= n {
-                let msg = format!("request {r} is past the end: at {} (the last)", n - 1);
-                state.flash(msg, Level::Warn);
-            }
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

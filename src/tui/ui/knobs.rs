@@ -181,7 +181,7 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
 /// The knobs panel's rectangle: the bottom panes' area (right-aligned, at most 100 wide; on a
 /// short terminal the chart's too), or centred when the main screen is not laid out.
 fn dock(state: &State, area: Rect, want_h: u16) -> Rect {
-    let r = super::layout::main_rects(area, state);
+    let r = crate::tui::main::view::layout::main_rects(area, state);
     if r.too_small || state.screen != crate::tui::app::Screen::Main {
         return centered(area, area.width.saturating_sub(4).min(96), want_h);
     }

@@ -3,17 +3,8 @@
 //! they show was prepared (and made safe) before it reached the state, and the heavy numbers come
 //! precomputed in the view-models, so a frame costs a slice walk per pane.
 
-pub mod chart;
-pub mod context;
-pub mod detail;
-pub mod episodes;
-pub mod header;
-pub mod heatmap;
 pub mod help;
 pub mod knobs;
-pub mod layout;
-pub mod main_screen;
-pub mod metrics;
 pub mod picker;
 pub mod screens;
 pub mod status;
@@ -28,6 +19,7 @@ use ratatui::Frame;
 
 use crate::tui::app::{Overlay, Screen, State};
 use crate::tui::geometry::{Geometry, Scroll};
+use crate::tui::main::view::{self as main_view, layout};
 use crate::tui::theme::Theme;
 
 /// Draws the whole screen and reports its [`Geometry`] (what `update` needs of this frame).
@@ -45,7 +37,7 @@ pub fn view(state: &State, f: &mut Frame) -> Geometry {
             }
             match &state.diff {
                 Some(d) => g.diff_context = crate::tui::diff::view::render(state, d, f, area),
-                None => g.main = main_screen::render(state, f, &r),
+                None => g.main = main_view::render(state, f, &r),
             }
             if let Some(s) = &state.sweep {
                 crate::tui::sweep::view::render(state, s, f, area);

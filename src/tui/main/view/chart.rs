@@ -5,8 +5,8 @@ use ratatui::text::{Line, Span};
 use ratatui::Frame;
 
 use super::layout::MainRects;
-use super::rule_block;
 use crate::tui::app::State;
+use crate::tui::ui::rule_block;
 use crate::tui::widgets::chart::{short, ChartKind, StripChart};
 
 pub fn render(state: &State, f: &mut Frame, r: &MainRects) {

@@ -36,8 +36,8 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
     let totals = totals_groups(state, r, t);
     let at = state.main.cursor;
     if area.height >= 2 {
-        let now = super::fit_groups(request_groups(at, fr, t), sep.clone(), width);
-        let run = super::fit_groups(totals, sep, width);
+        let now = crate::tui::ui::fit_groups(request_groups(at, fr, t), sep.clone(), width);
+        let run = crate::tui::ui::fit_groups(totals, sep, width);
         f.render_widget(Paragraph::new(vec![Line::from(now), Line::from(run)]), area);
     } else {
         let mut groups = request_groups(at, fr, t);
@@ -45,7 +45,7 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         let rest = groups.split_off(1);
         groups.extend(totals);
         groups.extend(rest);
-        let spans = super::fit_groups(groups, sep, width);
+        let spans = crate::tui::ui::fit_groups(groups, sep, width);
         f.render_widget(Paragraph::new(Line::from(spans)), area);
     }
 }

@@ -6,9 +6,9 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::layout::MainRects;
-use super::rule_block;
 use crate::tui::app::State;
 use crate::tui::main::Pane;
+use crate::tui::ui::rule_block;
 use crate::tui::widgets::heatmap::{tier_glyph, Heatmap, RowLabel, TAIL_GLYPH};
 use tierscope_engine::episode::model::Tier;
 

@@ -10,10 +10,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
-use super::{hidden_rows, highlight, pane_block, scrollbar};
 use crate::tui::app::State;
 use crate::tui::geometry::Scroll;
-use crate::tui::main::{applied_tier, shown_tier, Pane};
+use crate::tui::main::Pane;
+use crate::tui::ui::{hidden_rows, highlight, pane_block, scrollbar};
 use crate::tui::view_model::{cell, EpisodeRow};
 use tierscope_engine::episode::model::Tier;
 
@@ -77,8 +77,8 @@ fn page<'a>(state: &'a State, ep: &'a EpisodeRow) -> Vec<Line<'a>> {
     let sel = state.main.selected;
     let cursor = state.main.cursor;
     let needle = state.main.search.needle();
-    let applied = applied_tier(state, sel);
-    let shown = shown_tier(state);
+    let applied = state.main.applied_tier(&state.on_screen, sel);
+    let shown = state.main.shown_tier(&state.on_screen);
     let replay = state.on_screen.replay.as_deref();
     let section = |s: &'a str| Line::from(Span::styled(s, t.title_focus));
     let mut lines: Vec<Line> = Vec::new();

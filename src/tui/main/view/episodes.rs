@@ -8,10 +8,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Row, Table};
 use ratatui::Frame;
 
-use super::{hidden_rows, highlight, pane_block, scrollbar};
 use crate::tui::app::State;
 use crate::tui::geometry::Scroll;
 use crate::tui::main::Pane;
+use crate::tui::ui::{hidden_rows, highlight, pane_block, scrollbar};
 use crate::tui::view_model::cell;
 use crate::tui::widgets::chart::short;
 use tierscope_engine::episode::model::Tier;

@@ -8,9 +8,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use super::{clock, thousands};
 use crate::tui::app::State;
 use crate::tui::main::speed_label;
+use crate::tui::ui::{clock, thousands};
 use crate::tui::widgets::chart::short;
 
 /// The knobs worth a place in the header for a policy: those overridden, then the kind's main ones.

@@ -1,14 +1,23 @@
-//! The main screen: every pane in its rectangle; reports where they went and how far the
-//! scrollable ones scroll.
+//! The main screen's view: every pane in its rectangle (each pane's drawing in its own file);
+//! reports where they went and how far the scrollable ones scroll. A pure function of the state.
+
+pub mod chart;
+pub mod context;
+pub mod detail;
+pub mod episodes;
+pub mod header;
+pub mod heatmap;
+pub mod layout;
+pub mod metrics;
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::Frame;
 
-use super::layout::{self, MainRects};
 use crate::tui::app::State;
 use crate::tui::geometry::MainGeometry;
 use crate::tui::main::Pane;
+use layout::MainRects;
 
 pub fn render(state: &State, f: &mut Frame, r: &MainRects) -> MainGeometry {
     let mut g = MainGeometry {
@@ -23,27 +32,27 @@ pub fn render(state: &State, f: &mut Frame, r: &MainRects) -> MainGeometry {
         detail: r.detail,
         ..MainGeometry::default()
     };
-    super::header::render(state, f, r.header);
+    header::render(state, f, r.header);
     if r.heat.area() > 0 {
-        super::heatmap::render(state, f, r);
+        heatmap::render(state, f, r);
     }
     if r.chart_block.area() > 0 {
-        super::chart::render(state, f, r);
+        chart::render(state, f, r);
     }
     if r.table.area() > 0 {
-        super::episodes::render(state, f, r.table);
+        episodes::render(state, f, r.table);
     }
     if r.context.area() > 0 {
-        g.context_scroll = super::context::render(state, f, r.context);
+        g.context_scroll = context::render(state, f, r.context);
     }
     if r.detail.area() > 0 {
-        g.detail_scroll = super::detail::render(state, f, r.detail);
+        g.detail_scroll = detail::render(state, f, r.detail);
     }
     if r.shared {
         shared_hint(state, f, r);
     }
-    super::metrics::render(state, f, r.metrics);
-    super::status::render(state, f, r.status);
+    metrics::render(state, f, r.metrics);
+    crate::tui::ui::status::render(state, f, r.status);
     g
 }
 

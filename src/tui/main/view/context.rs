@@ -14,11 +14,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use super::{hidden_rows, pane_block, scrollbar, thousands};
 use crate::tui::app::State;
 use crate::tui::geometry::Scroll;
 use crate::tui::main::Pane;
 use crate::tui::theme::Theme;
+use crate::tui::ui::{hidden_rows, pane_block, scrollbar, thousands};
 use crate::tui::view_model::{ChunkRow, ContextModel, ContextRow};
 use crate::tui::widgets::chart::short;
 use crate::tui::widgets::wrap;
