@@ -1,10 +1,10 @@
 //! Every key the explorer knows, with its description: one keymap feeds key handling, the help
 //! overlay (which lists every binding) and the status bar hints, so they cannot drift apart.
-//! Each feature contributes its own bindings (`main/keys.rs`, `diff/keys.rs`, `sweep/keys.rs`),
-//! and a feature's own actions are its enum there ([`Action::Diff`], [`Action::Sweep`]): adding
-//! one touches that feature alone;
-//! the overlays every screen shares (questions, knobs, policy list, picker, help) and the text
-//! fields are here, with the dispatch ([`lookup`]) and the hints.
+//! Each feature contributes its own bindings, one line each (`main/keys.rs`, `knobs/keys.rs`,
+//! `picker/keys.rs`, `diff/keys.rs`, `sweep/keys.rs`), and a feature's own actions are its enum
+//! there ([`Action::Diff`], [`Action::Sweep`]): adding one touches that feature alone. Here are
+//! the words they share (modes, actions, keys), the questions, help and text fields every
+//! screen has, the order of the groups, the dispatch ([`lookup`]) and the hints.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
@@ -217,7 +217,7 @@ pub struct Binding {
 }
 
 use Action as A;
-use Key::{Char as C, Code, Ctrl, Shift};
+use Key::{Char as C, Code, Ctrl};
 use KeyCode as K;
 
 pub(crate) const fn b(
@@ -263,7 +263,10 @@ pub(crate) const TEXTS: &[Pane] = &[Pane::Context, Pane::Detail];
 /// order of the help overlay and the status bar hints.
 static GROUPS: &[&[Binding]] = &[
     crate::tui::main::keys::BINDINGS,
-    OVERLAYS,
+    QUESTIONS,
+    crate::tui::knobs::keys::BINDINGS,
+    crate::tui::picker::keys::BINDINGS,
+    HELP,
     crate::tui::diff::keys::BINDINGS,
     crate::tui::sweep::keys::BINDINGS,
     TEXT_FIELDS,
@@ -274,294 +277,38 @@ pub fn bindings() -> impl Iterator<Item = &'static Binding> {
     GROUPS.iter().flat_map(|g| g.iter())
 }
 
-/// The overlays shared by every screen: questions, knobs, policy list, session picker, help.
-static OVERLAYS: &[Binding] = &[
+/// The questions every screen may ask (quit with unsaved knobs, overwrite a file).
+#[rustfmt::skip]
+static QUESTIONS: &[Binding] = &[
     // questions
-    b(
-        Mode::Confirm,
-        &[C('y'), Code(K::Enter)],
-        A::Accept,
-        "yes",
-        Some("yes"),
-    ),
-    b(
-        Mode::Confirm,
-        &[C('w')],
-        A::SaveThenQuit,
-        "quitting: save the knobs first",
-        None,
-    ),
-    b(
-        Mode::Confirm,
-        &[C('n'), Code(K::Esc)],
-        A::CloseOverlay,
-        "no",
-        Some("no"),
-    ),
-    b(
-        Mode::Confirm,
-        &[Ctrl('c')],
-        A::ForceQuit,
-        "quit at once",
-        None,
-    ),
-    // knobs panel
-    b(
-        Mode::Knobs,
-        &[Code(K::Up), C('k')],
-        A::KnobUp,
-        "previous knob",
-        None,
-    ),
-    b(
-        Mode::Knobs,
-        &[Code(K::Down), C('j')],
-        A::KnobDown,
-        "next knob",
-        None,
-    ),
-    b(
-        Mode::Knobs,
-        &[Code(K::Right), C('l')],
-        A::KnobInc,
-        "increase by one step",
-        Some("adjust"),
-    ),
-    b(
-        Mode::Knobs,
-        &[Code(K::Left), C('h')],
-        A::KnobDec,
-        "decrease by one step",
-        None,
-    ),
-    b(
-        Mode::Knobs,
-        &[Shift(K::Right), C('L')],
-        A::KnobIncBig,
-        "increase by ten steps",
-        None,
-    ),
-    b(
-        Mode::Knobs,
-        &[Shift(K::Left), C('H')],
-        A::KnobDecBig,
-        "decrease by ten steps",
-        None,
-    ),
-    b(
-        Mode::Knobs,
-        &[Code(K::Enter), C('e')],
-        A::KnobType,
-        "type an exact value",
-        Some("type"),
-    ),
-    b(
-        Mode::Knobs,
-        &[C('r')],
-        A::KnobReset,
-        "reset the knob to its default",
-        Some("reset"),
-    ),
-    b(
-        Mode::Knobs,
-        &[C('w')],
-        A::SavePolicy,
-        "save the knobs as a policy TOML",
-        Some("save"),
-    ),
-    b(
-        Mode::Knobs,
-        &[C('p')],
-        A::SwitchPolicy,
-        "switch policy",
-        None,
-    ),
-    b(
-        Mode::Knobs,
-        &[Code(K::Esc), C('K'), C('q')],
-        A::CloseOverlay,
-        "close the panel",
-        Some("close"),
-    ),
-    b(
-        Mode::Knobs,
-        &[Ctrl('c')],
-        A::ForceQuit,
-        "quit at once",
-        None,
-    ),
-    // policy list
-    b(
-        Mode::PolicyPick,
-        &[Code(K::Up), C('k')],
-        A::ListUp,
-        "previous policy",
-        None,
-    ),
-    b(
-        Mode::PolicyPick,
-        &[Code(K::Down), C('j')],
-        A::ListDown,
-        "next policy",
-        None,
-    ),
-    b(
-        Mode::PolicyPick,
-        &[Code(K::Enter)],
-        A::Accept,
-        "use this policy",
-        Some("use"),
-    ),
-    b(
-        Mode::PolicyPick,
-        &[Code(K::Esc), C('q')],
-        A::CloseOverlay,
-        "close",
-        Some("close"),
-    ),
-    b(
-        Mode::PolicyPick,
-        &[Ctrl('c')],
-        A::ForceQuit,
-        "quit at once",
-        None,
-    ),
-    // session picker (other characters type into the filter)
-    b(
-        Mode::Picker,
-        &[Code(K::Up), Ctrl('p')],
-        A::ListUp,
-        "previous session",
-        None,
-    ),
-    b(
-        Mode::Picker,
-        &[Code(K::Down), Ctrl('n')],
-        A::ListDown,
-        "next session",
-        None,
-    ),
-    b(
-        Mode::Picker,
-        &[Code(K::PageUp)],
-        A::ListPageUp,
-        "page up",
-        None,
-    ),
-    b(
-        Mode::Picker,
-        &[Code(K::PageDown)],
-        A::ListPageDown,
-        "page down",
-        None,
-    ),
-    b(
-        Mode::Picker,
-        &[Code(K::Enter)],
-        A::Accept,
-        "open the session",
-        Some("open"),
-    ),
-    b(
-        Mode::Picker,
-        &[Code(K::Esc)],
-        A::Back,
-        "clear the filter, else quit",
-        Some("clear/quit"),
-    ),
-    b(
-        Mode::Picker,
-        &[Ctrl('u')],
-        A::ClearInput,
-        "clear the filter",
-        None,
-    ),
-    b(
-        Mode::Picker,
-        &[Code(K::F(1))],
-        A::Help,
-        "this help",
-        Some("help"),
-    ),
-    b(
-        Mode::Picker,
-        &[Ctrl('c')],
-        A::ForceQuit,
-        "quit at once",
-        None,
-    ),
+    b(Mode::Confirm, &[C('y'), Code(K::Enter)], A::Accept, "yes", Some("yes")),
+    b(Mode::Confirm, &[C('w')], A::SaveThenQuit, "quitting: save the knobs first", None),
+    b(Mode::Confirm, &[C('n'), Code(K::Esc)], A::CloseOverlay, "no", Some("no")),
+    b(Mode::Confirm, &[Ctrl('c')], A::ForceQuit, "quit at once", None),
+];
+
+/// The help overlay.
+#[rustfmt::skip]
+static HELP: &[Binding] = &[
     // help overlay
-    b(
-        Mode::Help,
-        &[Code(K::Down), C('j')],
-        A::ScrollDown,
-        "scroll down",
-        None,
-    ),
-    b(
-        Mode::Help,
-        &[Code(K::Up), C('k')],
-        A::ScrollUp,
-        "scroll up",
-        None,
-    ),
-    b(
-        Mode::Help,
-        &[Code(K::PageDown), C(' ')],
-        A::ListPageDown,
-        "page down",
-        None,
-    ),
-    b(
-        Mode::Help,
-        &[Code(K::PageUp)],
-        A::ListPageUp,
-        "page up",
-        None,
-    ),
+    b(Mode::Help, &[Code(K::Down), C('j')], A::ScrollDown, "scroll down", None),
+    b(Mode::Help, &[Code(K::Up), C('k')], A::ScrollUp, "scroll up", None),
+    b(Mode::Help, &[Code(K::PageDown), C(' ')], A::ListPageDown, "page down", None),
+    b(Mode::Help, &[Code(K::PageUp)], A::ListPageUp, "page up", None),
     b(Mode::Help, &[Code(K::Home), C('g')], A::First, "top", None),
     b(Mode::Help, &[Code(K::End), C('G')], A::Last, "bottom", None),
-    b(
-        Mode::Help,
-        &[Code(K::Esc), C('?'), C('q'), Code(K::F(1))],
-        A::CloseOverlay,
-        "close",
-        Some("close"),
-    ),
+    b(Mode::Help, &[Code(K::Esc), C('?'), C('q'), Code(K::F(1))], A::CloseOverlay, "close", Some("close")),
     b(Mode::Help, &[Ctrl('c')], A::ForceQuit, "quit at once", None),
 ];
 
 /// Text fields (the goto prompt, a knob's value).
+#[rustfmt::skip]
 static TEXT_FIELDS: &[Binding] = &[
     // text fields
-    b(
-        Mode::Input,
-        &[Code(K::Enter)],
-        A::Accept,
-        "accept",
-        Some("accept"),
-    ),
-    b(
-        Mode::Input,
-        &[Code(K::Esc)],
-        A::CloseOverlay,
-        "cancel (a search: clear it)",
-        Some("cancel"),
-    ),
-    b(
-        Mode::Input,
-        &[Ctrl('u')],
-        A::ClearInput,
-        "clear the field",
-        Some("clear"),
-    ),
-    b(
-        Mode::Input,
-        &[Ctrl('c')],
-        A::ForceQuit,
-        "quit at once",
-        None,
-    ),
+    b(Mode::Input, &[Code(K::Enter)], A::Accept, "accept", Some("accept")),
+    b(Mode::Input, &[Code(K::Esc)], A::CloseOverlay, "cancel (a search: clear it)", Some("cancel")),
+    b(Mode::Input, &[Ctrl('u')], A::ClearInput, "clear the field", Some("clear")),
+    b(Mode::Input, &[Ctrl('c')], A::ForceQuit, "quit at once", None),
 ];
 
 /// The action bound to `ev` in `mode`, if any.

@@ -8,8 +8,10 @@
 //! terminal: it redraws only when something changed and blocks on events (with a timeout only
 //! while playing or loading), so an idle explorer uses no CPU.
 //!
-//! The state is split by feature: [`main`] (the main screen), [`knobs`], [`picker`], [`follow`],
-//! [`diff`], [`sweep`]; [`schedule`] is what they share (policy, budget, replay).
+//! The state is split by feature: [`main`] (the main screen), [`knobs`], [`picker`], [`diff`],
+//! [`sweep`] (each a folder with its state, updates, view and keys) and [`follow`];
+//! [`on_screen`] is what they share (policy, budget, replay). [`ui`] draws the shell around
+//! them (status line, help, questions, text fields).
 
 pub mod geometry;
 pub mod grid;

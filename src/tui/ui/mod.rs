@@ -4,8 +4,6 @@
 //! precomputed in the view-models, so a frame costs a slice walk per pane.
 
 pub mod help;
-pub mod knobs;
-pub mod picker;
 pub mod screens;
 pub mod status;
 
@@ -43,7 +41,7 @@ pub fn view(state: &State, f: &mut Frame) -> Geometry {
                 crate::tui::sweep::view::render(state, s, f, area);
             }
         }
-        Screen::Picker => g.picker_rows = picker::render(state, f, area),
+        Screen::Picker => g.picker_rows = crate::tui::picker::view::render(state, f, area),
         Screen::Loading(what) => screens::loading(state, f, area, what),
         Screen::Failed(e) => screens::failed(state, f, area, e),
     }
@@ -51,10 +49,10 @@ pub fn view(state: &State, f: &mut Frame) -> Geometry {
         return g;
     }
     if state.knobs.panel.is_some() {
-        knobs::render(state, f, area);
+        crate::tui::knobs::view::render(state, f, area);
     }
     if let Some(sel) = state.knobs.policies {
-        knobs::render_policies(state, f, area, sel);
+        crate::tui::knobs::view::render_policies(state, f, area, sel);
     }
     if let Some(sel) = state.main.children {
         screens::children(state, f, area, sel);

@@ -6,15 +6,15 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 use ratatui::Frame;
 
-use super::{date, pane_block, thousands};
 use crate::tui::app::State;
 use crate::tui::keymap::Mode;
+use crate::tui::ui::{date, hidden_rows, pane_block, screens, scrollbar, status, thousands};
 
 /// Draws the picker; returns the rows its list shows at once.
 pub fn render(state: &State, f: &mut Frame, area: Rect) -> usize {
     let t = &state.theme;
     if area.width < 20 || area.height < 5 {
-        super::screens::too_small(f, area, t);
+        screens::too_small(f, area, t);
         return 0;
     }
     let [head, filter, body, status] = area.layout(&Layout::vertical([
@@ -124,16 +124,16 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) -> usize {
         .header(Row::new(header).style(t.title))
         .column_spacing(1)
         .block(pane_block(" Sessions ", true, t).title_bottom(
-            Line::from(Span::styled(super::hidden_rows(first, scroll), t.dim)).right_aligned(),
+            Line::from(Span::styled(hidden_rows(first, scroll), t.dim)).right_aligned(),
         ));
     f.render_widget(table, body);
-    super::scrollbar(f, body, first, scroll, t);
+    scrollbar(f, body, first, scroll, t);
     let mut lead = Vec::new();
     if let Some((msg, _)) = &state.flash {
         lead.push(Span::styled(format!(" {msg} │"), t.error));
     }
     let tail = vec![Span::styled("  type to filter", t.status)];
-    super::status::draw_bar(state, lead, Mode::Picker, tail, f, status);
+    status::draw_bar(state, lead, Mode::Picker, tail, f, status);
     inner_h
 }
 

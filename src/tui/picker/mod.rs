@@ -1,6 +1,9 @@
 //! The session picker: the source's sessions (sub-agents under their parents), filtered as the
 //! user types.
 
+pub mod keys;
+pub mod view;
+
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 
 use crate::tui::app::{Effect, HelpView, Overlay, Screen, State};

@@ -6,9 +6,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
-use super::{centered, pane_block, thousands};
+use super::{fmt_knob, knob_value};
 use crate::tui::app::State;
-use crate::tui::knobs::{fmt_knob, knob_value};
+use crate::tui::ui::{centered, pane_block, scrollbar, thousands};
 use crate::tui::widgets::slider::Slider;
 use tierscope_engine::policy::KnobValue;
 
@@ -167,7 +167,7 @@ pub fn render(state: &State, f: &mut Frame, area: Rect) {
         }
     }
     let list_rect = Rect::new(rect.x, rect.y, rect.width, list_h as u16 + 2);
-    super::scrollbar(f, list_rect, first, list_scroll, t);
+    scrollbar(f, list_rect, first, list_scroll, t);
     let help_area = Rect::new(
         inner.x,
         inner.bottom().saturating_sub(help_h),

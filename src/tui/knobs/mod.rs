@@ -3,6 +3,9 @@
 //! the knobs are unsaved. What the last edits changed is the schedule's baseline
 //! ([`crate::tui::on_screen::Baseline`]).
 
+pub mod keys;
+pub mod view;
+
 use std::collections::BTreeMap;
 
 use crate::tui::app::{Confirm, Effect, Input, InputPurpose, Level, Overlay, State};
