@@ -4,8 +4,8 @@
 //!
 //! The state is split by feature, each part owning its data the way gitui's components do:
 //! [`MainState`] (the main screen), [`KnobsState`] (knobs panel, policy list, saving),
-//! [`PickerState`] (session picker), [`FollowState`] (live follow), and diff mode and the sweep
-//! pane while open. What they share is the loaded session and the [`OnScreen`] run (policy,
+//! [`PickerState`] (session picker), [`FollowState`] (live follow), and the panes that open
+//! over the main screen (diff mode, the sweep pane: [`crate::tui::panels`]). What they share is the loaded session and the [`OnScreen`] run (policy,
 //! budget, replay). Page sizes and hit-test rectangles come from the [`Geometry`] the view
 //! reports, never from a layout computed here.
 
@@ -163,10 +163,9 @@ pub struct State {
     pub picker: PickerState,
     /// Live follow (`--follow`): status, last change, new requests.
     pub follow: FollowState,
-    /// Diff mode (`d`), when open.
-    pub diff: Option<Box<crate::tui::diff::DiffState>>,
-    /// Sweep pane (`S`), when open.
-    pub sweep: Option<Box<crate::tui::sweep::SweepState>>,
+    /// The panes that open over the main screen (diff mode, the sweep pane): see
+    /// [`crate::tui::panels`].
+    pub panels: crate::tui::panels::Panels,
     pub overlay: Overlay,
     pub input: Option<Input>,
     pub flash: Option<(String, Level)>,
@@ -207,10 +206,8 @@ pub enum Msg {
     Failed(String),
     /// From the follower (`--follow`).
     Follow(crate::tui::follow::FollowMsg),
-    /// Diff mode's results.
-    Diff(crate::tui::diff::DiffMsg),
-    /// Sweep pane's progress and results.
-    Sweep(crate::tui::sweep::SweepMsg),
+    /// A pane's progress and results (diff mode, the sweep pane).
+    Panel(crate::tui::panels::PanelMsg),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -240,10 +237,8 @@ pub enum Effect {
     },
     /// Start, steer or stop following (latest wins).
     Follow(crate::tui::follow::FollowCmd),
-    /// Diff mode's work (latest wins per kind).
-    Diff(crate::tui::diff::DiffJob),
-    /// The sweep pane's grid (latest wins).
-    Sweep(crate::tui::sweep::SweepJob),
+    /// A pane's work (latest wins per pane and slot).
+    Panel(crate::tui::panels::PanelJob),
 }
 
 /// The kind of a background job: a queued job is replaced by a newer one of the same kind.
@@ -255,9 +250,8 @@ pub enum JobKey {
     Context,
     SavePolicy,
     Follow,
-    DiffReplay,
-    DiffContext,
-    Sweep,
+    /// A pane's jobs: one slot of its own.
+    Panel(crate::tui::panels::PanelId, u8),
 }
 
 impl Effect {
@@ -271,8 +265,7 @@ impl Effect {
             Effect::Copy(_) => return None,
             Effect::SavePolicy { .. } => JobKey::SavePolicy,
             Effect::Follow(_) => JobKey::Follow,
-            Effect::Diff(j) => j.job_key(),
-            Effect::Sweep(j) => j.job_key(),
+            Effect::Panel(j) => j.job_key(),
         })
     }
 }
@@ -297,8 +290,7 @@ impl State {
             main: MainState::default(),
             picker: PickerState::default(),
             follow: Default::default(),
-            diff: None,
-            sweep: None,
+            panels: Default::default(),
             overlay: Overlay::None,
             input: None,
             flash: None,
@@ -334,11 +326,7 @@ impl State {
         }
         match &self.screen {
             Screen::Picker => Mode::Picker,
-            Screen::Main => match (&self.sweep, &self.diff) {
-                (Some(s), _) => s.mode(),
-                (None, Some(d)) => d.mode(),
-                (None, None) => self.main.mode(),
-            },
+            Screen::Main => self.panels.mode().unwrap_or_else(|| self.main.mode()),
             _ => Mode::Main,
         }
     }
@@ -444,7 +432,7 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
                 state.flash = None;
             }
             on_loaded(state, view, &mut fx);
-            crate::tui::diff::on_session_changed(state, &mut fx);
+            crate::tui::panels::on_session_changed(state, &mut fx);
         }
         Msg::Loaded(Err(e)) => {
             if state.session.is_some() {
@@ -480,8 +468,7 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
         Msg::Saved(r) => crate::tui::knobs::on_saved(state, r),
         Msg::Failed(e) => state.screen = Screen::Failed(e),
         Msg::Follow(m) => crate::tui::follow::on_msg(state, m, &mut fx),
-        Msg::Diff(m) => crate::tui::diff::on_msg(state, m, &mut fx),
-        Msg::Sweep(m) => crate::tui::sweep::on_msg(state, m),
+        Msg::Panel(m) => crate::tui::panels::on_msg(state, m, &mut fx),
     }
     fx
 }
@@ -583,17 +570,15 @@ fn on_key(state: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
         Mode::Confirm => on_confirm_key(state, action, fx),
         Mode::Knobs => crate::tui::knobs::on_panel_key(state, action, fx),
         Mode::PolicyPick => crate::tui::knobs::on_policy_key(state, action, fx),
-        Mode::Diff | Mode::DiffKnobs | Mode::DiffPick => {
-            crate::tui::diff::on_key(state, action, fx)
-        }
-        Mode::Sweep | Mode::SweepSetup | Mode::SweepEdit => {
-            crate::tui::sweep::on_key(state, &k, action, fx)
-        }
         Mode::SubAgents => crate::tui::main::on_children_key(state, action, fx),
         Mode::Main => {
             if let Some(a) = action {
                 crate::tui::main::on_action(state, a, fx);
             }
+        }
+        // A pane's own modes.
+        _ => {
+            crate::tui::panels::on_key(state, &k, action, fx);
         }
     }
 }
@@ -734,26 +719,29 @@ fn accept_input(state: &mut State, input: &Input, fx: &mut Vec<Effect>) -> Resul
             crate::tui::main::update(state, fx, |m, env, out| m.accept_search(env, text, out));
             Ok(())
         }
-        InputPurpose::Goto if state.diff.is_some() => crate::tui::diff::goto(state, text, fx),
-        InputPurpose::Goto => {
-            crate::tui::main::update(state, fx, |m, env, out| m.goto(env, text, out))
-        }
+        InputPurpose::Goto => match crate::tui::panels::goto(state, text, fx) {
+            Some(r) => r,
+            None => crate::tui::main::update(state, fx, |m, env, out| m.goto(env, text, out)),
+        },
         InputPurpose::KnobValue => crate::tui::knobs::type_knob(state, text, fx),
         InputPurpose::Budget => crate::tui::knobs::type_budget(state, text, fx),
         InputPurpose::SavePath => crate::tui::knobs::save_to(state, text, fx),
     }
 }
 
-fn on_mouse(state: &mut State, m: MouseEvent, fx: &mut Vec<Effect>) {
+/// The wheel as the keys of a list: `down` / `up` (`None` for anything else the mouse did).
+pub fn wheel_as(m: &MouseEvent, down: Action, up: Action) -> Option<Action> {
     use ratatui::crossterm::event::MouseEventKind;
-    let wheel = match m.kind {
-        MouseEventKind::ScrollDown => Some(Action::ScrollDown),
-        MouseEventKind::ScrollUp => Some(Action::ScrollUp),
+    match m.kind {
+        MouseEventKind::ScrollDown => Some(down),
+        MouseEventKind::ScrollUp => Some(up),
         _ => None,
-    };
-    // The wheel as the keys of a list: down / up.
-    let wheel_as =
-        |down: Action, up: Action| wheel.map(|w| if w == Action::ScrollDown { down } else { up });
+    }
+}
+
+fn on_mouse(state: &mut State, m: MouseEvent, fx: &mut Vec<Effect>) {
+    let wheel = wheel_as(&m, Action::ScrollDown, Action::ScrollUp);
+    let wheel_as = |down: Action, up: Action| wheel_as(&m, down, up);
     match state.mode() {
         Mode::Main if state.screen == Screen::Main => crate::tui::main::on_mouse(state, m, fx),
         Mode::Picker => crate::tui::picker::on_mouse(state, m),
@@ -762,27 +750,18 @@ fn on_mouse(state: &mut State, m: MouseEvent, fx: &mut Vec<Effect>) {
             let a = wheel_as(Action::KnobDown, Action::KnobUp);
             crate::tui::knobs::on_panel_key(state, a, fx);
         }
-        Mode::Diff => crate::tui::diff::on_mouse(state, m),
-        Mode::Sweep => {
-            let a = wheel_as(Action::SelectDown, Action::SelectUp);
-            crate::tui::sweep::on_key(state, &KeyEvent::from(KeyCode::Null), a, fx);
+        Mode::SubAgents => {
+            let a = wheel_as(Action::ListDown, Action::ListUp);
+            crate::tui::main::on_children_key(state, a, fx);
         }
-        Mode::SubAgents | Mode::PolicyPick | Mode::DiffPick | Mode::SweepSetup => {
-            on_key_action(state, wheel_as(Action::ListDown, Action::ListUp), fx);
+        Mode::PolicyPick => {
+            let a = wheel_as(Action::ListDown, Action::ListUp);
+            crate::tui::knobs::on_policy_key(state, a, fx);
         }
-        _ => {}
-    }
-}
-
-/// An action in the current mode as if its key was pressed (the wheel in lists).
-fn on_key_action(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
-    match state.mode() {
-        Mode::SubAgents => crate::tui::main::on_children_key(state, action, fx),
-        Mode::PolicyPick => crate::tui::knobs::on_policy_key(state, action, fx),
-        Mode::DiffPick => crate::tui::diff::on_key(state, action, fx),
-        Mode::SweepSetup => {
-            crate::tui::sweep::on_key(state, &KeyEvent::from(KeyCode::Null), action, fx)
+        Mode::Input | Mode::Confirm | Mode::Main => {}
+        // A pane's own modes.
+        _ => {
+            crate::tui::panels::on_mouse(state, m, fx);
         }
-        _ => {}
     }
 }

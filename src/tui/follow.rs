@@ -197,7 +197,7 @@ fn on_reloaded(
     m.follow_cursor(&env);
     state.on_screen.request(fx);
     // Diff mode compares the grown session too (its cursor keeps up when at the newest).
-    crate::tui::diff::on_session_changed(state, fx);
+    crate::tui::panels::on_session_changed(state, fx);
 }
 
 /// Status-bar spans: `● following 12:03:41 · 3 new requests · W pause`.

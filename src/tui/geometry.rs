@@ -75,8 +75,8 @@ pub struct Geometry {
     pub help_top: usize,
     /// Rows of the session picker's list.
     pub picker_rows: usize,
-    /// Diff mode's context diff.
-    pub diff_context: Scroll,
+    /// The text pane of the open panel that has one (diff mode's context diff).
+    pub panel_text: Scroll,
 }
 
 #[cfg(test)]

@@ -173,12 +173,7 @@ impl Worker {
                     &path, &toml, overwrite, &guard,
                 )))
             }
-            Effect::Diff(job) => Some(crate::tui::diff::job::run(self.current.as_ref(), job)),
-            Effect::Sweep(job) => Some(crate::tui::sweep::job::run(
-                self.current.as_ref(),
-                job,
-                progress,
-            )),
+            Effect::Panel(job) => Some(job.run(self.current.as_ref(), progress)),
             // Writing to the terminal is the runner's business.
             Effect::Copy(_) => None,
         }

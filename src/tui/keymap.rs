@@ -138,10 +138,10 @@ pub enum Action {
     ClearInput,
     /// Answer "no" to a question, but save first (the quit question's `w`).
     SaveThenQuit,
-    /// Open diff mode; its own actions are [`crate::tui::diff::keys::DiffAction`].
-    OpenDiff,
-    /// Open the sweep pane; its own actions are [`crate::tui::sweep::keys::SweepAction`].
-    OpenSweep,
+    /// Open a pane over the main screen ([`crate::tui::panels`]): diff mode, whose own
+    /// actions are [`crate::tui::diff::keys::DiffAction`], or the sweep pane
+    /// ([`crate::tui::sweep::keys::SweepAction`]).
+    Open(crate::tui::panels::PanelId),
     /// An action only diff mode has (it declares them with its bindings).
     Diff(crate::tui::diff::keys::DiffAction),
     /// An action only the sweep pane has.
@@ -267,14 +267,16 @@ static GROUPS: &[&[Binding]] = &[
     crate::tui::knobs::keys::BINDINGS,
     crate::tui::picker::keys::BINDINGS,
     HELP,
-    crate::tui::diff::keys::BINDINGS,
-    crate::tui::sweep::keys::BINDINGS,
-    TEXT_FIELDS,
 ];
 
-/// Every binding, in keymap order.
+/// Every binding, in keymap order: the shell's and the main screen's, every registered pane's
+/// ([`crate::tui::panels::BINDINGS`]), then the text fields'.
 pub fn bindings() -> impl Iterator<Item = &'static Binding> {
-    GROUPS.iter().flat_map(|g| g.iter())
+    GROUPS
+        .iter()
+        .chain(crate::tui::panels::BINDINGS)
+        .chain(std::iter::once(&TEXT_FIELDS))
+        .flat_map(|g| g.iter())
 }
 
 /// The questions every screen may ask (quit with unsaved knobs, overwrite a file).

@@ -9,7 +9,8 @@
 //! while playing or loading), so an idle explorer uses no CPU.
 //!
 //! The state is split by feature: [`main`] (the main screen), [`knobs`], [`picker`], [`diff`],
-//! [`sweep`] (each a folder with its state, updates, view and keys) and [`follow`];
+//! [`sweep`] (each a folder with its state, updates, view and keys; the last two registered in
+//! [`panels`]) and [`follow`];
 //! [`on_screen`] is what they share (policy, budget, replay). [`ui`] draws the shell around
 //! them (status line, help, questions, text fields).
 
@@ -49,6 +50,7 @@ pub mod jobs;
 pub mod knobs;
 pub mod main;
 pub mod on_screen;
+pub mod panels;
 pub mod picker;
 pub mod presenter;
 pub mod run;

@@ -185,8 +185,7 @@ fn panicked(job: &Effect) -> Option<Msg> {
         Effect::LoadSession { .. } => Msg::Loaded(Err(e)),
         Effect::SavePolicy { .. } => Msg::Saved(Err(crate::tui::knobs::SaveError::Failed(e))),
         Effect::ListSessions => Msg::Failed(e),
-        Effect::Diff(j) => Msg::Diff(j.failed(e)),
-        Effect::Sweep(j) => Msg::Sweep(j.failed(e)),
+        Effect::Panel(j) => j.failed(e),
         Effect::Copy(_) | Effect::Follow(_) => return None,
     })
 }

@@ -9,6 +9,7 @@ use ratatui::crossterm::event::KeyCode;
 use tierscope::tui::app::Effect;
 use tierscope::tui::diff::DiffJob;
 use tierscope::tui::keymap::Mode;
+use tierscope::tui::panels::PanelJob;
 use tui_common::*;
 
 const SIZES: [(u16, u16); 3] = [(160, 45), (120, 40), (80, 24)];
@@ -28,6 +29,7 @@ fn diff_with(app: &mut App, name: &str) {
     assert_eq!(app.state.mode(), Mode::DiffPick);
     let (list, _) = app
         .state
+        .panels
         .diff
         .as_ref()
         .and_then(|d| d.picker.clone())
@@ -44,7 +46,7 @@ fn diff_with(app: &mut App, name: &str) {
     }
     app.key(KeyCode::Enter);
     assert_eq!(app.state.mode(), Mode::Diff);
-    let d = app.state.diff.as_ref().expect("diff open");
+    let d = app.state.panels.diff.as_ref().expect("diff open");
     assert_eq!(d.b.name, name);
     assert!(d.model.is_some(), "both replays ran");
 }
@@ -100,7 +102,7 @@ fn diff_screen_snapshots() {
         for _ in 0..18 {
             app.key(KeyCode::Right);
         }
-        let d = app.state.diff.as_ref().expect("diff open");
+        let d = app.state.panels.diff.as_ref().expect("diff open");
         assert_eq!(d.cursor, 18);
         let ctx = d.context.as_ref().expect("context diff at the cursor");
         assert_eq!(ctx.request, 18);
@@ -125,6 +127,7 @@ fn hunks_jump_and_wrap_and_the_sides_scroll_together() {
     app.key(KeyCode::End);
     let hunks = app
         .state
+        .panels
         .diff
         .as_ref()
         .and_then(|d| d.context.clone())
@@ -132,7 +135,13 @@ fn hunks_jump_and_wrap_and_the_sides_scroll_together() {
         .hunks
         .clone();
     assert!(hunks.len() >= 2, "{hunks:?}");
-    let at = |app: &App| app.state.diff.as_ref().map(|d| (d.hunk, d.context_scroll));
+    let at = |app: &App| {
+        app.state
+            .panels
+            .diff
+            .as_ref()
+            .map(|d| (d.hunk, d.context_scroll))
+    };
     assert_eq!(at(&app), Some((Some(0), hunks[0].saturating_sub(2))));
     app.key(KeyCode::Char('n'));
     assert_eq!(at(&app), Some((Some(1), hunks[1].saturating_sub(2))));
@@ -142,7 +151,7 @@ fn hunks_jump_and_wrap_and_the_sides_scroll_together() {
     assert_eq!(at(&app), Some((Some(last), hunks[last].saturating_sub(2))));
     // One scroll position for both sides: the rows hold A and B lines together.
     app.key(KeyCode::PageDown);
-    let d = app.state.diff.as_ref().expect("diff");
+    let d = app.state.panels.diff.as_ref().expect("diff");
     assert!(
         d.context_scroll > hunks[last].saturating_sub(2)
             || d.context_scroll + 1 == d.context.as_ref().map_or(0, |c| c.rows.len())
@@ -160,6 +169,7 @@ fn editing_either_side_reruns_both_replays_and_the_pre_edit_policy_is_offered() 
     app.key(KeyCode::Char('d'));
     let (list, sel) = app
         .state
+        .panels
         .diff
         .as_ref()
         .and_then(|d| d.picker.clone())
@@ -173,7 +183,7 @@ fn editing_either_side_reruns_both_replays_and_the_pre_edit_policy_is_offered() 
     );
     assert!(list[0].desc.contains("min_dwell=3"), "{:?}", list[0]);
     app.key(KeyCode::Enter);
-    let d = app.state.diff.as_ref().expect("diff");
+    let d = app.state.panels.diff.as_ref().expect("diff");
     assert_eq!(
         d.b.knobs.get("min_dwell").map(|v| v.to_string()).as_deref(),
         Some("3")
@@ -188,13 +198,16 @@ fn editing_either_side_reruns_both_replays_and_the_pre_edit_policy_is_offered() 
     // B's knobs: one step reruns the pair (one job carrying both policies).
     app.key(KeyCode::Char('b'));
     assert_eq!(app.state.mode(), Mode::DiffKnobs);
-    let row = knob_row(&app.state.diff.as_ref().expect("diff").b.specs, "min_dwell");
+    let row = knob_row(
+        &app.state.panels.diff.as_ref().expect("diff").b.specs,
+        "min_dwell",
+    );
     app.down(row);
     let fx = app.key(KeyCode::Right);
     let jobs: Vec<&DiffJob> = fx
         .iter()
         .filter_map(|e| match e {
-            Effect::Diff(j) => Some(j),
+            Effect::Panel(PanelJob::Diff(j)) => Some(j),
             _ => None,
         })
         .collect();
@@ -211,21 +224,21 @@ fn editing_either_side_reruns_both_replays_and_the_pre_edit_policy_is_offered() 
         }
         other => panic!("expected one replay of both sides, got {other:?}"),
     }
-    let gen = app.state.diff.as_ref().expect("diff").gen;
+    let gen = app.state.panels.diff.as_ref().expect("diff").gen;
     // Tab: A's knobs; a step there reruns too (a newer generation: latest wins).
     app.key(KeyCode::Tab);
     let fx = app.key(KeyCode::Left);
     assert!(fx
         .iter()
-        .any(|e| matches!(e, Effect::Diff(DiffJob::Replay { .. }))));
-    let d = app.state.diff.as_ref().expect("diff");
+        .any(|e| matches!(e, Effect::Panel(PanelJob::Diff(DiffJob::Replay { .. })))));
+    let d = app.state.panels.diff.as_ref().expect("diff");
     assert!(d.gen > gen && !d.pending && d.model.is_some());
     app.key(KeyCode::Esc);
     assert_eq!(app.state.mode(), Mode::Diff);
     // Esc closes diff mode; the main policy is untouched by diff-mode edits.
     app.key(KeyCode::Esc);
     assert_eq!(app.state.mode(), Mode::Main);
-    assert!(app.state.diff.is_none());
+    assert!(app.state.panels.diff.is_none());
     assert_eq!(
         app.state
             .on_screen
@@ -242,18 +255,18 @@ fn editing_either_side_reruns_both_replays_and_the_pre_edit_policy_is_offered() 
 fn a_stale_result_is_dropped() {
     let mut app = m1(80, 24);
     diff_with_age(&mut app);
-    let d = app.state.diff.as_ref().expect("diff");
+    let d = app.state.panels.diff.as_ref().expect("diff");
     let (gen, model) = (d.gen, d.model.clone());
     // A result of an older generation arrives late: ignored.
     let fx = tierscope::tui::app::update(
         &mut app.state,
-        tierscope::tui::app::Msg::Diff(tierscope::tui::diff::DiffMsg::Replayed {
+        tierscope::tui::app::Msg::from(tierscope::tui::diff::DiffMsg::Replayed {
             gen: gen - 1,
             result: Err("stale".into()),
         }),
     );
     assert!(fx.is_empty());
-    let d = app.state.diff.as_ref().expect("diff");
+    let d = app.state.panels.diff.as_ref().expect("diff");
     assert!(d.error.is_none());
     assert!(std::sync::Arc::ptr_eq(
         d.model.as_ref().expect("model"),

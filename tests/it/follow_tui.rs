@@ -227,18 +227,26 @@ fn diff_mode_keeps_up_with_a_growing_session() {
     app.key('d');
     let pick = app
         .state
+        .panels
         .diff
         .as_ref()
         .and_then(|d| d.picker.as_ref())
         .and_then(|(list, _)| list.iter().position(|c| c.label == "age"))
         .unwrap();
-    if let Some((_, sel)) = app.state.diff.as_mut().and_then(|d| d.picker.as_mut()) {
+    if let Some((_, sel)) = app
+        .state
+        .panels
+        .diff
+        .as_mut()
+        .and_then(|d| d.picker.as_mut())
+    {
         *sel = pick;
     }
     app.handle(Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)));
     app.key('G');
     let diff_at = |s: &State| {
-        s.diff
+        s.panels
+            .diff
             .as_ref()
             .map(|d| (d.cursor, d.model.as_ref().map(|m| m.requests)))
     };

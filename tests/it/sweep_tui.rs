@@ -9,6 +9,7 @@ use ratatui::crossterm::event::KeyCode;
 use tierscope::tui::app::{update, Effect, Msg};
 use tierscope::tui::jobs::run_sync;
 use tierscope::tui::keymap::Mode;
+use tierscope::tui::panels::{PanelId, PanelJob};
 use tierscope::tui::sweep::{Phase, SweepState};
 use tierscope_engine::policy::KnobValue;
 use tui_common::*;
@@ -25,7 +26,7 @@ fn m1(theme: &str, w: u16, h: u16) -> App {
 }
 
 fn sw(app: &App) -> &SweepState {
-    app.state.sweep.as_deref().expect("sweep pane open")
+    app.state.panels.sweep.as_deref().expect("sweep pane open")
 }
 
 fn num(app: &App, key: &str) -> f64 {
@@ -145,7 +146,7 @@ fn setup_form_chooses_knobs_ranges_and_metric() {
             "Esc without a grid closes the pane; the main view is untouched",
             vec![KeyCode::Esc],
             |a| {
-                assert!(a.state.sweep.is_none());
+                assert!(a.state.panels.sweep.is_none());
                 assert_eq!(a.state.mode(), Mode::Main);
             },
         ),
@@ -220,7 +221,7 @@ fn the_grid_runs_moves_and_enter_loads_the_point_into_the_main_view() {
             "Enter on an invalid point explains and stays",
             vec![KeyCode::Home, KeyCode::Enter],
             |a| {
-                assert!(a.state.sweep.is_some());
+                assert!(a.state.panels.sweep.is_some());
                 let (msg, _) = a.state.flash.clone().expect("flash");
                 assert!(msg.contains("invalid"), "{msg}");
             },
@@ -234,7 +235,7 @@ fn the_grid_runs_moves_and_enter_loads_the_point_into_the_main_view() {
                 v
             },
             |a| {
-                assert!(a.state.sweep.is_none());
+                assert!(a.state.panels.sweep.is_none());
                 assert_eq!(a.state.mode(), Mode::Main);
                 assert_eq!((num(a, "demote_at"), num(a, "promote_at")), (0.8, 0.48));
             },
@@ -275,10 +276,13 @@ fn esc_cancels_a_running_sweep_and_its_late_result_is_ignored() {
         Msg::Key(ratatui::crossterm::event::KeyEvent::from(KeyCode::Enter)),
     );
     let job = match fx.as_slice() {
-        [Effect::Sweep(j)] => j.clone(),
+        [Effect::Panel(PanelJob::Sweep(j))] => j.clone(),
         other => panic!("{other:?}"),
     };
-    assert_eq!(job.job_key(), tierscope::tui::app::JobKey::Sweep);
+    assert_eq!(
+        Effect::from(job.clone()).job_key(),
+        Some(tierscope::tui::app::JobKey::Panel(PanelId::Sweep, 0))
+    );
     assert_eq!(sw(&app).phase, Phase::Running { done: 0, total: 42 });
     let buf = app.draw();
     assert!(text(&buf).contains("0 of 42 points done"), "{}", text(&buf));
@@ -288,7 +292,7 @@ fn esc_cancels_a_running_sweep_and_its_late_result_is_ignored() {
     assert!(job.cancel.is_cancelled(), "the worker is told to stop");
     assert_eq!(sw(&app).phase, Phase::Setup);
     // The worker stops between rows and answers; the answer is stale and changes nothing.
-    run_sync(&mut app.state, &mut app.worker, vec![Effect::Sweep(job)]);
+    run_sync(&mut app.state, &mut app.worker, vec![Effect::from(job)]);
     let s = sw(&app);
     assert_eq!(s.phase, Phase::Setup);
     assert!(s.grid.is_none());

@@ -88,6 +88,7 @@ fn one_baseline_with_its_budget_in_the_strip_and_in_diff_mode() {
     app.key(KeyCode::Char('d'));
     let (list, sel) = app
         .state
+        .panels
         .diff
         .as_ref()
         .and_then(|d| d.picker.clone())
@@ -95,7 +96,7 @@ fn one_baseline_with_its_budget_in_the_strip_and_in_diff_mode() {
     assert_eq!(sel, 0);
     assert!(list[0].label.contains("retention @ 9,000"), "{:?}", list[0]);
     app.key(KeyCode::Enter);
-    let d = app.state.diff.as_ref().expect("diff");
+    let d = app.state.panels.diff.as_ref().expect("diff");
     assert_eq!((d.budget, d.budget_b), (Some(12_000), Some(9000)));
     let m = d.model.clone().expect("model");
     assert_eq!((m.budget, m.budget_b), (12_000, 9000));

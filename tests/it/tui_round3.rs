@@ -236,7 +236,7 @@ fn colon_goes_to_a_request_in_diff_mode() {
     app.keys("17");
     app.key(KeyCode::Enter);
     assert_eq!(app.state.mode(), Mode::Diff);
-    assert_eq!(app.state.diff.as_ref().map(|d| d.cursor), Some(17));
+    assert_eq!(app.state.panels.diff.as_ref().map(|d| d.cursor), Some(17));
     assert!(text(&app.draw()).contains("r17/23"));
     // The main cursor is diff mode's own business.
     assert_eq!(app.state.main.cursor, 0);

@@ -525,7 +525,7 @@ fn a_session_without_requests_shows_an_empty_state_not_an_error() {
             "{c}: {fx:?}"
         );
     }
-    assert!(app.state.diff.is_none());
+    assert!(app.state.panels.diff.is_none());
     let screen = text(&app.draw());
     assert!(screen.contains("no requests yet"), "{screen}");
     assert!(

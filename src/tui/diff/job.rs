@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use super::view_model::{safe_context, DiffModel};
 use super::{DiffJob, DiffMsg};
-use crate::tui::app::Msg;
 use tierscope_engine::compare;
 use tierscope_engine::replay::{self, Input};
 use tierscope_engine::session::LoadedSession;
@@ -17,13 +16,13 @@ use tierscope_engine::session::LoadedSession;
 pub const TEXT_DIFF_BUDGET: Duration = Duration::from_millis(250);
 
 /// Runs one diff job against the current session.
-pub fn run(session: Option<&Arc<LoadedSession>>, job: DiffJob) -> Msg {
+pub fn run(session: Option<&Arc<LoadedSession>>, job: DiffJob) -> DiffMsg {
     let Some(s) = session else {
-        return Msg::Diff(job.failed("no session loaded".to_owned()));
+        return job.failed("no session loaded".to_owned());
     };
     let input = Input::from(s.as_ref());
     // Each side at its own budget (B is the baseline at the budget it had, or at A's).
-    Msg::Diff(match job {
+    match job {
         DiffJob::Replay { gen, a, b, budgets } => DiffMsg::Replayed {
             gen,
             result: {
@@ -55,5 +54,5 @@ pub fn run(session: Option<&Arc<LoadedSession>>, job: DiffJob) -> Msg {
                 .map(|d| Arc::new(safe_context(d)))
                 .map_err(|e| e.to_string()),
         },
-    })
+    }
 }

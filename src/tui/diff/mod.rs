@@ -4,9 +4,9 @@
 //! two rendered contexts side by side. Knobs of either side can be edited; both replays rerun
 //! on the worker thread, latest wins.
 //!
-//! Self-contained: its state hangs off [`State::diff`], its keys are the `Diff*` modes of the
-//! keymap, its work is [`DiffJob`] (run by [`job::run`]) and its results come back as
-//! [`DiffMsg`]. Diff mode works on copies of the policies: closing it leaves the main screen's
+//! Self-contained: a [`Panel`] registered in [`crate::tui::panels`] (its state is
+//! `State::panels.diff`), its keys are the `Diff*` modes of the keymap, its work is [`DiffJob`]
+//! (run by [`job::run`]) and its results come back as [`DiffMsg`]. Diff mode works on copies of the policies: closing it leaves the main screen's
 //! policy as it was. It has its own request cursor, starting at the main one.
 
 pub mod job;
@@ -16,8 +16,10 @@ pub mod view_model;
 
 use std::sync::Arc;
 
-use crate::tui::app::{Effect, HelpView, JobKey, Level, Overlay, State};
+use crate::tui::app::{Effect, HelpView, Level, Overlay, State};
+use crate::tui::geometry::Scroll;
 use crate::tui::keymap::{Action, Mode};
+use crate::tui::panels::Panel;
 use keys::DiffAction;
 use tierscope_engine::compare::ContextDiff;
 use tierscope_engine::policy::Policy;
@@ -161,13 +163,6 @@ pub enum DiffJob {
 }
 
 impl DiffJob {
-    /// Latest wins per key.
-    pub fn job_key(&self) -> JobKey {
-        match self {
-            DiffJob::Replay { .. } => JobKey::DiffReplay,
-            DiffJob::Context { .. } => JobKey::DiffContext,
-        }
-    }
     /// The answer when the job failed (e.g. panicked) with `e`.
     pub fn failed(&self, e: String) -> DiffMsg {
         match self {
@@ -196,6 +191,75 @@ pub enum DiffMsg {
         at: usize,
         result: Result<Arc<ContextDiff>, String>,
     },
+}
+
+impl Panel for DiffState {
+    type Msg = DiffMsg;
+    type Job = DiffJob;
+    const BINDINGS: &'static [crate::tui::keymap::Binding] = keys::BINDINGS;
+    const MODES: &'static [Mode] = &[Mode::Diff, Mode::DiffKnobs, Mode::DiffPick];
+
+    fn mode(&self) -> Mode {
+        DiffState::mode(self)
+    }
+    fn covers_main(&self) -> bool {
+        true
+    }
+    fn render(
+        &self,
+        state: &State,
+        f: &mut ratatui::Frame,
+        area: ratatui::layout::Rect,
+    ) -> Option<Scroll> {
+        Some(view::render(state, self, f, area))
+    }
+    fn open(state: &mut State) {
+        open(state)
+    }
+    fn on_key(
+        state: &mut State,
+        _k: &ratatui::crossterm::event::KeyEvent,
+        action: Option<Action>,
+        fx: &mut Vec<Effect>,
+    ) {
+        on_key(state, action, fx)
+    }
+    fn on_mouse(state: &mut State, m: ratatui::crossterm::event::MouseEvent, fx: &mut Vec<Effect>) {
+        match state.panels.diff.as_ref().map(|d| d.mode()) {
+            Some(Mode::Diff) => on_mouse(state, m),
+            Some(Mode::DiffPick) => {
+                let a = crate::tui::app::wheel_as(&m, Action::ListDown, Action::ListUp);
+                on_key(state, a, fx);
+            }
+            _ => {}
+        }
+    }
+    fn on_msg(state: &mut State, msg: DiffMsg, fx: &mut Vec<Effect>) {
+        on_msg(state, msg, fx)
+    }
+    fn on_session_changed(state: &mut State, fx: &mut Vec<Effect>) {
+        on_session_changed(state, fx)
+    }
+    fn goto(state: &mut State, text: &str, fx: &mut Vec<Effect>) -> Option<Result<(), String>> {
+        Some(goto(state, text, fx))
+    }
+    /// The replay of both sides and the context diff replace their own kind only.
+    fn job_slot(job: &DiffJob) -> u8 {
+        match job {
+            DiffJob::Replay { .. } => 0,
+            DiffJob::Context { .. } => 1,
+        }
+    }
+    fn run(
+        job: DiffJob,
+        session: Option<&Arc<tierscope_engine::session::LoadedSession>>,
+        _progress: &dyn Fn(crate::tui::app::Msg),
+    ) -> DiffMsg {
+        job::run(session, job)
+    }
+    fn failed(job: &DiffJob, e: String) -> DiffMsg {
+        job.failed(e)
+    }
 }
 
 /// The list B is chosen from: the baseline (what was on screen before the last edits, at its
@@ -259,7 +323,7 @@ pub fn open(state: &mut State) {
             list.iter().position(|c| c.label == want)
         })
         .unwrap_or(0);
-    state.diff = Some(Box::new(DiffState {
+    state.panels.diff = Some(Box::new(DiffState {
         a: state.on_screen.policy.clone(),
         b: state.on_screen.policy.clone(),
         budget: state.on_screen.budget,
@@ -283,7 +347,7 @@ pub fn open(state: &mut State) {
 fn request_replay(d: &mut DiffState, fx: &mut Vec<Effect>) {
     d.gen += 1;
     d.pending = true;
-    fx.push(Effect::Diff(DiffJob::Replay {
+    fx.push(Effect::from(DiffJob::Replay {
         gen: d.gen,
         a: Box::new(d.a.clone()),
         b: Box::new(d.b.clone()),
@@ -296,7 +360,7 @@ fn request_context(d: &mut DiffState, fx: &mut Vec<Effect>) {
         return;
     }
     d.context_pending = true;
-    fx.push(Effect::Diff(DiffJob::Context {
+    fx.push(Effect::from(DiffJob::Context {
         gen: d.gen,
         at: d.cursor,
         a: Box::new(d.a.clone()),
@@ -321,7 +385,7 @@ fn move_cursor(d: &mut DiffState, to: usize, fx: &mut Vec<Effect>) {
 /// The session was (re)loaded (a follow update, or another session): rerun both sides on it.
 /// A cursor at the newest request stays at the newest (diff mode keeps up with follow).
 pub fn on_session_changed(state: &mut State, fx: &mut Vec<Effect>) {
-    if let Some(d) = state.diff.as_deref_mut() {
+    if let Some(d) = state.panels.diff.as_deref_mut() {
         if d.picker.is_none() || d.model.is_some() {
             d.at_newest |= d.model.is_some() && d.cursor + 1 >= d.requests();
             d.context = None;
@@ -335,7 +399,7 @@ pub fn goto(state: &mut State, text: &str, fx: &mut Vec<Effect>) -> Result<(), S
     let Some(s) = state.session.clone() else {
         return Ok(());
     };
-    let Some(d) = state.diff.as_deref_mut() else {
+    let Some(d) = state.panels.diff.as_deref_mut() else {
         return Ok(());
     };
     match crate::tui::main::search::parse_goto(&s.model, text)? {
@@ -359,7 +423,7 @@ pub fn goto(state: &mut State, text: &str, fx: &mut Vec<Effect>) -> Result<(), S
 
 /// Results from the worker.
 pub fn on_msg(state: &mut State, msg: DiffMsg, fx: &mut Vec<Effect>) {
-    let Some(d) = state.diff.as_deref_mut() else {
+    let Some(d) = state.panels.diff.as_deref_mut() else {
         return; // diff mode was closed meanwhile
     };
     match msg {
@@ -408,7 +472,7 @@ pub fn on_msg(state: &mut State, msg: DiffMsg, fx: &mut Vec<Effect>) {
 /// Mouse in diff mode: the wheel scrolls the context diff (both sides); the rest is for keys.
 pub fn on_mouse(state: &mut State, m: ratatui::crossterm::event::MouseEvent) {
     use ratatui::crossterm::event::MouseEventKind;
-    let Some(d) = state.diff.as_deref_mut() else {
+    let Some(d) = state.panels.diff.as_deref_mut() else {
         return;
     };
     if d.mode() != Mode::Diff {
@@ -426,7 +490,7 @@ pub fn on_mouse(state: &mut State, m: ratatui::crossterm::event::MouseEvent) {
 
 /// Keys in the diff modes.
 pub fn on_key(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
-    let Some(mode) = state.diff.as_ref().map(|d| d.mode()) else {
+    let Some(mode) = state.panels.diff.as_ref().map(|d| d.mode()) else {
         return;
     };
     match mode {
@@ -437,7 +501,7 @@ pub fn on_key(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
 }
 
 fn on_pick(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
-    let Some(d) = state.diff.as_deref_mut() else {
+    let Some(d) = state.panels.diff.as_deref_mut() else {
         return;
     };
     let Some((list, sel)) = d.picker.as_mut() else {
@@ -460,7 +524,7 @@ fn on_pick(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
             d.picker = None;
             // Nothing compared yet: cancelling the choice cancels diff mode.
             if d.model.is_none() && !d.pending {
-                state.diff = None;
+                state.panels.diff = None;
             }
         }
         Some(Action::ForceQuit) => state.quit = true,
@@ -490,15 +554,15 @@ fn on_diff(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
         }
         _ => {}
     }
-    let page = state.geometry.diff_context;
-    let Some(d) = state.diff.as_deref_mut() else {
+    let page = state.geometry.panel_text;
+    let Some(d) = state.panels.diff.as_deref_mut() else {
         return;
     };
     let c = d.cursor;
     let Some(a) = action else { return };
     match a {
         Action::CloseOverlay | Action::Quit => {
-            state.diff = None;
+            state.panels.diff = None;
         }
         Action::ForceQuit => state.quit = true,
         Action::Help => state.overlay = Overlay::Help(HelpView::at(Mode::Diff)),
@@ -575,7 +639,7 @@ fn on_diff(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
         }
         Action::Diff(DiffAction::PickB) => {
             let list = choices(state);
-            let Some(d) = state.diff.as_deref_mut() else {
+            let Some(d) = state.panels.diff.as_deref_mut() else {
                 return;
             };
             let sel = list.iter().position(|ch| ch.policy == d.b).unwrap_or(0);
@@ -592,7 +656,7 @@ fn on_diff(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
 }
 
 fn on_knobs(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
-    let Some(d) = state.diff.as_deref_mut() else {
+    let Some(d) = state.panels.diff.as_deref_mut() else {
         return;
     };
     let Some(k) = d.knobs else { return };

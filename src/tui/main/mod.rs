@@ -226,8 +226,8 @@ pub enum Ask {
     /// Back to the session picker, when the source has more than one session.
     LeaveSession,
     OpenKnobs,
-    OpenDiff,
-    OpenSweep,
+    /// A pane opened over the main screen (diff mode, the sweep pane).
+    Open(crate::tui::panels::PanelId),
     SwitchPolicy,
     SavePolicy,
     ToggleFollow,
@@ -326,8 +326,7 @@ fn carry_out(state: &mut State, a: Ask, fx: &mut Vec<Effect>) {
             }
         }
         Ask::OpenKnobs => crate::tui::knobs::open_panel(state),
-        Ask::OpenDiff => crate::tui::diff::open(state),
-        Ask::OpenSweep => crate::tui::sweep::open(state),
+        Ask::Open(p) => crate::tui::panels::open(state, p),
         Ask::SwitchPolicy => crate::tui::knobs::open_policies(state),
         Ask::SavePolicy => crate::tui::knobs::start_save(state),
         Ask::ToggleFollow => crate::tui::follow::toggle(state, fx),

@@ -17,20 +17,24 @@ use tierscope_engine::sweep::{self, Axis, SweepResult};
 const POLL: Duration = Duration::from_millis(100);
 
 /// Runs one sweep job against the current session; `progress` receives a message per row.
-pub fn run(session: Option<&Arc<LoadedSession>>, job: SweepJob, progress: &dyn Fn(Msg)) -> Msg {
+pub fn run(
+    session: Option<&Arc<LoadedSession>>,
+    job: SweepJob,
+    progress: &dyn Fn(Msg),
+) -> SweepMsg {
     let Some(s) = session else {
-        return Msg::Sweep(job.failed("no session loaded".to_owned()));
+        return job.failed("no session loaded".to_owned());
     };
     let gen = job.gen;
     let result = sweep_rows(s, &job, &|done, total| {
-        progress(Msg::Sweep(SweepMsg::Progress { gen, done, total }))
+        progress(SweepMsg::Progress { gen, done, total }.into())
     });
     let x_cur = current(&job.policy, &job.x.key);
     let y_cur = current(&job.policy, &job.y.key);
-    Msg::Sweep(SweepMsg::Done {
+    SweepMsg::Done {
         gen,
         result: result.map(|r| Arc::new(SweepGrid::build(r, x_cur, y_cur))),
-    })
+    }
 }
 
 fn current(p: &tierscope_engine::policy::Policy, key: &str) -> f64 {

@@ -4,7 +4,8 @@
 //! arrow keys move over the grid with the point's full metrics shown; Enter loads that point's
 //! knobs into the main view (its replay reruns) and returns to it.
 //!
-//! Self-contained like diff mode: its state hangs off [`State::sweep`], its keys are the
+//! Self-contained like diff mode: a [`Panel`] registered in [`crate::tui::panels`] (its state is
+//! `State::panels.sweep`), its keys are the
 //! `Sweep*` modes of the keymap, its work is [`SweepJob`] (run by [`job::run`]) and its results
 //! come back as [`SweepMsg`]. It sweeps a copy of the policy; only Enter on a point changes the
 //! main view.
@@ -20,8 +21,10 @@ use std::sync::Arc;
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use crate::tui::app::{Effect, HelpView, JobKey, Level, Overlay, State};
+use crate::tui::app::{Effect, HelpView, Level, Overlay, State};
+use crate::tui::geometry::Scroll;
 use crate::tui::keymap::{Action, Mode};
+use crate::tui::panels::Panel;
 use axes::KnobChoice;
 use grid::{Metric, SweepGrid};
 use keys::SweepAction;
@@ -68,10 +71,6 @@ pub struct SweepJob {
 }
 
 impl SweepJob {
-    /// Latest wins.
-    pub fn job_key(&self) -> JobKey {
-        JobKey::Sweep
-    }
     /// The answer when the job failed (e.g. panicked) with `e`.
     pub fn failed(&self, e: String) -> SweepMsg {
         SweepMsg::Done {
@@ -152,6 +151,55 @@ impl SweepState {
     }
 }
 
+impl Panel for SweepState {
+    type Msg = SweepMsg;
+    type Job = SweepJob;
+    const BINDINGS: &'static [crate::tui::keymap::Binding] = keys::BINDINGS;
+    const MODES: &'static [Mode] = &[Mode::Sweep, Mode::SweepSetup, Mode::SweepEdit];
+
+    fn mode(&self) -> Mode {
+        SweepState::mode(self)
+    }
+    fn render(
+        &self,
+        state: &State,
+        f: &mut ratatui::Frame,
+        area: ratatui::layout::Rect,
+    ) -> Option<Scroll> {
+        view::render(state, self, f, area);
+        None
+    }
+    fn open(state: &mut State) {
+        open(state)
+    }
+    fn on_key(state: &mut State, k: &KeyEvent, action: Option<Action>, fx: &mut Vec<Effect>) {
+        on_key(state, k, action, fx)
+    }
+    /// The wheel moves over the grid, or through the form's rows.
+    fn on_mouse(state: &mut State, m: ratatui::crossterm::event::MouseEvent, fx: &mut Vec<Effect>) {
+        use crate::tui::app::wheel_as;
+        let a = match mode_of(state) {
+            Mode::Sweep => wheel_as(&m, Action::SelectDown, Action::SelectUp),
+            Mode::SweepSetup => wheel_as(&m, Action::ListDown, Action::ListUp),
+            _ => return,
+        };
+        on_key(state, &KeyEvent::from(KeyCode::Null), a, fx);
+    }
+    fn on_msg(state: &mut State, msg: SweepMsg, _fx: &mut Vec<Effect>) {
+        on_msg(state, msg)
+    }
+    fn run(
+        job: SweepJob,
+        session: Option<&Arc<tierscope_engine::session::LoadedSession>>,
+        progress: &dyn Fn(crate::tui::app::Msg),
+    ) -> SweepMsg {
+        job::run(session, job, progress)
+    }
+    fn failed(job: &SweepJob, e: String) -> SweepMsg {
+        job.failed(e)
+    }
+}
+
 /// `S` on the main screen: open the setup form for the current policy.
 pub fn open(state: &mut State) {
     if state.session.is_none() {
@@ -170,7 +218,7 @@ pub fn open(state: &mut State) {
     };
     state.main.playing = false;
     let (x_axis, y_axis) = axes::proposed_axes(&policy, &knobs[x], &knobs[y]);
-    state.sweep = Some(Box::new(SweepState {
+    state.panels.sweep = Some(Box::new(SweepState {
         budget: state.on_screen.budget,
         main_budget: state.on_screen.effective_budget(),
         policy,
@@ -193,7 +241,11 @@ pub fn open(state: &mut State) {
 
 /// The mode the pane is in (for the help overlay's section).
 fn mode_of(state: &State) -> Mode {
-    state.sweep.as_ref().map_or(Mode::Sweep, |s| s.mode())
+    state
+        .panels
+        .sweep
+        .as_ref()
+        .map_or(Mode::Sweep, |s| s.mode())
 }
 
 /// Starts (or restarts: latest wins) the sweep of the form's grid.
@@ -209,7 +261,7 @@ fn run(s: &mut SweepState, fx: &mut Vec<Effect>) {
         done: 0,
         total: s.x_axis.len() * s.y_axis.len(),
     };
-    fx.push(Effect::Sweep(SweepJob {
+    fx.push(Effect::from(SweepJob {
         gen: s.gen,
         policy: Box::new(s.policy.clone()),
         budget: s.budget,
@@ -234,17 +286,17 @@ fn cancel(s: &mut SweepState) {
 
 /// Closes the pane (cancelling any sweep).
 fn close(state: &mut State) {
-    if let Some(s) = state.sweep.as_deref_mut() {
+    if let Some(s) = state.panels.sweep.as_deref_mut() {
         if let Some(c) = s.cancel.take() {
             c.cancel();
         }
     }
-    state.sweep = None;
+    state.panels.sweep = None;
 }
 
 /// Results from the worker.
 pub fn on_msg(state: &mut State, msg: SweepMsg) {
-    let Some(s) = state.sweep.as_deref_mut() else {
+    let Some(s) = state.panels.sweep.as_deref_mut() else {
         return; // the pane was closed meanwhile
     };
     match msg {
@@ -282,7 +334,7 @@ pub fn on_msg(state: &mut State, msg: SweepMsg) {
 
 /// Keys in the sweep modes (`k` for typing into the range field).
 pub fn on_key(state: &mut State, k: &KeyEvent, action: Option<Action>, fx: &mut Vec<Effect>) {
-    let Some(mode) = state.sweep.as_ref().map(|s| s.mode()) else {
+    let Some(mode) = state.panels.sweep.as_ref().map(|s| s.mode()) else {
         return;
     };
     if action == Some(Action::ForceQuit) {
@@ -298,7 +350,7 @@ pub fn on_key(state: &mut State, k: &KeyEvent, action: Option<Action>, fx: &mut 
 }
 
 fn on_edit(state: &mut State, k: &KeyEvent, action: Option<Action>) {
-    let Some(s) = state.sweep.as_deref_mut() else {
+    let Some(s) = state.panels.sweep.as_deref_mut() else {
         return;
     };
     let Some((mut text, _)) = s.edit.take() else {
@@ -333,7 +385,7 @@ fn on_edit(state: &mut State, k: &KeyEvent, action: Option<Action>) {
 }
 
 fn on_setup(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
-    let Some(s) = state.sweep.as_deref_mut() else {
+    let Some(s) = state.panels.sweep.as_deref_mut() else {
         return;
     };
     let Some(a) = action else { return };
@@ -398,7 +450,7 @@ fn change_knob(s: &mut SweepState, row: usize, by: isize) {
 }
 
 fn on_grid(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
-    let Some(s) = state.sweep.as_deref_mut() else {
+    let Some(s) = state.panels.sweep.as_deref_mut() else {
         return;
     };
     let Some(a) = action else { return };
@@ -432,7 +484,7 @@ fn on_grid(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
 /// Enter on a cell: the main view's policy takes the point's knobs, its replay reruns, and the
 /// pane closes. An invalid point says why and stays.
 fn load_point(state: &mut State, fx: &mut Vec<Effect>) {
-    let Some(s) = state.sweep.as_deref() else {
+    let Some(s) = state.panels.sweep.as_deref() else {
         return;
     };
     let Some(g) = s.grid.clone() else { return };

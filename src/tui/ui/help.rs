@@ -12,8 +12,9 @@ use crate::tui::app::{HelpView, State};
 use crate::tui::geometry::Scroll;
 use crate::tui::keymap::{bindings, keys_label, Mode};
 
-/// The sections, in order.
-const MODES: [Mode; 14] = [
+/// The sections of the shell and the main screen, in order; every registered pane's follow
+/// ([`crate::tui::panels::MODES`]).
+const MODES: [Mode; 8] = [
     Mode::Main,
     Mode::SubAgents,
     Mode::Knobs,
@@ -22,13 +23,14 @@ const MODES: [Mode; 14] = [
     Mode::Input,
     Mode::Help,
     Mode::Confirm,
-    Mode::Diff,
-    Mode::DiffKnobs,
-    Mode::DiffPick,
-    Mode::Sweep,
-    Mode::SweepSetup,
-    Mode::SweepEdit,
 ];
+
+/// Every section, in order.
+fn all_modes() -> impl Iterator<Item = &'static Mode> {
+    MODES
+        .iter()
+        .chain(crate::tui::panels::MODES.iter().flat_map(|m| m.iter()))
+}
 
 /// Width of the key column.
 const KEYS_W: usize = 18;
@@ -135,7 +137,7 @@ pub fn lines(state: &State, width: u16) -> (Vec<Line<'static>>, Vec<(Mode, usize
     let desc_w = usize::from(width.saturating_sub(2)).saturating_sub(KEYS_W + 2);
     let mut out = Vec::new();
     let mut sections = Vec::new();
-    for (i, m) in MODES.iter().enumerate() {
+    for (i, m) in all_modes().enumerate() {
         if i > 0 {
             out.push(Line::raw(""));
         }

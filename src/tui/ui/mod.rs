@@ -33,12 +33,11 @@ pub fn view(state: &State, f: &mut Frame) -> Geometry {
                 screens::too_small(f, area, t);
                 return g;
             }
-            match &state.diff {
-                Some(d) => g.diff_context = crate::tui::diff::view::render(state, d, f, area),
-                None => g.main = main_view::render(state, f, &r),
+            if !state.panels.cover_main() {
+                g.main = main_view::render(state, f, &r);
             }
-            if let Some(s) = &state.sweep {
-                crate::tui::sweep::view::render(state, s, f, area);
+            if let Some(s) = crate::tui::panels::render(state, f, area) {
+                g.panel_text = s;
             }
         }
         Screen::Picker => g.picker_rows = crate::tui::picker::view::render(state, f, area),

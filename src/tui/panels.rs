@@ -1,0 +1,274 @@
+//! The panes that open over the main screen (diff mode, the sweep pane), registered in one
+//! place. A pane is a folder with its state, updates, view, jobs and keys; it implements
+//! [`Panel`] and takes one line in [`panels!`] below, which gives it its field of [`Panels`]
+//! (the explorer's `State::panels`), its variants of [`PanelMsg`] and [`PanelJob`], and its part
+//! in the dispatch: where keys, mouse, job results, session changes and goto go, what draws, what
+//! the worker runs, and which bindings and help sections the keymap and help overlay list. The
+//! loop (`app.rs`, `jobs.rs`, `run.rs`, `ui/`) knows panes only through this module.
+
+use std::sync::Arc;
+
+use ratatui::crossterm::event::{KeyEvent, MouseEvent};
+use ratatui::layout::Rect;
+use ratatui::Frame;
+
+use crate::tui::app::{Effect, JobKey, Msg, State};
+use crate::tui::geometry::Scroll;
+use crate::tui::keymap::{Action, Binding, Mode};
+use tierscope_engine::session::LoadedSession;
+
+/// What a pane that opens over the main screen answers.
+pub trait Panel: Sized + 'static {
+    /// The results of its jobs, as the worker sends them back.
+    type Msg: std::fmt::Debug + Send + 'static;
+    /// Its work for the worker thread (latest wins per [`Panel::job_slot`]).
+    type Job: std::fmt::Debug + Clone + PartialEq + Send + 'static;
+
+    /// Its key bindings, one line each (gathered into the keymap after the shell's).
+    const BINDINGS: &'static [Binding];
+    /// Its modes, in the order the help overlay lists their sections.
+    const MODES: &'static [Mode];
+
+    /// Where its keys are read now.
+    fn mode(&self) -> Mode;
+    /// Whether it draws the whole screen instead of the main screen (else it draws over it).
+    fn covers_main(&self) -> bool {
+        false
+    }
+    /// Draws it; a text pane that scrolls reports its page and limit.
+    fn render(&self, state: &State, f: &mut Frame, area: Rect) -> Option<Scroll>;
+
+    /// Opens it (the main screen's key), or says why not.
+    fn open(state: &mut State);
+    /// A key while it is on top (`action`: its binding in [`Panel::mode`], if any).
+    fn on_key(state: &mut State, k: &KeyEvent, action: Option<Action>, fx: &mut Vec<Effect>);
+    /// The mouse while it is on top.
+    fn on_mouse(state: &mut State, m: MouseEvent, fx: &mut Vec<Effect>);
+    /// A result of one of its jobs (it may have been closed meanwhile).
+    fn on_msg(state: &mut State, msg: Self::Msg, fx: &mut Vec<Effect>);
+    /// The session on screen changed (loaded, or grown under follow).
+    fn on_session_changed(_state: &mut State, _fx: &mut Vec<Effect>) {}
+    /// The goto field's Enter while it is on top; `None`: the main screen's goto.
+    fn goto(_state: &mut State, _text: &str, _fx: &mut Vec<Effect>) -> Option<Result<(), String>> {
+        None
+    }
+
+    /// Jobs of one slot replace each other (latest wins); slots run independently.
+    fn job_slot(_job: &Self::Job) -> u8 {
+        0
+    }
+    /// Runs a job on the worker thread against the session on screen.
+    fn run(
+        job: Self::Job,
+        session: Option<&Arc<LoadedSession>>,
+        progress: &dyn Fn(Msg),
+    ) -> Self::Msg;
+    /// The answer when the job failed (e.g. panicked) with `e`.
+    fn failed(job: &Self::Job, e: String) -> Self::Msg;
+}
+
+macro_rules! panels {
+    ($($Id:ident => $field:ident: $T:ty),* $(,)?) => {
+        /// A registered pane.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum PanelId {
+            $($Id),*
+        }
+
+        /// The panes' states (`None`: closed).
+        #[derive(Default)]
+        pub struct Panels {
+            $(pub $field: Option<Box<$T>>),*
+        }
+
+        /// A result of a pane's job.
+        #[derive(Debug)]
+        pub enum PanelMsg {
+            $($Id(<$T as Panel>::Msg)),*
+        }
+
+        /// A pane's job.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum PanelJob {
+            $($Id(<$T as Panel>::Job)),*
+        }
+
+        $(
+            impl From<<$T as Panel>::Msg> for Msg {
+                fn from(m: <$T as Panel>::Msg) -> Msg {
+                    Msg::Panel(PanelMsg::$Id(m))
+                }
+            }
+            impl From<<$T as Panel>::Job> for Effect {
+                fn from(j: <$T as Panel>::Job) -> Effect {
+                    Effect::Panel(PanelJob::$Id(j))
+                }
+            }
+        )*
+
+        /// Every pane's bindings, in registry order.
+        pub static BINDINGS: &[&[Binding]] = &[$(<$T as Panel>::BINDINGS),*];
+        /// Every pane's modes, in registry order.
+        pub static MODES: &[&[Mode]] = &[$(<$T as Panel>::MODES),*];
+
+        impl Panels {
+            /// The open pane on top: the last registered of those open.
+            pub fn top(&self) -> Option<PanelId> {
+                let mut top = None;
+                $(if self.$field.is_some() {
+                    top = Some(PanelId::$Id);
+                })*
+                top
+            }
+
+            /// Where keys go while a pane is open.
+            pub fn mode(&self) -> Option<Mode> {
+                let mut mode = None;
+                $(if let Some(p) = &self.$field {
+                    mode = Some(p.mode());
+                })*
+                mode
+            }
+
+            /// Whether an open pane draws instead of the main screen.
+            pub fn cover_main(&self) -> bool {
+                false $(|| self.$field.as_ref().is_some_and(|p| p.covers_main()))*
+            }
+        }
+
+        /// Opens pane `id`.
+        pub fn open(state: &mut State, id: PanelId) {
+            match id {
+                $(PanelId::$Id => <$T>::open(state)),*
+            }
+        }
+
+        /// A key for the pane on top; false when none is open.
+        pub fn on_key(
+            state: &mut State,
+            k: &KeyEvent,
+            action: Option<Action>,
+            fx: &mut Vec<Effect>,
+        ) -> bool {
+            match state.panels.top() {
+                $(Some(PanelId::$Id) => <$T>::on_key(state, k, action, fx),)*
+                None => return false,
+            }
+            true
+        }
+
+        /// The mouse for the pane on top; false when none is open.
+        pub fn on_mouse(state: &mut State, m: MouseEvent, fx: &mut Vec<Effect>) -> bool {
+            match state.panels.top() {
+                $(Some(PanelId::$Id) => <$T>::on_mouse(state, m, fx),)*
+                None => return false,
+            }
+            true
+        }
+
+        /// A job's result, to its pane.
+        pub fn on_msg(state: &mut State, msg: PanelMsg, fx: &mut Vec<Effect>) {
+            match msg {
+                $(PanelMsg::$Id(m) => <$T>::on_msg(state, m, fx)),*
+            }
+        }
+
+        /// The session on screen changed: every pane hears it.
+        pub fn on_session_changed(state: &mut State, fx: &mut Vec<Effect>) {
+            $(<$T>::on_session_changed(state, fx);)*
+        }
+
+        /// The goto field's Enter: the pane on top's, if it has one.
+        pub fn goto(
+            state: &mut State,
+            text: &str,
+            fx: &mut Vec<Effect>,
+        ) -> Option<Result<(), String>> {
+            match state.panels.top() {
+                $(Some(PanelId::$Id) => <$T>::goto(state, text, fx),)*
+                None => None,
+            }
+        }
+
+        /// Draws the open panes, the first registered first; the scroll a text pane reports.
+        pub fn render(state: &State, f: &mut Frame, area: Rect) -> Option<Scroll> {
+            let mut scroll = None;
+            $(if let Some(p) = &state.panels.$field {
+                scroll = p.render(state, f, area).or(scroll);
+            })*
+            scroll
+        }
+
+        impl PanelJob {
+            /// Latest wins per pane and slot.
+            pub fn job_key(&self) -> JobKey {
+                match self {
+                    $(PanelJob::$Id(j) => JobKey::Panel(PanelId::$Id, <$T>::job_slot(j))),*
+                }
+            }
+
+            /// Runs it on the worker thread.
+            pub fn run(self, session: Option<&Arc<LoadedSession>>, progress: &dyn Fn(Msg)) -> Msg {
+                match self {
+                    $(PanelJob::$Id(j) => <$T>::run(j, session, progress).into()),*
+                }
+            }
+
+            /// The answer when it failed with `e`.
+            pub fn failed(&self, e: String) -> Msg {
+                match self {
+                    $(PanelJob::$Id(j) => <$T>::failed(j, e).into()),*
+                }
+            }
+        }
+    };
+}
+
+panels! {
+    Diff => diff: crate::tui::diff::DiffState,
+    Sweep => sweep: crate::tui::sweep::SweepState,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::diff::DiffJob;
+
+    #[test]
+    fn every_pane_keys_only_its_own_modes_and_each_has_bindings() {
+        for (i, modes) in MODES.iter().enumerate() {
+            assert!(!modes.is_empty());
+            for m in *modes {
+                let others = MODES.iter().enumerate().filter(|(j, _)| *j != i);
+                assert!(others.flat_map(|(_, o)| o.iter()).all(|o| o != m), "{m:?}");
+                assert!(BINDINGS[i].iter().any(|b| b.mode == *m), "{m:?} has no key");
+            }
+            assert!(BINDINGS[i].iter().all(|b| modes.contains(&b.mode)));
+        }
+    }
+
+    #[test]
+    fn a_job_replaces_only_its_own_slot_of_its_own_pane() {
+        let p = tierscope_engine::policy::builtins()
+            .ok()
+            .and_then(|l| l.into_iter().next())
+            .map(Box::new)
+            .unwrap_or_else(|| panic!("no built-in policy"));
+        let replay = Effect::from(DiffJob::Replay {
+            gen: 1,
+            a: p.clone(),
+            b: p.clone(),
+            budgets: [None, None],
+        });
+        let context = Effect::from(DiffJob::Context {
+            gen: 1,
+            at: 0,
+            a: p.clone(),
+            b: p,
+            budgets: [None, None],
+        });
+        let (r, c) = (replay.job_key(), context.job_key());
+        assert_eq!(r, Some(JobKey::Panel(PanelId::Diff, 0)));
+        assert_eq!(c, Some(JobKey::Panel(PanelId::Diff, 1)));
+    }
+}
