@@ -44,6 +44,7 @@ pub fn safe_line(s: &str) -> String {
     safe_text(s).replace('\n', " ⏎ ")
 }
 pub mod app;
+pub mod component;
 pub mod diff;
 pub mod follow;
 pub mod jobs;

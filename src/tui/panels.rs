@@ -12,12 +12,42 @@ use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 use ratatui::layout::Rect;
 use ratatui::Frame;
 
-use crate::tui::app::{Effect, JobKey, Msg, State};
+use crate::tui::app::{Effect, JobKey, Msg, SessionView, State};
+use crate::tui::component::{carry_out, Out};
 use crate::tui::geometry::Scroll;
 use crate::tui::keymap::{Action, Binding, Mode};
+use crate::tui::on_screen::OnScreen;
 use tierscope_engine::session::LoadedSession;
 
-/// What a pane that opens over the main screen answers.
+/// What a pane reads of the rest of the explorer.
+pub struct PanelEnv<'a> {
+    pub session: Option<&'a SessionView>,
+    pub on_screen: &'a OnScreen,
+    /// The main screen's request cursor and selected episode (a pane opens at them).
+    pub cursor: usize,
+    pub selected: usize,
+    /// The pane's text pane as last drawn (its page and scroll limit).
+    pub page: Scroll,
+}
+
+impl PanelEnv<'_> {
+    pub fn of(state: &State) -> PanelEnv<'_> {
+        PanelEnv {
+            session: state.session.as_deref(),
+            on_screen: &state.on_screen,
+            cursor: state.main.cursor,
+            selected: state.main.selected,
+            page: state.geometry.panel_text,
+        }
+    }
+
+    pub fn requests(&self) -> usize {
+        self.session.map_or(0, |s| s.model.requests.len())
+    }
+}
+
+/// What a pane that opens over the main screen answers. Its updates take its own state and a
+/// [`PanelEnv`], and hand back an [`Out`] (`Ask::Close` closes it).
 pub trait Panel: Sized + 'static {
     /// The results of its jobs, as the worker sends them back.
     type Msg: std::fmt::Debug + Send + 'static;
@@ -39,19 +69,26 @@ pub trait Panel: Sized + 'static {
     fn render(&self, state: &State, f: &mut Frame, area: Rect) -> Option<Scroll>;
 
     /// Opens it (the main screen's key), or says why not.
-    fn open(state: &mut State);
+    fn open(env: &PanelEnv<'_>, out: &mut Out) -> Option<Self>;
     /// A key while it is on top (`action`: its binding in [`Panel::mode`], if any).
-    fn on_key(state: &mut State, k: &KeyEvent, action: Option<Action>, fx: &mut Vec<Effect>);
+    fn on_key(&mut self, env: &PanelEnv<'_>, k: &KeyEvent, action: Option<Action>, out: &mut Out);
     /// The mouse while it is on top.
-    fn on_mouse(state: &mut State, m: MouseEvent, fx: &mut Vec<Effect>);
-    /// A result of one of its jobs (it may have been closed meanwhile).
-    fn on_msg(state: &mut State, msg: Self::Msg, fx: &mut Vec<Effect>);
+    fn on_mouse(&mut self, env: &PanelEnv<'_>, m: MouseEvent, out: &mut Out);
+    /// A result of one of its jobs.
+    fn on_msg(&mut self, env: &PanelEnv<'_>, msg: Self::Msg, out: &mut Out);
     /// The session on screen changed (loaded, or grown under follow).
-    fn on_session_changed(_state: &mut State, _fx: &mut Vec<Effect>) {}
+    fn on_session_changed(&mut self, _env: &PanelEnv<'_>, _out: &mut Out) {}
     /// The goto field's Enter while it is on top; `None`: the main screen's goto.
-    fn goto(_state: &mut State, _text: &str, _fx: &mut Vec<Effect>) -> Option<Result<(), String>> {
+    fn goto(
+        &mut self,
+        _env: &PanelEnv<'_>,
+        _text: &str,
+        _out: &mut Out,
+    ) -> Option<Result<(), String>> {
         None
     }
+    /// It is closing: let go of what it holds (a running job).
+    fn on_close(&mut self) {}
 
     /// Jobs of one slot replace each other (latest wins); slots run independently.
     fn job_slot(_job: &Self::Job) -> u8 {
@@ -65,6 +102,23 @@ pub trait Panel: Sized + 'static {
     ) -> Self::Msg;
     /// The answer when the job failed (e.g. panicked) with `e`.
     fn failed(job: &Self::Job, e: String) -> Self::Msg;
+}
+
+/// Runs an update `f` of the open pane in `slot` (taken out of the state meanwhile, so it can
+/// read the rest) and carries out what it hands back; `None` when the pane is not open.
+fn with<T: Panel, R>(
+    state: &mut State,
+    id: PanelId,
+    slot: fn(&mut Panels) -> &mut Option<Box<T>>,
+    fx: &mut Vec<Effect>,
+    f: impl FnOnce(&mut T, &PanelEnv<'_>, &mut Out) -> R,
+) -> Option<R> {
+    let mut p = slot(&mut state.panels).take()?;
+    let mut out = Out::default();
+    let r = f(&mut p, &PanelEnv::of(state), &mut out);
+    *slot(&mut state.panels) = Some(p);
+    carry_out(state, Some(id), out, fx);
+    Some(r)
 }
 
 macro_rules! panels {
@@ -136,10 +190,27 @@ macro_rules! panels {
             }
         }
 
-        /// Opens pane `id`.
-        pub fn open(state: &mut State, id: PanelId) {
+        /// Opens pane `id` (or says why not).
+        pub fn open(state: &mut State, id: PanelId, fx: &mut Vec<Effect>) {
+            let mut out = Out::default();
             match id {
-                $(PanelId::$Id => <$T>::open(state)),*
+                $(PanelId::$Id => {
+                    if let Some(p) = <$T>::open(&PanelEnv::of(state), &mut out) {
+                        state.panels.$field = Some(Box::new(p));
+                    }
+                })*
+            }
+            carry_out(state, Some(id), out, fx);
+        }
+
+        /// Closes pane `id` (letting go of its running job).
+        pub fn close(state: &mut State, id: PanelId) {
+            match id {
+                $(PanelId::$Id => {
+                    if let Some(mut p) = state.panels.$field.take() {
+                        p.on_close();
+                    }
+                })*
             }
         }
 
@@ -151,31 +222,41 @@ macro_rules! panels {
             fx: &mut Vec<Effect>,
         ) -> bool {
             match state.panels.top() {
-                $(Some(PanelId::$Id) => <$T>::on_key(state, k, action, fx),)*
-                None => return false,
+                $(Some(id @ PanelId::$Id) => with(state, id, |p| &mut p.$field, fx, |p, env, out| {
+                    p.on_key(env, k, action, out)
+                })
+                .is_some(),)*
+                None => false,
             }
-            true
         }
 
         /// The mouse for the pane on top; false when none is open.
         pub fn on_mouse(state: &mut State, m: MouseEvent, fx: &mut Vec<Effect>) -> bool {
             match state.panels.top() {
-                $(Some(PanelId::$Id) => <$T>::on_mouse(state, m, fx),)*
-                None => return false,
+                $(Some(id @ PanelId::$Id) => with(state, id, |p| &mut p.$field, fx, |p, env, out| {
+                    p.on_mouse(env, m, out)
+                })
+                .is_some(),)*
+                None => false,
             }
-            true
         }
 
-        /// A job's result, to its pane.
+        /// A job's result, to its pane (dropped when it was closed meanwhile).
         pub fn on_msg(state: &mut State, msg: PanelMsg, fx: &mut Vec<Effect>) {
             match msg {
-                $(PanelMsg::$Id(m) => <$T>::on_msg(state, m, fx)),*
+                $(PanelMsg::$Id(m) => {
+                    with(state, PanelId::$Id, |p| &mut p.$field, fx, |p, env, out| {
+                        p.on_msg(env, m, out)
+                    });
+                })*
             }
         }
 
-        /// The session on screen changed: every pane hears it.
+        /// The session on screen changed: every open pane hears it.
         pub fn on_session_changed(state: &mut State, fx: &mut Vec<Effect>) {
-            $(<$T>::on_session_changed(state, fx);)*
+            $(with(state, PanelId::$Id, |p| &mut p.$field, fx, |p, env, out| {
+                p.on_session_changed(env, out)
+            });)*
         }
 
         /// The goto field's Enter: the pane on top's, if it has one.
@@ -185,7 +266,10 @@ macro_rules! panels {
             fx: &mut Vec<Effect>,
         ) -> Option<Result<(), String>> {
             match state.panels.top() {
-                $(Some(PanelId::$Id) => <$T>::goto(state, text, fx),)*
+                $(Some(id @ PanelId::$Id) => with(state, id, |p| &mut p.$field, fx, |p, env, out| {
+                    p.goto(env, text, out)
+                })
+                .flatten(),)*
                 None => None,
             }
         }

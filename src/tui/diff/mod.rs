@@ -16,10 +16,16 @@ pub mod view_model;
 
 use std::sync::Arc;
 
-use crate::tui::app::{Effect, HelpView, Level, Overlay, State};
+use ratatui::crossterm::event::{KeyEvent, MouseEvent, MouseEventKind};
+use ratatui::layout::Rect;
+use ratatui::Frame;
+
+use crate::tui::app::{InputPurpose, Level, State};
+use crate::tui::component::{Ask, Out};
 use crate::tui::geometry::Scroll;
 use crate::tui::keymap::{Action, Mode};
-use crate::tui::panels::Panel;
+use crate::tui::on_screen::OnScreen;
+use crate::tui::panels::{Panel, PanelEnv};
 use keys::DiffAction;
 use tierscope_engine::compare::ContextDiff;
 use tierscope_engine::policy::Policy;
@@ -205,44 +211,174 @@ impl Panel for DiffState {
     fn covers_main(&self) -> bool {
         true
     }
-    fn render(
-        &self,
-        state: &State,
-        f: &mut ratatui::Frame,
-        area: ratatui::layout::Rect,
-    ) -> Option<Scroll> {
+    fn render(&self, state: &State, f: &mut Frame, area: Rect) -> Option<Scroll> {
         Some(view::render(state, self, f, area))
     }
-    fn open(state: &mut State) {
-        open(state)
+
+    /// `d` on the main screen: the list to choose B, at the main screen's cursor.
+    fn open(env: &PanelEnv<'_>, out: &mut Out) -> Option<DiffState> {
+        if env.session.is_none() {
+            out.flash("no session loaded", Level::Info);
+            return None;
+        }
+        if env.requests() == 0 {
+            out.flash("no requests yet: nothing to compare", Level::Info);
+            return None;
+        }
+        let list = choices(env.on_screen);
+        // Preselect the most likely comparison: the pre-edit policy, else a different built-in.
+        let pre = list
+            .iter()
+            .position(|c| c.label.starts_with(BASELINE))
+            .or_else(|| {
+                let want = if env.on_screen.policy.name == "age" {
+                    "retention"
+                } else {
+                    "age"
+                };
+                list.iter().position(|c| c.label == want)
+            })
+            .unwrap_or(0);
+        Some(DiffState {
+            a: env.on_screen.policy.clone(),
+            b: env.on_screen.policy.clone(),
+            budget: env.on_screen.budget,
+            budget_b: env.on_screen.budget,
+            cursor: env.cursor,
+            selected: env.selected,
+            gen: 0,
+            pending: false,
+            model: None,
+            error: None,
+            context: None,
+            context_pending: false,
+            context_scroll: 0,
+            hunk: None,
+            picker: Some((list, pre)),
+            knobs: None,
+            at_newest: false,
+        })
     }
-    fn on_key(
-        state: &mut State,
-        _k: &ratatui::crossterm::event::KeyEvent,
-        action: Option<Action>,
-        fx: &mut Vec<Effect>,
-    ) {
-        on_key(state, action, fx)
+
+    fn on_key(&mut self, env: &PanelEnv<'_>, _k: &KeyEvent, action: Option<Action>, out: &mut Out) {
+        match self.mode() {
+            Mode::DiffPick => self.on_pick(action, out),
+            Mode::DiffKnobs => self.on_knobs(action, out),
+            _ => self.on_diff(env, action, out),
+        }
     }
-    fn on_mouse(state: &mut State, m: ratatui::crossterm::event::MouseEvent, fx: &mut Vec<Effect>) {
-        match state.panels.diff.as_ref().map(|d| d.mode()) {
-            Some(Mode::Diff) => on_mouse(state, m),
-            Some(Mode::DiffPick) => {
+
+    /// The wheel scrolls the context diff (both sides), or moves through the list of B.
+    fn on_mouse(&mut self, _env: &PanelEnv<'_>, m: MouseEvent, out: &mut Out) {
+        match self.mode() {
+            Mode::Diff => {
+                let rows = self.context.as_ref().map_or(0, |c| c.rows.len());
+                match m.kind {
+                    MouseEventKind::ScrollDown => {
+                        self.context_scroll = (self.context_scroll + 3).min(rows.saturating_sub(1))
+                    }
+                    MouseEventKind::ScrollUp => {
+                        self.context_scroll = self.context_scroll.saturating_sub(3)
+                    }
+                    _ => {}
+                }
+            }
+            Mode::DiffPick => {
                 let a = crate::tui::app::wheel_as(&m, Action::ListDown, Action::ListUp);
-                on_key(state, a, fx);
+                self.on_pick(a, out);
             }
             _ => {}
         }
     }
-    fn on_msg(state: &mut State, msg: DiffMsg, fx: &mut Vec<Effect>) {
-        on_msg(state, msg, fx)
+
+    fn on_msg(&mut self, _env: &PanelEnv<'_>, msg: DiffMsg, out: &mut Out) {
+        let d = self;
+        match msg {
+            DiffMsg::Replayed { gen, result } => {
+                if gen != d.gen {
+                    return; // a newer pair is on its way
+                }
+                d.pending = false;
+                match result {
+                    Ok(m) => {
+                        let last = m.requests.saturating_sub(1);
+                        d.cursor = if std::mem::take(&mut d.at_newest) {
+                            last
+                        } else {
+                            d.cursor.min(last)
+                        };
+                        d.selected = d.selected.min(m.episodes.len().saturating_sub(1));
+                        d.model = Some(m);
+                        d.error = None;
+                        request_context(d, out);
+                    }
+                    Err(e) => {
+                        d.error = Some(e.clone());
+                        out.flash(format!("diff failed: {e}"), Level::Error);
+                    }
+                }
+            }
+            DiffMsg::Context { gen, at, result } => {
+                if gen != d.gen || at != d.cursor {
+                    return;
+                }
+                d.context_pending = false;
+                match result {
+                    Ok(c) => {
+                        // Open at the first hunk: the difference, at a glance.
+                        d.context_scroll = c.hunks.first().map_or(0, |h| h.saturating_sub(2));
+                        d.hunk = c.hunks.first().map(|_| 0);
+                        d.context = Some(c);
+                    }
+                    Err(e) => out.flash(format!("context diff failed: {e}"), Level::Error),
+                }
+            }
+        }
     }
-    fn on_session_changed(state: &mut State, fx: &mut Vec<Effect>) {
-        on_session_changed(state, fx)
+
+    /// The session was (re)loaded (a follow update, or another session): rerun both sides on
+    /// it. A cursor at the newest request stays at the newest (diff mode keeps up with follow).
+    fn on_session_changed(&mut self, _env: &PanelEnv<'_>, out: &mut Out) {
+        let d = self;
+        if d.picker.is_none() || d.model.is_some() {
+            d.at_newest |= d.model.is_some() && d.cursor + 1 >= d.requests();
+            d.context = None;
+            request_replay(d, out);
+        }
     }
-    fn goto(state: &mut State, text: &str, fx: &mut Vec<Effect>) -> Option<Result<(), String>> {
-        Some(goto(state, text, fx))
+
+    /// `:` in diff mode: a request moves diff mode's cursor, an episode selects its row.
+    fn goto(
+        &mut self,
+        env: &PanelEnv<'_>,
+        text: &str,
+        out: &mut Out,
+    ) -> Option<Result<(), String>> {
+        let s = env.session?;
+        let d = self;
+        let r = match crate::tui::main::search::parse_goto(&s.model, text) {
+            Err(e) => Err(e),
+            Ok(crate::tui::main::search::Target::Episode(i)) => {
+                d.selected = i.min(d.episodes().saturating_sub(1));
+                Ok(())
+            }
+            Ok(crate::tui::main::search::Target::Request(r)) => {
+                let n = d.requests();
+                if n == 0 {
+                    Err("nothing compared yet".to_owned())
+                } else {
+                    move_cursor(d, r, out);
+                    if r >= n {
+                        let msg = format!("request {r} is past the end: at r{} (the last)", n - 1);
+                        out.flash(msg, Level::Warn);
+                    }
+                    Ok(())
+                }
+            }
+        };
+        Some(r)
     }
+
     /// The replay of both sides and the context diff replace their own kind only.
     fn job_slot(job: &DiffJob) -> u8 {
         match job {
@@ -264,12 +400,12 @@ impl Panel for DiffState {
 
 /// The list B is chosen from: the baseline (what was on screen before the last edits, at its
 /// budget; when it differs from the current schedule), then every built-in at A's budget.
-pub fn choices(state: &State) -> Vec<Choice> {
+pub fn choices(on_screen: &OnScreen) -> Vec<Choice> {
     let mut out = Vec::new();
-    let current = &state.on_screen.policy;
-    if let Some(base) = state.on_screen.differing_baseline() {
+    let current = &on_screen.policy;
+    if let Some(base) = on_screen.differing_baseline() {
         let mut what = base.changed_knobs(current);
-        if base.budget != state.on_screen.budget {
+        if base.budget != on_screen.budget {
             what.insert(
                 0,
                 format!("budget {}", crate::tui::ui::thousands(base.shown_budget)),
@@ -299,77 +435,32 @@ pub fn choices(state: &State) -> Vec<Choice> {
     out
 }
 
-/// `d` on the main screen: open the list to choose B.
-pub fn open(state: &mut State) {
-    if state.session.is_none() {
-        state.flash("no session loaded", Level::Info);
-        return;
-    }
-    if state.requests() == 0 {
-        state.flash("no requests yet: nothing to compare", Level::Info);
-        return;
-    }
-    let list = choices(state);
-    // Preselect the most likely comparison: the pre-edit policy, else a different built-in.
-    let pre = list
-        .iter()
-        .position(|c| c.label.starts_with(BASELINE))
-        .or_else(|| {
-            let want = if state.on_screen.policy.name == "age" {
-                "retention"
-            } else {
-                "age"
-            };
-            list.iter().position(|c| c.label == want)
-        })
-        .unwrap_or(0);
-    state.panels.diff = Some(Box::new(DiffState {
-        a: state.on_screen.policy.clone(),
-        b: state.on_screen.policy.clone(),
-        budget: state.on_screen.budget,
-        budget_b: state.on_screen.budget,
-        cursor: state.main.cursor,
-        selected: state.main.selected,
-        gen: 0,
-        pending: false,
-        model: None,
-        error: None,
-        context: None,
-        context_pending: false,
-        context_scroll: 0,
-        hunk: None,
-        picker: Some((list, pre)),
-        knobs: None,
-        at_newest: false,
-    }));
-}
-
-fn request_replay(d: &mut DiffState, fx: &mut Vec<Effect>) {
+fn request_replay(d: &mut DiffState, out: &mut Out) {
     d.gen += 1;
     d.pending = true;
-    fx.push(Effect::from(DiffJob::Replay {
+    out.job(DiffJob::Replay {
         gen: d.gen,
         a: Box::new(d.a.clone()),
         b: Box::new(d.b.clone()),
         budgets: [d.budget, d.budget_b],
-    }));
+    });
 }
 
-fn request_context(d: &mut DiffState, fx: &mut Vec<Effect>) {
+fn request_context(d: &mut DiffState, out: &mut Out) {
     if d.model.is_none() {
         return;
     }
     d.context_pending = true;
-    fx.push(Effect::from(DiffJob::Context {
+    out.job(DiffJob::Context {
         gen: d.gen,
         at: d.cursor,
         a: Box::new(d.a.clone()),
         b: Box::new(d.b.clone()),
         budgets: [d.budget, d.budget_b],
-    }));
+    });
 }
 
-fn move_cursor(d: &mut DiffState, to: usize, fx: &mut Vec<Effect>) {
+fn move_cursor(d: &mut DiffState, to: usize, out: &mut Out) {
     let n = d.requests();
     if n == 0 {
         return;
@@ -379,334 +470,196 @@ fn move_cursor(d: &mut DiffState, to: usize, fx: &mut Vec<Effect>) {
         return;
     }
     d.cursor = to;
-    request_context(d, fx);
+    request_context(d, out);
 }
 
-/// The session was (re)loaded (a follow update, or another session): rerun both sides on it.
-/// A cursor at the newest request stays at the newest (diff mode keeps up with follow).
-pub fn on_session_changed(state: &mut State, fx: &mut Vec<Effect>) {
-    if let Some(d) = state.panels.diff.as_deref_mut() {
-        if d.picker.is_none() || d.model.is_some() {
-            d.at_newest |= d.model.is_some() && d.cursor + 1 >= d.requests();
-            d.context = None;
-            request_replay(d, fx);
-        }
-    }
-}
-
-/// `:` in diff mode: a request moves diff mode's cursor, an episode selects its row.
-pub fn goto(state: &mut State, text: &str, fx: &mut Vec<Effect>) -> Result<(), String> {
-    let Some(s) = state.session.clone() else {
-        return Ok(());
-    };
-    let Some(d) = state.panels.diff.as_deref_mut() else {
-        return Ok(());
-    };
-    match crate::tui::main::search::parse_goto(&s.model, text)? {
-        crate::tui::main::search::Target::Episode(i) => {
-            d.selected = i.min(d.episodes().saturating_sub(1));
-        }
-        crate::tui::main::search::Target::Request(r) => {
-            let n = d.requests();
-            if n == 0 {
-                return Err("nothing compared yet".to_owned());
-            }
-            move_cursor(d, r, fx);
-            if r >= n {
-                let msg = format!("request {r} is past the end: at r{} (the last)", n - 1);
-                state.flash(msg, Level::Warn);
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Results from the worker.
-pub fn on_msg(state: &mut State, msg: DiffMsg, fx: &mut Vec<Effect>) {
-    let Some(d) = state.panels.diff.as_deref_mut() else {
-        return; // diff mode was closed meanwhile
-    };
-    match msg {
-        DiffMsg::Replayed { gen, result } => {
-            if gen != d.gen {
-                return; // a newer pair is on its way
-            }
-            d.pending = false;
-            match result {
-                Ok(m) => {
-                    let last = m.requests.saturating_sub(1);
-                    d.cursor = if std::mem::take(&mut d.at_newest) {
-                        last
-                    } else {
-                        d.cursor.min(last)
-                    };
-                    d.selected = d.selected.min(m.episodes.len().saturating_sub(1));
-                    d.model = Some(m);
-                    d.error = None;
-                    request_context(d, fx);
-                }
-                Err(e) => {
-                    d.error = Some(e.clone());
-                    state.flash(format!("diff failed: {e}"), Level::Error);
+impl DiffState {
+    /// Keys of the list to choose B from.
+    fn on_pick(&mut self, action: Option<Action>, out: &mut Out) {
+        let d = self;
+        let Some((list, sel)) = d.picker.as_mut() else {
+            return;
+        };
+        match action {
+            Some(Action::ListUp) => *sel = sel.saturating_sub(1),
+            Some(Action::ListDown) => *sel = (*sel + 1).min(list.len().saturating_sub(1)),
+            Some(Action::Accept) => {
+                let chosen = list.get(*sel).map(|c| (c.policy.clone(), c.budget));
+                d.picker = None;
+                if let Some((p, budget)) = chosen {
+                    d.b = p;
+                    d.budget_b = budget.unwrap_or(d.budget);
+                    d.context = None;
+                    request_replay(d, out);
                 }
             }
-        }
-        DiffMsg::Context { gen, at, result } => {
-            if gen != d.gen || at != d.cursor {
-                return;
-            }
-            d.context_pending = false;
-            match result {
-                Ok(c) => {
-                    // Open at the first hunk: the difference, at a glance.
-                    d.context_scroll = c.hunks.first().map_or(0, |h| h.saturating_sub(2));
-                    d.hunk = c.hunks.first().map(|_| 0);
-                    d.context = Some(c);
+            Some(Action::CloseOverlay) => {
+                d.picker = None;
+                // Nothing compared yet: cancelling the choice cancels diff mode.
+                if d.model.is_none() && !d.pending {
+                    out.ask(Ask::Close);
                 }
-                Err(e) => state.flash(format!("context diff failed: {e}"), Level::Error),
             }
+            Some(Action::ForceQuit) => out.ask(Ask::ForceQuit),
+            _ => {}
         }
     }
-}
 
-/// Mouse in diff mode: the wheel scrolls the context diff (both sides); the rest is for keys.
-pub fn on_mouse(state: &mut State, m: ratatui::crossterm::event::MouseEvent) {
-    use ratatui::crossterm::event::MouseEventKind;
-    let Some(d) = state.panels.diff.as_deref_mut() else {
-        return;
-    };
-    if d.mode() != Mode::Diff {
-        return;
-    }
-    let rows = d.context.as_ref().map_or(0, |c| c.rows.len());
-    match m.kind {
-        MouseEventKind::ScrollDown => {
-            d.context_scroll = (d.context_scroll + 3).min(rows.saturating_sub(1))
-        }
-        MouseEventKind::ScrollUp => d.context_scroll = d.context_scroll.saturating_sub(3),
-        _ => {}
-    }
-}
-
-/// Keys in the diff modes.
-pub fn on_key(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
-    let Some(mode) = state.panels.diff.as_ref().map(|d| d.mode()) else {
-        return;
-    };
-    match mode {
-        Mode::DiffPick => on_pick(state, action, fx),
-        Mode::DiffKnobs => on_knobs(state, action, fx),
-        _ => on_diff(state, action, fx),
-    }
-}
-
-fn on_pick(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
-    let Some(d) = state.panels.diff.as_deref_mut() else {
-        return;
-    };
-    let Some((list, sel)) = d.picker.as_mut() else {
-        return;
-    };
-    match action {
-        Some(Action::ListUp) => *sel = sel.saturating_sub(1),
-        Some(Action::ListDown) => *sel = (*sel + 1).min(list.len().saturating_sub(1)),
-        Some(Action::Accept) => {
-            let chosen = list.get(*sel).map(|c| (c.policy.clone(), c.budget));
-            d.picker = None;
-            if let Some((p, budget)) = chosen {
-                d.b = p;
-                d.budget_b = budget.unwrap_or(d.budget);
-                d.context = None;
-                request_replay(d, fx);
-            }
-        }
-        Some(Action::CloseOverlay) => {
-            d.picker = None;
-            // Nothing compared yet: cancelling the choice cancels diff mode.
-            if d.model.is_none() && !d.pending {
-                state.panels.diff = None;
-            }
-        }
-        Some(Action::ForceQuit) => state.quit = true,
-        _ => {}
-    }
-}
-
-fn on_diff(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
-    match action {
-        Some(Action::ToggleWrap) => {
+    /// Keys of the comparison itself.
+    fn on_diff(&mut self, env: &PanelEnv<'_>, action: Option<Action>, out: &mut Out) {
+        let page = env.page;
+        let d = self;
+        let c = d.cursor;
+        let Some(a) = action else { return };
+        match a {
             // One setting for every pane that wraps (the main screen's context and detail too).
-            crate::tui::main::update(state, fx, |m, env, out| m.toggle_wrap(env, out));
-            return;
-        }
-        Some(Action::CycleTheme) => {
-            state.cycle_theme();
-            return;
-        }
-        Some(Action::Goto) => {
+            Action::ToggleWrap => out.ask(Ask::ToggleWrap),
+            Action::CycleTheme => out.ask(Ask::CycleTheme),
             // The same field as on the main screen; Enter moves diff mode's cursor.
-            state.input = Some(crate::tui::app::Input {
-                purpose: crate::tui::app::InputPurpose::Goto,
-                text: String::new(),
-                error: None,
-            });
-            return;
-        }
-        _ => {}
-    }
-    let page = state.geometry.panel_text;
-    let Some(d) = state.panels.diff.as_deref_mut() else {
-        return;
-    };
-    let c = d.cursor;
-    let Some(a) = action else { return };
-    match a {
-        Action::CloseOverlay | Action::Quit => {
-            state.panels.diff = None;
-        }
-        Action::ForceQuit => state.quit = true,
-        Action::Help => state.overlay = Overlay::Help(HelpView::at(Mode::Diff)),
-        Action::StepNext => move_cursor(d, c + 1, fx),
-        Action::StepPrev => move_cursor(d, c.saturating_sub(1), fx),
-        Action::StepNextFast => move_cursor(d, c + 10, fx),
-        Action::StepPrevFast => move_cursor(d, c.saturating_sub(10), fx),
-        Action::First => move_cursor(d, 0, fx),
-        Action::Last => move_cursor(d, d.requests().saturating_sub(1), fx),
-        Action::NextChange | Action::PrevChange => {
-            let list = d
-                .model
-                .as_ref()
-                .map(|m| m.differing.clone())
-                .unwrap_or_default();
-            let fwd = a == Action::NextChange;
-            let next = if fwd {
-                list.iter().copied().find(|&r| r > c)
-            } else {
-                list.iter().rev().copied().find(|&r| r < c)
-            };
-            match next {
-                Some(r) => move_cursor(d, r, fx),
-                None => {
-                    let what = if fwd { "ahead" } else { "before" };
-                    state.flash(format!("no difference between A and B {what}"), Level::Info)
-                }
-            }
-        }
-        Action::SelectDown => d.selected = (d.selected + 1).min(d.episodes().saturating_sub(1)),
-        Action::SelectUp => d.selected = d.selected.saturating_sub(1),
-        Action::ScrollDown | Action::ScrollUp => {
-            let by = page.half_page();
-            let by = if a == Action::ScrollDown { by } else { -by };
-            d.context_scroll = page.moved(d.context_scroll.min(page.max), by);
-        }
-        Action::Diff(DiffAction::NextHunk | DiffAction::PrevHunk) => {
-            let Some(ctx) = d.context.clone() else { return };
-            if ctx.hunks.is_empty() {
-                state.flash("the rendered contexts are identical here", Level::Info);
-                return;
-            }
-            let n = ctx.hunks.len();
-            let fwd = a == Action::Diff(DiffAction::NextHunk);
-            // From the hunk last jumped to while the view still sits on it; after scrolling by
-            // hand, from what is on screen (a jumped-to hunk sits two rows below the top).
-            let at_hunk = d.hunk.filter(|&i| {
-                ctx.hunks
-                    .get(i)
-                    .is_some_and(|&h| h.saturating_sub(2) == d.context_scroll)
-            });
-            let i = match at_hunk {
-                Some(i) if fwd => (i + 1) % n,
-                Some(i) => (i + n - 1) % n,
-                None => {
-                    let anchor = d.context_scroll + 2;
-                    if fwd {
-                        ctx.hunks.iter().position(|&h| h > anchor).unwrap_or(0)
-                    } else {
-                        ctx.hunks.iter().rposition(|&h| h < anchor).unwrap_or(n - 1)
+            Action::Goto => out.ask(Ask::Input(InputPurpose::Goto, String::new())),
+            Action::CloseOverlay | Action::Quit => out.ask(Ask::Close),
+            Action::ForceQuit => out.ask(Ask::ForceQuit),
+            Action::Help => out.ask(Ask::Help(Mode::Diff)),
+            Action::StepNext => move_cursor(d, c + 1, out),
+            Action::StepPrev => move_cursor(d, c.saturating_sub(1), out),
+            Action::StepNextFast => move_cursor(d, c + 10, out),
+            Action::StepPrevFast => move_cursor(d, c.saturating_sub(10), out),
+            Action::First => move_cursor(d, 0, out),
+            Action::Last => move_cursor(d, d.requests().saturating_sub(1), out),
+            Action::NextChange | Action::PrevChange => {
+                let list = d
+                    .model
+                    .as_ref()
+                    .map(|m| m.differing.clone())
+                    .unwrap_or_default();
+                let fwd = a == Action::NextChange;
+                let next = if fwd {
+                    list.iter().copied().find(|&r| r > c)
+                } else {
+                    list.iter().rev().copied().find(|&r| r < c)
+                };
+                match next {
+                    Some(r) => move_cursor(d, r, out),
+                    None => {
+                        let what = if fwd { "ahead" } else { "before" };
+                        out.flash(format!("no difference between A and B {what}"), Level::Info)
                     }
                 }
-            };
-            d.hunk = Some(i);
-            d.context_scroll = ctx.hunks[i].saturating_sub(2);
+            }
+            Action::SelectDown => d.selected = (d.selected + 1).min(d.episodes().saturating_sub(1)),
+            Action::SelectUp => d.selected = d.selected.saturating_sub(1),
+            Action::ScrollDown | Action::ScrollUp => {
+                let by = page.half_page();
+                let by = if a == Action::ScrollDown { by } else { -by };
+                d.context_scroll = page.moved(d.context_scroll.min(page.max), by);
+            }
+            Action::Diff(DiffAction::NextHunk | DiffAction::PrevHunk) => {
+                let Some(ctx) = d.context.clone() else { return };
+                if ctx.hunks.is_empty() {
+                    out.flash("the rendered contexts are identical here", Level::Info);
+                    return;
+                }
+                let n = ctx.hunks.len();
+                let fwd = a == Action::Diff(DiffAction::NextHunk);
+                // From the hunk last jumped to while the view still sits on it; after scrolling
+                // by hand, from what is on screen (a jumped-to hunk sits two rows below the top).
+                let at_hunk = d.hunk.filter(|&i| {
+                    ctx.hunks
+                        .get(i)
+                        .is_some_and(|&h| h.saturating_sub(2) == d.context_scroll)
+                });
+                let i = match at_hunk {
+                    Some(i) if fwd => (i + 1) % n,
+                    Some(i) => (i + n - 1) % n,
+                    None => {
+                        let anchor = d.context_scroll + 2;
+                        if fwd {
+                            ctx.hunks.iter().position(|&h| h > anchor).unwrap_or(0)
+                        } else {
+                            ctx.hunks.iter().rposition(|&h| h < anchor).unwrap_or(n - 1)
+                        }
+                    }
+                };
+                d.hunk = Some(i);
+                d.context_scroll = ctx.hunks[i].saturating_sub(2);
+            }
+            Action::Diff(DiffAction::EditA | DiffAction::EditB) => {
+                let side = if a == Action::Diff(DiffAction::EditA) {
+                    Side::A
+                } else {
+                    Side::B
+                };
+                d.knobs = Some(KnobEdit { side, selected: 0 });
+            }
+            Action::Diff(DiffAction::PickB) => {
+                let list = choices(env.on_screen);
+                let sel = list.iter().position(|ch| ch.policy == d.b).unwrap_or(0);
+                d.picker = Some((list, sel));
+            }
+            Action::Diff(DiffAction::SwapSides) => {
+                std::mem::swap(&mut d.a, &mut d.b);
+                std::mem::swap(&mut d.budget, &mut d.budget_b);
+                d.context = None;
+                request_replay(d, out);
+            }
+            _ => {}
         }
-        Action::Diff(DiffAction::EditA | DiffAction::EditB) => {
-            let side = if a == Action::Diff(DiffAction::EditA) {
-                Side::A
-            } else {
-                Side::B
-            };
-            d.knobs = Some(KnobEdit { side, selected: 0 });
-        }
-        Action::Diff(DiffAction::PickB) => {
-            let list = choices(state);
-            let Some(d) = state.panels.diff.as_deref_mut() else {
-                return;
-            };
-            let sel = list.iter().position(|ch| ch.policy == d.b).unwrap_or(0);
-            d.picker = Some((list, sel));
-        }
-        Action::Diff(DiffAction::SwapSides) => {
-            std::mem::swap(&mut d.a, &mut d.b);
-            std::mem::swap(&mut d.budget, &mut d.budget_b);
-            d.context = None;
-            request_replay(d, fx);
-        }
-        _ => {}
     }
-}
 
-fn on_knobs(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
-    let Some(d) = state.panels.diff.as_deref_mut() else {
-        return;
-    };
-    let Some(k) = d.knobs else { return };
-    let rows = 1 + d.policy(k.side).specs.len();
-    let res = match action {
-        Some(Action::KnobUp) => {
-            d.knobs = Some(KnobEdit {
-                selected: k.selected.saturating_sub(1),
-                ..k
-            });
-            Ok(())
+    /// Keys of a side's knobs panel.
+    fn on_knobs(&mut self, action: Option<Action>, out: &mut Out) {
+        let d = self;
+        let Some(k) = d.knobs else { return };
+        let rows = 1 + d.policy(k.side).specs.len();
+        let res = match action {
+            Some(Action::KnobUp) => {
+                d.knobs = Some(KnobEdit {
+                    selected: k.selected.saturating_sub(1),
+                    ..k
+                });
+                Ok(())
+            }
+            Some(Action::KnobDown) => {
+                d.knobs = Some(KnobEdit {
+                    selected: (k.selected + 1).min(rows - 1),
+                    ..k
+                });
+                Ok(())
+            }
+            Some(Action::FocusNext) | Some(Action::FocusPrev) => {
+                let side = k.side.other();
+                let n = 1 + d.policy(side).specs.len();
+                d.knobs = Some(KnobEdit {
+                    side,
+                    selected: k.selected.min(n - 1),
+                });
+                Ok(())
+            }
+            Some(
+                a @ (Action::KnobInc | Action::KnobDec | Action::KnobIncBig | Action::KnobDecBig),
+            ) => {
+                let steps = match a {
+                    Action::KnobInc => 1.0,
+                    Action::KnobDec => -1.0,
+                    Action::KnobIncBig => 10.0,
+                    _ => -10.0,
+                };
+                step(d, k, steps, out)
+            }
+            Some(Action::KnobReset) => reset(d, k, out),
+            Some(Action::CloseOverlay) => {
+                d.knobs = None;
+                Ok(())
+            }
+            Some(Action::ForceQuit) => {
+                out.ask(Ask::ForceQuit);
+                Ok(())
+            }
+            _ => Ok(()),
+        };
+        if let Err(e) = res {
+            out.flash(e, Level::Warn);
         }
-        Some(Action::KnobDown) => {
-            d.knobs = Some(KnobEdit {
-                selected: (k.selected + 1).min(rows - 1),
-                ..k
-            });
-            Ok(())
-        }
-        Some(Action::FocusNext) | Some(Action::FocusPrev) => {
-            let side = k.side.other();
-            let n = 1 + d.policy(side).specs.len();
-            d.knobs = Some(KnobEdit {
-                side,
-                selected: k.selected.min(n - 1),
-            });
-            Ok(())
-        }
-        Some(a @ (Action::KnobInc | Action::KnobDec | Action::KnobIncBig | Action::KnobDecBig)) => {
-            let steps = match a {
-                Action::KnobInc => 1.0,
-                Action::KnobDec => -1.0,
-                Action::KnobIncBig => 10.0,
-                _ => -10.0,
-            };
-            step(d, k, steps, fx)
-        }
-        Some(Action::KnobReset) => reset(d, k, fx),
-        Some(Action::CloseOverlay) => {
-            d.knobs = None;
-            Ok(())
-        }
-        Some(Action::ForceQuit) => {
-            state.quit = true;
-            Ok(())
-        }
-        _ => Ok(()),
-    };
-    if let Err(e) = res {
-        state.flash(e, Level::Warn);
     }
 }
 
@@ -722,22 +675,22 @@ pub fn shown_budget(d: &DiffState, side: Side) -> u64 {
         .unwrap_or(0)
 }
 
-fn set_policy(d: &mut DiffState, side: Side, p: Policy, fx: &mut Vec<Effect>) {
+fn set_policy(d: &mut DiffState, side: Side, p: Policy, out: &mut Out) {
     if p.knobs == d.policy(side).knobs {
         return;
     }
     *d.policy_mut(side) = p;
-    request_replay(d, fx);
+    request_replay(d, out);
 }
 
-fn step(d: &mut DiffState, k: KnobEdit, steps: f64, fx: &mut Vec<Effect>) -> Result<(), String> {
+fn step(d: &mut DiffState, k: KnobEdit, steps: f64, out: &mut Out) -> Result<(), String> {
     if k.selected == 0 {
         let b = shown_budget(d, k.side);
         if b == 0 {
             return Ok(());
         }
         *d.budget_mut(k.side) = Some(crate::tui::knobs::stepped_budget(b, steps));
-        request_replay(d, fx);
+        request_replay(d, out);
         return Ok(());
     }
     let p = d.policy(k.side).clone();
@@ -750,15 +703,15 @@ fn step(d: &mut DiffState, k: KnobEdit, steps: f64, fx: &mut Vec<Effect>) -> Res
     let np = p
         .with_overrides(&[(spec.name.clone(), text)])
         .map_err(|e| e.to_string())?;
-    set_policy(d, k.side, np, fx);
+    set_policy(d, k.side, np, out);
     Ok(())
 }
 
-fn reset(d: &mut DiffState, k: KnobEdit, fx: &mut Vec<Effect>) -> Result<(), String> {
+fn reset(d: &mut DiffState, k: KnobEdit, out: &mut Out) -> Result<(), String> {
     if k.selected == 0 {
         if d.budget(k.side).is_some() {
             *d.budget_mut(k.side) = None;
-            request_replay(d, fx);
+            request_replay(d, out);
         }
         return Ok(());
     }
@@ -769,6 +722,6 @@ fn reset(d: &mut DiffState, k: KnobEdit, fx: &mut Vec<Effect>) -> Result<(), Str
     let np = p
         .with_overrides(&[(spec.name.clone(), spec.default.to_string())])
         .map_err(|e| e.to_string())?;
-    set_policy(d, k.side, np, fx);
+    set_policy(d, k.side, np, out);
     Ok(())
 }

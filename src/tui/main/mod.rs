@@ -6,8 +6,9 @@
 //!
 //! Its updates take their own state and an [`Env`]: what they read of the rest of the explorer
 //! (the session, the run on screen, the geometry the view last reported, the theme). What they
-//! ask of the rest (a message, a job, another feature opened, quitting) goes into an [`Out`],
-//! which [`update`] carries out: the one place the main screen touches the explorer's `State`.
+//! ask of the rest (a message, a job, another feature opened, quitting) goes into an [`Out`]
+//! ([`crate::tui::component`]), which [`update`] carries out: the one place the main screen
+//! touches the explorer's `State`.
 //! Positions are logical (a request, an episode, a top row); the views map them to cells, and
 //! the page sizes come from the geometry ([`crate::tui::geometry`]).
 
@@ -21,9 +22,8 @@ use std::sync::Arc;
 
 use ratatui::crossterm::event::MouseEvent;
 
-use crate::tui::app::{
-    Confirm, Effect, HelpView, Input, InputPurpose, Level, Overlay, Screen, SessionView, State,
-};
+use crate::tui::app::{Effect, HelpView, Overlay, Screen, SessionView, State};
+pub use crate::tui::component::{Ask, Out};
 use crate::tui::geometry::MainGeometry;
 use crate::tui::keymap::{Action, Mode};
 use crate::tui::on_screen::OnScreen;
@@ -214,47 +214,6 @@ impl Env<'_> {
     }
 }
 
-/// What a main-screen update asks of the rest of the explorer.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Ask {
-    /// `q`: quit, after a question when knob edits would be lost.
-    Quit,
-    ForceQuit,
-    Help,
-    /// A text field opened holding `text`.
-    Input(InputPurpose, String),
-    /// Back to the session picker, when the source has more than one session.
-    LeaveSession,
-    OpenKnobs,
-    /// A pane opened over the main screen (diff mode, the sweep pane).
-    Open(crate::tui::panels::PanelId),
-    SwitchPolicy,
-    SavePolicy,
-    ToggleFollow,
-    CycleTheme,
-    /// The cursor moved (live follow counts the requests not seen yet).
-    CursorMoved,
-}
-
-/// What an update hands back: jobs to run, a message for the status line (the last one said
-/// wins), and asks of the rest of the explorer, in order.
-#[derive(Debug, Default)]
-pub struct Out {
-    pub fx: Vec<Effect>,
-    pub flash: Option<(String, Level)>,
-    pub asks: Vec<Ask>,
-}
-
-impl Out {
-    pub fn flash(&mut self, text: impl Into<String>, level: Level) {
-        self.flash = Some((text.into(), level));
-    }
-
-    pub fn ask(&mut self, a: Ask) {
-        self.asks.push(a);
-    }
-}
-
 impl State {
     /// The main screen's state and what it reads of the rest (disjoint borrows of the state).
     pub fn main_and_env(&mut self) -> (&mut MainState, Env<'_>) {
@@ -289,50 +248,8 @@ pub fn update<R>(
         let (m, env) = state.main_and_env();
         f(m, &env, &mut out)
     };
-    fx.append(&mut out.fx);
-    if let Some((text, level)) = out.flash {
-        state.flash(text, level);
-    }
-    for a in out.asks {
-        carry_out(state, a, fx);
-    }
+    crate::tui::component::carry_out(state, None, out, fx);
     r
-}
-
-fn carry_out(state: &mut State, a: Ask, fx: &mut Vec<Effect>) {
-    match a {
-        Ask::Quit => {
-            if crate::tui::knobs::unsaved(state) {
-                state.overlay = Overlay::Confirm(Confirm::Quit);
-            } else {
-                state.quit = true;
-            }
-        }
-        Ask::ForceQuit => state.quit = true,
-        Ask::Help => state.overlay = Overlay::Help(HelpView::at(Mode::Main)),
-        Ask::Input(purpose, text) => {
-            state.input = Some(Input {
-                purpose,
-                text,
-                error: None,
-            })
-        }
-        Ask::LeaveSession => {
-            if state.picker.sessions.len() > 1 {
-                state.main.playing = false;
-                state.screen = Screen::Picker;
-            } else {
-                state.flash("not inside a sub-agent session", Level::Info);
-            }
-        }
-        Ask::OpenKnobs => crate::tui::knobs::open_panel(state),
-        Ask::Open(p) => crate::tui::panels::open(state, p),
-        Ask::SwitchPolicy => crate::tui::knobs::open_policies(state),
-        Ask::SavePolicy => crate::tui::knobs::start_save(state),
-        Ask::ToggleFollow => crate::tui::follow::toggle(state, fx),
-        Ask::CycleTheme => state.cycle_theme(),
-        Ask::CursorMoved => crate::tui::follow::on_cursor_moved(state),
-    }
 }
 
 /// A main-screen action (a key's).

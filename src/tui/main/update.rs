@@ -19,7 +19,7 @@ impl MainState {
             Action::ForceQuit => out.ask(Ask::ForceQuit),
             Action::Cancel => self.cancel(env, out),
             Action::Back => self.back(out),
-            Action::Help => out.ask(Ask::Help),
+            Action::Help => out.ask(Ask::Help(crate::tui::keymap::Mode::Main)),
             Action::StepNext => self.move_cursor(env, c + 1, out),
             Action::StepPrev => self.move_cursor(env, c.saturating_sub(1), out),
             Action::StepNextFast => self.move_cursor(env, c + 10, out),

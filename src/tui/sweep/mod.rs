@@ -19,12 +19,15 @@ pub mod view;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent};
+use ratatui::layout::Rect;
+use ratatui::Frame;
 
-use crate::tui::app::{Effect, HelpView, Level, Overlay, State};
+use crate::tui::app::{Level, State};
+use crate::tui::component::{Ask, Out};
 use crate::tui::geometry::Scroll;
 use crate::tui::keymap::{Action, Mode};
-use crate::tui::panels::Panel;
+use crate::tui::panels::{Panel, PanelEnv};
 use axes::KnobChoice;
 use grid::{Metric, SweepGrid};
 use keys::SweepAction;
@@ -160,34 +163,117 @@ impl Panel for SweepState {
     fn mode(&self) -> Mode {
         SweepState::mode(self)
     }
-    fn render(
-        &self,
-        state: &State,
-        f: &mut ratatui::Frame,
-        area: ratatui::layout::Rect,
-    ) -> Option<Scroll> {
+    fn render(&self, state: &State, f: &mut Frame, area: Rect) -> Option<Scroll> {
         view::render(state, self, f, area);
         None
     }
-    fn open(state: &mut State) {
-        open(state)
+
+    /// `S` on the main screen: the setup form for the current policy.
+    fn open(env: &PanelEnv<'_>, out: &mut Out) -> Option<SweepState> {
+        if env.session.is_none() {
+            out.flash("no session loaded", Level::Info);
+            return None;
+        }
+        let policy = env.on_screen.policy.clone();
+        let knobs = axes::numeric_knobs(&policy);
+        let Some((x, y)) = axes::default_pair(&knobs) else {
+            let name = crate::tui::safe_line(&policy.name);
+            out.flash(
+                format!("policy {name} reads fewer than two numeric knobs: nothing to sweep"),
+                Level::Info,
+            );
+            return None;
+        };
+        out.ask(Ask::StopPlaying);
+        let (x_axis, y_axis) = axes::proposed_axes(&policy, &knobs[x], &knobs[y]);
+        Some(SweepState {
+            budget: env.on_screen.budget,
+            main_budget: env.on_screen.effective_budget(),
+            policy,
+            x_axis,
+            y_axis,
+            knobs,
+            x,
+            y,
+            metric: Metric::Cost,
+            phase: Phase::Setup,
+            form_row: ROW_X,
+            edit: None,
+            gen: 0,
+            cancel: None,
+            grid: None,
+            error: None,
+            sel: (0, 0),
+        })
     }
-    fn on_key(state: &mut State, k: &KeyEvent, action: Option<Action>, fx: &mut Vec<Effect>) {
-        on_key(state, k, action, fx)
+
+    /// Keys in the sweep modes (`k` for typing into the range field).
+    fn on_key(&mut self, env: &PanelEnv<'_>, k: &KeyEvent, action: Option<Action>, out: &mut Out) {
+        if action == Some(Action::ForceQuit) {
+            out.ask(Ask::Close);
+            out.ask(Ask::ForceQuit);
+            return;
+        }
+        match self.mode() {
+            Mode::SweepEdit => self.on_edit(k, action),
+            Mode::SweepSetup => self.on_setup(action, out),
+            _ => self.on_grid(env, action, out),
+        }
     }
+
     /// The wheel moves over the grid, or through the form's rows.
-    fn on_mouse(state: &mut State, m: ratatui::crossterm::event::MouseEvent, fx: &mut Vec<Effect>) {
+    fn on_mouse(&mut self, env: &PanelEnv<'_>, m: MouseEvent, out: &mut Out) {
         use crate::tui::app::wheel_as;
-        let a = match mode_of(state) {
+        let a = match self.mode() {
             Mode::Sweep => wheel_as(&m, Action::SelectDown, Action::SelectUp),
             Mode::SweepSetup => wheel_as(&m, Action::ListDown, Action::ListUp),
             _ => return,
         };
-        on_key(state, &KeyEvent::from(KeyCode::Null), a, fx);
+        self.on_key(env, &KeyEvent::from(KeyCode::Null), a, out);
     }
-    fn on_msg(state: &mut State, msg: SweepMsg, _fx: &mut Vec<Effect>) {
-        on_msg(state, msg)
+
+    fn on_msg(&mut self, _env: &PanelEnv<'_>, msg: SweepMsg, out: &mut Out) {
+        let s = self;
+        match msg {
+            SweepMsg::Progress { gen, done, total } => {
+                if gen == s.gen && matches!(s.phase, Phase::Running { .. }) {
+                    s.phase = Phase::Running { done, total };
+                }
+            }
+            SweepMsg::Done { gen, result } => {
+                if gen != s.gen {
+                    return; // cancelled, or a newer grid is on its way
+                }
+                s.cancel = None;
+                match result {
+                    Ok(g) => {
+                        // Start on the current knobs' cell: the point to beat.
+                        s.sel = g.current.unwrap_or((0, 0));
+                        s.grid = Some(g);
+                        s.phase = Phase::Grid;
+                    }
+                    Err(e) => {
+                        let e = crate::tui::safe_line(&e);
+                        s.error = Some(e.clone());
+                        s.phase = if s.grid.is_some() {
+                            Phase::Grid
+                        } else {
+                            Phase::Setup
+                        };
+                        out.flash(format!("sweep failed: {e}"), Level::Error);
+                    }
+                }
+            }
+        }
     }
+
+    /// Closing cancels the running sweep.
+    fn on_close(&mut self) {
+        if let Some(c) = self.cancel.take() {
+            c.cancel();
+        }
+    }
+
     fn run(
         job: SweepJob,
         session: Option<&Arc<tierscope_engine::session::LoadedSession>>,
@@ -200,56 +286,8 @@ impl Panel for SweepState {
     }
 }
 
-/// `S` on the main screen: open the setup form for the current policy.
-pub fn open(state: &mut State) {
-    if state.session.is_none() {
-        state.flash("no session loaded", Level::Info);
-        return;
-    }
-    let policy = state.on_screen.policy.clone();
-    let knobs = axes::numeric_knobs(&policy);
-    let Some((x, y)) = axes::default_pair(&knobs) else {
-        let name = crate::tui::safe_line(&policy.name);
-        state.flash(
-            format!("policy {name} reads fewer than two numeric knobs: nothing to sweep"),
-            Level::Info,
-        );
-        return;
-    };
-    state.main.playing = false;
-    let (x_axis, y_axis) = axes::proposed_axes(&policy, &knobs[x], &knobs[y]);
-    state.panels.sweep = Some(Box::new(SweepState {
-        budget: state.on_screen.budget,
-        main_budget: state.on_screen.effective_budget(),
-        policy,
-        x_axis,
-        y_axis,
-        knobs,
-        x,
-        y,
-        metric: Metric::Cost,
-        phase: Phase::Setup,
-        form_row: ROW_X,
-        edit: None,
-        gen: 0,
-        cancel: None,
-        grid: None,
-        error: None,
-        sel: (0, 0),
-    }));
-}
-
-/// The mode the pane is in (for the help overlay's section).
-fn mode_of(state: &State) -> Mode {
-    state
-        .panels
-        .sweep
-        .as_ref()
-        .map_or(Mode::Sweep, |s| s.mode())
-}
-
 /// Starts (or restarts: latest wins) the sweep of the form's grid.
-fn run(s: &mut SweepState, fx: &mut Vec<Effect>) {
+fn run(s: &mut SweepState, out: &mut Out) {
     if let Some(c) = s.cancel.take() {
         c.cancel();
     }
@@ -261,14 +299,14 @@ fn run(s: &mut SweepState, fx: &mut Vec<Effect>) {
         done: 0,
         total: s.x_axis.len() * s.y_axis.len(),
     };
-    fx.push(Effect::from(SweepJob {
+    out.job(SweepJob {
         gen: s.gen,
         policy: Box::new(s.policy.clone()),
         budget: s.budget,
         x: s.x_axis.clone(),
         y: s.y_axis.clone(),
         cancel,
-    }));
+    });
 }
 
 /// Stops the running sweep: back to the last grid, else to the form.
@@ -284,140 +322,147 @@ fn cancel(s: &mut SweepState) {
     };
 }
 
-/// Closes the pane (cancelling any sweep).
-fn close(state: &mut State) {
-    if let Some(s) = state.panels.sweep.as_deref_mut() {
-        if let Some(c) = s.cancel.take() {
-            c.cancel();
+impl SweepState {
+    /// Typing a range into the form.
+    fn on_edit(&mut self, k: &KeyEvent, action: Option<Action>) {
+        let s = self;
+        let Some((mut text, _)) = s.edit.take() else {
+            return;
+        };
+        match action {
+            Some(Action::CloseOverlay) => return,
+            Some(Action::Accept) => {
+                let knob = if s.form_row == ROW_X {
+                    s.x_knob()
+                } else {
+                    s.y_knob()
+                };
+                let Some(knob) = knob.cloned() else { return };
+                match axes::parse_axis(&knob, &text) {
+                    Ok(a) if s.form_row == ROW_X => s.x_axis = a,
+                    Ok(a) => s.y_axis = a,
+                    Err(e) => s.edit = Some((text, Some(crate::tui::safe_line(&e)))),
+                }
+                return;
+            }
+            _ => {}
         }
+        match k.code {
+            KeyCode::Backspace => {
+                text.pop();
+            }
+            KeyCode::Char(c) if !k.modifiers.contains(KeyModifiers::CONTROL) => text.push(c),
+            _ => {}
+        }
+        s.edit = Some((text, None));
     }
-    state.panels.sweep = None;
-}
 
-/// Results from the worker.
-pub fn on_msg(state: &mut State, msg: SweepMsg) {
-    let Some(s) = state.panels.sweep.as_deref_mut() else {
-        return; // the pane was closed meanwhile
-    };
-    match msg {
-        SweepMsg::Progress { gen, done, total } => {
-            if gen == s.gen && matches!(s.phase, Phase::Running { .. }) {
-                s.phase = Phase::Running { done, total };
+    /// The setup form: the knobs, their ranges, the metric.
+    fn on_setup(&mut self, action: Option<Action>, out: &mut Out) {
+        let mode = self.mode();
+        let s = self;
+        let Some(a) = action else { return };
+        match a {
+            Action::ListUp => s.form_row = s.form_row.saturating_sub(1),
+            Action::ListDown => s.form_row = (s.form_row + 1).min(FORM_ROWS - 1),
+            Action::KnobInc | Action::KnobDec => {
+                let by: isize = if a == Action::KnobInc { 1 } else { -1 };
+                match s.form_row {
+                    ROW_METRIC => s.metric = s.metric.cycle(by),
+                    row => change_knob(s, row, by),
+                }
             }
-        }
-        SweepMsg::Done { gen, result } => {
-            if gen != s.gen {
-                return; // cancelled, or a newer grid is on its way
+            Action::Sweep(SweepAction::EditRange) => {
+                let axis = match s.form_row {
+                    ROW_X => &s.x_axis,
+                    ROW_Y => &s.y_axis,
+                    _ => return,
+                };
+                s.edit = Some((axes::axis_text(axis), None));
             }
-            s.cancel = None;
-            match result {
-                Ok(g) => {
-                    // Start on the current knobs' cell: the point to beat.
-                    s.sel = g.current.unwrap_or((0, 0));
-                    s.grid = Some(g);
+            Action::Accept => run(s, out),
+            Action::CloseOverlay => {
+                // Back to the grid when there is one; else the pane closes.
+                if s.grid.is_some() {
                     s.phase = Phase::Grid;
-                }
-                Err(e) => {
-                    let e = crate::tui::safe_line(&e);
-                    s.error = Some(e.clone());
-                    s.phase = if s.grid.is_some() {
-                        Phase::Grid
-                    } else {
-                        Phase::Setup
-                    };
-                    state.flash(format!("sweep failed: {e}"), Level::Error);
+                } else {
+                    out.ask(Ask::Close);
                 }
             }
+            Action::Help => out.ask(Ask::Help(mode)),
+            _ => {}
         }
     }
-}
 
-/// Keys in the sweep modes (`k` for typing into the range field).
-pub fn on_key(state: &mut State, k: &KeyEvent, action: Option<Action>, fx: &mut Vec<Effect>) {
-    let Some(mode) = state.panels.sweep.as_ref().map(|s| s.mode()) else {
-        return;
-    };
-    if action == Some(Action::ForceQuit) {
-        close(state);
-        state.quit = true;
-        return;
-    }
-    match mode {
-        Mode::SweepEdit => on_edit(state, k, action),
-        Mode::SweepSetup => on_setup(state, action, fx),
-        _ => on_grid(state, action, fx),
-    }
-}
-
-fn on_edit(state: &mut State, k: &KeyEvent, action: Option<Action>) {
-    let Some(s) = state.panels.sweep.as_deref_mut() else {
-        return;
-    };
-    let Some((mut text, _)) = s.edit.take() else {
-        return;
-    };
-    match action {
-        Some(Action::CloseOverlay) => return,
-        Some(Action::Accept) => {
-            let knob = if s.form_row == ROW_X {
-                s.x_knob()
-            } else {
-                s.y_knob()
-            };
-            let Some(knob) = knob.cloned() else { return };
-            match axes::parse_axis(&knob, &text) {
-                Ok(a) if s.form_row == ROW_X => s.x_axis = a,
-                Ok(a) => s.y_axis = a,
-                Err(e) => s.edit = Some((text, Some(crate::tui::safe_line(&e)))),
+    /// The grid (or the wait for it).
+    fn on_grid(&mut self, env: &PanelEnv<'_>, action: Option<Action>, out: &mut Out) {
+        let mode = self.mode();
+        let s = self;
+        let Some(a) = action else { return };
+        if let Phase::Running { .. } = s.phase {
+            match a {
+                Action::CloseOverlay => cancel(s),
+                Action::Help => out.ask(Ask::Help(mode)),
+                _ => {}
             }
             return;
         }
-        _ => {}
-    }
-    match k.code {
-        KeyCode::Backspace => {
-            text.pop();
+        let (rows, cols) = s.grid.as_ref().map_or((0, 0), |g| (g.rows(), g.cols()));
+        let (r, c) = s.sel;
+        match a {
+            Action::SelectUp => s.sel.0 = r.saturating_sub(1),
+            Action::SelectDown => s.sel.0 = (r + 1).min(rows.saturating_sub(1)),
+            Action::StepPrev => s.sel.1 = c.saturating_sub(1),
+            Action::StepNext => s.sel.1 = (c + 1).min(cols.saturating_sub(1)),
+            Action::First => s.sel = (0, 0),
+            Action::Last => s.sel = (rows.saturating_sub(1), cols.saturating_sub(1)),
+            Action::Sweep(SweepAction::NextMetric) => s.metric = s.metric.cycle(1),
+            Action::Sweep(SweepAction::PrevMetric) => s.metric = s.metric.cycle(-1),
+            Action::Sweep(SweepAction::Setup) => s.phase = Phase::Setup,
+            Action::Accept => s.load_point(env, out),
+            Action::CloseOverlay | Action::Quit => out.ask(Ask::Close),
+            Action::Help => out.ask(Ask::Help(mode)),
+            _ => {}
         }
-        KeyCode::Char(c) if !k.modifiers.contains(KeyModifiers::CONTROL) => text.push(c),
-        _ => {}
     }
-    s.edit = Some((text, None));
-}
 
-fn on_setup(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
-    let Some(s) = state.panels.sweep.as_deref_mut() else {
-        return;
-    };
-    let Some(a) = action else { return };
-    match a {
-        Action::ListUp => s.form_row = s.form_row.saturating_sub(1),
-        Action::ListDown => s.form_row = (s.form_row + 1).min(FORM_ROWS - 1),
-        Action::KnobInc | Action::KnobDec => {
-            let by: isize = if a == Action::KnobInc { 1 } else { -1 };
-            match s.form_row {
-                ROW_METRIC => s.metric = s.metric.cycle(by),
-                row => change_knob(s, row, by),
+    /// Enter on a cell: the main view's policy takes the point's knobs, its replay reruns, and
+    /// the pane closes. An invalid point says why and stays.
+    fn load_point(&mut self, env: &PanelEnv<'_>, out: &mut Out) {
+        let Some(g) = self.grid.clone() else { return };
+        let (r, c) = self.sel;
+        let Some(i) = g.index(r, c) else { return };
+        let Some(p) = g.result.points.get(i) else {
+            return;
+        };
+        if !p.is_valid() {
+            let why = g.reasons.get(i).cloned().flatten().unwrap_or_default();
+            out.flash(format!("this point is invalid: {why}"), Level::Warn);
+            return;
+        }
+        let overrides: Vec<(String, String)> = p
+            .knobs
+            .iter()
+            .map(|(k, v)| (k.clone(), format_value(*v)))
+            .collect();
+        let shown = p
+            .knobs
+            .iter()
+            .map(|(k, v)| format!("{}={}", crate::tui::safe_line(k), format_value(*v)))
+            .collect::<Vec<_>>()
+            .join(" ");
+        match env.on_screen.policy.clone().with_overrides(&overrides) {
+            Ok(np) => {
+                out.ask(Ask::Close);
+                // A point loaded is its own before → after.
+                out.ask(Ask::LoadPolicy(Box::new(np)));
+                out.flash(format!("loaded {shown} from the sweep"), Level::Info);
+            }
+            Err(e) => {
+                let e = crate::tui::safe_line(&e.to_string());
+                out.flash(format!("cannot load {shown}: {e}"), Level::Error);
             }
         }
-        Action::Sweep(SweepAction::EditRange) => {
-            let axis = match s.form_row {
-                ROW_X => &s.x_axis,
-                ROW_Y => &s.y_axis,
-                _ => return,
-            };
-            s.edit = Some((axes::axis_text(axis), None));
-        }
-        Action::Accept => run(s, fx),
-        Action::CloseOverlay => {
-            // Back to the grid when there is one; else the pane closes.
-            if s.grid.is_some() {
-                s.phase = Phase::Grid;
-            } else {
-                close(state);
-            }
-        }
-        Action::Help => state.overlay = Overlay::Help(HelpView::at(mode_of(state))),
-        _ => {}
     }
 }
 
@@ -446,81 +491,5 @@ fn change_knob(s: &mut SweepState, row: usize, by: isize) {
     } else {
         s.y = i;
         s.y_axis = axis;
-    }
-}
-
-fn on_grid(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
-    let Some(s) = state.panels.sweep.as_deref_mut() else {
-        return;
-    };
-    let Some(a) = action else { return };
-    if let Phase::Running { .. } = s.phase {
-        match a {
-            Action::CloseOverlay => cancel(s),
-            Action::Help => state.overlay = Overlay::Help(HelpView::at(mode_of(state))),
-            _ => {}
-        }
-        return;
-    }
-    let (rows, cols) = s.grid.as_ref().map_or((0, 0), |g| (g.rows(), g.cols()));
-    let (r, c) = s.sel;
-    match a {
-        Action::SelectUp => s.sel.0 = r.saturating_sub(1),
-        Action::SelectDown => s.sel.0 = (r + 1).min(rows.saturating_sub(1)),
-        Action::StepPrev => s.sel.1 = c.saturating_sub(1),
-        Action::StepNext => s.sel.1 = (c + 1).min(cols.saturating_sub(1)),
-        Action::First => s.sel = (0, 0),
-        Action::Last => s.sel = (rows.saturating_sub(1), cols.saturating_sub(1)),
-        Action::Sweep(SweepAction::NextMetric) => s.metric = s.metric.cycle(1),
-        Action::Sweep(SweepAction::PrevMetric) => s.metric = s.metric.cycle(-1),
-        Action::Sweep(SweepAction::Setup) => s.phase = Phase::Setup,
-        Action::Accept => load_point(state, fx),
-        Action::CloseOverlay | Action::Quit => close(state),
-        Action::Help => state.overlay = Overlay::Help(HelpView::at(mode_of(state))),
-        _ => {}
-    }
-}
-
-/// Enter on a cell: the main view's policy takes the point's knobs, its replay reruns, and the
-/// pane closes. An invalid point says why and stays.
-fn load_point(state: &mut State, fx: &mut Vec<Effect>) {
-    let Some(s) = state.panels.sweep.as_deref() else {
-        return;
-    };
-    let Some(g) = s.grid.clone() else { return };
-    let (r, c) = s.sel;
-    let Some(i) = g.index(r, c) else { return };
-    let Some(p) = g.result.points.get(i) else {
-        return;
-    };
-    if !p.is_valid() {
-        let why = g.reasons.get(i).cloned().flatten().unwrap_or_default();
-        state.flash(format!("this point is invalid: {why}"), Level::Warn);
-        return;
-    }
-    let overrides: Vec<(String, String)> = p
-        .knobs
-        .iter()
-        .map(|(k, v)| (k.clone(), format_value(*v)))
-        .collect();
-    let shown = p
-        .knobs
-        .iter()
-        .map(|(k, v)| format!("{}={}", crate::tui::safe_line(k), format_value(*v)))
-        .collect::<Vec<_>>()
-        .join(" ");
-    match state.on_screen.policy.clone().with_overrides(&overrides) {
-        Ok(np) => {
-            close(state);
-            // A point loaded is its own before → after.
-            state.on_screen.end_edits();
-            crate::tui::knobs::set_policy(state, np, fx);
-            state.on_screen.end_edits();
-            state.flash(format!("loaded {shown} from the sweep"), Level::Info);
-        }
-        Err(e) => {
-            let e = crate::tui::safe_line(&e.to_string());
-            state.flash(format!("cannot load {shown}: {e}"), Level::Error);
-        }
     }
 }
