@@ -26,8 +26,8 @@ use std::path::{Path, PathBuf};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use rayon::prelude::*;
 use serde_json::Value;
-use tierscope_engine::episode::options::EpisodeOptions;
 use tierscope_engine::formats::opencode::export::parse_export;
+use tierscope_engine::session::EpisodeOptions;
 use tierscope_engine::tokens::{count_exact, Tokenizer, TokenizerKind};
 
 const DEFAULT_EXPORT: &str = concat!(

@@ -8,8 +8,8 @@ use std::process::Command;
 
 use loader_support::*;
 use serde_json::json;
-use tierscope_engine::episode::options::EpisodeOptions;
 use tierscope_engine::formats::opencode::export::{load_export, parse_export};
+use tierscope_engine::session::EpisodeOptions;
 use tierscope_engine::trace::load::open;
 use tierscope_engine::trace::{DiagnosticKind, LoadError, ToolStatus, Trace};
 use tierscope_engine::{policy, replay, session};

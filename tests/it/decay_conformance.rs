@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection};
 use serde_json::Value;
-use tierscope_engine::episode::options::{EpisodeOptions, TierSource};
+use tierscope_engine::episode::options::TierSource;
 use tierscope_engine::episode::segment::Segmentation;
 use tierscope_engine::episode::Tier;
 use tierscope_engine::formats::magic_context::estimate::{self, Estimator};
@@ -17,6 +17,7 @@ use tierscope_engine::policy::kinds::decay::fold::{self, BlockTokens, Costs, Fol
 use tierscope_engine::policy::{self, Policy};
 use tierscope_engine::replay::synth::{generate, SynthSpec};
 use tierscope_engine::replay::{self, render_at, BoundaryKind, Cell, Input, Replay};
+use tierscope_engine::session::EpisodeOptions;
 use tierscope_engine::session::{from_trace, LoadedSession};
 use tierscope_engine::trace::model::PartKind;
 use tierscope_engine::trace::Trace;

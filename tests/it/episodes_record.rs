@@ -13,13 +13,14 @@ use regex::Regex;
 use serde_json::{json, Value};
 use tierscope_engine::episode::evidence::KillRule;
 use tierscope_engine::episode::needles::identifiers;
-use tierscope_engine::episode::options::{EpisodeOptions, TierSource};
+use tierscope_engine::episode::options::TierSource;
 use tierscope_engine::episode::record::EpisodeRecord;
 use tierscope_engine::episode::sidecar::{Dimension, Probe};
 use tierscope_engine::episode::{EpisodeKind, Tier};
 use tierscope_engine::fixture::{generate_in_memory, FixtureConfig};
 use tierscope_engine::formats::opencode::export::parse_export;
 use tierscope_engine::research::audit::{audit_episode, episode_ids};
+use tierscope_engine::session::EpisodeOptions;
 use tierscope_engine::session::{from_trace, LoadedSession};
 
 const RECORDINGS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/recordings");

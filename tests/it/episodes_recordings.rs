@@ -4,9 +4,10 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use tierscope_engine::episode::options::{EpisodeOptions, TierSource};
+use tierscope_engine::episode::options::TierSource;
 use tierscope_engine::episode::segment::Segmentation;
 use tierscope_engine::episode::{EpisodeKind, RetentionClass, Tier};
+use tierscope_engine::session::EpisodeOptions;
 use tierscope_engine::session::{from_trace, from_trace_with, LoadedSession};
 use tierscope_engine::tokens::{Tokenizer, TokenizerKind};
 use tierscope_engine::trace::Trace;

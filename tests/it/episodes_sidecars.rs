@@ -3,12 +3,13 @@
 
 use std::path::Path;
 
-use tierscope_engine::episode::options::{EpisodeOptions, TierSource};
+use tierscope_engine::episode::options::TierSource;
 use tierscope_engine::episode::segment::Segmentation;
 use tierscope_engine::episode::sidecar::{Needle, SidecarLocator, Sidecars};
 use tierscope_engine::episode::{RetentionClass, Strategy, Tier};
 use tierscope_engine::formats::magic_context::read_compartments;
 use tierscope_engine::session::from_trace;
+use tierscope_engine::session::EpisodeOptions;
 use tierscope_engine::trace::Trace;
 
 const REC_118: &str = concat!(

@@ -6,10 +6,11 @@
 
 use std::path::{Path, PathBuf};
 
-use tierscope_engine::episode::options::{EpisodeOptions, TierSource};
+use tierscope_engine::episode::options::TierSource;
 use tierscope_engine::episode::segment::Segmentation;
 use tierscope_engine::research::audit::audit_session;
 use tierscope_engine::session::from_trace;
+use tierscope_engine::session::EpisodeOptions;
 
 const REC_118: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

@@ -5,9 +5,9 @@
 
 use std::path::Path;
 
-use tierscope_engine::episode::options::EpisodeOptions;
 use tierscope_engine::fixture::{generate_in_memory, FixtureConfig};
 use tierscope_engine::formats::opencode::export::parse_export;
+use tierscope_engine::session::EpisodeOptions;
 use tierscope_engine::session::{from_trace, LoadedSession};
 use tierscope_engine::trace::Trace;
 

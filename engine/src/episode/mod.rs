@@ -2,9 +2,10 @@
 //! segmentation (`segment`), classification (`classify` with `evidence` and `facts`: class,
 //! floor, reasons, pins), tiers (`tiers`, `external`, `needles`), the canonical record
 //! (`record`, `record_view`), and the data they share (`model`, `options`, `lineage`,
-//! `sidecar`). Magic Context's compartments come from its reader in
-//! [`crate::formats::magic_context`]; the only files read here are a `--rules` file and the
-//! sidecars.
+//! `sidecar`, `source`: the episode tiers and the record are generated from). Magic Context's
+//! compartments come from its reader in [`crate::formats::magic_context`]; the only files read
+//! here are a `--rules` file and the sidecars. The modules depend on each other without a cycle,
+//! and on nothing above the trace (`tests/it/layers.rs`).
 pub mod classify;
 pub mod evidence;
 pub mod external;
@@ -20,6 +21,7 @@ pub mod record_view;
 pub mod rules;
 pub mod segment;
 pub mod sidecar;
+pub mod source;
 pub mod tiers;
 
 pub use model::*;

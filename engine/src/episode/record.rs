@@ -22,7 +22,7 @@ use super::prose::{plain, prose};
 use super::reading::{assistant_prose, sentences, tool_command};
 use super::rules::Rules;
 use super::segment::TodoChange;
-use super::tiers::EpisodeSource;
+use super::source::EpisodeSource;
 use crate::text::{clip_chars, first_line};
 use crate::trace::{Message, PartKind, Trace, UserKind};
 

@@ -26,7 +26,7 @@ use super::record::{Cite, EpisodeRecord, Evidence, RejectionRule, StepKind};
 use super::tiers::{episode_chunk, Draft};
 use crate::text::clip_chars;
 
-pub const RECORD_GENERATOR: &str = "tierscope-record/1";
+pub use super::tiers::RECORD_GENERATOR;
 
 /// At most this many canonical names in compact and anchor (the same ordered list: a prefix).
 const COMPACT_NAMES: usize = 24;

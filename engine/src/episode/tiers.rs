@@ -38,8 +38,11 @@ use super::segment::Segment;
 use crate::text::clip_chars;
 use crate::trace::{Message, PartKind, ToolPart, ToolStatus, Trace};
 
+pub use super::source::EpisodeSource;
+
 pub const SOURCE_GENERATOR: &str = "tierscope-source/1";
 pub const CASCADE_GENERATOR: &str = "tierscope-cascade/1";
+pub const RECORD_GENERATOR: &str = "tierscope-record/1";
 /// What OpenCode sends in place of a pruned tool output.
 pub const PRUNED_OUTPUT: &str = "[Old tool result content cleared]";
 
@@ -100,17 +103,6 @@ pub fn artefact_ids(trace: &Trace) -> BTreeSet<String> {
     s
 }
 
-/// The episode a set of tiers is generated from, and what generation reads beside it.
-pub struct EpisodeSource<'a> {
-    pub trace: &'a Trace,
-    pub episode_id: &'a str,
-    pub seg: &'a Segment,
-    pub classified: &'a Classified,
-    pub rules: &'a Rules,
-    /// [`artefact_ids`] of the trace.
-    pub artefacts: &'a BTreeSet<String>,
-}
-
 /// Generate the four tiers of one episode by `strategy` (`Source` or `Cascade`).
 pub fn generate(src: &EpisodeSource, strategy: Strategy) -> Vec<Draft> {
     let full = full_draft(src.trace, src.seg, strategy, src.artefacts);
@@ -128,7 +120,7 @@ pub fn joined(d: &Draft) -> String {
 pub fn generator(strategy: Strategy) -> &'static str {
     match strategy {
         Strategy::Cascade => CASCADE_GENERATOR,
-        Strategy::Record => super::record_view::RECORD_GENERATOR,
+        Strategy::Record => RECORD_GENERATOR,
         _ => SOURCE_GENERATOR,
     }
 }

@@ -5,9 +5,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::EpisodeOptions;
 use crate::episode::classify;
 use crate::episode::external;
-use crate::episode::options::{EpisodeOptions, TierSource};
+use crate::episode::options::TierSource;
 use crate::episode::record::{self, EpisodeRecord};
 use crate::episode::record_view;
 use crate::episode::rules::Rules;

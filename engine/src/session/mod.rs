@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::episode::classify;
-use crate::episode::options::{EpisodeOptions, TierSource};
+use crate::episode::options::TierSource;
 use crate::episode::record::EpisodeRecord;
 use crate::episode::rules::{Rules, RulesError};
 use crate::episode::segment::{self, Segmentation};
@@ -23,10 +23,12 @@ use crate::trace::{LoadError, Trace, UserKind};
 
 pub mod calibration;
 mod draft;
+mod options;
 pub mod progress;
 mod stored_system;
 mod summary_heads;
 use draft::{draft_episode, DraftInputs, Drafted, Pending};
+pub use options::EpisodeOptions;
 
 /// Everything that can stop a load.
 #[derive(Debug, thiserror::Error)]

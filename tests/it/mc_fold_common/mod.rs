@@ -6,12 +6,13 @@
 
 use std::path::Path;
 
-use tierscope_engine::episode::options::{EpisodeOptions, TierSource};
+use tierscope_engine::episode::options::TierSource;
 use tierscope_engine::episode::segment::Segmentation;
 use tierscope_engine::formats::magic_context::{self as mc, estimate::Estimator, HeadingDates};
 use tierscope_engine::policy::{self, Policy};
 use tierscope_engine::replay::synth::{generate, SynthSpec};
 use tierscope_engine::replay::{self, BoundaryKind, Cell, Input};
+use tierscope_engine::session::EpisodeOptions;
 use tierscope_engine::session::{from_trace, LoadedSession};
 use tierscope_engine::trace::Trace;
 
