@@ -12,7 +12,7 @@ use tierscope_engine::episode::sidecar::{SidecarLocator, Sidecars};
 use tierscope_engine::policy;
 use tierscope_engine::research::experiment::TierShare;
 use tierscope_engine::research::report::{pct, thousands};
-use tierscope_engine::research::survey::{combine, survey_session, Failure, Survey};
+use tierscope_engine::research::survey::{combine, survey_session, Survey, Unsurveyed};
 use tierscope_engine::tokens::Tokenizer;
 use tierscope_engine::trace::SessionSummary;
 
@@ -99,7 +99,7 @@ pub fn run(a: &SurveyArgs) -> anyhow::Result<()> {
     for s in &main {
         match source.load_session(Some(&s.id)) {
             Ok(t) => traces.push(t),
-            Err(e) => failures.push(Failure {
+            Err(e) => failures.push(Unsurveyed {
                 session: s.id.clone(),
                 error: e.to_string(),
             }),
@@ -113,7 +113,7 @@ pub fn run(a: &SurveyArgs) -> anyhow::Result<()> {
         report::stderr::warn(why);
     }
     let surveying = bar(traces.len() as u64, "surveying");
-    let results: Vec<Result<_, Failure>> = traces
+    let results: Vec<Result<_, Unsurveyed>> = traces
         .into_par_iter()
         .map(|t| {
             let id = t.session.id.clone();
@@ -124,7 +124,7 @@ pub fn run(a: &SurveyArgs) -> anyhow::Result<()> {
                     let s = tierscope_engine::session::from_trace_with(t, &opts, &tokenizer);
                     survey_session(&s, &policies)
                 })
-                .map_err(|e| Failure {
+                .map_err(|e| Unsurveyed {
                     session: id,
                     error: e.to_string(),
                 });

@@ -566,7 +566,7 @@ fn failures_are_classified_and_failed_requests_kept() {
     let cl = classify::classify_with_todos(&t, &segs[0], &rules, &req_of, &todos);
     assert!(cl.kinds.contains(&EpisodeKind::Failure), "{:?}", cl.kinds);
     assert!(cl.kinds.contains(&EpisodeKind::Edit));
-    let f = &cl.facts.failures;
+    let f: Vec<_> = cl.facts.failures.iter().map(|x| &x.failure).collect();
     assert_eq!(f.len(), 2, "{f:?}");
     assert_eq!(f[0].command, "cargo test -q");
     assert_eq!(f[0].exit, Some(101));

@@ -2,7 +2,7 @@
 //! itself, aged history adds up, and the totals weight sessions by requests.
 
 use tierscope_engine::episode::Tier;
-use tierscope_engine::research::survey::{combine, survey_session, Failure};
+use tierscope_engine::research::survey::{combine, survey_session, Unsurveyed};
 
 #[test]
 fn survey_of_the_sample_data_dir() {
@@ -48,7 +48,7 @@ fn survey_of_the_sample_data_dir() {
         sessions.push(sv);
     }
     assert!(sessions.len() >= 3);
-    let failures = vec![Failure {
+    let failures = vec![Unsurveyed {
         session: "ses_broken".into(),
         error: "cannot read".into(),
     }];

@@ -8,8 +8,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::evidence::{self, Failure};
+use super::evidence::{self, FailedCall};
 use super::facts::{Attempt, Decision, Facts, Rejection};
+use super::found::{At, DecisionRule, Failure};
 use super::model::{EpisodeKind, Pin, RetentionClass, Tier};
 use super::prose::plain;
 use super::reading::{
@@ -200,19 +201,23 @@ pub fn classify_with_todos(
             }
             if t.failed() {
                 let d = evidence::decisive_line(evidence::result_text(t), rules);
-                facts.failures.push(Failure {
-                    message_index: mi,
+                facts.failures.push(FailedCall {
+                    failure: Failure {
+                        tool: t.tool.clone(),
+                        command: clip_chars(first_line_of(&command), 160),
+                        exit: t.exit_code(),
+                        kind: evidence::failure_kind(t, rules),
+                        line: d.line,
+                        cite: At {
+                            message_index: mi,
+                            part_id: p.id.clone(),
+                            call_id: t.call_id.clone(),
+                        },
+                    },
                     part_index,
                     request: req_of.get(mi).copied().flatten(),
-                    part_id: p.id.clone(),
-                    call_id: t.call_id.clone(),
-                    tool: t.tool.clone(),
-                    command: clip_chars(first_line_of(&command), 160),
-                    exit: t.exit_code(),
-                    line: d.line,
                     rank: d.rank,
                     reasons: d.reasons,
-                    kind: evidence::failure_kind(t, rules),
                 });
             }
         }
@@ -228,8 +233,9 @@ pub fn classify_with_todos(
     // among the results since the previous event by the evidence rule (`evidence`). The words
     // prefer what the assistant said (text over reasoning), plus the revert command.
     let steps = evidence::steps_of(msgs);
-    let step_of =
-        |f: &Failure| evidence::step_of(&steps, f.message_index - seg.first_message, f.part_index);
+    let step_of = |f: &FailedCall| {
+        evidence::step_of(&steps, f.message_index() - seg.first_message, f.part_index)
+    };
     let mut claimed: Option<usize> = None; // failures in steps up to this one are spoken for
     for (si, st) in steps.iter().enumerate() {
         let m = &msgs[st.off];
@@ -269,8 +275,9 @@ pub fn classify_with_todos(
             continue;
         }
         let here = req_of.get(mi).copied().flatten();
-        let unclaimed =
-            |f: &&Failure| step_of(f).is_some_and(|fs| fs < si && claimed.is_none_or(|c| fs > c));
+        let unclaimed = |f: &&FailedCall| {
+            step_of(f).is_some_and(|fs| fs < si && claimed.is_none_or(|c| fs > c))
+        };
         let killed =
             facts
                 .failures
@@ -283,7 +290,7 @@ pub fn classify_with_todos(
                 });
         let Some(f) = killed.cloned() else { continue };
         let from = claimed.map_or(0, |c| c + 1);
-        let candidates: Vec<&Failure> = facts.failures.iter().filter(unclaimed).collect();
+        let candidates: Vec<&FailedCall> = facts.failures.iter().filter(unclaimed).collect();
         let killed_by = evidence::killing_evidence(
             msgs,
             seg.first_message,
@@ -296,8 +303,11 @@ pub fn classify_with_todos(
         let evidence_step = killed_by
             .as_ref()
             .and_then(|k| {
-                let off = k.message_index - seg.first_message;
-                let part = msgs[off].parts.iter().position(|p| p.id == k.part_id)?;
+                let off = k.cite.message_index - seg.first_message;
+                let part = msgs[off]
+                    .parts
+                    .iter()
+                    .position(|p| p.id == k.cite.part_id)?;
                 evidence::step_of(&steps, off, part)
             })
             .or_else(|| step_of(&f))
@@ -346,8 +356,13 @@ pub fn classify_with_todos(
                 if !facts.decisions.iter().any(|d| d.text == text) {
                     facts.decisions.push(Decision {
                         text,
-                        message_index: seg.first_message + off,
-                        part_id: p.id.clone(),
+                        rationale: None,
+                        rule: DecisionRule::Phrase,
+                        cite: At {
+                            message_index: seg.first_message + off,
+                            part_id: p.id.clone(),
+                            call_id: String::new(),
+                        },
                     });
                 }
             }
@@ -387,7 +402,7 @@ pub fn classify_with_todos(
         }
     }
     for f in &facts.failures {
-        for id in identifiers(&f.line) {
+        for id in identifiers(&f.failure.line) {
             push_unique(&mut ids, &id);
         }
     }
@@ -543,7 +558,7 @@ fn evidence(k: EpisodeKind, ev: &Evidence<'_>) -> String {
                 .failures
                 .iter()
                 .take(QUOTED)
-                .map(Failure::describe)
+                .map(FailedCall::describe)
                 .collect::<Vec<_>>()
                 .join("; ");
             let rest = &facts.failures[QUOTED.min(facts.failures.len())..];
@@ -551,8 +566,9 @@ fn evidence(k: EpisodeKind, ev: &Evidence<'_>) -> String {
                 let at: Vec<String> = rest
                     .iter()
                     .map(|f| {
+                        let what = f.failure.what();
                         f.request
-                            .map_or_else(|| f.what(), |r| format!("{} in request {r}", f.what()))
+                            .map_or_else(|| what.clone(), |r| format!("{what} in request {r}"))
                     })
                     .collect();
                 s.push_str(&format!("; and {} more: {}", rest.len(), at.join(", ")));
@@ -713,8 +729,8 @@ fn outcome(msgs: &[Message], first: usize, facts: &Facts) -> (String, Option<(us
             msgs.iter().rev().find(|m| m.is_assistant()),
         ) {
             (Some(f), _) => (
-                format!("failed: {}", f.line),
-                Some((f.message_index, f.part_id.clone())),
+                format!("failed: {}", f.failure.line),
+                Some((f.message_index(), f.failure.cite.part_id.clone())),
             ),
             (None, Some(m)) => match &m.error {
                 Some(e) => (format!("error: {}", e.name), None),

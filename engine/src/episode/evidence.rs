@@ -25,8 +25,8 @@
 //!    latest on a tie;
 //! 3. else none: no failing command decided it, and the record says so.
 
-use serde::{Deserialize, Serialize};
-
+pub use super::found::{quote_with_reasons, FailureKind, KillRule};
+use super::found::{At, Evidence, Failure};
 use super::reading::tool_command;
 use super::rules::Rules;
 use crate::trace::{Message, PartKind, ToolPart};
@@ -34,92 +34,8 @@ use crate::trace::{Message, PartKind, ToolPart};
 /// The minimum length of a quote: shorter spans (a crate name, `exit=2`) match by accident.
 const MIN_QUOTE: usize = 12;
 
-/// What a failed tool call says about the approach it tested.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FailureKind {
-    /// The command ran and failed: a verdict.
-    Verdict,
-    /// Exit 1 of a query: "no match", "files differ".
-    NoMatch,
-    /// A file tool refused the call or its target is missing.
-    Refused,
-}
-
-impl FailureKind {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            FailureKind::Verdict => "verdict",
-            FailureKind::NoMatch => "no-match",
-            FailureKind::Refused => "refused",
-        }
-    }
-}
-
-/// How the killing evidence of a rejection was chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum KillRule {
-    /// The rejecting message quotes a line of this result.
-    Quoted,
-    /// The strongest conclusive failure since the previous rejection.
-    Strongest,
-}
-
-impl KillRule {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            KillRule::Quoted => "quoted",
-            KillRule::Strongest => "strongest",
-        }
-    }
-}
-
-/// The tool result that killed a rejected approach, and its decisive line.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Killing {
-    pub message_index: usize,
-    pub part_id: String,
-    pub call_id: String,
-    pub tool: String,
-    /// The bash command (first line) or the tool's main input.
-    pub command: String,
-    pub exit: Option<i64>,
-    /// Whether the call failed (a quoted passing output can be the evidence).
-    pub failed: bool,
-    /// The decisive line, exactly as recorded (trailing whitespace trimmed).
-    pub line: String,
-    /// Lines after it that state its reason ([`Decisive::reasons`]).
-    pub reasons: Vec<String>,
-    pub rule: KillRule,
-}
-
-impl Killing {
-    /// The decisive line quoted, then its reasons: `"…" — "…"; "…"`.
-    pub fn quoted(&self) -> String {
-        quote_with_reasons(&self.line, &self.reasons)
-    }
-
-    /// e.g. `bash exit 101` or `bash exit 0` (a quoted passing result) or `edit error`.
-    pub fn what(&self) -> String {
-        match self.exit {
-            Some(c) => format!("{} exit {c}", self.tool),
-            None if self.failed => format!("{} error", self.tool),
-            None => self.tool.clone(),
-        }
-    }
-}
-
-/// A decisive line quoted, then its reason lines: `"…" — "…"; "…"` (source tiers and record
-/// views quote a killing error the same way).
-pub fn quote_with_reasons(line: &str, reasons: &[String]) -> String {
-    let mut s = format!("\"{line}\"");
-    if !reasons.is_empty() {
-        let r: Vec<String> = reasons.iter().map(|r| format!("\"{r}\"")).collect();
-        s.push_str(&format!(" — {}", r.join("; ")));
-    }
-    s
-}
+/// The tool result that killed a rejected approach, where classification found it.
+pub type Killing = Evidence<At>;
 
 /// The decisive line of a text and the rank of the pattern that chose it (lower = stronger;
 /// `rules.error_line_count()` for the last-line fallback).
@@ -425,7 +341,7 @@ pub fn killing_evidence(
     steps: &[Step],
     from: usize,
     at: usize,
-    unclaimed: &[&Failure],
+    unclaimed: &[&FailedCall],
     rules: &Rules,
 ) -> Option<Killing> {
     let said = said(msgs, &steps[at]);
@@ -478,17 +394,16 @@ pub fn killing_evidence(
     // The strongest conclusive failure: the best rank, the latest on a tie.
     let f = unclaimed
         .iter()
-        .filter(|f| f.kind == FailureKind::Verdict)
-        .min_by_key(|f| (f.rank, std::cmp::Reverse((f.message_index, f.part_index))))?;
+        .filter(|f| f.failure.kind == FailureKind::Verdict)
+        .min_by_key(|f| (f.rank, std::cmp::Reverse((f.message_index(), f.part_index))))?;
+    let x = &f.failure;
     Some(Killing {
-        message_index: f.message_index,
-        part_id: f.part_id.clone(),
-        call_id: f.call_id.clone(),
-        tool: f.tool.clone(),
-        command: f.command.clone(),
-        exit: f.exit,
+        cite: x.cite.clone(),
+        tool: x.tool.clone(),
+        command: x.command.clone(),
+        exit: x.exit,
         failed: true,
-        line: f.line.clone(),
+        line: x.line.clone(),
         reasons: f.reasons.clone(),
         rule: KillRule::Strongest,
     })
@@ -502,9 +417,11 @@ fn killing(
     rule: KillRule,
 ) -> Killing {
     Killing {
-        message_index: mi,
-        part_id: part_id.to_owned(),
-        call_id: t.call_id.clone(),
+        cite: At {
+            message_index: mi,
+            part_id: part_id.to_owned(),
+            call_id: t.call_id.clone(),
+        },
         tool: t.tool.clone(),
         command: crate::text::clip_chars(crate::text::first_line(&tool_command(t)), 160),
         exit: t.exit_code(),
@@ -515,47 +432,37 @@ fn killing(
     }
 }
 
-/// A failed tool call, with the line that quotes it.
+/// A failed tool call as classification found it: the finding, and what detection reads beside
+/// it (where in its message it is, its request, how strong its decisive line is, the reasons
+/// after that line).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Failure {
-    pub message_index: usize,
+pub struct FailedCall {
+    pub failure: Failure<At>,
     /// Index of the tool part in its message's parts.
     pub part_index: usize,
     pub request: Option<usize>,
-    pub part_id: String,
-    pub call_id: String,
-    pub tool: String,
-    /// The bash command (first line) or the tool's main input.
-    pub command: String,
-    pub exit: Option<i64>,
-    /// The decisive line ([`decisive_line`]), exactly as recorded.
-    pub line: String,
-    /// The rank of the error pattern that chose `line` (lower = stronger).
+    /// The rank of the error pattern that chose the decisive line (lower = stronger).
     pub rank: usize,
-    /// Lines after `line` that state its reason ([`Decisive::reasons`]).
+    /// Lines after the decisive line that state its reason ([`Decisive::reasons`]).
     pub reasons: Vec<String>,
-    pub kind: FailureKind,
 }
 
-impl Failure {
+impl FailedCall {
     /// e.g. `bash exit 1 in request 3: "…"` (for reasons).
     pub fn describe(&self) -> String {
         let at = self
             .request
             .map_or_else(String::new, |r| format!(" in request {r}"));
-        format!("{}{at}: \"{}\"", self.what(), self.line)
+        format!("{}{at}: \"{}\"", self.failure.what(), self.failure.line)
     }
 
-    /// e.g. `bash exit 1: "…"`: what the model saw, without our request numbering (for tiers).
+    /// What the model saw, without our request numbering (for tiers).
     pub fn quote(&self) -> String {
-        format!("{}: \"{}\"", self.what(), self.line)
+        self.failure.quote()
     }
 
-    pub(super) fn what(&self) -> String {
-        match self.exit {
-            Some(c) if c != 0 => format!("{} exit {c}", self.tool),
-            _ => format!("{} error", self.tool),
-        }
+    pub fn message_index(&self) -> usize {
+        self.failure.cite.message_index
     }
 }
 

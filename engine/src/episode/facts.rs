@@ -2,14 +2,14 @@
 //! (with what killed them), the attempts before them, the decisions stated, and the facts the
 //! reasons and the tier generators quote.
 
-use super::evidence::{Failure, Killing};
+use super::evidence::{FailedCall, Killing};
 
 /// An approach that failed and was given up.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rejection {
     /// The failure that makes the message a rejection (the latest unclaimed one within
     /// `within_requests`): detection, not evidence.
-    pub failure: Failure,
+    pub failure: FailedCall,
     /// What killed the approach, by the evidence rule; `None` when no failing command decided it.
     pub killed_by: Option<Killing>,
     /// The revert command or the assistant's sentence that gives it up.
@@ -34,7 +34,7 @@ impl Rejection {
     pub fn describe(&self, req_of: impl Fn(usize) -> Option<usize>) -> String {
         match &self.killed_by {
             Some(k) => {
-                let at = req_of(k.message_index)
+                let at = req_of(k.cite.message_index)
                     .map_or_else(String::new, |r| format!(" in request {r}"));
                 format!("`{}`: {}{at}: \"{}\"", k.command, k.what(), k.line)
             }
@@ -75,27 +75,15 @@ pub fn approach_name(text: Option<&str>, files: &[String]) -> String {
     }
 }
 
-/// A sentence of assistant text that states a choice.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Decision {
-    /// The sentence, markdown emphasis removed.
-    pub text: String,
-    pub message_index: usize,
-    pub part_id: String,
-}
-
-impl std::fmt::Display for Decision {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.text)
-    }
-}
+/// A sentence of assistant text that states a choice, where classification found it.
+pub type Decision = super::found::Decision<super::found::At>;
 
 /// What classification found, for reasons and for the tier generators.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Facts {
     pub objective: String,
     pub outcome: String,
-    pub failures: Vec<Failure>,
+    pub failures: Vec<FailedCall>,
     pub rejections: Vec<Rejection>,
     pub decisions: Vec<Decision>,
     pub files: Vec<String>,

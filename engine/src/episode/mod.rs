@@ -10,6 +10,7 @@ pub mod classify;
 pub mod evidence;
 pub mod external;
 pub mod facts;
+pub mod found;
 pub mod lineage;
 pub mod model;
 pub mod needles;

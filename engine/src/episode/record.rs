@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::evidence::{step_text, steps_of, FailureKind, KillRule};
+use super::evidence::{step_text, steps_of};
 use super::prose::{plain, prose};
 use super::reading::{assistant_prose, sentences, tool_command};
 use super::rules::Rules;
@@ -60,12 +60,8 @@ pub struct Cite {
     pub call_id: Option<Id>,
 }
 
-/// A piece of text and where it is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Sourced {
-    pub text: String,
-    pub cite: Cite,
-}
+/// A piece of text and where it is, cited by id.
+pub type Sourced = super::found::Sourced<Cite>;
 
 /// A pinned span: verbatim, in every view.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,41 +72,13 @@ pub struct Constraint {
     pub cite: Cite,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DecisionRule {
-    /// A sentence with a decision phrase (`rules.toml` `[kinds.decision]`).
-    Phrase,
-    /// The attempt made right after a rejected alternative and not rejected itself.
-    FollowsRejection,
-}
+pub use super::found::DecisionRule;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Decision {
-    pub text: String,
-    /// From a causal connective (`[record] rationale`) in the decision, else the next sentence
-    /// when it starts with one.
-    pub rationale: Option<Sourced>,
-    pub rule: DecisionRule,
-    pub cite: Cite,
-}
+/// A choice stated in the conversation, cited by id.
+pub type Decision = super::found::Decision<Cite>;
 
-/// The tool result that killed a rejected alternative (see [`super::evidence`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Evidence {
-    pub tool: String,
-    pub command: String,
-    pub exit: Option<i64>,
-    pub failed: bool,
-    /// The decisive line, exact.
-    pub line: String,
-    /// Lines after it that state why it failed (a resolver's conflicting requirements): the line
-    /// alone can drop its reason.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub reasons: Vec<String>,
-    pub rule: KillRule,
-    pub cite: Cite,
-}
+/// The tool result that killed a rejected alternative (see [`super::evidence`]), cited by id.
+pub type Evidence = super::found::Evidence<Cite>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -138,15 +106,8 @@ pub struct Rejected {
     pub cite: Cite,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Failure {
-    pub tool: String,
-    pub command: String,
-    pub exit: Option<i64>,
-    pub kind: FailureKind,
-    pub line: String,
-    pub cite: Cite,
-}
+/// A failed tool call, cited by id.
+pub type Failure = super::found::Failure<Cite>;
 
 /// A todo status change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -349,17 +310,17 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
         .map(|d| Decision {
             rationale: rationale(
                 &d.text,
-                &trace.messages[d.message_index],
-                &d.part_id,
+                &trace.messages[d.cite.message_index],
+                &d.cite.part_id,
                 i.episode.rules,
             )
             .map(|text| Sourced {
                 text,
-                cite: cite(d.message_index, Some(&d.part_id), None),
+                cite: cite(d.cite.message_index, Some(&d.cite.part_id), None),
             }),
             text: d.text.clone(),
-            rule: DecisionRule::Phrase,
-            cite: cite(d.message_index, Some(&d.part_id), None),
+            rule: d.rule,
+            cite: cite(d.cite.message_index, Some(&d.cite.part_id), None),
         })
         .collect();
     decisions.extend(follows_rejection(i, msgs, &cite));
@@ -380,15 +341,8 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
                 .as_ref()
                 .map(|a| a.files.iter().filter(|p| shown(p)).cloned().collect())
                 .unwrap_or_default(),
-            killed_by: r.killed_by.as_ref().map(|k| Evidence {
-                tool: k.tool.clone(),
-                command: k.command.clone(),
-                exit: k.exit,
-                failed: k.failed,
-                line: k.line.clone(),
-                reasons: k.reasons.clone(),
-                rule: k.rule,
-                cite: cite(k.message_index, Some(&k.part_id), Some(&k.call_id)),
+            killed_by: r.killed_by.as_ref().map(|k| {
+                k.cite_as(|at| cite(at.message_index, Some(&at.part_id), Some(&at.call_id)))
             }),
             reason: r.reason.as_ref().map(|(text, part)| Sourced {
                 text: text.clone(),
@@ -411,13 +365,9 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
     let failures = f
         .failures
         .iter()
-        .map(|x| Failure {
-            tool: x.tool.clone(),
-            command: x.command.clone(),
-            exit: x.exit,
-            kind: x.kind,
-            line: x.line.clone(),
-            cite: cite(x.message_index, Some(&x.part_id), Some(&x.call_id)),
+        .map(|x| {
+            x.failure
+                .cite_as(|at| cite(at.message_index, Some(&at.part_id), Some(&at.call_id)))
         })
         .collect();
 

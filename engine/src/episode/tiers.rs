@@ -255,7 +255,12 @@ pub fn generate_below(
     for d in &mut out {
         ensure_pins(d, &cl.pins);
     }
-    let error_lines: Vec<&str> = cl.facts.failures.iter().map(|f| f.line.as_str()).collect();
+    let error_lines: Vec<&str> = cl
+        .facts
+        .failures
+        .iter()
+        .map(|f| f.failure.line.as_str())
+        .collect();
     keep_lower_needles_of(&mut out, full_text, identifiers, &error_lines);
     out
 }
@@ -606,7 +611,7 @@ fn source_compact(id: &str, cl: &Classified, full_text: &str) -> String {
     let errors: Vec<_> = f
         .failures
         .iter()
-        .filter(|e| e.kind != super::evidence::FailureKind::NoMatch)
+        .filter(|e| e.failure.kind != super::evidence::FailureKind::NoMatch)
         .collect();
     if !errors.is_empty() {
         line(&mut out, "errors:");

@@ -51,7 +51,7 @@ pub struct SessionSurvey {
 
 /// A session that could not be surveyed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Failure {
+pub struct Unsurveyed {
     pub session: String,
     pub error: String,
 }
@@ -74,7 +74,7 @@ pub struct PolicyTotals {
 pub struct Survey {
     pub source: String,
     pub sessions: Vec<SessionSurvey>,
-    pub failures: Vec<Failure>,
+    pub failures: Vec<Unsurveyed>,
     /// Requests-weighted old-context share over all sessions.
     pub old_context_share: f64,
     pub aged_by_class: BTreeMap<String, u64>,
@@ -182,7 +182,7 @@ pub fn survey_session(s: &LoadedSession, policies: &[Policy]) -> SessionSurvey {
 }
 
 /// Combine per-session surveys (in the given order) into totals.
-pub fn combine(source: String, sessions: Vec<SessionSurvey>, failures: Vec<Failure>) -> Survey {
+pub fn combine(source: String, sessions: Vec<SessionSurvey>, failures: Vec<Unsurveyed>) -> Survey {
     let reqs: usize = sessions.iter().map(|s| s.requests).sum();
     let w = |s: &SessionSurvey| s.requests as f64 / reqs.max(1) as f64;
     let mut aged_by_class: BTreeMap<String, u64> = BTreeMap::new();
