@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::evidence::{self, FailedCall};
 use super::facts::{Attempt, Decision, Facts, Rejection};
-use super::found::{At, DecisionRule, Failure};
+use super::found::{At, DecisionRule, Failure, Rejected, RejectionRule, Sourced};
 use super::model::{EpisodeKind, Pin, RetentionClass, Tier};
 use super::prose::plain;
 use super::reading::{
@@ -331,16 +331,40 @@ pub fn classify_with_todos(
             (None, Some((r, _))) => format!("reverted with `{r}`"),
             (None, None) => continue,
         };
-        facts.rejections.push(Rejection {
-            failure: f,
-            killed_by,
-            evidence,
+        let at = |part_id: &str, call_id: &str| At {
             message_index: mi,
+            part_id: part_id.to_owned(),
+            call_id: call_id.to_owned(),
+        };
+        facts.rejections.push(Rejection {
+            found: Rejected {
+                rule: RejectionRule::AfterFailure,
+                approach: attempt.as_ref().and_then(|a| {
+                    a.text.as_ref().map(|t| Sourced {
+                        text: t.clone(),
+                        cite: At {
+                            message_index: a.message_index,
+                            part_id: a.part_id.clone().unwrap_or_default(),
+                            call_id: String::new(),
+                        },
+                    })
+                }),
+                files: attempt.map(|a| a.files).unwrap_or_default(),
+                killed_by,
+                reason: reason.map(|(text, part)| Sourced {
+                    text,
+                    cite: at(&part, ""),
+                }),
+                revert: revert.clone().map(|(text, call)| Sourced {
+                    text,
+                    cite: at("", &call),
+                }),
+                cite: at("", ""),
+            },
+            failure: f,
+            evidence,
             step: si,
             words,
-            reason,
-            revert,
-            attempt,
         });
     }
     if !facts.rejections.is_empty() {

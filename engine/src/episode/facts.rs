@@ -2,37 +2,30 @@
 //! (with what killed them), the attempts before them, the decisions stated, and the facts the
 //! reasons and the tier generators quote.
 
-use super::evidence::{FailedCall, Killing};
+use super::evidence::FailedCall;
+use super::found::{At, Rejected};
 
-/// An approach that failed and was given up.
+/// An approach that failed and was given up: what the record holds of it ([`Rejected`], cited
+/// where classification found it), and what detection read beside it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rejection {
+    pub found: Rejected<At>,
     /// The failure that makes the message a rejection (the latest unclaimed one within
     /// `within_requests`): detection, not evidence.
     pub failure: FailedCall,
-    /// What killed the approach, by the evidence rule; `None` when no failing command decided it.
-    pub killed_by: Option<Killing>,
     /// The revert command or the assistant's sentence that gives it up.
     pub evidence: String,
-    /// The rejecting message, and its step among the episode's ([`evidence::steps_of`]).
-    pub message_index: usize,
+    /// The rejecting step among the episode's ([`super::evidence::steps_of`]).
     pub step: usize,
     /// The sentence that gives the approach up (text over reasoning) and its part id.
     pub words: Option<(String, String)>,
-    /// The rejecting step's prose (its text, not its reasoning) and its first text part id.
-    pub reason: Option<(String, String)>,
-    /// The revert command (first line) and its call id.
-    pub revert: Option<(String, String)>,
-    /// The attempt: the latest step up to the evidence's that edited a file (else the latest with
-    /// text), its prose and the files edited since the previous rejection.
-    pub attempt: Option<Attempt>,
 }
 
 impl Rejection {
     /// e.g. `` `cargo build --offline`: bash exit 101 in request 3: "error: …" `` (for reasons),
     /// or what it came after when no failing command decided it.
     pub fn describe(&self, req_of: impl Fn(usize) -> Option<usize>) -> String {
-        match &self.killed_by {
+        match &self.found.killed_by {
             Some(k) => {
                 let at = req_of(k.cite.message_index)
                     .map_or_else(String::new, |r| format!(" in request {r}"));
@@ -47,7 +40,8 @@ impl Rejection {
 
     /// The same without our request numbering (for tiers).
     pub fn quote(&self) -> Option<String> {
-        self.killed_by
+        self.found
+            .killed_by
             .as_ref()
             .map(|k| format!("`{}` ({}): {}", k.command, k.what(), k.quoted()))
     }

@@ -189,3 +189,30 @@ impl<C> std::fmt::Display for Decision<C> {
         f.write_str(&self.text)
     }
 }
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RejectionRule {
+    /// A step that gave up an approach after a failure (classification's `rejected` kind).
+    AfterFailure,
+    /// A sentence that rejects an alternative in words, with no failure behind it ("Rejected: a
+    /// trait object per backend, since …"): the sentence is the approach and its reason.
+    Stated,
+}
+
+/// An approach that was given up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rejected<C> {
+    pub rule: RejectionRule,
+    /// What was tried: the prose of the attempt (the sentence, when stated).
+    pub approach: Option<Sourced<C>>,
+    /// Files the attempt edited (the record keeps those its full tier shows).
+    pub files: Vec<String>,
+    /// `None`: no failing command decided it (the reason is the assistant's alone).
+    pub killed_by: Option<Evidence<C>>,
+    /// The rejecting message's prose.
+    pub reason: Option<Sourced<C>>,
+    pub revert: Option<Sourced<C>>,
+    /// The rejecting message.
+    pub cite: C,
+}

@@ -80,31 +80,10 @@ pub type Decision = super::found::Decision<Cite>;
 /// The tool result that killed a rejected alternative (see [`super::evidence`]), cited by id.
 pub type Evidence = super::found::Evidence<Cite>;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RejectionRule {
-    /// A step that gave up an approach after a failure (classification's `rejected` kind).
-    AfterFailure,
-    /// A sentence that rejects an alternative in words, with no failure behind it ("Rejected: a
-    /// trait object per backend, since …"): the sentence is the approach and its reason.
-    Stated,
-}
+pub use super::found::RejectionRule;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Rejected {
-    pub rule: RejectionRule,
-    /// What was tried: the prose of the attempt (the sentence, when stated).
-    pub approach: Option<Sourced>,
-    /// Files the attempt edited.
-    pub files: Vec<String>,
-    /// `None`: no failing command decided it (the reason is the assistant's alone).
-    pub killed_by: Option<Evidence>,
-    /// The rejecting message's prose.
-    pub reason: Option<Sourced>,
-    pub revert: Option<Sourced>,
-    /// The rejecting message.
-    pub cite: Cite,
-}
+/// An approach that was given up, cited by id.
+pub type Rejected = super::found::Rejected<Cite>;
 
 /// A failed tool call, cited by id.
 pub type Failure = super::found::Failure<Cite>;
@@ -239,6 +218,11 @@ pub struct EpisodeRecord {
     pub steps: Vec<Step>,
 }
 
+/// A part id classification did not have is empty: none in the record.
+fn id(s: &str) -> Option<&str> {
+    Some(s).filter(|s| !s.is_empty())
+}
+
 /// Makes the [`Cite`] of (message index, part id, call id).
 type CiteFn<'a> = dyn Fn(usize, Option<&str>, Option<&str>) -> Cite + 'a;
 
@@ -328,35 +312,26 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
     let rejected = f
         .rejections
         .iter()
+        .map(|r| &r.found)
         .map(|r| Rejected {
-            rule: RejectionRule::AfterFailure,
-            approach: r.attempt.as_ref().and_then(|a| {
-                a.text.as_ref().map(|t| Sourced {
-                    text: t.clone(),
-                    cite: cite(a.message_index, a.part_id.as_deref(), None),
-                })
+            rule: r.rule,
+            approach: r.approach.as_ref().map(|a| Sourced {
+                text: a.text.clone(),
+                cite: cite(a.cite.message_index, id(&a.cite.part_id), None),
             }),
-            files: r
-                .attempt
-                .as_ref()
-                .map(|a| a.files.iter().filter(|p| shown(p)).cloned().collect())
-                .unwrap_or_default(),
+            files: r.files.iter().filter(|p| shown(p)).cloned().collect(),
             killed_by: r.killed_by.as_ref().map(|k| {
                 k.cite_as(|at| cite(at.message_index, Some(&at.part_id), Some(&at.call_id)))
             }),
-            reason: r.reason.as_ref().map(|(text, part)| Sourced {
-                text: text.clone(),
-                cite: cite(
-                    r.message_index,
-                    Some(part).filter(|p| !p.is_empty()).map(String::as_str),
-                    None,
-                ),
+            reason: r.reason.as_ref().map(|s| Sourced {
+                text: s.text.clone(),
+                cite: cite(s.cite.message_index, id(&s.cite.part_id), None),
             }),
-            revert: r.revert.as_ref().map(|(c, call)| Sourced {
-                text: c.clone(),
-                cite: cite(r.message_index, None, Some(call)),
+            revert: r.revert.as_ref().map(|s| Sourced {
+                text: s.text.clone(),
+                cite: cite(s.cite.message_index, None, Some(&s.cite.call_id)),
             }),
-            cite: cite(r.message_index, None, None),
+            cite: cite(r.cite.message_index, None, None),
         })
         .collect::<Vec<_>>();
     let mut rejected = rejected;

@@ -593,10 +593,9 @@ fn source_compact(id: &str, cl: &Classified, full_text: &str) -> String {
     if !f.rejections.is_empty() {
         line(&mut out, "rejected:");
         for r in &f.rejections {
-            let approach = r.attempt.as_ref().map_or_else(
-                || "an approach".to_owned(),
-                |a| super::facts::approach_name(a.text.as_deref(), &a.files),
-            );
+            let x = &r.found;
+            let approach =
+                super::facts::approach_name(x.approach.as_ref().map(|a| a.text.as_str()), &x.files);
             let killed = r.quote().map_or_else(
                 || "no failing command decided it".to_owned(),
                 |q| format!("killed by {q}"),
@@ -663,7 +662,7 @@ fn source_anchor(id: &str, cl: &Classified) -> String {
     );
     // The killing evidence, by the evidence rule: the command and its decisive line.
     if let Some(r) = cl.facts.rejections.first() {
-        match &r.killed_by {
+        match &r.found.killed_by {
             Some(k) => s.push_str(&format!(
                 "; rejected after `{}` ({}): \"{}\"",
                 clip_chars(&k.command, 60),
