@@ -773,13 +773,13 @@ fn outcome(msgs: &[Message], first: usize, facts: &Facts) -> (String, Option<(us
 fn attempt(
     msgs: &[Message],
     first: usize,
-    steps: &[evidence::Step],
+    steps: &[evidence::StepSpan],
     (from, at, evidence_step): (usize, usize, usize),
     rules: &Rules,
     dir: &str,
 ) -> Option<Attempt> {
     let upto = evidence_step.min(at.saturating_sub(1));
-    let tools = |st: &evidence::Step| {
+    let tools = |st: &evidence::StepSpan| {
         msgs[st.off].parts[st.parts.clone()]
             .iter()
             .filter_map(|p| match &p.kind {
@@ -788,8 +788,9 @@ fn attempt(
             })
             .collect::<Vec<_>>()
     };
-    let edits = |st: &evidence::Step| tools(st).iter().any(|t| rules.is_edit_tool(t.behaves_as()));
-    let has_text = |st: &evidence::Step| !evidence::step_text(msgs, st).0.trim().is_empty();
+    let edits =
+        |st: &evidence::StepSpan| tools(st).iter().any(|t| rules.is_edit_tool(t.behaves_as()));
+    let has_text = |st: &evidence::StepSpan| !evidence::step_text(msgs, st).0.trim().is_empty();
     let window = || steps.iter().enumerate().take(upto + 1).skip(from).rev();
     let (k, _) = window()
         .find(|(_, st)| edits(st))

@@ -259,7 +259,7 @@ fn quoted_len(line: &str, said: &str, fragments: &[&str]) -> usize {
 /// message when it has none). OpenCode ≥ 0.8 writes one step per message; 0.5 writes a whole
 /// turn's steps into one message, so evidence is looked for step by step.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Step {
+pub struct StepSpan {
     /// Offset of the message in the episode's messages.
     pub off: usize,
     /// Range of part indices.
@@ -267,20 +267,20 @@ pub struct Step {
 }
 
 /// The steps of the assistant messages of `msgs`, in order.
-pub fn steps_of(msgs: &[Message]) -> Vec<Step> {
+pub fn steps_of(msgs: &[Message]) -> Vec<StepSpan> {
     let mut out = Vec::new();
     for (off, m) in msgs.iter().enumerate().filter(|(_, m)| m.is_assistant()) {
         let mut start = 0;
         for (k, p) in m.parts.iter().enumerate() {
             if matches!(p.kind, PartKind::StepStart { .. }) && k > start {
-                out.push(Step {
+                out.push(StepSpan {
                     off,
                     parts: start..k,
                 });
                 start = k;
             }
         }
-        out.push(Step {
+        out.push(StepSpan {
             off,
             parts: start..m.parts.len(),
         });
@@ -289,14 +289,14 @@ pub fn steps_of(msgs: &[Message]) -> Vec<Step> {
 }
 
 /// The step of `steps` holding part `part` of message offset `off`.
-pub fn step_of(steps: &[Step], off: usize, part: usize) -> Option<usize> {
+pub fn step_of(steps: &[StepSpan], off: usize, part: usize) -> Option<usize> {
     steps
         .iter()
         .position(|s| s.off == off && s.parts.contains(&part))
 }
 
 /// The text and reasoning of a step, the words a rejection can quote from.
-pub fn said(msgs: &[Message], st: &Step) -> String {
+pub fn said(msgs: &[Message], st: &StepSpan) -> String {
     msgs[st.off].parts[st.parts.clone()]
         .iter()
         .filter_map(|p| match &p.kind {
@@ -313,7 +313,7 @@ pub fn said(msgs: &[Message], st: &Step) -> String {
 }
 
 /// The text of a step (not its reasoning), and its first text part's id.
-pub fn step_text<'a>(msgs: &'a [Message], st: &Step) -> (String, Option<&'a str>) {
+pub fn step_text<'a>(msgs: &'a [Message], st: &StepSpan) -> (String, Option<&'a str>) {
     let mut id = None;
     let mut texts = Vec::new();
     for p in &msgs[st.off].parts[st.parts.clone()] {
@@ -338,7 +338,7 @@ pub fn step_text<'a>(msgs: &'a [Message], st: &Step) -> (String, Option<&'a str>
 pub fn killing_evidence(
     msgs: &[Message],
     first: usize,
-    steps: &[Step],
+    steps: &[StepSpan],
     from: usize,
     at: usize,
     unclaimed: &[&FailedCall],
