@@ -5,9 +5,10 @@
 //! The state is split by feature, each part owning its data the way gitui's components do:
 //! [`MainState`] (the main screen), [`KnobsState`] (knobs panel, policy list, saving),
 //! [`PickerState`] (session picker), [`FollowState`] (live follow), and the panes that open
-//! over the main screen (diff mode, the sweep pane: [`crate::tui::panels`]). What they share is the loaded session and the [`OnScreen`] run (policy,
-//! budget, replay). Page sizes and hit-test rectangles come from the [`Geometry`] the view
-//! reports, never from a layout computed here.
+//! over the main screen (diff mode, the sweep pane: [`crate::tui::panels`]). What they share
+//! is the loaded session and the [`OnScreen`] run (policy, budget, replay). Page sizes and
+//! hit-test rectangles come from the [`Geometry`] the view reports, never from a layout
+//! computed here.
 
 use std::sync::Arc;
 
@@ -17,7 +18,7 @@ use crate::tui::follow::FollowState;
 pub use crate::tui::geometry::Geometry;
 use crate::tui::keymap::{self, Action, Mode};
 use crate::tui::knobs::{KnobsState, SaveError};
-use crate::tui::main::{navigate, MainState};
+use crate::tui::main::MainState;
 use crate::tui::on_screen::OnScreen;
 use crate::tui::picker::PickerState;
 use crate::tui::theme::Theme;
@@ -452,14 +453,8 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
                 state.main.context.pending = false;
                 match result {
                     Ok(c) => {
-                        let page = state.geometry.main.context_scroll.page;
-                        let (expanded, clip) =
-                            (state.main.context.expanded, state.main.context.clip);
-                        let layout =
-                            navigate::context_layout(&state.main_env(), &c, expanded, clip);
-                        let cv = &mut state.main.context;
-                        cv.scroll = navigate::context_home(&c, &layout, expanded, page);
-                        cv.model = Some(c);
+                        let (m, env) = state.main_and_env();
+                        m.show_context(&env, c);
                     }
                     Err(e) => state.flash(format!("render failed: {e}"), Level::Error),
                 }

@@ -355,7 +355,7 @@ pub fn classify_with_todos(
                     text,
                     cite: at(&part, ""),
                 }),
-                revert: revert.clone().map(|(text, call)| Sourced {
+                revert: revert.map(|(text, call)| Sourced {
                     text,
                     cite: at("", &call),
                 }),

@@ -31,9 +31,10 @@ pub struct EpisodeOptions {
     pub magic_context_dates: crate::formats::magic_context::HeadingDates,
     /// Keep the canonical records (`LoadedSession::records`); `Record` tiers keep them anyway.
     pub keep_records: bool,
-    /// Drop every chunk's text once it is counted and hashed ([`crate::episode::Representation::drop_texts`]):
-    /// for a caller that prints counts and never a tier's text (`episodes` without `--show`),
-    /// so the peak holds one window's texts rather than the session's.
+    /// Drop every chunk's text once it is counted and hashed
+    /// ([`crate::episode::Representation::drop_texts`]): for a caller that prints counts and
+    /// never a tier's text (`episodes` without `--show`), so the peak holds one window's texts
+    /// rather than the session's.
     pub drop_tier_texts: bool,
     /// Where the load reports how far it has got.
     pub progress: super::progress::ProgressSink,

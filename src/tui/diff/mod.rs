@@ -6,8 +6,9 @@
 //!
 //! Self-contained: a [`Panel`] registered in [`crate::tui::panels`] (its state is
 //! `State::panels.diff`), its keys are the `Diff*` modes of the keymap, its work is [`DiffJob`]
-//! (run by [`job::run`]) and its results come back as [`DiffMsg`]. Diff mode works on copies of the policies: closing it leaves the main screen's
-//! policy as it was. It has its own request cursor, starting at the main one.
+//! (run by [`job::run`]) and its results come back as [`DiffMsg`]. Diff mode works on copies of
+//! the policies: closing it leaves the main screen's policy as it was. It has its own request
+//! cursor, starting at the main one.
 
 pub mod job;
 pub mod keys;

@@ -144,6 +144,16 @@ impl MainState {
         self.heat.top = self.heat.top.saturating_add_signed(by).min(max);
     }
 
+    /// A rendered context arrived for the cursor: shown with the divergence in view
+    /// ([`context_home`]).
+    pub fn show_context(&mut self, env: &Env<'_>, c: std::sync::Arc<ContextModel>) {
+        let cv = &mut self.context;
+        let layout = context_layout(env, &c, cv.expanded, cv.clip);
+        let page = env.geometry.context_scroll.page;
+        cv.scroll = context_home(&c, &layout, cv.expanded, page);
+        cv.model = Some(c);
+    }
+
     /// Switches the context pane between one line per chunk and every chunk's text: the
     /// divergence stays in view if it was, else the chunk at the top stays at the top.
     pub fn toggle_context_text(&mut self, env: &Env<'_>) {
