@@ -14,13 +14,13 @@ use std::sync::Arc;
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent};
 
-use crate::tui::follow::FollowState;
+use crate::tui::follow::{self, FollowState};
 pub use crate::tui::geometry::Geometry;
 use crate::tui::keymap::{self, Action, Mode};
-use crate::tui::knobs::{KnobsState, SaveError};
+use crate::tui::knobs::{self, KnobsState, SaveError};
 use crate::tui::main::MainState;
 use crate::tui::on_screen::OnScreen;
-use crate::tui::picker::PickerState;
+use crate::tui::picker::{self, PickerState};
 use crate::tui::theme::Theme;
 use crate::tui::view_model::{ContextModel, ReplayModel, SessionEntry, SessionModel};
 use tierscope_engine::policy::Policy;
@@ -443,7 +443,7 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
             } else if !state.picker.sessions.is_empty() {
                 state.screen = Screen::Picker;
                 state.flash(e, Level::Error);
-            } else if !crate::tui::follow::wait_for_session(state, &e, &mut fx) {
+            } else if !follow::update(state, &mut fx, |f, _, out| f.wait_for_session(&e, out)) {
                 state.screen = Screen::Failed(e);
             }
         }
@@ -460,9 +460,11 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
                 }
             }
         }
-        Msg::Saved(r) => crate::tui::knobs::on_saved(state, r),
+        Msg::Saved(r) => {
+            crate::tui::knobs::update(state, &mut fx, |k, env, out| k.on_saved(env, r, out))
+        }
         Msg::Failed(e) => state.screen = Screen::Failed(e),
-        Msg::Follow(m) => crate::tui::follow::on_msg(state, m, &mut fx),
+        Msg::Follow(m) => follow::update(state, &mut fx, |f, _, out| f.on_msg(m, out)),
         Msg::Panel(m) => crate::tui::panels::on_msg(state, m, &mut fx),
     }
     fx
@@ -552,7 +554,34 @@ pub fn on_loaded(state: &mut State, view: Arc<SessionView>, fx: &mut Vec<Effect>
     m.follow_cursor(&env);
     m.follow_selection(&env);
     state.on_screen.request(fx);
-    crate::tui::follow::on_session_shown(state, fx);
+    follow::update(state, fx, |f, shown, out| f.on_session_shown(shown, out));
+}
+
+/// The followed session grew: shown in place of the one on screen, the main screen's cursor
+/// kept (at the newest request when it was there), the replay and the open panes' work asked
+/// for again. A state of another session, or one arriving while the main screen is not shown,
+/// is left alone.
+pub fn on_grown(state: &mut State, view: Arc<SessionView>, fx: &mut Vec<Effect>) {
+    let Some(old) = state.session.as_ref() else {
+        return;
+    };
+    if old.model.id != view.model.id || state.screen != Screen::Main {
+        return;
+    }
+    let old_n = old.model.requests.len();
+    let n = view.model.requests.len();
+    let at_newest = old_n == 0 || state.main.cursor + 1 >= old_n;
+    state.session = Some(view);
+    // The replay and context of the old state no longer match; new ones are asked for below.
+    state.on_screen.session_changed();
+    state
+        .follow
+        .on_grown(at_newest && n > 0, n.saturating_sub(old_n));
+    let (m, env) = state.main_and_env();
+    m.on_grown(&env, at_newest);
+    state.on_screen.request(fx);
+    // Diff mode compares the grown session too (its cursor keeps up when at the newest).
+    crate::tui::panels::on_session_changed(state, fx);
 }
 
 fn on_key(state: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
@@ -560,19 +589,23 @@ fn on_key(state: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
     let action = keymap::lookup(mode, &k);
     match mode {
         Mode::Input => on_input_key(state, k, action, fx),
-        Mode::Picker => crate::tui::picker::on_key(state, &k, action, fx),
+        Mode::Picker => {
+            let page = state.geometry.picker_rows;
+            picker::update(state, fx, |p, out| p.on_key(page, &k, action, out))
+        }
         Mode::Help => on_help_key(state, action),
         Mode::Confirm => on_confirm_key(state, action, fx),
-        Mode::Knobs => crate::tui::knobs::on_panel_key(state, action, fx),
-        Mode::PolicyPick => crate::tui::knobs::on_policy_key(state, action, fx),
+        Mode::Knobs => knobs::update(state, fx, |k, env, out| k.on_panel_key(env, action, out)),
+        Mode::PolicyPick => {
+            knobs::update(state, fx, |k, env, out| k.on_policy_key(env, action, out))
+        }
         Mode::SubAgents => crate::tui::main::on_children_key(state, action, fx),
         Mode::Main => {
             if let Some(a) = action {
                 crate::tui::main::on_action(state, a, fx);
             }
         }
-        // A pane's own modes.
-        _ => {
+        Mode::Panel(_) => {
             crate::tui::panels::on_key(state, &k, action, fx);
         }
     }
@@ -634,7 +667,7 @@ fn on_confirm_key(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect
         }
         (Some(Action::SaveThenQuit), Confirm::Quit) => {
             state.overlay = Overlay::None;
-            crate::tui::knobs::start_save(state);
+            knobs::update(state, fx, |_, env, out| env.start_save(out));
         }
         (Some(Action::CloseOverlay), _) => state.overlay = Overlay::None,
         (Some(Action::ForceQuit), _) => state.quit = true,
@@ -718,9 +751,11 @@ fn accept_input(state: &mut State, input: &Input, fx: &mut Vec<Effect>) -> Resul
             Some(r) => r,
             None => crate::tui::main::update(state, fx, |m, env, out| m.goto(env, text, out)),
         },
-        InputPurpose::KnobValue => crate::tui::knobs::type_knob(state, text, fx),
-        InputPurpose::Budget => crate::tui::knobs::type_budget(state, text, fx),
-        InputPurpose::SavePath => crate::tui::knobs::save_to(state, text, fx),
+        InputPurpose::KnobValue => {
+            knobs::update(state, fx, |k, env, out| k.type_knob(env, text, out))
+        }
+        InputPurpose::Budget => knobs::update(state, fx, |_, env, out| env.type_budget(text, out)),
+        InputPurpose::SavePath => knobs::update(state, fx, |k, env, out| k.save_to(env, text, out)),
     }
 }
 
@@ -739,11 +774,11 @@ fn on_mouse(state: &mut State, m: MouseEvent, fx: &mut Vec<Effect>) {
     let wheel_as = |down: Action, up: Action| wheel_as(&m, down, up);
     match state.mode() {
         Mode::Main if state.screen == Screen::Main => crate::tui::main::on_mouse(state, m, fx),
-        Mode::Picker => crate::tui::picker::on_mouse(state, m),
+        Mode::Picker => picker::update(state, fx, |p, _| p.on_mouse(m)),
         Mode::Help => on_help_key(state, wheel),
         Mode::Knobs => {
             let a = wheel_as(Action::KnobDown, Action::KnobUp);
-            crate::tui::knobs::on_panel_key(state, a, fx);
+            knobs::update(state, fx, |k, env, out| k.on_panel_key(env, a, out));
         }
         Mode::SubAgents => {
             let a = wheel_as(Action::ListDown, Action::ListUp);
@@ -751,11 +786,10 @@ fn on_mouse(state: &mut State, m: MouseEvent, fx: &mut Vec<Effect>) {
         }
         Mode::PolicyPick => {
             let a = wheel_as(Action::ListDown, Action::ListUp);
-            crate::tui::knobs::on_policy_key(state, a, fx);
+            knobs::update(state, fx, |k, env, out| k.on_policy_key(env, a, out));
         }
         Mode::Input | Mode::Confirm | Mode::Main => {}
-        // A pane's own modes.
-        _ => {
+        Mode::Panel(_) => {
             crate::tui::panels::on_mouse(state, m, fx);
         }
     }

@@ -4,15 +4,19 @@
 //! (gitui's queue of internal events). [`carry_out`] does what they ask: the one place where a
 //! feature's wish touches the explorer's `State` outside its own part.
 
+use std::sync::Arc;
+
 use crate::tui::app::{
-    Confirm, Effect, HelpView, Input, InputPurpose, Level, Overlay, Screen, State,
+    Confirm, Effect, HelpView, Input, InputPurpose, Level, Overlay, Screen, SessionView, State,
 };
+use crate::tui::follow;
 use crate::tui::keymap::Mode;
+use crate::tui::knobs;
 use crate::tui::panels::PanelId;
 use tierscope_engine::policy::Policy;
 
 /// What an update asks of the rest of the explorer.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Ask {
     /// `q`: quit, after a question when knob edits would be lost.
     Quit,
@@ -21,6 +25,18 @@ pub enum Ask {
     Help(Mode),
     /// A text field opened holding `text`.
     Input(InputPurpose, String),
+    /// A question before something irreversible.
+    Confirm(Confirm),
+    /// The session `id` of the source is loaded and shown.
+    OpenSession(String),
+    /// The screen says it is waiting: this line.
+    Loading(String),
+    /// Nothing can be shown: this is why.
+    Fail(String),
+    /// This session is shown, as a loaded one is.
+    ShowSession(Arc<SessionView>),
+    /// The session on screen grew into this one (live follow).
+    Grow(Arc<SessionView>),
     /// Back to the session picker, when the source has more than one session.
     LeaveSession,
     /// A pane opened over the main screen.
@@ -87,7 +103,7 @@ pub fn carry_out(state: &mut State, from: Option<PanelId>, out: Out, fx: &mut Ve
 fn ask(state: &mut State, from: Option<PanelId>, a: Ask, fx: &mut Vec<Effect>) {
     match a {
         Ask::Quit => {
-            if crate::tui::knobs::unsaved(state) {
+            if state.knobs.unsaved(&state.on_screen) {
                 state.overlay = Overlay::Confirm(Confirm::Quit);
             } else {
                 state.quit = true;
@@ -102,6 +118,14 @@ fn ask(state: &mut State, from: Option<PanelId>, a: Ask, fx: &mut Vec<Effect>) {
                 error: None,
             })
         }
+        Ask::OpenSession(id) => {
+            state.screen = Screen::Loading(format!("loading session {id}…"));
+            fx.push(Effect::LoadSession { id: Some(id) });
+        }
+        Ask::Loading(line) => state.screen = Screen::Loading(line),
+        Ask::Fail(why) => state.screen = Screen::Failed(why),
+        Ask::ShowSession(view) => crate::tui::app::on_loaded(state, view, fx),
+        Ask::Grow(view) => crate::tui::app::on_grown(state, view, fx),
         Ask::LeaveSession => {
             if state.picker.sessions.len() > 1 {
                 state.main.playing = false;
@@ -116,20 +140,26 @@ fn ask(state: &mut State, from: Option<PanelId>, a: Ask, fx: &mut Vec<Effect>) {
                 crate::tui::panels::close(state, p);
             }
         }
-        Ask::OpenKnobs => crate::tui::knobs::open_panel(state),
-        Ask::SwitchPolicy => crate::tui::knobs::open_policies(state),
-        Ask::SavePolicy => crate::tui::knobs::start_save(state),
-        Ask::ToggleFollow => crate::tui::follow::toggle(state, fx),
+        Ask::Confirm(c) => state.overlay = Overlay::Confirm(c),
+        Ask::OpenKnobs => knobs::update(state, fx, |k, env, _| k.open_panel(env)),
+        Ask::SwitchPolicy => knobs::update(state, fx, |k, env, _| k.open_policies(env)),
+        Ask::SavePolicy => knobs::update(state, fx, |_, env, out| env.start_save(out)),
+        Ask::ToggleFollow => follow::update(state, fx, |f, shown, out| f.toggle(shown, out)),
         Ask::CycleTheme => state.cycle_theme(),
         Ask::ToggleWrap => {
             crate::tui::main::update(state, fx, |m, env, out| m.toggle_wrap(env, out))
         }
-        Ask::CursorMoved => crate::tui::follow::on_cursor_moved(state),
+        Ask::CursorMoved => {
+            let at_newest = state.main.cursor + 1 >= state.requests();
+            state.follow.on_cursor_moved(at_newest);
+        }
         Ask::StopPlaying => state.main.playing = false,
         Ask::LoadPolicy(p) => {
-            state.on_screen.end_edits();
-            crate::tui::knobs::set_policy(state, *p, fx);
-            state.on_screen.end_edits();
+            knobs::update(state, fx, |_, env, out| {
+                env.on_screen.end_edits();
+                env.set_policy(*p, out);
+                env.on_screen.end_edits();
+            });
         }
     }
 }

@@ -2,8 +2,9 @@
 //! it, with the view state (selection, scrolls, knobs, policy) kept.
 //!
 //! Three pieces, each hooked into the app with a line or two:
-//! * [`FollowState`] in the [`State`], and [`on_msg`] / [`toggle`] / [`on_session_shown`] called
-//!   from `update` (pure, like the rest of it);
+//! * [`FollowState`] in the [`State`], whose updates (pure, like the rest of `update`) change
+//!   only it and hand back an [`Out`]: the follower's commands, and asks to show a session
+//!   or to grow the one on screen;
 //! * [`FollowDriver`], owned by the worker: starts and steers a [`Follower`], builds each new
 //!   [`LoadedSession`] off the UI thread and leaves it in a slot the worker adopts before its
 //!   next job, and sends the UI a [`FollowMsg`] with the new session view;
@@ -15,7 +16,8 @@ use std::time::SystemTime;
 
 use ratatui::text::Span;
 
-use crate::tui::app::{Effect, Level, Screen, SessionView, State};
+use crate::tui::app::{Effect, Level, SessionView, State};
+use crate::tui::component::{Ask, Out};
 use tierscope_engine::follow::{follow_path, SessionBuilder};
 use tierscope_engine::follow::{FollowConfig, FollowEvent, FollowStatus, Follower, ReloadStats};
 use tierscope_engine::session::LoadOptions;
@@ -64,140 +66,125 @@ pub struct FollowCmd {
     pub paused: bool,
 }
 
-/// Called by `update` when a session is shown (loaded, drilled into, gone back to): follow it
-/// if following is on.
-pub fn on_session_shown(state: &mut State, fx: &mut Vec<Effect>) {
-    let id = state.session.as_ref().map(|s| s.model.id.clone());
-    if state.follow.enabled && state.follow.session != id {
-        state.follow.session = id.clone();
-        state.follow.new_requests = 0;
-        state.follow.status = None;
-        fx.push(Effect::Follow(FollowCmd {
-            session: id,
-            paused: false,
-            first: false,
-        }));
-    }
-}
-
-/// The toggle key ([`TOGGLE_KEY`], bound in the keymap as `Action::ToggleFollow`, so only on
-/// the main screen with nothing open): start following, else pause or resume.
-pub fn toggle(state: &mut State, fx: &mut Vec<Effect>) {
-    match (&state.follow.session, state.follow.status.as_ref()) {
-        // Never started: start now.
-        (None, _) => {
-            state.follow.enabled = true;
-            on_session_shown(state, fx);
-            state.flash("following the session", Level::Info);
-        }
-        (Some(id), Some(FollowStatus::Paused)) => {
-            fx.push(Effect::Follow(FollowCmd {
-                session: Some(id.clone()),
+impl FollowState {
+    /// A session is shown (loaded, drilled into, gone back to): follow it if following is on.
+    pub fn on_session_shown(&mut self, shown: Option<&str>, out: &mut Out) {
+        if self.enabled && self.session.as_deref() != shown {
+            self.session = shown.map(str::to_owned);
+            self.new_requests = 0;
+            self.status = None;
+            out.job(Effect::Follow(FollowCmd {
+                session: self.session.clone(),
                 paused: false,
                 first: false,
             }));
-            state.flash("following resumed", Level::Info);
-        }
-        (Some(id), _) => {
-            fx.push(Effect::Follow(FollowCmd {
-                session: Some(id.clone()),
-                paused: true,
-                first: false,
-            }));
-            state.flash("following paused", Level::Info);
         }
     }
-}
 
-/// Called by `update` when loading failed with no session to show: with following on, wait for
-/// the source to get a session (as `replay --follow` does) instead of failing. Returns false
-/// when following is off (the caller shows the error).
-pub fn wait_for_session(state: &mut State, error: &str, fx: &mut Vec<Effect>) -> bool {
-    if !state.follow.enabled || state.follow.session.is_some() {
-        return false;
+    /// The toggle key ([`TOGGLE_KEY`], bound in the keymap as `Action::ToggleFollow`, so only
+    /// on the main screen with nothing open): start following, else pause or resume.
+    pub fn toggle(&mut self, shown: Option<&str>, out: &mut Out) {
+        let Some(id) = self.session.clone() else {
+            // Never started: start now.
+            self.enabled = true;
+            self.on_session_shown(shown, out);
+            out.flash("following the session", Level::Info);
+            return;
+        };
+        let paused = !matches!(self.status, Some(FollowStatus::Paused));
+        out.job(Effect::Follow(FollowCmd {
+            session: Some(id),
+            paused,
+            first: false,
+        }));
+        let said = if paused { "paused" } else { "resumed" };
+        out.flash(format!("following {said}"), Level::Info);
     }
-    state.follow.waiting = true;
-    state.follow.status = None;
-    state.screen = Screen::Loading(format!(
-        "waiting for a session… ({}; following, q quits)",
-        crate::tui::safe_line(error)
-    ));
-    fx.push(Effect::Follow(FollowCmd {
-        session: None,
-        paused: false,
-        first: true,
-    }));
-    true
-}
 
-/// Handles a message of the follower.
-pub fn on_msg(state: &mut State, m: FollowMsg, fx: &mut Vec<Effect>) {
-    match m {
-        FollowMsg::Status(s) => {
-            if let FollowStatus::SourceGone(reason) = &s {
-                if state.follow.waiting {
-                    state.screen = Screen::Failed(format!("source gone: {reason}"));
+    /// Loading failed with no session to show: with following on, wait for the source to get
+    /// a session (as `replay --follow` does) instead of failing. Returns false when following
+    /// is off (the caller shows the error).
+    pub fn wait_for_session(&mut self, error: &str, out: &mut Out) -> bool {
+        if !self.enabled || self.session.is_some() {
+            return false;
+        }
+        self.waiting = true;
+        self.status = None;
+        out.ask(Ask::Loading(format!(
+            "waiting for a session… ({}; following, q quits)",
+            crate::tui::safe_line(error)
+        )));
+        out.job(Effect::Follow(FollowCmd {
+            session: None,
+            paused: false,
+            first: true,
+        }));
+        true
+    }
+
+    /// A message of the follower.
+    pub fn on_msg(&mut self, m: FollowMsg, out: &mut Out) {
+        match m {
+            FollowMsg::Status(s) => {
+                if let FollowStatus::SourceGone(reason) = &s {
+                    if self.waiting {
+                        out.ask(Ask::Fail(format!("source gone: {reason}")));
+                    }
+                    out.flash(format!("source gone: {reason}"), Level::Warn);
                 }
-                state.flash(format!("source gone: {reason}"), Level::Warn);
+                self.status = Some(s);
             }
-            state.follow.status = Some(s);
+            FollowMsg::Error(e) if self.waiting => out.ask(Ask::Fail(format!("follow: {e}"))),
+            FollowMsg::Error(e) => out.flash(format!("follow: {e}"), Level::Error),
+            FollowMsg::Reloaded { view, stats } => {
+                if self.waiting {
+                    // The first session the source got: shown like a loaded one, then
+                    // followed as usual.
+                    self.waiting = false;
+                    self.session = Some(view.model.id.clone());
+                    self.last_change = Some(stats.at);
+                    out.ask(Ask::ShowSession(view));
+                } else if self.session.as_deref() == Some(view.model.id.as_str()) {
+                    // (A state of another session, the user having moved on, is not shown.)
+                    self.last_change = Some(stats.at);
+                    out.ask(Ask::Grow(view));
+                }
+            }
         }
-        FollowMsg::Error(e) if state.follow.waiting => {
-            state.screen = Screen::Failed(format!("follow: {e}"));
+    }
+
+    /// The followed session grew by `added` requests while on screen: counted as new unless
+    /// the cursor was kept at the newest request.
+    pub fn on_grown(&mut self, at_newest: bool, added: usize) {
+        if at_newest {
+            self.new_requests = 0;
+        } else {
+            // Counted against what the screen showed (the first state after a start may repeat
+            // it).
+            self.new_requests += added;
         }
-        FollowMsg::Error(e) => state.flash(format!("follow: {e}"), Level::Error),
-        FollowMsg::Reloaded { view, stats } => on_reloaded(state, view, &stats, fx),
+    }
+
+    /// The cursor moved: reaching the newest request clears "N new requests".
+    pub fn on_cursor_moved(&mut self, at_newest: bool) {
+        if at_newest {
+            self.new_requests = 0;
+        }
     }
 }
 
-fn on_reloaded(
+/// Runs a follow update `f` (given the id of the session shown) and carries out what it hands
+/// back.
+pub fn update<R>(
     state: &mut State,
-    view: Arc<SessionView>,
-    stats: &ReloadStats,
     fx: &mut Vec<Effect>,
-) {
-    if state.follow.waiting {
-        // The first session the source got: shown like a loaded one, then followed as usual.
-        state.follow.waiting = false;
-        state.follow.session = Some(view.model.id.clone());
-        state.follow.last_change = Some(stats.at);
-        crate::tui::app::on_loaded(state, view, fx);
-        return;
-    }
-    // A state of another session (the user moved on meanwhile) is not shown.
-    if state.follow.session.as_deref() != Some(view.model.id.as_str()) {
-        return;
-    }
-    state.follow.last_change = Some(stats.at);
-    let Some(old) = state.session.as_ref() else {
-        return;
-    };
-    if old.model.id != view.model.id || state.screen != Screen::Main {
-        return;
-    }
-    let old_n = old.model.requests.len();
-    let at_newest = old_n == 0 || state.main.cursor + 1 >= old_n;
-    let n = view.model.requests.len();
-    let episodes = view.model.episodes.len();
-    state.session = Some(view);
-    // The replay and context of the old state no longer match; new ones are requested below.
-    state.on_screen.session_changed();
-    state.main.context.model = None;
-    if at_newest && n > 0 {
-        state.main.cursor = n - 1;
-        state.follow.new_requests = 0;
-    } else {
-        // Counted against what the screen showed (the first state after a start may repeat it).
-        state.follow.new_requests += n.saturating_sub(old_n);
-        state.main.cursor = state.main.cursor.min(n.saturating_sub(1));
-    }
-    state.main.selected = state.main.selected.min(episodes.saturating_sub(1));
-    let (m, env) = state.main_and_env();
-    m.refresh_search(&env);
-    m.follow_cursor(&env);
-    state.on_screen.request(fx);
-    // Diff mode compares the grown session too (its cursor keeps up when at the newest).
-    crate::tui::panels::on_session_changed(state, fx);
+    f: impl FnOnce(&mut FollowState, Option<&str>, &mut Out) -> R,
+) -> R {
+    let mut out = Out::default();
+    let shown = state.session.as_ref().map(|s| s.model.id.as_str());
+    let r = f(&mut state.follow, shown, &mut out);
+    crate::tui::component::carry_out(state, None, out, fx);
+    r
 }
 
 /// Status-bar spans: `● following 12:03:41 · 3 new requests · W pause`.
@@ -236,13 +223,6 @@ pub fn status_spans(state: &State) -> Vec<Span<'static>> {
     spans.push(Span::styled(format!(" {TOGGLE_KEY}"), t.status_key));
     spans.push(Span::styled(format!(" {key} │"), t.status));
     spans
-}
-
-/// Called when the cursor moves: reaching the newest request clears "N new requests".
-pub fn on_cursor_moved(state: &mut State) {
-    if state.main.cursor + 1 >= state.requests() {
-        state.follow.new_requests = 0;
-    }
 }
 
 /// A followed session the worker has not adopted yet.

@@ -1,10 +1,12 @@
 //! Every key the explorer knows, with its description: one keymap feeds key handling, the help
 //! overlay (which lists every binding) and the status bar hints, so they cannot drift apart.
 //! Each feature contributes its own bindings, one line each (`main/keys.rs`, `knobs/keys.rs`,
-//! `picker/keys.rs`, `diff/keys.rs`, `sweep/keys.rs`), and a feature's own actions are its enum
-//! there ([`Action::Diff`], [`Action::Sweep`]): adding one touches that feature alone. Here are
-//! the words they share (modes, actions, keys), the questions, help and text fields every
-//! screen has, the order of the groups, the dispatch ([`lookup`]) and the hints.
+//! `picker/keys.rs`, and each pane's: `diff/keys.rs`, `sweep/keys.rs`). A pane's modes, its own
+//! actions and the key that opens it are its own too, reached through the registry
+//! ([`Mode::Panel`], [`Action::Panel`], [`crate::tui::panels::OPENERS`]): adding a pane touches
+//! nothing here. Here are the words they share (modes, actions, keys), the questions, help and
+//! text fields every screen has, the order of the groups, the dispatch ([`lookup`]) and the
+//! hints.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
@@ -20,18 +22,8 @@ pub enum Mode {
     Help,
     /// A one-line text field (search, a typed knob value, a file name).
     Input,
-    /// Diff mode: the current policy (A) against a second one (B).
-    Diff,
-    /// Diff mode's knobs panel (either side).
-    DiffKnobs,
-    /// Diff mode's list to choose B from.
-    DiffPick,
-    /// Sweep pane: browsing the grid (or waiting for it).
-    Sweep,
-    /// Sweep pane: choosing the knobs, their ranges and the metric.
-    SweepSetup,
-    /// Sweep pane: typing a range.
-    SweepEdit,
+    /// A pane's own mode (diff mode, the sweep pane: [`crate::tui::panels`]).
+    Panel(crate::tui::panels::PanelMode),
     /// The list of an episode's sub-agent sessions.
     SubAgents,
     /// A yes / no question (quit with unsaved knobs, overwrite a file).
@@ -47,12 +39,7 @@ impl Mode {
             Mode::PolicyPick => "Policy list",
             Mode::Help => "Help",
             Mode::Input => "Text field",
-            Mode::Diff => "Diff mode (A vs B)",
-            Mode::DiffKnobs => "Diff mode: knobs of A or B",
-            Mode::DiffPick => "Diff mode: choose policy B",
-            Mode::Sweep => "Sweep pane (two knobs as a grid)",
-            Mode::SweepSetup => "Sweep pane: knobs, ranges, metric",
-            Mode::SweepEdit => "Sweep pane: typing a range",
+            Mode::Panel(m) => m.title(),
             Mode::SubAgents => "Sub-agent list",
             Mode::Confirm => "Question (yes / no)",
         }
@@ -138,14 +125,10 @@ pub enum Action {
     ClearInput,
     /// Answer "no" to a question, but save first (the quit question's `w`).
     SaveThenQuit,
-    /// Open a pane over the main screen ([`crate::tui::panels`]): diff mode, whose own
-    /// actions are [`crate::tui::diff::keys::DiffAction`], or the sweep pane
-    /// ([`crate::tui::sweep::keys::SweepAction`]).
+    /// Open a pane over the main screen ([`crate::tui::panels`]).
     Open(crate::tui::panels::PanelId),
-    /// An action only diff mode has (it declares them with its bindings).
-    Diff(crate::tui::diff::keys::DiffAction),
-    /// An action only the sweep pane has.
-    Sweep(crate::tui::sweep::keys::SweepAction),
+    /// What only a pane does (it declares its actions with its bindings).
+    Panel(crate::tui::panels::PanelAction),
 }
 
 /// One key, as bound and as shown.
@@ -263,6 +246,8 @@ pub(crate) const TEXTS: &[Pane] = &[Pane::Context, Pane::Detail];
 /// order of the help overlay and the status bar hints.
 static GROUPS: &[&[Binding]] = &[
     crate::tui::main::keys::BINDINGS,
+    crate::tui::panels::OPENERS,
+    crate::tui::main::keys::LAST,
     QUESTIONS,
     crate::tui::knobs::keys::BINDINGS,
     crate::tui::picker::keys::BINDINGS,
@@ -363,15 +348,18 @@ mod tests {
         }
     }
 
-    /// Each group holds whole modes, so a mode's bindings (and its help and hints) are in one
-    /// place, whichever feature owns them.
+    /// A mode's bindings (and its help and hints) are in one run of groups, whichever feature
+    /// owns them: one group, or for the main screen its own, the panes' openers and its last.
     #[test]
-    fn a_mode_is_bound_in_one_group() {
+    fn a_mode_is_bound_in_one_run_of_groups() {
         let mut seen: Vec<(Mode, usize)> = Vec::new();
         for (g, group) in GROUPS.iter().enumerate() {
             for b in group.iter() {
-                match seen.iter().find(|(m, _)| *m == b.mode) {
-                    Some((_, at)) => assert_eq!(*at, g, "{:?} bound in two groups", b.mode),
+                match seen.iter_mut().find(|(m, _)| *m == b.mode) {
+                    Some((_, at)) => {
+                        assert!(*at + 1 >= g, "{:?} bound in groups apart", b.mode);
+                        *at = g;
+                    }
                     None => seen.push((b.mode, g)),
                 }
             }

@@ -54,10 +54,21 @@ pub trait Panel: Sized + 'static {
     /// Its work for the worker thread (latest wins per [`Panel::job_slot`]).
     type Job: std::fmt::Debug + Clone + PartialEq + Send + 'static;
 
+    /// Where it reads keys, as it names them (the keymap's [`Mode::Panel`]).
+    type Mode: std::fmt::Debug + Clone + Copy + PartialEq + Eq + 'static;
+    /// What only it does, beside the shared actions (the keymap's [`Action::Panel`]).
+    type Action: std::fmt::Debug + Clone + Copy + PartialEq + Eq + 'static;
+
+    /// The main screen's binding that opens it (`Action::Open` of its id): the keymap lists it
+    /// among the main screen's, after what they share and before help and quitting.
+    const OPEN: Binding;
     /// Its key bindings, one line each (gathered into the keymap after the shell's).
     const BINDINGS: &'static [Binding];
     /// Its modes, in the order the help overlay lists their sections.
     const MODES: &'static [Mode];
+
+    /// A mode's section title in the help overlay.
+    fn title(mode: Self::Mode) -> &'static str;
 
     /// Where its keys are read now.
     fn mode(&self) -> Mode;
@@ -129,10 +140,52 @@ macro_rules! panels {
             $($Id),*
         }
 
+        impl PanelId {
+            /// Every registered pane, in registry order.
+            pub const ALL: &[PanelId] = &[$(PanelId::$Id),*];
+        }
+
         /// The panes' states (`None`: closed).
         #[derive(Default)]
         pub struct Panels {
             $(pub $field: Option<Box<$T>>),*
+        }
+
+        /// Where a pane reads keys: its own mode (the keymap's [`Mode::Panel`]).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum PanelMode {
+            $($Id(<$T as Panel>::Mode)),*
+        }
+
+        impl PanelMode {
+            /// Its section's title in the help overlay.
+            pub fn title(self) -> &'static str {
+                match self {
+                    $(PanelMode::$Id(m) => <$T>::title(m)),*
+                }
+            }
+
+            /// The pane whose mode it is.
+            pub fn pane(self) -> PanelId {
+                match self {
+                    $(PanelMode::$Id(_) => PanelId::$Id),*
+                }
+            }
+        }
+
+        /// What only a pane does (the keymap's [`Action::Panel`]).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum PanelAction {
+            $($Id(<$T as Panel>::Action)),*
+        }
+
+        impl PanelAction {
+            /// The pane whose action it is.
+            pub fn pane(self) -> PanelId {
+                match self {
+                    $(PanelAction::$Id(_) => PanelId::$Id),*
+                }
+            }
         }
 
         /// A result of a pane's job.
@@ -160,6 +213,8 @@ macro_rules! panels {
             }
         )*
 
+        /// The main screen's keys that open the panes, in registry order.
+        pub static OPENERS: &[Binding] = &[$(<$T as Panel>::OPEN),*];
         /// Every pane's bindings, in registry order.
         pub static BINDINGS: &[&[Binding]] = &[$(<$T as Panel>::BINDINGS),*];
         /// Every pane's modes, in registry order.
@@ -328,6 +383,31 @@ mod tests {
                 assert!(BINDINGS[i].iter().any(|b| b.mode == *m), "{m:?} has no key");
             }
             assert!(BINDINGS[i].iter().all(|b| modes.contains(&b.mode)));
+        }
+    }
+
+    #[test]
+    fn a_pane_opens_from_the_main_screen_and_its_own_actions_stay_in_its_modes() {
+        use crate::tui::keymap::{bindings, lookup};
+        assert_eq!(OPENERS.len(), PanelId::ALL.len());
+        for (id, open) in PanelId::ALL.iter().zip(OPENERS) {
+            assert_eq!((open.mode, open.action), (Mode::Main, Action::Open(*id)));
+            // Its key reaches it: no main-screen binding listed earlier takes it.
+            let k = open.keys[0];
+            let ev = match k {
+                crate::tui::keymap::Key::Char(c) => {
+                    KeyEvent::from(ratatui::crossterm::event::KeyCode::Char(c))
+                }
+                _ => continue,
+            };
+            assert_eq!(lookup(Mode::Main, &ev), Some(Action::Open(*id)), "{k:?}");
+        }
+        for b in bindings() {
+            match (b.mode, b.action) {
+                (Mode::Panel(m), Action::Panel(a)) => assert_eq!(m.pane(), a.pane(), "{}", b.desc),
+                (m, Action::Panel(_)) => panic!("{m:?} binds a pane's own action: {}", b.desc),
+                _ => {}
+            }
         }
     }
 

@@ -7,6 +7,7 @@ use crate::tui_common;
 
 use ratatui::crossterm::event::KeyCode;
 use tierscope::tui::app::Effect;
+use tierscope::tui::diff;
 use tierscope::tui::diff::DiffJob;
 use tierscope::tui::keymap::Mode;
 use tierscope::tui::panels::PanelJob;
@@ -26,7 +27,7 @@ fn diff_with_age(app: &mut App) {
 /// Opens diff mode against the built-in `name`.
 fn diff_with(app: &mut App, name: &str) {
     app.key(KeyCode::Char('d'));
-    assert_eq!(app.state.mode(), Mode::DiffPick);
+    assert_eq!(app.state.mode(), diff::keys::PICK);
     let (list, _) = app
         .state
         .panels
@@ -45,7 +46,7 @@ fn diff_with(app: &mut App, name: &str) {
         app.key(KeyCode::Down);
     }
     app.key(KeyCode::Enter);
-    assert_eq!(app.state.mode(), Mode::Diff);
+    assert_eq!(app.state.mode(), diff::keys::BROWSE);
     let d = app.state.panels.diff.as_ref().expect("diff open");
     assert_eq!(d.b.name, name);
     assert!(d.model.is_some(), "both replays ran");
@@ -197,7 +198,7 @@ fn editing_either_side_reruns_both_replays_and_the_pre_edit_policy_is_offered() 
 
     // B's knobs: one step reruns the pair (one job carrying both policies).
     app.key(KeyCode::Char('b'));
-    assert_eq!(app.state.mode(), Mode::DiffKnobs);
+    assert_eq!(app.state.mode(), diff::keys::KNOBS);
     let row = knob_row(
         &app.state.panels.diff.as_ref().expect("diff").b.specs,
         "min_dwell",
@@ -234,7 +235,7 @@ fn editing_either_side_reruns_both_replays_and_the_pre_edit_policy_is_offered() 
     let d = app.state.panels.diff.as_ref().expect("diff");
     assert!(d.gen > gen && !d.pending && d.model.is_some());
     app.key(KeyCode::Esc);
-    assert_eq!(app.state.mode(), Mode::Diff);
+    assert_eq!(app.state.mode(), diff::keys::BROWSE);
     // Esc closes diff mode; the main policy is untouched by diff-mode edits.
     app.key(KeyCode::Esc);
     assert_eq!(app.state.mode(), Mode::Main);

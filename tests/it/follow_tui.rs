@@ -262,5 +262,5 @@ fn diff_mode_keeps_up_with_a_growing_session() {
         diff_at(&app.state)
     );
     // Still comparing, at the new newest request.
-    assert_eq!(app.state.mode(), tierscope::tui::keymap::Mode::Diff);
+    assert_eq!(app.state.mode(), tierscope::tui::diff::keys::BROWSE);
 }

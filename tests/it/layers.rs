@@ -238,3 +238,58 @@ fn no_database_is_opened_in_episode() {
         "episode modules opening a database: {found:?}"
     );
 }
+
+/// The explorer knows a pane (diff mode, the sweep pane) only through its registry
+/// (`src/tui/panels.rs`): no other file of the explorer names a pane's module or its registry
+/// variant, so adding a pane is its folder and one registry line.
+#[test]
+fn the_explorer_names_a_pane_only_in_its_registry() {
+    let tui = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src/tui"));
+    let registry = std::fs::read_to_string(tui.join("panels.rs")).expect("read panels.rs");
+    // The registered panes: `Id => field: crate::tui::<module>::<State>` lines of `panels!`.
+    let panes: Vec<(String, String)> = registry
+        .lines()
+        .filter_map(|l| {
+            let (id, rest) = l.trim().split_once(" => ")?;
+            let module = rest.split("crate::tui::").nth(1)?.split("::").next()?;
+            Some((id.to_owned(), module.to_owned()))
+        })
+        .collect();
+    assert!(
+        panes.len() >= 2,
+        "no panes found in the registry: {panes:?}"
+    );
+    let mut files = Vec::new();
+    rust_files(tui, &mut files);
+    let mut found = Vec::new();
+    for (id, module) in &panes {
+        let own = tui.join(module);
+        for f in files
+            .iter()
+            .filter(|f| !f.starts_with(&own) && !f.ends_with("panels.rs"))
+        {
+            let text = std::fs::read_to_string(f).expect("read");
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            for (n, line) in code.lines().enumerate() {
+                let line = line.trim_start();
+                if line.starts_with("//") {
+                    continue;
+                }
+                let names = [
+                    format!("tui::{module}::"),
+                    format!("PanelId::{id}"),
+                    format!("PanelMode::{id}"),
+                    format!("PanelAction::{id}"),
+                ];
+                if names.iter().any(|w| line.contains(w.as_str())) {
+                    found.push(format!("{}:{}: {line}", f.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a pane named outside its folder and the registry:\n{}",
+        found.join("\n")
+    );
+}

@@ -10,6 +10,7 @@ use tierscope::tui::app::{update, Effect, Msg};
 use tierscope::tui::jobs::run_sync;
 use tierscope::tui::keymap::Mode;
 use tierscope::tui::panels::{PanelId, PanelJob};
+use tierscope::tui::sweep;
 use tierscope::tui::sweep::{Phase, SweepState};
 use tierscope_engine::policy::KnobValue;
 use tui_common::*;
@@ -63,7 +64,7 @@ fn setup_form_chooses_knobs_ranges_and_metric() {
             "S opens the setup form on demote_at × promote_at",
             keys("S"),
             |a| {
-                assert_eq!(a.state.mode(), Mode::SweepSetup);
+                assert_eq!(a.state.mode(), sweep::keys::SETUP);
                 let s = sw(a);
                 assert_eq!(s.x_knob().map(|k| k.name.as_str()), Some("demote_at"));
                 assert_eq!(s.y_knob().map(|k| k.name.as_str()), Some("promote_at"));
@@ -106,7 +107,7 @@ fn setup_form_chooses_knobs_ranges_and_metric() {
             "e on the x row opens the range field with the range",
             vec![KeyCode::Up, KeyCode::Up, KeyCode::Char('e')],
             |a| {
-                assert_eq!(a.state.mode(), Mode::SweepEdit);
+                assert_eq!(a.state.mode(), sweep::keys::EDIT);
                 assert_eq!(
                     sw(a).edit.as_ref().map(|e| e.0.as_str()),
                     Some("0.78:0.98:0.04")
@@ -138,7 +139,7 @@ fn setup_form_chooses_knobs_ranges_and_metric() {
                 v
             },
             |a| {
-                assert_eq!(a.state.mode(), Mode::SweepSetup);
+                assert_eq!(a.state.mode(), sweep::keys::SETUP);
                 assert_eq!(sw(a).x_axis.values(), vec![0.8, 0.9, 1.0]);
             },
         ),
@@ -167,7 +168,7 @@ fn the_grid_runs_moves_and_enter_loads_the_point_into_the_main_view() {
             "Enter runs the 7×6 grid, every point valid",
             vec![KeyCode::Char('S'), KeyCode::Enter],
             |a| {
-                assert_eq!(a.state.mode(), Mode::Sweep);
+                assert_eq!(a.state.mode(), sweep::keys::GRID);
                 let s = sw(a);
                 assert_eq!(s.phase, Phase::Grid);
                 let g = s.grid.as_ref().expect("grid");

@@ -28,8 +28,10 @@ fn reversing(w: u16, h: u16) -> App {
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let mut fx = Vec::new();
-    tierscope::tui::knobs::set_budget(&mut app.state, Some(12_000), &mut fx);
-    tierscope::tui::knobs::set_policy(&mut app.state, p, &mut fx);
+    tierscope::tui::knobs::update(&mut app.state, &mut fx, |_, env, out| {
+        env.set_budget(Some(12_000), out);
+        env.set_policy(p, out);
+    });
     settle(&mut app.state, &mut app.worker, fx);
     app
 }

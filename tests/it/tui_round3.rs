@@ -230,12 +230,12 @@ fn colon_goes_to_a_request_in_diff_mode() {
     let mut app = m1(120, 40);
     app.key(KeyCode::Char('d'));
     app.key(KeyCode::Enter);
-    assert_eq!(app.state.mode(), Mode::Diff);
+    assert_eq!(app.state.mode(), tierscope::tui::diff::keys::BROWSE);
     app.key(KeyCode::Char(':'));
     assert_eq!(app.state.mode(), Mode::Input);
     app.keys("17");
     app.key(KeyCode::Enter);
-    assert_eq!(app.state.mode(), Mode::Diff);
+    assert_eq!(app.state.mode(), tierscope::tui::diff::keys::BROWSE);
     assert_eq!(app.state.panels.diff.as_ref().map(|d| d.cursor), Some(17));
     assert!(text(&app.draw()).contains("r17/23"));
     // The main cursor is diff mode's own business.
@@ -375,7 +375,9 @@ fn a_thrash_in_the_detail_names_the_change_it_undid() {
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let mut fx = Vec::new();
-    tierscope::tui::knobs::set_policy(&mut app.state, p, &mut fx);
+    tierscope::tui::knobs::update(&mut app.state, &mut fx, |_, env, out| {
+        env.set_policy(p, out)
+    });
     settle(&mut app.state, &mut app.worker, fx);
     app.state.main.focus = Pane::Detail;
     app.key(KeyCode::Char('+'));

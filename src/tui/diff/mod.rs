@@ -26,7 +26,7 @@ use crate::tui::component::{Ask, Out};
 use crate::tui::geometry::Scroll;
 use crate::tui::keymap::{Action, Mode};
 use crate::tui::on_screen::OnScreen;
-use crate::tui::panels::{Panel, PanelEnv};
+use crate::tui::panels::{Panel, PanelAction, PanelEnv};
 use keys::DiffAction;
 use tierscope_engine::compare::ContextDiff;
 use tierscope_engine::policy::Policy;
@@ -106,11 +106,11 @@ impl DiffState {
     /// Where keys go.
     pub fn mode(&self) -> Mode {
         if self.picker.is_some() {
-            Mode::DiffPick
+            keys::PICK
         } else if self.knobs.is_some() {
-            Mode::DiffKnobs
+            keys::KNOBS
         } else {
-            Mode::Diff
+            keys::BROWSE
         }
     }
     /// The policy of a side.
@@ -203,11 +203,17 @@ pub enum DiffMsg {
 impl Panel for DiffState {
     type Msg = DiffMsg;
     type Job = DiffJob;
+    type Mode = keys::DiffMode;
+    type Action = keys::DiffAction;
+    const OPEN: crate::tui::keymap::Binding = keys::OPEN;
     const BINDINGS: &'static [crate::tui::keymap::Binding] = keys::BINDINGS;
-    const MODES: &'static [Mode] = &[Mode::Diff, Mode::DiffKnobs, Mode::DiffPick];
+    const MODES: &'static [Mode] = &[keys::BROWSE, keys::KNOBS, keys::PICK];
 
     fn mode(&self) -> Mode {
         DiffState::mode(self)
+    }
+    fn title(mode: keys::DiffMode) -> &'static str {
+        mode.title()
     }
     fn covers_main(&self) -> bool {
         true
@@ -263,8 +269,8 @@ impl Panel for DiffState {
 
     fn on_key(&mut self, env: &PanelEnv<'_>, _k: &KeyEvent, action: Option<Action>, out: &mut Out) {
         match self.mode() {
-            Mode::DiffPick => self.on_pick(action, out),
-            Mode::DiffKnobs => self.on_knobs(action, out),
+            keys::PICK => self.on_pick(action, out),
+            keys::KNOBS => self.on_knobs(action, out),
             _ => self.on_diff(env, action, out),
         }
     }
@@ -272,7 +278,7 @@ impl Panel for DiffState {
     /// The wheel scrolls the context diff (both sides), or moves through the list of B.
     fn on_mouse(&mut self, _env: &PanelEnv<'_>, m: MouseEvent, out: &mut Out) {
         match self.mode() {
-            Mode::Diff => {
+            keys::BROWSE => {
                 let rows = self.context.as_ref().map_or(0, |c| c.rows.len());
                 match m.kind {
                     MouseEventKind::ScrollDown => {
@@ -284,7 +290,7 @@ impl Panel for DiffState {
                     _ => {}
                 }
             }
-            Mode::DiffPick => {
+            keys::PICK => {
                 let a = crate::tui::app::wheel_as(&m, Action::ListDown, Action::ListUp);
                 self.on_pick(a, out);
             }
@@ -520,7 +526,7 @@ impl DiffState {
             Action::Goto => out.ask(Ask::Input(InputPurpose::Goto, String::new())),
             Action::CloseOverlay | Action::Quit => out.ask(Ask::Close),
             Action::ForceQuit => out.ask(Ask::ForceQuit),
-            Action::Help => out.ask(Ask::Help(Mode::Diff)),
+            Action::Help => out.ask(Ask::Help(keys::BROWSE)),
             Action::StepNext => move_cursor(d, c + 1, out),
             Action::StepPrev => move_cursor(d, c.saturating_sub(1), out),
             Action::StepNextFast => move_cursor(d, c + 10, out),
@@ -554,14 +560,14 @@ impl DiffState {
                 let by = if a == Action::ScrollDown { by } else { -by };
                 d.context_scroll = page.moved(d.context_scroll.min(page.max), by);
             }
-            Action::Diff(DiffAction::NextHunk | DiffAction::PrevHunk) => {
+            Action::Panel(PanelAction::Diff(DiffAction::NextHunk | DiffAction::PrevHunk)) => {
                 let Some(ctx) = d.context.clone() else { return };
                 if ctx.hunks.is_empty() {
                     out.flash("the rendered contexts are identical here", Level::Info);
                     return;
                 }
                 let n = ctx.hunks.len();
-                let fwd = a == Action::Diff(DiffAction::NextHunk);
+                let fwd = a == keys::own(DiffAction::NextHunk);
                 // From the hunk last jumped to while the view still sits on it; after scrolling
                 // by hand, from what is on screen (a jumped-to hunk sits two rows below the top).
                 let at_hunk = d.hunk.filter(|&i| {
@@ -584,20 +590,20 @@ impl DiffState {
                 d.hunk = Some(i);
                 d.context_scroll = ctx.hunks[i].saturating_sub(2);
             }
-            Action::Diff(DiffAction::EditA | DiffAction::EditB) => {
-                let side = if a == Action::Diff(DiffAction::EditA) {
+            Action::Panel(PanelAction::Diff(DiffAction::EditA | DiffAction::EditB)) => {
+                let side = if a == keys::own(DiffAction::EditA) {
                     Side::A
                 } else {
                     Side::B
                 };
                 d.knobs = Some(KnobEdit { side, selected: 0 });
             }
-            Action::Diff(DiffAction::PickB) => {
+            Action::Panel(PanelAction::Diff(DiffAction::PickB)) => {
                 let list = choices(env.on_screen);
                 let sel = list.iter().position(|ch| ch.policy == d.b).unwrap_or(0);
                 d.picker = Some((list, sel));
             }
-            Action::Diff(DiffAction::SwapSides) => {
+            Action::Panel(PanelAction::Diff(DiffAction::SwapSides)) => {
                 std::mem::swap(&mut d.a, &mut d.b);
                 std::mem::swap(&mut d.budget, &mut d.budget_b);
                 d.context = None;

@@ -2,14 +2,19 @@
 //! list, saving the knobs as a policy TOML (asking before it overwrites a file), and whether
 //! the knobs are unsaved. What the last edits changed is the schedule's baseline
 //! ([`crate::tui::on_screen::Baseline`]).
+//!
+//! Its updates are methods of its state, and of [`Env`] for those that only edit the run on
+//! screen (its policy and budget); they hand back an [`Out`], which [`update`] carries out.
 
 pub mod keys;
 pub mod view;
 
 use std::collections::BTreeMap;
 
-use crate::tui::app::{Confirm, Effect, Input, InputPurpose, Level, Overlay, State};
+use crate::tui::app::{Confirm, Effect, InputPurpose, Level, State};
+use crate::tui::component::{Ask, Out};
 use crate::tui::keymap::Action;
+use crate::tui::on_screen::OnScreen;
 use tierscope_engine::output_guard::{AtomicFile, OutputError, OutputGuard};
 use tierscope_engine::policy::{Floors, KnobSpec, KnobValue, Policy};
 
@@ -40,70 +45,270 @@ impl KnobsState {
     }
 }
 
-/// Whether the knobs were edited since the policy was started, switched to or saved.
-pub fn unsaved(state: &State) -> bool {
-    let p = &state.on_screen.policy;
-    let (name, knobs) = &state.knobs.saved;
-    *name != p.name || *knobs != p.knobs
+/// What the knobs' updates read and change of the rest of the explorer: the run on screen
+/// (its policy and budget are what the knobs edit) and whether a session is loaded (only then
+/// is a replay asked for).
+pub struct Env<'a> {
+    pub on_screen: &'a mut OnScreen,
+    pub loaded: bool,
 }
 
-/// `K`: the panel, budget row selected.
-pub fn open_panel(state: &mut State) {
-    state.on_screen.end_edits();
-    state.knobs.panel = Some(0);
-}
-
-/// `p`: the policy list, the current policy selected.
-pub fn open_policies(state: &mut State) {
-    let selected = state
-        .knobs
-        .names
-        .iter()
-        .position(|n| *n == state.on_screen.policy.name)
-        .unwrap_or(0);
-    state.knobs.policies = Some(selected);
-}
-
-/// `w`: the file name field.
-pub fn start_save(state: &mut State) {
-    state.input = Some(Input {
-        purpose: InputPurpose::SavePath,
-        text: format!("{}-tuned.toml", state.on_screen.policy.name),
-        error: None,
-    });
-}
-
-/// The save field's Enter: save to `text` (`.toml` added), asking first when the file exists.
-pub fn save_to(state: &mut State, text: &str, fx: &mut Vec<Effect>) -> Result<(), String> {
-    if text.is_empty() {
-        return Err("give a file name".to_owned());
+impl Env<'_> {
+    /// Shows `p` (the same policy with other knobs), rerunning the replay when its knobs differ.
+    pub fn set_policy(&mut self, p: Policy, out: &mut Out) {
+        if p.knobs == self.on_screen.policy.knobs {
+            return;
+        }
+        self.on_screen.changing();
+        self.on_screen.policy = p;
+        self.rerun(out);
     }
-    let path = if text.ends_with(".toml") {
-        text.to_owned()
-    } else {
-        format!("{text}.toml")
+
+    pub fn set_budget(&mut self, budget: Option<u64>, out: &mut Out) {
+        if budget == self.on_screen.budget {
+            return;
+        }
+        self.on_screen.changing();
+        self.on_screen.budget = budget;
+        self.rerun(out);
+    }
+
+    fn rerun(&mut self, out: &mut Out) {
+        if self.loaded {
+            self.on_screen.request(&mut out.fx);
+        }
+    }
+
+    /// Sets knob `name` to `text` (validated by the policy, constraints included) and reruns the
+    /// replay. Returns the refusal, if any.
+    pub fn set_knob(&mut self, name: &str, text: &str, out: &mut Out) -> Result<(), String> {
+        let p = self
+            .on_screen
+            .policy
+            .clone()
+            .with_overrides(&[(name.to_owned(), text.to_owned())])
+            .map_err(|e| e.to_string())?;
+        self.set_policy(p, out);
+        Ok(())
+    }
+
+    /// The typed budget (the budget field's Enter).
+    pub fn type_budget(&mut self, text: &str, out: &mut Out) -> Result<(), String> {
+        let b: u64 = text
+            .replace(['_', ','], "")
+            .parse()
+            .map_err(|_| format!("not a whole number of tokens: {text:?}"))?;
+        if b == 0 {
+            return Err("the budget must be above 0".to_owned());
+        }
+        self.set_budget(Some(b), out);
+        Ok(())
+    }
+
+    /// Moves knob row `row` (0 = budget) by `steps` steps: numbers by their step, switches
+    /// toggle, choices cycle.
+    pub fn step_knob(&mut self, row: usize, steps: f64, out: &mut Out) {
+        if row == 0 {
+            let b = self.on_screen.effective_budget();
+            if b == 0 {
+                return;
+            }
+            self.set_budget(Some(stepped_budget(b, steps)), out);
+            return;
+        }
+        let Some(spec) = self.on_screen.policy.specs.get(row - 1).cloned() else {
+            return;
+        };
+        let cur = self.on_screen.policy.knobs.get(&spec.name);
+        let Some(text) = stepped_knob(&spec, cur, steps) else {
+            return;
+        };
+        if let Err(e) = self.set_knob(&spec.name, &text, out) {
+            out.flash(e, Level::Warn);
+        }
+    }
+
+    /// The policy as a file to save: the save field, holding a name of its own.
+    pub fn start_save(&self, out: &mut Out) {
+        let name = format!("{}-tuned.toml", self.on_screen.policy.name);
+        out.ask(Ask::Input(InputPurpose::SavePath, name));
+    }
+}
+
+impl KnobsState {
+    /// Whether the knobs were edited since the policy was started, switched to or saved.
+    pub fn unsaved(&self, on_screen: &OnScreen) -> bool {
+        let p = &on_screen.policy;
+        let (name, knobs) = &self.saved;
+        *name != p.name || *knobs != p.knobs
+    }
+
+    /// `K`: the panel, budget row selected.
+    pub fn open_panel(&mut self, env: &mut Env<'_>) {
+        env.on_screen.end_edits();
+        self.panel = Some(0);
+    }
+
+    /// `p`: the policy list, the current policy selected.
+    pub fn open_policies(&mut self, env: &Env<'_>) {
+        let current = &env.on_screen.policy.name;
+        self.policies = Some(self.names.iter().position(|n| n == current).unwrap_or(0));
+    }
+
+    /// The save field's Enter: save to `text` (`.toml` added), asking first when the file
+    /// exists.
+    pub fn save_to(&self, env: &Env<'_>, text: &str, out: &mut Out) -> Result<(), String> {
+        if text.is_empty() {
+            return Err("give a file name".to_owned());
+        }
+        let path = if text.ends_with(".toml") {
+            text.to_owned()
+        } else {
+            format!("{text}.toml")
+        };
+        out.job(Effect::SavePolicy {
+            path,
+            toml: policy_toml(&env.on_screen.policy),
+            overwrite: false,
+        });
+        Ok(())
+    }
+
+    /// The worker's answer to a save.
+    pub fn on_saved(&mut self, env: &Env<'_>, result: Result<String, SaveError>, out: &mut Out) {
+        match result {
+            Ok(path) => {
+                let p = &env.on_screen.policy;
+                self.saved = (p.name.clone(), p.knobs.clone());
+                out.flash(format!("saved {path}"), Level::Info);
+            }
+            Err(SaveError::Exists { path, toml }) => {
+                out.ask(Ask::Confirm(Confirm::Overwrite { path, toml }))
+            }
+            Err(SaveError::Failed(e)) => out.flash(format!("save failed: {e}"), Level::Error),
+        }
+    }
+
+    /// Keys of the policy list.
+    pub fn on_policy_key(&mut self, env: &mut Env<'_>, action: Option<Action>, out: &mut Out) {
+        let Some(selected) = self.policies else {
+            return;
+        };
+        let n = self.names.len();
+        match action {
+            Some(Action::ListUp) => self.policies = Some(selected.saturating_sub(1)),
+            Some(Action::ListDown) => self.policies = Some((selected + 1).min(n.saturating_sub(1))),
+            Some(Action::Accept) => {
+                self.policies = None;
+                self.panel = None;
+                let Some(name) = self.names.get(selected).cloned() else {
+                    return;
+                };
+                match tierscope_engine::policy::load(&name, &[]) {
+                    Ok(p) => {
+                        env.on_screen.end_edits();
+                        env.on_screen.changing();
+                        env.on_screen.end_edits();
+                        self.saved = (p.name.clone(), p.knobs.clone());
+                        env.on_screen.policy = p;
+                        out.flash(format!("policy {name}"), Level::Info);
+                        env.rerun(out);
+                    }
+                    Err(e) => out.flash(e.to_string(), Level::Error),
+                }
+            }
+            Some(Action::CloseOverlay) => self.policies = None,
+            Some(Action::ForceQuit) => out.ask(Ask::ForceQuit),
+            _ => {}
+        }
+    }
+
+    /// Keys of the knobs panel.
+    pub fn on_panel_key(&mut self, env: &mut Env<'_>, action: Option<Action>, out: &mut Out) {
+        let Some(selected) = self.panel else {
+            return;
+        };
+        let rows = 1 + env.on_screen.policy.specs.len();
+        match action {
+            Some(Action::KnobUp) => self.panel = Some(selected.saturating_sub(1)),
+            Some(Action::KnobDown) => self.panel = Some((selected + 1).min(rows - 1)),
+            Some(
+                a @ (Action::KnobInc | Action::KnobDec | Action::KnobIncBig | Action::KnobDecBig),
+            ) => {
+                let steps: f64 = match a {
+                    Action::KnobInc => 1.0,
+                    Action::KnobDec => -1.0,
+                    Action::KnobIncBig => 10.0,
+                    _ => -10.0,
+                };
+                env.step_knob(selected, steps, out);
+            }
+            Some(Action::KnobType) => {
+                let p = &env.on_screen.policy;
+                let (purpose, text) = if selected == 0 {
+                    let b = env.on_screen.effective_budget();
+                    (InputPurpose::Budget, b.to_string())
+                } else {
+                    let v = p.specs.get(selected - 1).and_then(|s| p.knobs.get(&s.name));
+                    let text = v.map(|v| v.to_string()).unwrap_or_default();
+                    (InputPurpose::KnobValue, text)
+                };
+                out.ask(Ask::Input(purpose, text));
+            }
+            Some(Action::KnobReset) => {
+                if selected == 0 {
+                    env.set_budget(None, out);
+                } else if let Some(spec) = env.on_screen.policy.specs.get(selected - 1).cloned() {
+                    if let Err(e) = env.set_knob(&spec.name, &spec.default.to_string(), out) {
+                        out.flash(e, Level::Error);
+                    }
+                }
+            }
+            Some(Action::SavePolicy) => env.start_save(out),
+            Some(Action::SwitchPolicy) => self.open_policies(env),
+            Some(Action::CloseOverlay) => self.panel = None,
+            Some(Action::ForceQuit) => out.ask(Ask::ForceQuit),
+            _ => {}
+        }
+    }
+
+    /// The typed value of the selected knob (the knob field's Enter).
+    pub fn type_knob(&self, env: &mut Env<'_>, text: &str, out: &mut Out) -> Result<(), String> {
+        let Some(selected) = self.panel else {
+            return Ok(());
+        };
+        let specs = &env.on_screen.policy.specs;
+        let Some(spec) = specs.get(selected.wrapping_sub(1)).cloned() else {
+            return Ok(());
+        };
+        env.set_knob(&spec.name, text, out)
+    }
+}
+
+impl State {
+    /// The knobs' state and what they read and change of the rest (disjoint borrows).
+    pub fn knobs_and_env(&mut self) -> (&mut KnobsState, Env<'_>) {
+        let env = Env {
+            on_screen: &mut self.on_screen,
+            loaded: self.session.is_some(),
+        };
+        (&mut self.knobs, env)
+    }
+}
+
+/// Runs a knobs update `f` and carries out what it hands back.
+pub fn update<R>(
+    state: &mut State,
+    fx: &mut Vec<Effect>,
+    f: impl FnOnce(&mut KnobsState, &mut Env<'_>, &mut Out) -> R,
+) -> R {
+    let mut out = Out::default();
+    let r = {
+        let (k, mut env) = state.knobs_and_env();
+        f(k, &mut env, &mut out)
     };
-    fx.push(Effect::SavePolicy {
-        path,
-        toml: policy_toml(&state.on_screen.policy),
-        overwrite: false,
-    });
-    Ok(())
-}
-
-/// The worker's answer to a save.
-pub fn on_saved(state: &mut State, result: Result<String, SaveError>) {
-    match result {
-        Ok(path) => {
-            let p = &state.on_screen.policy;
-            state.knobs.saved = (p.name.clone(), p.knobs.clone());
-            state.flash(format!("saved {path}"), Level::Info);
-        }
-        Err(SaveError::Exists { path, toml }) => {
-            state.overlay = Overlay::Confirm(Confirm::Overwrite { path, toml });
-        }
-        Err(SaveError::Failed(e)) => state.flash(format!("save failed: {e}"), Level::Error),
-    }
+    crate::tui::component::carry_out(state, None, out, fx);
+    r
 }
 
 /// Why a save did not happen.
@@ -148,194 +353,6 @@ pub fn write_policy(
             toml: toml.to_owned(),
         }),
         Err(e) => Err(failed(&e)),
-    }
-}
-
-/// Keys of the policy list.
-pub fn on_policy_key(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
-    let Some(selected) = state.knobs.policies else {
-        return;
-    };
-    let n = state.knobs.names.len();
-    match action {
-        Some(Action::ListUp) => state.knobs.policies = Some(selected.saturating_sub(1)),
-        Some(Action::ListDown) => {
-            state.knobs.policies = Some((selected + 1).min(n.saturating_sub(1)))
-        }
-        Some(Action::Accept) => {
-            state.knobs.policies = None;
-            state.knobs.panel = None;
-            let Some(name) = state.knobs.names.get(selected).cloned() else {
-                return;
-            };
-            match tierscope_engine::policy::load(&name, &[]) {
-                Ok(p) => {
-                    state.on_screen.end_edits();
-                    state.on_screen.changing();
-                    state.on_screen.end_edits();
-                    state.knobs.saved = (p.name.clone(), p.knobs.clone());
-                    state.on_screen.policy = p;
-                    state.flash(format!("policy {name}"), Level::Info);
-                    if state.session.is_some() {
-                        state.on_screen.request(fx);
-                    }
-                }
-                Err(e) => state.flash(e.to_string(), Level::Error),
-            }
-        }
-        Some(Action::CloseOverlay) => state.knobs.policies = None,
-        Some(Action::ForceQuit) => state.quit = true,
-        _ => {}
-    }
-}
-
-/// Sets knob `name` to `text` (validated by the policy, constraints included) and reruns the
-/// replay. Returns the refusal, if any.
-pub fn set_knob(
-    state: &mut State,
-    name: &str,
-    text: &str,
-    fx: &mut Vec<Effect>,
-) -> Result<(), String> {
-    let p = state
-        .on_screen
-        .policy
-        .clone()
-        .with_overrides(&[(name.to_owned(), text.to_owned())])
-        .map_err(|e| e.to_string())?;
-    set_policy(state, p, fx);
-    Ok(())
-}
-
-/// Shows `p` (the same policy with other knobs), rerunning the replay when its knobs differ.
-pub fn set_policy(state: &mut State, p: Policy, fx: &mut Vec<Effect>) {
-    if p.knobs == state.on_screen.policy.knobs {
-        return;
-    }
-    state.on_screen.changing();
-    state.on_screen.policy = p;
-    if state.session.is_some() {
-        state.on_screen.request(fx);
-    }
-}
-
-pub fn set_budget(state: &mut State, budget: Option<u64>, fx: &mut Vec<Effect>) {
-    if budget == state.on_screen.budget {
-        return;
-    }
-    state.on_screen.changing();
-    state.on_screen.budget = budget;
-    if state.session.is_some() {
-        state.on_screen.request(fx);
-    }
-}
-
-/// Keys of the knobs panel.
-pub fn on_panel_key(state: &mut State, action: Option<Action>, fx: &mut Vec<Effect>) {
-    let Some(selected) = state.knobs.panel else {
-        return;
-    };
-    let rows = 1 + state.on_screen.policy.specs.len();
-    match action {
-        Some(Action::KnobUp) => state.knobs.panel = Some(selected.saturating_sub(1)),
-        Some(Action::KnobDown) => state.knobs.panel = Some((selected + 1).min(rows - 1)),
-        Some(a @ (Action::KnobInc | Action::KnobDec | Action::KnobIncBig | Action::KnobDecBig)) => {
-            let steps: f64 = match a {
-                Action::KnobInc => 1.0,
-                Action::KnobDec => -1.0,
-                Action::KnobIncBig => 10.0,
-                _ => -10.0,
-            };
-            step_knob(state, selected, steps, fx);
-        }
-        Some(Action::KnobType) => {
-            let p = &state.on_screen.policy;
-            let text = if selected == 0 {
-                state.on_screen.effective_budget().to_string()
-            } else {
-                p.specs
-                    .get(selected - 1)
-                    .and_then(|s| p.knobs.get(&s.name))
-                    .map(|v| v.to_string())
-                    .unwrap_or_default()
-            };
-            state.input = Some(Input {
-                purpose: if selected == 0 {
-                    InputPurpose::Budget
-                } else {
-                    InputPurpose::KnobValue
-                },
-                text,
-                error: None,
-            });
-        }
-        Some(Action::KnobReset) => {
-            if selected == 0 {
-                set_budget(state, None, fx);
-            } else if let Some(spec) = state.on_screen.policy.specs.get(selected - 1).cloned() {
-                if let Err(e) = set_knob(state, &spec.name, &spec.default.to_string(), fx) {
-                    state.flash(e, Level::Error);
-                }
-            }
-        }
-        Some(Action::SavePolicy) => start_save(state),
-        Some(Action::SwitchPolicy) => open_policies(state),
-        Some(Action::CloseOverlay) => state.knobs.panel = None,
-        Some(Action::ForceQuit) => state.quit = true,
-        _ => {}
-    }
-}
-
-/// The typed value of the selected knob (the knob field's Enter).
-pub fn type_knob(state: &mut State, text: &str, fx: &mut Vec<Effect>) -> Result<(), String> {
-    let Some(selected) = state.knobs.panel else {
-        return Ok(());
-    };
-    let Some(spec) = state
-        .on_screen
-        .policy
-        .specs
-        .get(selected.wrapping_sub(1))
-        .cloned()
-    else {
-        return Ok(());
-    };
-    set_knob(state, &spec.name, text, fx)
-}
-
-/// The typed budget (the budget field's Enter).
-pub fn type_budget(state: &mut State, text: &str, fx: &mut Vec<Effect>) -> Result<(), String> {
-    let b: u64 = text
-        .replace(['_', ','], "")
-        .parse()
-        .map_err(|_| format!("not a whole number of tokens: {text:?}"))?;
-    if b == 0 {
-        return Err("the budget must be above 0".to_owned());
-    }
-    set_budget(state, Some(b), fx);
-    Ok(())
-}
-
-/// Moves knob row `row` (0 = budget) by `steps` steps: numbers by their step, switches toggle,
-/// choices cycle.
-pub fn step_knob(state: &mut State, row: usize, steps: f64, fx: &mut Vec<Effect>) {
-    if row == 0 {
-        let b = state.on_screen.effective_budget();
-        if b == 0 {
-            return;
-        }
-        set_budget(state, Some(stepped_budget(b, steps)), fx);
-        return;
-    }
-    let Some(spec) = state.on_screen.policy.specs.get(row - 1).cloned() else {
-        return;
-    };
-    let cur = state.on_screen.policy.knobs.get(&spec.name);
-    let Some(text) = stepped_knob(&spec, cur, steps) else {
-        return;
-    };
-    if let Err(e) = set_knob(state, &spec.name, &text, fx) {
-        state.flash(e, Level::Warn);
     }
 }
 

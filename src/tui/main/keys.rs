@@ -8,7 +8,6 @@ use crate::tui::keymap::Key::{Char as C, Code, Ctrl, Shift};
 use crate::tui::keymap::{b, bp, Binding, Mode};
 use crate::tui::keymap::{HEAT, LISTS, TEXTS};
 use crate::tui::main::Pane;
-use crate::tui::panels::PanelId;
 
 /// The main screen's bindings and its sub-agent list's.
 #[rustfmt::skip]
@@ -59,8 +58,13 @@ pub static BINDINGS: &[Binding] = &[
     bp(&[C('K')], A::OpenKnobs, "knobs panel (edit the policy's knobs and the budget)", "knobs", &[]),
     b(Mode::Main, &[C('p')], A::SwitchPolicy, "switch policy", Some("policy")),
     b(Mode::Main, &[C('w')], A::SavePolicy, "save the current knobs as a policy TOML (asks before overwriting)", None),
-    b(Mode::Main, &[C('d')], A::Open(PanelId::Diff), "diff mode: compare with a second policy (A/B)", Some("diff")),
-    b(Mode::Main, &[C('S')], A::Open(PanelId::Sweep), "sweep pane: two knobs as a grid of a metric", None),
+];
+
+/// The main screen's last bindings (after the keys that open the panes,
+/// [`crate::tui::panels::OPENERS`]): following, the theme, help, quitting; and its sub-agent
+/// list's.
+#[rustfmt::skip]
+pub static LAST: &[Binding] = &[
     b(Mode::Main, &[C(crate::tui::follow::TOGGLE_KEY)], A::ToggleFollow, "follow the session live as OpenCode writes it (pause / resume)", None),
     b(Mode::Main, &[Ctrl('t')], A::CycleTheme, "next theme: dark, light, high-contrast, mono (--theme picks the first)", None),
     b(Mode::Main, &[C('?'), Code(K::F(1))], A::Help, "this help", Some("help")),

@@ -73,6 +73,22 @@ impl MainState {
         }
     }
 
+    /// The session on screen grew (live follow; `env` holds the grown one): the cursor stays at
+    /// the newest request when it was there (`at_newest`), else where it was; the context at it
+    /// is rendered anew.
+    pub fn on_grown(&mut self, env: &Env<'_>, at_newest: bool) {
+        let n = env.requests();
+        self.context.model = None;
+        self.cursor = if at_newest && n > 0 {
+            n - 1
+        } else {
+            self.cursor.min(n.saturating_sub(1))
+        };
+        self.selected = self.selected.min(env.episodes().saturating_sub(1));
+        self.refresh_search(env);
+        self.follow_cursor(env);
+    }
+
     /// Keeps the cursor's request inside the heatmap's requests, and the episode holding it
     /// inside its rows (the heatmap's rows follow what moved last: the cursor here, the
     /// selection in [`MainState::follow_selection`]; the table always shows the selection).

@@ -1,12 +1,13 @@
 //! The session picker: the source's sessions (sub-agents under their parents), filtered as the
-//! user types.
+//! user types. Its updates change only its own state and hand back an [`Out`].
 
 pub mod keys;
 pub mod view;
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 
-use crate::tui::app::{Effect, HelpView, Overlay, Screen, State};
+use crate::tui::app::{Effect, State};
+use crate::tui::component::{Ask, Out};
 use crate::tui::keymap::{Action, Mode};
 use crate::tui::view_model::SessionEntry;
 
@@ -44,53 +45,54 @@ impl PickerState {
     }
 }
 
-pub fn on_key(state: &mut State, k: &KeyEvent, action: Option<Action>, fx: &mut Vec<Effect>) {
-    let page = state.geometry.picker_rows.max(1) as isize;
-    let p = &mut state.picker;
-    match action {
-        Some(Action::ListUp) => p.move_by(-1),
-        Some(Action::ListDown) => p.move_by(1),
-        Some(Action::ListPageUp) => p.move_by(-page),
-        Some(Action::ListPageDown) => p.move_by(page),
-        Some(Action::Accept) => {
-            if let Some(&i) = p.matches().get(p.selected) {
-                let id = p.sessions[i].id.clone();
-                state.screen = Screen::Loading(format!("loading session {id}…"));
-                fx.push(Effect::LoadSession { id: Some(id) });
+impl PickerState {
+    /// Keys of the picker; `page` is the rows the list last showed.
+    pub fn on_key(&mut self, page: usize, k: &KeyEvent, action: Option<Action>, out: &mut Out) {
+        let page = page.max(1) as isize;
+        match action {
+            Some(Action::ListUp) => self.move_by(-1),
+            Some(Action::ListDown) => self.move_by(1),
+            Some(Action::ListPageUp) => self.move_by(-page),
+            Some(Action::ListPageDown) => self.move_by(page),
+            Some(Action::Accept) => {
+                if let Some(&i) = self.matches().get(self.selected) {
+                    out.ask(Ask::OpenSession(self.sessions[i].id.clone()));
+                }
             }
+            Some(Action::Back) if self.filter.is_empty() => out.ask(Ask::ForceQuit),
+            Some(Action::Back | Action::ClearInput) => {
+                self.filter.clear();
+                self.selected = 0;
+            }
+            Some(Action::Help) => out.ask(Ask::Help(Mode::Picker)),
+            Some(Action::ForceQuit) => out.ask(Ask::ForceQuit),
+            _ => match k.code {
+                KeyCode::Backspace => {
+                    self.filter.pop();
+                    self.selected = 0;
+                }
+                KeyCode::Char(c) if !k.modifiers.contains(KeyModifiers::CONTROL) => {
+                    self.filter.push(c);
+                    self.selected = 0;
+                }
+                _ => {}
+            },
         }
-        Some(Action::Back) => {
-            if p.filter.is_empty() {
-                state.quit = true;
-            } else {
-                p.filter.clear();
-                p.selected = 0;
-            }
-        }
-        Some(Action::ClearInput) => {
-            p.filter.clear();
-            p.selected = 0;
-        }
-        Some(Action::Help) => state.overlay = Overlay::Help(HelpView::at(Mode::Picker)),
-        Some(Action::ForceQuit) => state.quit = true,
-        _ => match k.code {
-            KeyCode::Backspace => {
-                p.filter.pop();
-                p.selected = 0;
-            }
-            KeyCode::Char(c) if !k.modifiers.contains(KeyModifiers::CONTROL) => {
-                p.filter.push(c);
-                p.selected = 0;
-            }
+    }
+
+    /// The wheel moves the selection.
+    pub fn on_mouse(&mut self, m: MouseEvent) {
+        match m.kind {
+            MouseEventKind::ScrollDown => self.move_by(1),
+            MouseEventKind::ScrollUp => self.move_by(-1),
             _ => {}
-        },
+        }
     }
 }
 
-pub fn on_mouse(state: &mut State, m: MouseEvent) {
-    match m.kind {
-        MouseEventKind::ScrollDown => state.picker.move_by(1),
-        MouseEventKind::ScrollUp => state.picker.move_by(-1),
-        _ => {}
-    }
+/// Runs a picker update `f` and carries out what it hands back.
+pub fn update(state: &mut State, fx: &mut Vec<Effect>, f: impl FnOnce(&mut PickerState, &mut Out)) {
+    let mut out = Out::default();
+    f(&mut state.picker, &mut out);
+    crate::tui::component::carry_out(state, None, out, fx);
 }

@@ -27,7 +27,7 @@ use crate::tui::app::{Level, State};
 use crate::tui::component::{Ask, Out};
 use crate::tui::geometry::Scroll;
 use crate::tui::keymap::{Action, Mode};
-use crate::tui::panels::{Panel, PanelEnv};
+use crate::tui::panels::{Panel, PanelAction, PanelEnv};
 use axes::KnobChoice;
 use grid::{Metric, SweepGrid};
 use keys::SweepAction;
@@ -137,11 +137,11 @@ impl SweepState {
     /// Where keys go.
     pub fn mode(&self) -> Mode {
         if self.edit.is_some() {
-            Mode::SweepEdit
+            keys::EDIT
         } else if self.phase == Phase::Setup {
-            Mode::SweepSetup
+            keys::SETUP
         } else {
-            Mode::Sweep
+            keys::GRID
         }
     }
 
@@ -157,11 +157,17 @@ impl SweepState {
 impl Panel for SweepState {
     type Msg = SweepMsg;
     type Job = SweepJob;
+    type Mode = keys::SweepMode;
+    type Action = keys::SweepAction;
+    const OPEN: crate::tui::keymap::Binding = keys::OPEN;
     const BINDINGS: &'static [crate::tui::keymap::Binding] = keys::BINDINGS;
-    const MODES: &'static [Mode] = &[Mode::Sweep, Mode::SweepSetup, Mode::SweepEdit];
+    const MODES: &'static [Mode] = &[keys::GRID, keys::SETUP, keys::EDIT];
 
     fn mode(&self) -> Mode {
         SweepState::mode(self)
+    }
+    fn title(mode: keys::SweepMode) -> &'static str {
+        mode.title()
     }
     fn render(&self, state: &State, f: &mut Frame, area: Rect) -> Option<Scroll> {
         view::render(state, self, f, area);
@@ -215,8 +221,8 @@ impl Panel for SweepState {
             return;
         }
         match self.mode() {
-            Mode::SweepEdit => self.on_edit(k, action),
-            Mode::SweepSetup => self.on_setup(action, out),
+            keys::EDIT => self.on_edit(k, action),
+            keys::SETUP => self.on_setup(action, out),
             _ => self.on_grid(env, action, out),
         }
     }
@@ -225,8 +231,8 @@ impl Panel for SweepState {
     fn on_mouse(&mut self, env: &PanelEnv<'_>, m: MouseEvent, out: &mut Out) {
         use crate::tui::app::wheel_as;
         let a = match self.mode() {
-            Mode::Sweep => wheel_as(&m, Action::SelectDown, Action::SelectUp),
-            Mode::SweepSetup => wheel_as(&m, Action::ListDown, Action::ListUp),
+            keys::GRID => wheel_as(&m, Action::SelectDown, Action::SelectUp),
+            keys::SETUP => wheel_as(&m, Action::ListDown, Action::ListUp),
             _ => return,
         };
         self.on_key(env, &KeyEvent::from(KeyCode::Null), a, out);
@@ -372,7 +378,7 @@ impl SweepState {
                     row => change_knob(s, row, by),
                 }
             }
-            Action::Sweep(SweepAction::EditRange) => {
+            Action::Panel(PanelAction::Sweep(SweepAction::EditRange)) => {
                 let axis = match s.form_row {
                     ROW_X => &s.x_axis,
                     ROW_Y => &s.y_axis,
@@ -416,9 +422,13 @@ impl SweepState {
             Action::StepNext => s.sel.1 = (c + 1).min(cols.saturating_sub(1)),
             Action::First => s.sel = (0, 0),
             Action::Last => s.sel = (rows.saturating_sub(1), cols.saturating_sub(1)),
-            Action::Sweep(SweepAction::NextMetric) => s.metric = s.metric.cycle(1),
-            Action::Sweep(SweepAction::PrevMetric) => s.metric = s.metric.cycle(-1),
-            Action::Sweep(SweepAction::Setup) => s.phase = Phase::Setup,
+            Action::Panel(PanelAction::Sweep(SweepAction::NextMetric)) => {
+                s.metric = s.metric.cycle(1)
+            }
+            Action::Panel(PanelAction::Sweep(SweepAction::PrevMetric)) => {
+                s.metric = s.metric.cycle(-1)
+            }
+            Action::Panel(PanelAction::Sweep(SweepAction::Setup)) => s.phase = Phase::Setup,
             Action::Accept => s.load_point(env, out),
             Action::CloseOverlay | Action::Quit => out.ask(Ask::Close),
             Action::Help => out.ask(Ask::Help(mode)),
