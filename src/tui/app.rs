@@ -460,9 +460,7 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
                 }
             }
         }
-        Msg::Saved(r) => {
-            crate::tui::knobs::update(state, &mut fx, |k, env, out| k.on_saved(env, r, out))
-        }
+        Msg::Saved(r) => knobs::update(state, &mut fx, |k, env, out| k.on_saved(env, r, out)),
         Msg::Failed(e) => state.screen = Screen::Failed(e),
         Msg::Follow(m) => follow::update(state, &mut fx, |f, _, out| f.on_msg(m, out)),
         Msg::Panel(m) => crate::tui::panels::on_msg(state, m, &mut fx),

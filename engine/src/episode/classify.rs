@@ -438,9 +438,8 @@ pub fn classify_with_todos(
         .filter(|c| c.message_index >= seg.first_message && c.message_index <= seg.last_message)
         .map(|c| format!("{}: {} → {}", c.content, c.from, c.to))
         .collect();
-    (facts.objective, facts.objective_at) =
-        objective(msgs, seg.first_message, compaction_msg.is_some());
-    (facts.outcome, facts.outcome_at) = outcome(msgs, seg.first_message, &facts);
+    facts.objective = in_text_part(objective(msgs, seg.first_message, compaction_msg.is_some()));
+    facts.outcome = in_text_part(outcome(msgs, seg.first_message, &facts));
     let title = title(seg, msgs, compaction_msg, todos);
 
     let kinds: Vec<EpisodeKind> = kinds.into_iter().collect();
@@ -678,6 +677,16 @@ impl KeySet {
     fn into_vec(self) -> Vec<String> {
         self.v
     }
+}
+
+/// A text and where it is, (message index, part id), as what classification found.
+fn in_text_part((text, at): (String, Option<(usize, String)>)) -> Sourced<Option<At>> {
+    let cite = at.map(|(message_index, part_id)| At {
+        message_index,
+        part_id,
+        call_id: String::new(),
+    });
+    Sourced { text, cite }
 }
 
 /// The human ask (clipped), and where it is: (message index, first text part id).

@@ -3,7 +3,7 @@
 //! reasons and the tier generators quote.
 
 use super::evidence::FailedCall;
-use super::found::{At, Rejected};
+use super::found::{At, Rejected, Sourced};
 
 /// An approach that failed and was given up: what the record holds of it ([`Rejected`], cited
 /// where classification found it), and what detection read beside it.
@@ -75,8 +75,11 @@ pub type Decision = super::found::Decision<super::found::At>;
 /// What classification found, for reasons and for the tier generators.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Facts {
-    pub objective: String,
-    pub outcome: String,
+    /// The human ask, and where it is (a text part; none for a compaction's).
+    pub objective: Sourced<Option<At>>,
+    /// How the episode ended, and where it is (none for an outcome no part says, such as an
+    /// API error's name).
+    pub outcome: Sourced<Option<At>>,
     pub failures: Vec<FailedCall>,
     pub rejections: Vec<Rejection>,
     pub decisions: Vec<Decision>,
@@ -85,7 +88,4 @@ pub struct Facts {
     pub identifiers: Vec<String>,
     /// Todo status changes inside the episode ("<todo>: pending → completed").
     pub todos: Vec<String>,
-    /// Where `objective` and `outcome` come from: (message index, text part id).
-    pub objective_at: Option<(usize, String)>,
-    pub outcome_at: Option<(usize, String)>,
 }

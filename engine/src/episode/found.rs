@@ -157,7 +157,7 @@ impl<C> Failure<C> {
 }
 
 /// A piece of text and where it is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Sourced<C> {
     pub text: String,
     pub cite: C,

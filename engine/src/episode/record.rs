@@ -261,12 +261,13 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
             .map_or(i.episode.seg.first_message, |(mi, _)| *mi)
     };
     let shown = |s: &str| full_text.contains(s);
-    let sourced = |text: &str, at: &Option<(usize, String)>| {
-        at.as_ref()
-            .filter(|_| !text.is_empty())
-            .map(|(mi, part)| Sourced {
-                text: text.to_owned(),
-                cite: cite(*mi, Some(part), None),
+    let sourced = |s: &super::found::Sourced<Option<super::found::At>>| {
+        s.cite
+            .as_ref()
+            .filter(|_| !s.text.is_empty())
+            .map(|at| Sourced {
+                text: s.text.clone(),
+                cite: cite(at.message_index, Some(&at.part_id), None),
             })
     };
 
@@ -382,8 +383,8 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
         version: RECORD_VERSION,
         episode_id: i.episode.episode_id.to_owned(),
         title: i.episode.classified.title.clone(),
-        objective: sourced(&f.objective, &f.objective_at),
-        outcome: sourced(&f.outcome, &f.outcome_at),
+        objective: sourced(&f.objective),
+        outcome: sourced(&f.outcome),
         constraints,
         decisions,
         rejected,

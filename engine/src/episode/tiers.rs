@@ -574,10 +574,10 @@ fn clip_lines(s: &str, head: usize, tail: usize) -> String {
 fn source_compact(id: &str, cl: &Classified, full_text: &str) -> String {
     let f = &cl.facts;
     let mut out = format!("[{id} compact] {}", cl.title);
-    if !f.objective.is_empty() {
-        line(&mut out, &format!("objective: {}", f.objective));
+    if !f.objective.text.is_empty() {
+        line(&mut out, &format!("objective: {}", f.objective.text));
     }
-    line(&mut out, &format!("outcome: {}", f.outcome));
+    line(&mut out, &format!("outcome: {}", f.outcome.text));
     if !cl.pins.is_empty() {
         line(&mut out, "constraints (verbatim):");
         for p in &cl.pins {
@@ -658,7 +658,7 @@ fn source_anchor(id: &str, cl: &Classified) -> String {
     let mut s = format!(
         "[{id}] {} — {}",
         cl.title,
-        clip_chars(&cl.facts.outcome, 80)
+        clip_chars(&cl.facts.outcome.text, 80)
     );
     // The killing evidence, by the evidence rule: the command and its decisive line.
     if let Some(r) = cl.facts.rejections.first() {
