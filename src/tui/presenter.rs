@@ -439,11 +439,7 @@ pub fn replay_model(
             grid.hold(ep, a, b);
         }
     }
-    let knob = |k: &str| match knobs.knobs.get(k) {
-        Some(tierscope_engine::policy::KnobValue::Num(v)) => Some(*v),
-        _ => None,
-    };
-    let pressure_driven = knobs.pressure_driven();
+    let thresholds = knobs.thresholds();
     let y_max = chart_top(r.policy.budget, tokens_max, recorded_max);
     let s = &r.summary;
     let mut summary = vec![
@@ -504,21 +500,9 @@ pub fn replay_model(
         y_max,
         data_max: tokens_max.max(recorded_max),
         cost_max: cum.max(rec_cum),
-        demote_at: if pressure_driven {
-            knob("demote_at")
-        } else {
-            None
-        },
-        promote_at: if pressure_driven {
-            knob("promote_at")
-        } else {
-            None
-        },
-        target: if pressure_driven {
-            knob("target")
-        } else {
-            None
-        },
+        demote_at: thresholds.map(|t| t.demote_at),
+        promote_at: thresholds.map(|t| t.promote_at),
+        target: thresholds.map(|t| t.target),
         summary,
         totals: crate::tui::totals::RunTotals::of(r),
         peak_pressure,

@@ -212,6 +212,11 @@ fn every_kind_answers_what_the_explorer_asks() {
             "{}",
             p.name
         );
+        // A wait before promoting again is a knob the policy reads, at its value.
+        if let Some(w) = p.promotion_wait() {
+            assert!(p.reads(w.knob), "{}: {} is not read", p.name, w.knob);
+            assert_eq!(w.requests as f64, p.num(w.knob), "{}", p.name);
+        }
         match p.kind.floors() {
             Floors::Knob(k) => assert_eq!(p.respect_floors, p.flag(k), "{}", p.name),
             Floors::Always => assert!(p.respect_floors, "{}", p.name),
@@ -230,4 +235,33 @@ fn every_kind_answers_what_the_explorer_asks() {
         r.headline_knobs(),
         ["demote_at", "target", "promote_at", "min_dwell"]
     );
+    // Retention waits `promote_after` requests before promoting a demoted episode again; the
+    // age driver never promotes, so it has no wait.
+    let wait = r.promotion_wait().map(|w| (w.requests, w.knob));
+    assert_eq!(wait, Some((20, "promote_after")));
+    let age = policy::load("retention", &set("driver", "age")).expect("age driver");
+    assert_eq!(age.promotion_wait(), None);
+    // A narrow header names the headline knobs by their kinds' short names.
+    let short: Vec<&str> = r
+        .headline_knobs()
+        .iter()
+        .filter_map(|k| r.spec(k).map(|s| s.short_name()))
+        .collect();
+    assert_eq!(short, ["dem", "tgt", "pro", "dwell"]);
+    // The thresholds a pressure-driven policy draws are its knobs' values.
+    let t = r.thresholds().expect("retention is pressure-driven");
+    assert_eq!(
+        [t.demote_at, t.target, t.promote_at],
+        [r.num("demote_at"), r.num("target"), r.num("promote_at")]
+    );
+    // Each kind proposes pairs of its own knobs to sweep first.
+    for p in &ps {
+        for (a, b) in p.sweep_pairs() {
+            assert!(
+                p.spec(a).is_some() && p.spec(b).is_some(),
+                "{}: {a}, {b}",
+                p.name
+            );
+        }
+    }
 }

@@ -18,6 +18,7 @@ pub fn num(name: &str, default: f64, min: f64, max: f64, step: f64, help: &str) 
         choices: Vec::new(),
         integer: step.fract() == 0.0,
         help: help.into(),
+        short: None,
     }
 }
 
@@ -32,6 +33,7 @@ pub fn flag(name: &str, default: bool, help: &str) -> KnobSpec {
         choices: Vec::new(),
         integer: false,
         help: help.into(),
+        short: None,
     }
 }
 
@@ -46,6 +48,7 @@ pub fn choice(name: &str, default: &str, choices: &[&str], help: &str) -> KnobSp
         choices: choices.iter().map(|c| (*c).to_owned()).collect(),
         integer: false,
         help: help.into(),
+        short: None,
     }
 }
 
@@ -67,6 +70,7 @@ pub fn common(apply_prunes: bool) -> Vec<KnobSpec> {
 pub fn boundary(default: &str) -> KnobSpec {
     choice("boundary", default, &BOUNDARIES[..4],
         "when desired changes are applied: request = at once; user-turn / milestone also at cache expiry; cache-expiry only when the cache is dead")
+        .short("bnd")
 }
 
 /// The common knobs as typed values, read once per replay.

@@ -14,7 +14,7 @@ pub use model::{
     PolicyKind, PolicySource,
 };
 
-pub use kinds::BUILTIN_FILES;
+pub use kinds::{PromotionWait, Thresholds, BUILTIN_FILES};
 
 /// The names of the built-in policies.
 pub fn builtin_names() -> Vec<String> {

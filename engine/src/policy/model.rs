@@ -58,9 +58,23 @@ pub struct KnobSpec {
     pub integer: bool,
     /// One line for people.
     pub help: String,
+    /// A few letters for a narrow header (`demote_at` → `dem`); `None`: the name.
+    #[serde(skip)]
+    pub short: Option<&'static str>,
 }
 
 impl KnobSpec {
+    /// The same knob with a few letters for a narrow header.
+    pub fn short(mut self, short: &'static str) -> KnobSpec {
+        self.short = Some(short);
+        self
+    }
+
+    /// What a narrow header calls it.
+    pub fn short_name(&self) -> &str {
+        self.short.unwrap_or(&self.name)
+    }
+
     /// Parse and check a value given as text (`--set`), against this spec.
     pub fn parse(&self, text: &str) -> Result<KnobValue, String> {
         let text = text.trim();
@@ -151,10 +165,25 @@ impl Policy {
         crate::policy::kinds::headline_knobs(self)
     }
 
-    /// Whether this policy changes tiers at the pressure thresholds (`demote_at`, `target`,
-    /// `promote_at`).
+    /// Whether this policy changes tiers at pressure thresholds (its kind's answer).
     pub fn pressure_driven(&self) -> bool {
-        crate::policy::kinds::pressure_driven(self)
+        self.thresholds().is_some()
+    }
+
+    /// The pressure thresholds this policy changes tiers at, when it is pressure-driven.
+    pub fn thresholds(&self) -> Option<crate::policy::kinds::Thresholds> {
+        crate::policy::kinds::thresholds(self)
+    }
+
+    /// Pairs of its knobs worth sweeping first, most telling first (its kind's answer).
+    pub fn sweep_pairs(&self) -> &'static [(&'static str, &'static str)] {
+        crate::policy::kinds::sweep_pairs(self)
+    }
+
+    /// How long a demoted episode waits before this policy may promote it again, and the knob
+    /// that says so (its kind's answer); `None` when it never waits.
+    pub fn promotion_wait(&self) -> Option<crate::policy::kinds::PromotionWait> {
+        crate::policy::kinds::promotion_wait(self)
     }
 
     /// What the engine treats this policy's kind as, beyond its decision.

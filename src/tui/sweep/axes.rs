@@ -2,7 +2,7 @@
 //! the default range it proposes for each (inside the knob's range and the policy's
 //! constraints), and typed `FROM:TO:STEP` ranges.
 
-use tierscope_engine::policy::{KnobValue, Policy};
+use tierscope_engine::policy::{KnobValue, Policy, Thresholds};
 use tierscope_engine::sweep::{format_value, Axis};
 
 /// The most values one axis may have in the explorer (the grid must fit 80 columns); the CLI
@@ -22,6 +22,8 @@ pub struct KnobChoice {
     pub integer: bool,
     /// The policy's current value.
     pub current: f64,
+    /// A share of the budget (a pressure threshold, [`Thresholds::KNOBS`]).
+    pub budget_share: bool,
 }
 
 /// Numeric knobs that are no schedule knob and never an axis: `system_tokens` describes the
@@ -30,14 +32,11 @@ pub struct KnobChoice {
 /// compare).
 pub const NOT_AXES: &[&str] = &["system_tokens", "thrash_window"];
 
-/// Pressure thresholds (a share of the budget): the pane keeps them at most 1.0. The knobs
-/// allow up to 2.0 (demote_at 1.5 turns demotion off), but a threshold above the budget acts
-/// only once the context is over it, so every such point overflows by construction.
-pub const BUDGET_SHARES: &[&str] = &["demote_at", "target", "promote_at"];
-
 /// The numeric knobs of `p` its driver reads (a knob it ignores would give a flat grid) and
-/// that tune the schedule (not [`NOT_AXES`]), in its spec order; a pressure threshold's range
-/// ends at the budget ([`BUDGET_SHARES`]).
+/// that tune the schedule (not [`NOT_AXES`]), in its spec order. A pressure threshold (a share
+/// of the budget, [`Thresholds::KNOBS`]) ends at 1.0: the knobs allow up to 2.0 (demote_at 1.5
+/// turns demotion off), but a threshold above the budget acts only once the context is over it,
+/// so every such point overflows by construction.
 pub fn numeric_knobs(p: &Policy) -> Vec<KnobChoice> {
     p.specs
         .iter()
@@ -50,7 +49,8 @@ pub fn numeric_knobs(p: &Policy) -> Vec<KnobChoice> {
                 Some(KnobValue::Num(v)) => *v,
                 _ => default,
             };
-            let max = if BUDGET_SHARES.contains(&s.name.as_str()) {
+            let budget_share = Thresholds::KNOBS.contains(&s.name.as_str());
+            let max = if budget_share {
                 Some(s.max.map_or(1.0, |m| m.min(1.0)))
             } else {
                 s.max
@@ -66,20 +66,11 @@ pub fn numeric_knobs(p: &Policy) -> Vec<KnobChoice> {
                     .unwrap_or(if s.integer { 1.0 } else { 0.01 }),
                 integer: s.integer,
                 current,
+                budget_share,
             })
         })
         .collect()
 }
-
-/// Pairs worth sweeping first, by policy family: the hysteresis thresholds of the pressure
-/// policies, the decay curve's shape, OpenCode's compaction tail, the age driver's steps.
-const PREFERRED: &[(&str, &str)] = &[
-    ("demote_at", "promote_at"),
-    ("h50", "d"),
-    ("execute_threshold", "history_budget_percentage"),
-    ("preserve_recent_share", "tail_turns"),
-    ("dense_after", "compact_after"),
-];
 
 /// Knobs every policy has that say little about its schedule; picked last.
 const GENERIC: &[&str] = &["ttl_s"];
@@ -87,9 +78,9 @@ const GENERIC: &[&str] = &["ttl_s"];
 /// The two knobs the pane starts with (x, y), as indices into `knobs` (the knobs the driver
 /// reads, so an age-driven policy never gets its unread pressure thresholds); `None` with fewer
 /// than two numeric knobs.
-pub fn default_pair(knobs: &[KnobChoice]) -> Option<(usize, usize)> {
+pub fn default_pair(knobs: &[KnobChoice], preferred: &[(&str, &str)]) -> Option<(usize, usize)> {
     let idx = |n: &str| knobs.iter().position(|k| k.name == n);
-    for (a, b) in PREFERRED {
+    for (a, b) in preferred {
         if let (Some(x), Some(y)) = (idx(a), idx(b)) {
             return Some((x, y));
         }
@@ -130,7 +121,7 @@ fn proposed_step(p: &Policy, k: &KnobChoice) -> f64 {
     let mut hi = k.max.unwrap_or(k.current + 3.0 * step).max(lo);
     // A threshold between its neighbours (demote_at above target, at most the budget): the
     // sixths of the part of its range the policy accepts, not of 0.05..1.
-    if BUDGET_SHARES.contains(&k.name.as_str()) && (hi - lo) / step <= 400.0 {
+    if k.budget_share && (hi - lo) / step <= 400.0 {
         let n = ((hi - lo) / step).round() as i64;
         let ok: Vec<f64> = (0..=n)
             .map(|i| tidy(lo + i as f64 * step))
@@ -256,7 +247,7 @@ pub fn parse_axis(k: &KnobChoice, text: &str) -> Result<Axis, String> {
         ));
     }
     if let Some(m) = k.max.filter(|m| hi > m + 1e-9) {
-        let why = if BUDGET_SHARES.contains(&k.name.as_str()) {
+        let why = if k.budget_share {
             " (a share of the budget: above 1 it acts only after the context overflows)"
         } else {
             ""
@@ -283,6 +274,7 @@ mod tests {
             step,
             integer,
             current: cur,
+            budget_share: Thresholds::KNOBS.contains(&name),
         }
     }
 
@@ -362,7 +354,8 @@ mod tests {
         let pair = |name: &str| {
             let p = policy(name);
             let k = numeric_knobs(&p);
-            default_pair(&k).map(|(x, y)| (k[x].name.clone(), k[y].name.clone()))
+            let preferred = p.sweep_pairs();
+            default_pair(&k, preferred).map(|(x, y)| (k[x].name.clone(), k[y].name.clone()))
         };
         let s = |a: &str, b: &str| Some((a.to_owned(), b.to_owned()));
         assert_eq!(pair("retention"), s("demote_at", "promote_at"));

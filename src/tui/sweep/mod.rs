@@ -182,7 +182,7 @@ impl Panel for SweepState {
         }
         let policy = env.on_screen.policy.clone();
         let knobs = axes::numeric_knobs(&policy);
-        let Some((x, y)) = axes::default_pair(&knobs) else {
+        let Some((x, y)) = axes::default_pair(&knobs, policy.sweep_pairs()) else {
             let name = crate::tui::safe_line(&policy.name);
             out.flash(
                 format!("policy {name} reads fewer than two numeric knobs: nothing to sweep"),

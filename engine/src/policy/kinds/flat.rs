@@ -275,11 +275,16 @@ impl Kind for Flat {
     fn headline_knobs(_p: &Policy) -> &'static [&'static str] {
         &["trigger"]
     }
+    /// The compaction's kept tail.
+    fn sweep_pairs(_p: &Policy) -> &'static [(&'static str, &'static str)] {
+        &[("preserve_recent_share", "tail_turns")]
+    }
     fn specs() -> Vec<KnobSpec> {
         let mut v = common(true);
         v.extend([
             choice("trigger", "auto", &["auto", "recorded", "simulate"],
-                "auto = simulate the agent's compaction with an explicit budget as its usable limit, else follow the recording; recorded = compact where the agent did; simulate = compact at the budget, else at the model's usable limit"),
+                "auto = simulate the agent's compaction with an explicit budget as its usable limit, else follow the recording; recorded = compact where the agent did; simulate = compact at the budget, else at the model's usable limit")
+                .short("trig"),
             choice("rules", "trace", rules_choices(),
                 "whose compaction a simulation follows: trace = the agent that recorded the trace; or an agent by name (its release's rules: trigger, kept tail, usable limit)"),
             num("context_limit", 0.0, 0.0, 10_000_000.0, 1000.0,

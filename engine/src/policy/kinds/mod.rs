@@ -50,10 +50,21 @@ pub(crate) trait Kind {
     fn headline_knobs(_p: &Policy) -> &'static [&'static str] {
         &["boundary"]
     }
-    /// Whether `p` changes tiers at the pressure thresholds (`demote_at`, `target`,
-    /// `promote_at`), which the explorer then draws on its chart.
-    fn pressure_driven(_p: &Policy) -> bool {
-        false
+    /// The pressure thresholds `p` changes tiers at, when it is pressure-driven (the explorer
+    /// draws them on its chart).
+    fn thresholds(_p: &Policy) -> Option<Thresholds> {
+        None
+    }
+    /// Pairs of its knobs worth sweeping first under `p`, most telling first (the sweep pane
+    /// starts with the first pair whose knobs `p` reads).
+    fn sweep_pairs(_p: &Policy) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+    /// How long after a demotion an episode waits before it may be promoted again under `p`
+    /// (the hysteresis in time), and the knob that says so; `None` when it never waits. The
+    /// explorer explains a held promotion with it.
+    fn promotion_wait(_p: &Policy) -> Option<PromotionWait> {
+        None
     }
     /// Where its `respect_floors` comes from.
     const FLOORS: Floors = Floors::Declared;
@@ -73,6 +84,40 @@ pub enum KindRole {
     Compaction,
     /// Knows which episodes the hidden probes need: without probes it has nothing to go by.
     Oracle,
+}
+
+/// Where a pressure-driven policy changes tiers: shares of the budget (MODEL §3.1).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Thresholds {
+    /// Above it, victims are demoted.
+    pub demote_at: f64,
+    /// What demotion aims for, and what a promotion must not exceed.
+    pub target: f64,
+    /// Below it, episodes are promoted.
+    pub promote_at: f64,
+}
+
+impl Thresholds {
+    /// The knobs that hold them: shares of the budget.
+    pub const KNOBS: [&'static str; 3] = ["demote_at", "target", "promote_at"];
+
+    /// The thresholds `p`'s knobs set.
+    pub fn of(p: &Policy) -> Thresholds {
+        Thresholds {
+            demote_at: p.num("demote_at"),
+            target: p.num("target"),
+            promote_at: p.num("promote_at"),
+        }
+    }
+}
+
+/// How long a demoted episode waits before it may be promoted again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PromotionWait {
+    /// Requests after the demotion during which it is not promoted.
+    pub requests: usize,
+    /// The knob that sets it.
+    pub knob: &'static str,
 }
 
 /// Where a kind's `respect_floors` (MODEL §2 law 1) comes from.
@@ -214,8 +259,14 @@ macro_rules! registry {
         pub(crate) fn headline_knobs(p: &Policy) -> &'static [&'static str] {
             match p.kind { $(PolicyKind::$variant => <$module::$ty as Kind>::headline_knobs(p),)* }
         }
-        pub(crate) fn pressure_driven(p: &Policy) -> bool {
-            match p.kind { $(PolicyKind::$variant => <$module::$ty as Kind>::pressure_driven(p),)* }
+        pub(crate) fn thresholds(p: &Policy) -> Option<Thresholds> {
+            match p.kind { $(PolicyKind::$variant => <$module::$ty as Kind>::thresholds(p),)* }
+        }
+        pub(crate) fn sweep_pairs(p: &Policy) -> &'static [(&'static str, &'static str)] {
+            match p.kind { $(PolicyKind::$variant => <$module::$ty as Kind>::sweep_pairs(p),)* }
+        }
+        pub(crate) fn promotion_wait(p: &Policy) -> Option<PromotionWait> {
+            match p.kind { $(PolicyKind::$variant => <$module::$ty as Kind>::promotion_wait(p),)* }
         }
         impl PolicyKind {
             /// Where this kind's `respect_floors` comes from.

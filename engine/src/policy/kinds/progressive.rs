@@ -10,7 +10,7 @@
 //! `relevance_source = probes` the schedule is told instead which episodes the due probes need.
 
 use super::retention::{Retention, RetentionKnobs};
-use super::{Compacted, Decide, Kind, RequestView, Setup};
+use super::{Compacted, Decide, Kind, PromotionWait, RequestView, Setup, Thresholds};
 use crate::episode::Tier;
 use crate::policy::knobs::{boundary, choice, common, num, uint};
 use crate::policy::{KnobSpec, Policy};
@@ -39,29 +39,44 @@ impl Kind for Progressive {
             &["demote_at", "target", "promote_at", "min_dwell"]
         }
     }
-    fn pressure_driven(p: &Policy) -> bool {
-        p.choice("driver") != "age"
+    fn thresholds(p: &Policy) -> Option<Thresholds> {
+        (p.choice("driver") != "age").then(|| Thresholds::of(p))
+    }
+    /// The hysteresis thresholds of the pressure driver; the age driver's steps.
+    fn sweep_pairs(_p: &Policy) -> &'static [(&'static str, &'static str)] {
+        &[
+            ("demote_at", "promote_at"),
+            ("dense_after", "compact_after"),
+        ]
+    }
+    /// The pressure driver's `promote_after` (the age driver never promotes).
+    fn promotion_wait(p: &Policy) -> Option<PromotionWait> {
+        Self::reads(p, "promote_after").then(|| PromotionWait {
+            requests: uint(p.num("promote_after")) as usize,
+            knob: "promote_after",
+        })
     }
     fn specs() -> Vec<KnobSpec> {
         let mut v = common(false);
         v.extend([
             choice("driver", "pressure", &["pressure", "age"],
                 "pressure = demote/promote by budget pressure with hysteresis (retention); age = tier from age alone (the naive baseline)"),
-            num("demote_at", 0.9, 0.05, 2.0, 0.01, "pressure above which victims are demoted"),
-            num("target", 0.75, 0.05, 2.0, 0.01, "pressure that demotion aims for and promotion must not exceed"),
-            num("promote_at", 0.6, 0.0, 2.0, 0.01, "pressure below which episodes are promoted"),
+            num("demote_at", 0.9, 0.05, 2.0, 0.01, "pressure above which victims are demoted").short("dem"),
+            num("target", 0.75, 0.05, 2.0, 0.01, "pressure that demotion aims for and promotion must not exceed").short("tgt"),
+            num("promote_at", 0.6, 0.0, 2.0, 0.01, "pressure below which episodes are promoted").short("pro"),
             num("promote_after", 20.0, 0.0, 1000.0, 1.0,
                 "an episode demoted this many requests ago or fewer is not promoted again (0 = no wait): a reversal that soon is thrash"),
             num("min_dwell", 3.0, 0.0, 1000.0, 1.0,
-                "an episode changed less than this many requests ago is not changed again (except in an emergency)"),
+                "an episode changed less than this many requests ago is not changed again (except in an emergency)")
+                .short("dwell"),
             boundary("user-turn"),
             num("relevance_window", 10.0, 0.0, 1000.0, 1.0,
                 "an episode is relevant when one of the last N requests touched one of its keys"),
             choice("relevance_source", "keys", &["keys", "probes"],
                 "keys = from tool inputs and user text; probes = the scheduler is told which episodes due probes need"),
-            num("dense_after", 2.0, 0.0, 100_000.0, 1.0, "age driver: requests after closing before dense"),
-            num("compact_after", 4.0, 0.0, 100_000.0, 1.0, "age driver: requests after closing before compact"),
-            num("anchor_after", 8.0, 0.0, 100_000.0, 1.0, "age driver: requests after closing before anchor"),
+            num("dense_after", 2.0, 0.0, 100_000.0, 1.0, "age driver: requests after closing before dense").short("dense"),
+            num("compact_after", 4.0, 0.0, 100_000.0, 1.0, "age driver: requests after closing before compact").short("cmpct"),
+            num("anchor_after", 8.0, 0.0, 100_000.0, 1.0, "age driver: requests after closing before anchor").short("anchr"),
         ]);
         v
     }

@@ -300,21 +300,22 @@ fn page<'a>(state: &'a State, ep: &'a EpisodeRow) -> Vec<Line<'a>> {
 }
 
 /// Why a demoted episode is not promoted yet: its last change up to the cursor was a demotion
-/// `promote_after` or fewer requests ago (the policy's hysteresis in time).
+/// no longer ago than the policy's wait before a promotion (its hysteresis in time, as its kind
+/// says: `promote_after` for the pressure driver).
 fn promotion_wait(
     policy: &tierscope_engine::policy::Policy,
     hist: &[crate::tui::view_model::ChangeRow],
     cursor: usize,
 ) -> Option<String> {
-    if !policy.reads("promote_after") {
-        return None;
-    }
-    let wait = policy.num("promote_after") as usize;
+    let tierscope_engine::policy::PromotionWait {
+        requests: wait,
+        knob,
+    } = policy.promotion_wait()?;
     let last = hist.iter().rev().find(|c| c.request <= cursor)?;
     let since = cursor - last.request;
     (last.to > last.from && wait > 0 && since <= wait).then(|| {
         format!(
-            "no promotion before r{}: demoted at r{} ({} requests ago), promote_after {wait}",
+            "no promotion before r{}: demoted at r{} ({} requests ago), {knob} {wait}",
             last.request + wait + 1,
             last.request,
             since

@@ -29,24 +29,6 @@ pub fn key_knobs(state: &State) -> Vec<String> {
         .collect()
 }
 
-/// A knob's name in a few letters for a narrow header (`demote_at` → `dem`); the knobs panel
-/// and the help give the full names.
-pub fn abbrev_knob(name: &str) -> &str {
-    match name {
-        "demote_at" => "dem",
-        "promote_at" => "pro",
-        "target" => "tgt",
-        "min_dwell" => "dwell",
-        "boundary" => "bnd",
-        "dense_after" => "dense",
-        "compact_after" => "cmpct",
-        "anchor_after" => "anchr",
-        "respect_floors" => "floors",
-        "trigger" => "trig",
-        other => other,
-    }
-}
-
 /// How much the header says: the most on a wide terminal, then less until the session's
 /// title keeps some room (lazygit and btop at 80×24 are the bar).
 #[derive(Clone, Copy)]
@@ -166,7 +148,9 @@ fn lead<'a>(state: &State, d: Detail, width: usize, title: usize) -> (Vec<Span<'
                 let v = v
                     .strip_prefix("0.")
                     .map_or(v.to_owned(), |f| format!(".{f}"));
-                format!("{}={v}", abbrev_knob(k))
+                let p = &state.on_screen.policy;
+                let short = p.spec(k).map_or(k, |s| s.short_name());
+                format!("{short}={v}")
             }
             _ => kv,
         })

@@ -215,12 +215,20 @@ impl Kind for Decay {
     fn headline_knobs(_p: &Policy) -> &'static [&'static str] {
         &["h50", "d", "respect_floors"]
     }
+    /// The decay curve's shape; then when and how much its compressor works.
+    fn sweep_pairs(_p: &Policy) -> &'static [(&'static str, &'static str)] {
+        &[
+            ("h50", "d"),
+            ("execute_threshold", "history_budget_percentage"),
+        ]
+    }
     const FLOORS: Floors = Floors::Knob("respect_floors");
     fn specs() -> Vec<KnobSpec> {
         let mut v = common(false);
         v.extend([
             flag("respect_floors", false,
-                "keep episodes at or above their floors (Magic Context has no floors, so off by default)"),
+                "keep episodes at or above their floors (Magic Context has no floors, so off by default)")
+                .short("floors"),
             num("h50", 24.0, 1.0, 1000.0, 1.0, "half-life in episodes at importance 50 and pressure 1"),
             num("d", 25.0, 1.0, 200.0, 1.0, "importance points per doubling of the half-life"),
             num("z1", 0.201, 0.0, 10.0, 0.001, "z-boundary full → dense"),
