@@ -1,8 +1,8 @@
 //! The default command: open the explorer (the TUI) on a recording.
 //!
 //! `tierscope [PATH] [loading flags] [--policy P] [--budget N] [--set K=V]… [--at N]
-//! [--episode ID] [--play] [--theme NAME]`. With no PATH the session picker opens over the
-//! OpenCode data dir (or the bundled sample session when there is none); so it does for a
+//! [--episode ID] [--play] [--theme NAME]`. With no PATH the session picker opens over every
+//! agent's data dir found (or the bundled sample session when there is none); so it does for a
 //! database or data dir PATH holding several sessions, unless `--session` names one.
 
 use anyhow::Context;

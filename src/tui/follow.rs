@@ -1,4 +1,4 @@
-//! Live follow in the explorer (`--follow`, key `W`): the session is reloaded as OpenCode writes
+//! Live follow in the explorer (`--follow`, key `W`): the session is reloaded as its agent writes
 //! it, with the view state (selection, scrolls, knobs, policy) kept.
 //!
 //! Three pieces, each hooked into the app with a line or two:

@@ -209,7 +209,7 @@ impl Worker {
             .path
             .as_ref()
             .map(|p| p.display().to_string())
-            .unwrap_or_else(|| "the OpenCode data dir".to_owned());
+            .unwrap_or_else(|| "the agents' data dirs".to_owned());
         let title = format!(
             "loading {} from {what}",
             id.as_deref().unwrap_or("the newest session")

@@ -529,7 +529,7 @@ fn a_session_without_requests_shows_an_empty_state_not_an_error() {
     let screen = text(&app.draw());
     assert!(screen.contains("no requests yet"), "{screen}");
     assert!(
-        screen.contains("No requests yet: OpenCode records one"),
+        screen.contains("No requests yet: the agent records one"),
         "{screen}"
     );
     assert!(!screen.contains("out of range"), "{screen}");

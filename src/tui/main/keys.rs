@@ -65,7 +65,7 @@ pub static BINDINGS: &[Binding] = &[
 /// list's.
 #[rustfmt::skip]
 pub static LAST: &[Binding] = &[
-    b(Mode::Main, &[C(crate::tui::follow::TOGGLE_KEY)], A::ToggleFollow, "follow the session live as OpenCode writes it (pause / resume)", None),
+    b(Mode::Main, &[C(crate::tui::follow::TOGGLE_KEY)], A::ToggleFollow, "follow the session live as its agent writes it (pause / resume)", None),
     b(Mode::Main, &[Ctrl('t')], A::CycleTheme, "next theme: dark, light, high-contrast, mono (--theme picks the first)", None),
     b(Mode::Main, &[C('?'), Code(K::F(1))], A::Help, "this help", Some("help")),
     b(Mode::Main, &[Code(K::Esc)], A::Cancel, "close or cancel: the search, the maximised pane, the sub-agent session", None),

@@ -13,7 +13,7 @@ use crate::tui::widgets::heatmap::{tier_glyph, Heatmap, RowLabel, TAIL_GLYPH};
 use tierscope_engine::episode::model::Tier;
 
 /// What the heatmap says for a session without requests (the model was never called yet).
-pub const EMPTY_SESSION: &str = "No requests yet: OpenCode records one each time it calls the model, so there is nothing to replay. The episodes below come from the messages so far.";
+pub const EMPTY_SESSION: &str = "No requests yet: the agent records one each time it calls the model, so there is nothing to replay. The episodes below come from the messages so far.";
 
 /// The first episode row shown: the state's, kept inside the list.
 pub fn top_row(state: &State, rows: usize) -> usize {
