@@ -1,10 +1,12 @@
 //! The panes that open over the main screen (diff mode, the sweep pane), registered in one
 //! place. A pane is a folder with its state, updates, view, jobs and keys; it implements
 //! [`Panel`] and takes one line in [`panels!`] below, which gives it its field of [`Panels`]
-//! (the explorer's `State::panels`), its variants of [`PanelMsg`] and [`PanelJob`], and its part
-//! in the dispatch: where keys, mouse, job results, session changes and goto go, what draws, what
-//! the worker runs, and which bindings and help sections the keymap and help overlay list. The
-//! loop (`app.rs`, `jobs.rs`, `run.rs`, `ui/`) knows panes only through this module.
+//! (the explorer's `State::panels`), its variants of [`PanelMode`] (its modes, the keymap's
+//! `Mode::Panel`), [`PanelAction`] (its own actions, `Action::Panel`), [`PanelMsg`] and
+//! [`PanelJob`], its opening key among the main screen's ([`OPENERS`]), and its part in the
+//! dispatch: where keys, mouse, job results, session changes and goto go, what draws, what the
+//! worker runs, and which bindings and help sections the keymap and help overlay list. The rest
+//! of the explorer knows panes only through this module (`tests/it/layers.rs` checks it).
 
 use std::sync::Arc;
 
