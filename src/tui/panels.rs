@@ -67,13 +67,13 @@ pub trait Panel: Sized + 'static {
     /// Its key bindings, one line each (gathered into the keymap after the shell's).
     const BINDINGS: &'static [Binding];
     /// Its modes, in the order the help overlay lists their sections.
-    const MODES: &'static [Mode];
+    const MODES: &'static [Self::Mode];
 
     /// A mode's section title in the help overlay.
     fn title(mode: Self::Mode) -> &'static str;
 
     /// Where its keys are read now.
-    fn mode(&self) -> Mode;
+    fn mode(&self) -> Self::Mode;
     /// Whether it draws the whole screen instead of the main screen (else it draws over it).
     fn covers_main(&self) -> bool {
         false
@@ -203,6 +203,11 @@ macro_rules! panels {
         }
 
         $(
+            impl From<<$T as Panel>::Mode> for Mode {
+                fn from(m: <$T as Panel>::Mode) -> Mode {
+                    Mode::Panel(PanelMode::$Id(m))
+                }
+            }
             impl From<<$T as Panel>::Msg> for Msg {
                 fn from(m: <$T as Panel>::Msg) -> Msg {
                     Msg::Panel(PanelMsg::$Id(m))
@@ -219,8 +224,12 @@ macro_rules! panels {
         pub static OPENERS: &[Binding] = &[$(<$T as Panel>::OPEN),*];
         /// Every pane's bindings, in registry order.
         pub static BINDINGS: &[&[Binding]] = &[$(<$T as Panel>::BINDINGS),*];
-        /// Every pane's modes, in registry order.
-        pub static MODES: &[&[Mode]] = &[$(<$T as Panel>::MODES),*];
+        /// Every pane's modes as the keymap names them, in registry order.
+        pub fn modes() -> Vec<Mode> {
+            let mut v = Vec::new();
+            $(v.extend(<$T as Panel>::MODES.iter().map(|m| Mode::from(*m)));)*
+            v
+        }
 
         impl Panels {
             /// The open pane on top: the last registered of those open.
@@ -236,7 +245,7 @@ macro_rules! panels {
             pub fn mode(&self) -> Option<Mode> {
                 let mut mode = None;
                 $(if let Some(p) = &self.$field {
-                    mode = Some(p.mode());
+                    mode = Some(p.mode().into());
                 })*
                 mode
             }
@@ -377,14 +386,18 @@ mod tests {
 
     #[test]
     fn every_pane_keys_only_its_own_modes_and_each_has_bindings() {
-        for (i, modes) in MODES.iter().enumerate() {
-            assert!(!modes.is_empty());
-            for m in *modes {
-                let others = MODES.iter().enumerate().filter(|(j, _)| *j != i);
-                assert!(others.flat_map(|(_, o)| o.iter()).all(|o| o != m), "{m:?}");
-                assert!(BINDINGS[i].iter().any(|b| b.mode == *m), "{m:?} has no key");
+        let modes = modes();
+        for (id, bindings) in PanelId::ALL.iter().zip(BINDINGS) {
+            let own: Vec<Mode> = modes
+                .iter()
+                .copied()
+                .filter(|m| matches!(m, Mode::Panel(p) if p.pane() == *id))
+                .collect();
+            assert!(!own.is_empty(), "{id:?} has no mode");
+            for m in &own {
+                assert!(bindings.iter().any(|b| b.mode == *m), "{m:?} has no key");
             }
-            assert!(BINDINGS[i].iter().all(|b| modes.contains(&b.mode)));
+            assert!(bindings.iter().all(|b| own.contains(&b.mode)), "{id:?}");
         }
     }
 

@@ -24,10 +24,10 @@ use ratatui::Frame;
 use crate::tui::app::{InputPurpose, Level, State};
 use crate::tui::component::{Ask, Out};
 use crate::tui::geometry::Scroll;
-use crate::tui::keymap::{Action, Mode};
+use crate::tui::keymap::Action;
 use crate::tui::on_screen::OnScreen;
 use crate::tui::panels::{Panel, PanelAction, PanelEnv};
-use keys::DiffAction;
+use keys::{DiffAction, DiffMode};
 use tierscope_engine::compare::ContextDiff;
 use tierscope_engine::policy::Policy;
 use view_model::DiffModel;
@@ -104,13 +104,13 @@ pub struct DiffState {
 
 impl DiffState {
     /// Where keys go.
-    pub fn mode(&self) -> Mode {
+    pub fn mode(&self) -> DiffMode {
         if self.picker.is_some() {
-            keys::PICK
+            DiffMode::Pick
         } else if self.knobs.is_some() {
-            keys::KNOBS
+            DiffMode::Knobs
         } else {
-            keys::BROWSE
+            DiffMode::Browse
         }
     }
     /// The policy of a side.
@@ -207,12 +207,12 @@ impl Panel for DiffState {
     type Action = keys::DiffAction;
     const OPEN: crate::tui::keymap::Binding = keys::OPEN;
     const BINDINGS: &'static [crate::tui::keymap::Binding] = keys::BINDINGS;
-    const MODES: &'static [Mode] = &[keys::BROWSE, keys::KNOBS, keys::PICK];
+    const MODES: &'static [DiffMode] = &[DiffMode::Browse, DiffMode::Knobs, DiffMode::Pick];
 
-    fn mode(&self) -> Mode {
+    fn mode(&self) -> DiffMode {
         DiffState::mode(self)
     }
-    fn title(mode: keys::DiffMode) -> &'static str {
+    fn title(mode: DiffMode) -> &'static str {
         mode.title()
     }
     fn covers_main(&self) -> bool {
@@ -269,16 +269,16 @@ impl Panel for DiffState {
 
     fn on_key(&mut self, env: &PanelEnv<'_>, _k: &KeyEvent, action: Option<Action>, out: &mut Out) {
         match self.mode() {
-            keys::PICK => self.on_pick(action, out),
-            keys::KNOBS => self.on_knobs(action, out),
-            _ => self.on_diff(env, action, out),
+            DiffMode::Pick => self.on_pick(action, out),
+            DiffMode::Knobs => self.on_knobs(action, out),
+            DiffMode::Browse => self.on_diff(env, action, out),
         }
     }
 
     /// The wheel scrolls the context diff (both sides), or moves through the list of B.
     fn on_mouse(&mut self, _env: &PanelEnv<'_>, m: MouseEvent, out: &mut Out) {
         match self.mode() {
-            keys::BROWSE => {
+            DiffMode::Browse => {
                 let rows = self.context.as_ref().map_or(0, |c| c.rows.len());
                 match m.kind {
                     MouseEventKind::ScrollDown => {
@@ -290,11 +290,11 @@ impl Panel for DiffState {
                     _ => {}
                 }
             }
-            keys::PICK => {
+            DiffMode::Pick => {
                 let a = crate::tui::app::wheel_as(&m, Action::ListDown, Action::ListUp);
                 self.on_pick(a, out);
             }
-            _ => {}
+            DiffMode::Knobs => {}
         }
     }
 

@@ -723,7 +723,7 @@ fn side_line(
 
 fn status(state: &State, d: &DiffState, f: &mut Frame, area: Rect) {
     let lead = crate::tui::ui::status::flash_spans(state);
-    crate::tui::ui::status::draw_bar(state, lead, d.mode(), Vec::new(), f, area);
+    crate::tui::ui::status::draw_bar(state, lead, d.mode().into(), Vec::new(), f, area);
 }
 
 fn picker(t: &Theme, list: &[super::Choice], sel: usize, f: &mut Frame, area: Rect) {

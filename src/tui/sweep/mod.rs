@@ -26,11 +26,11 @@ use ratatui::Frame;
 use crate::tui::app::{Level, State};
 use crate::tui::component::{Ask, Out};
 use crate::tui::geometry::Scroll;
-use crate::tui::keymap::{Action, Mode};
+use crate::tui::keymap::Action;
 use crate::tui::panels::{Panel, PanelAction, PanelEnv};
 use axes::KnobChoice;
 use grid::{Metric, SweepGrid};
-use keys::SweepAction;
+use keys::{SweepAction, SweepMode};
 use tierscope_engine::policy::Policy;
 use tierscope_engine::sweep::{format_value, Axis};
 
@@ -135,13 +135,13 @@ pub struct SweepState {
 
 impl SweepState {
     /// Where keys go.
-    pub fn mode(&self) -> Mode {
+    pub fn mode(&self) -> SweepMode {
         if self.edit.is_some() {
-            keys::EDIT
+            SweepMode::Edit
         } else if self.phase == Phase::Setup {
-            keys::SETUP
+            SweepMode::Setup
         } else {
-            keys::GRID
+            SweepMode::Grid
         }
     }
 
@@ -161,12 +161,12 @@ impl Panel for SweepState {
     type Action = keys::SweepAction;
     const OPEN: crate::tui::keymap::Binding = keys::OPEN;
     const BINDINGS: &'static [crate::tui::keymap::Binding] = keys::BINDINGS;
-    const MODES: &'static [Mode] = &[keys::GRID, keys::SETUP, keys::EDIT];
+    const MODES: &'static [SweepMode] = &[SweepMode::Grid, SweepMode::Setup, SweepMode::Edit];
 
-    fn mode(&self) -> Mode {
+    fn mode(&self) -> SweepMode {
         SweepState::mode(self)
     }
-    fn title(mode: keys::SweepMode) -> &'static str {
+    fn title(mode: SweepMode) -> &'static str {
         mode.title()
     }
     fn render(&self, state: &State, f: &mut Frame, area: Rect) -> Option<Scroll> {
@@ -221,9 +221,9 @@ impl Panel for SweepState {
             return;
         }
         match self.mode() {
-            keys::EDIT => self.on_edit(k, action),
-            keys::SETUP => self.on_setup(action, out),
-            _ => self.on_grid(env, action, out),
+            SweepMode::Edit => self.on_edit(k, action),
+            SweepMode::Setup => self.on_setup(action, out),
+            SweepMode::Grid => self.on_grid(env, action, out),
         }
     }
 
@@ -231,9 +231,9 @@ impl Panel for SweepState {
     fn on_mouse(&mut self, env: &PanelEnv<'_>, m: MouseEvent, out: &mut Out) {
         use crate::tui::app::wheel_as;
         let a = match self.mode() {
-            keys::GRID => wheel_as(&m, Action::SelectDown, Action::SelectUp),
-            keys::SETUP => wheel_as(&m, Action::ListDown, Action::ListUp),
-            _ => return,
+            SweepMode::Grid => wheel_as(&m, Action::SelectDown, Action::SelectUp),
+            SweepMode::Setup => wheel_as(&m, Action::ListDown, Action::ListUp),
+            SweepMode::Edit => return,
         };
         self.on_key(env, &KeyEvent::from(KeyCode::Null), a, out);
     }
@@ -395,7 +395,7 @@ impl SweepState {
                     out.ask(Ask::Close);
                 }
             }
-            Action::Help => out.ask(Ask::Help(mode)),
+            Action::Help => out.ask(Ask::Help(mode.into())),
             _ => {}
         }
     }
@@ -408,7 +408,7 @@ impl SweepState {
         if let Phase::Running { .. } = s.phase {
             match a {
                 Action::CloseOverlay => cancel(s),
-                Action::Help => out.ask(Ask::Help(mode)),
+                Action::Help => out.ask(Ask::Help(mode.into())),
                 _ => {}
             }
             return;
@@ -431,7 +431,7 @@ impl SweepState {
             Action::Panel(PanelAction::Sweep(SweepAction::Setup)) => s.phase = Phase::Setup,
             Action::Accept => s.load_point(env, out),
             Action::CloseOverlay | Action::Quit => out.ask(Ask::Close),
-            Action::Help => out.ask(Ask::Help(mode)),
+            Action::Help => out.ask(Ask::Help(mode.into())),
             _ => {}
         }
     }

@@ -573,7 +573,7 @@ fn status_line(state: &State, s: &SweepState, f: &mut Frame, area: Rect) {
     let hints: Vec<(String, &str)> = if let Phase::Running { .. } = s.phase {
         vec![("Esc".to_owned(), "cancel")]
     } else {
-        keymap::hints(s.mode(), state.main.focus)
+        keymap::hints(s.mode().into(), state.main.focus)
     };
     spans.extend(key_spans(&hints, t.status_key, t.status));
     f.render_widget(Paragraph::new(Line::from(spans)).style(t.status), area);

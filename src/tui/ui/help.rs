@@ -13,7 +13,7 @@ use crate::tui::geometry::Scroll;
 use crate::tui::keymap::{bindings, keys_label, Mode};
 
 /// The sections of the shell and the main screen, in order; every registered pane's follow
-/// ([`crate::tui::panels::MODES`]).
+/// ([`crate::tui::panels::modes`]).
 const MODES: [Mode; 8] = [
     Mode::Main,
     Mode::SubAgents,
@@ -26,10 +26,8 @@ const MODES: [Mode; 8] = [
 ];
 
 /// Every section, in order.
-fn all_modes() -> impl Iterator<Item = &'static Mode> {
-    MODES
-        .iter()
-        .chain(crate::tui::panels::MODES.iter().flat_map(|m| m.iter()))
+fn all_modes() -> impl Iterator<Item = Mode> {
+    MODES.into_iter().chain(crate::tui::panels::modes())
 }
 
 /// Width of the key column.
@@ -158,12 +156,12 @@ pub fn lines(state: &State, width: u16) -> (Vec<Line<'static>>, Vec<(Mode, usize
             }
             out.push(Line::raw(""));
         }
-        sections.push((*m, out.len()));
+        sections.push((m, out.len()));
         out.push(Line::from(Span::styled(
             m.title().to_owned(),
             t.title_focus,
         )));
-        for (keys, desc) in entries(state, *m) {
+        for (keys, desc) in entries(state, m) {
             for (j, part) in wrap(desc, desc_w).into_iter().enumerate() {
                 let k = if j == 0 { keys.as_str() } else { "" };
                 out.push(Line::from(vec![
