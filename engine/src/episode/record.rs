@@ -18,6 +18,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::evidence::{step_text, steps_of};
+use super::found::At;
 use super::prose::{plain, prose};
 use super::reading::{assistant_prose, sentences, tool_command};
 use super::rules::Rules;
@@ -253,6 +254,9 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
         part_id: part.map(|p| ids.of(p)),
         call_id: call.map(|c| ids.of(c)),
     };
+    // What classification found in a text part, and in a tool call, cited by id.
+    let in_text = |at: &At| cite(at.message_index, Some(&at.part_id), None);
+    let in_call = |at: &At| cite(at.message_index, Some(&at.part_id), Some(&at.call_id));
     // The first message whose full text shows `s`.
     let home = |s: &str| {
         i.full
@@ -261,13 +265,13 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
             .map_or(i.episode.seg.first_message, |(mi, _)| *mi)
     };
     let shown = |s: &str| full_text.contains(s);
-    let sourced = |s: &super::found::Sourced<Option<super::found::At>>| {
+    let sourced = |s: &super::found::Sourced<Option<At>>| {
         s.cite
             .as_ref()
             .filter(|_| !s.text.is_empty())
             .map(|at| Sourced {
                 text: s.text.clone(),
-                cite: cite(at.message_index, Some(&at.part_id), None),
+                cite: in_text(at),
             })
     };
 
@@ -301,11 +305,11 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
             )
             .map(|text| Sourced {
                 text,
-                cite: cite(d.cite.message_index, Some(&d.cite.part_id), None),
+                cite: in_text(&d.cite),
             }),
             text: d.text.clone(),
             rule: d.rule,
-            cite: cite(d.cite.message_index, Some(&d.cite.part_id), None),
+            cite: in_text(&d.cite),
         })
         .collect();
     decisions.extend(follows_rejection(i, msgs, &cite));
@@ -321,9 +325,7 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
                 cite: cite(a.cite.message_index, id(&a.cite.part_id), None),
             }),
             files: r.files.iter().filter(|p| shown(p)).cloned().collect(),
-            killed_by: r.killed_by.as_ref().map(|k| {
-                k.cite_as(|at| cite(at.message_index, Some(&at.part_id), Some(&at.call_id)))
-            }),
+            killed_by: r.killed_by.as_ref().map(|k| k.cite_as(in_call)),
             reason: r.reason.as_ref().map(|s| Sourced {
                 text: s.text.clone(),
                 cite: cite(s.cite.message_index, id(&s.cite.part_id), None),
@@ -341,10 +343,7 @@ pub fn build(i: &Inputs<'_>) -> EpisodeRecord {
     let failures = f
         .failures
         .iter()
-        .map(|x| {
-            x.failure
-                .cite_as(|at| cite(at.message_index, Some(&at.part_id), Some(&at.call_id)))
-        })
+        .map(|x| x.failure.cite_as(in_call))
         .collect();
 
     let status = i
